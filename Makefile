@@ -1,0 +1,118 @@
+.POSIX:
+# The llm-* toolchain.  `make` builds the programs into bin/, `make check`
+# runs the unit tests, the bats suites and mandoc -T lint.
+# SANITIZE=1 builds everything with ASan+UBSan into build/san and bin/san.
+
+-include config.mk
+
+LLVM_BINDIR = /usr/lib/llvm-22/bin
+LLVM_LIBDIR = /usr/lib/llvm-22/lib
+LLVM_INCDIR = /usr/lib/llvm-22/include
+PREFIX = /usr/local
+BINDIR = $(PREFIX)/bin
+MANDIR = $(PREFIX)/share/man
+SHAREDIR = $(PREFIX)/share
+
+CC = cc
+OPT = -O2
+SAN_1 = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wvla
+CFLAGS = $(OPT) -g -std=c11 $(WARN)
+CPPFLAGS = -D_GNU_SOURCE
+ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
+ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
+LIBS = $(DEPS_LIBS) -lm -ldl
+DEPS_LIBS = -ljansson -larchive -lpcre2-8
+
+# Object and program directories (separate for sanitizer builds).
+O = build$(SANITIZE:1=/san)
+B = bin$(SANITIZE:1=/san)
+T = tests/tools$(SANITIZE:1=/san)
+
+LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h lib/model.h
+LIBOBJ = $(O)/lib/util.o \
+	$(O)/lib/dtype.o \
+	$(O)/lib/json.o \
+	$(O)/lib/spawn.o \
+	$(O)/lib/safetensors.o \
+	$(O)/lib/hfconfig.o \
+	$(O)/lib/model.o
+
+PROGS =
+TOOLS =
+UNITS = $(O)/tests/unit/test_util \
+	$(O)/tests/unit/test_dtype \
+	$(O)/tests/unit/test_json \
+	$(O)/tests/unit/test_spawn \
+	$(O)/tests/unit/test_safetensors \
+	$(O)/tests/unit/test_hfconfig \
+	$(O)/tests/unit/test_model
+
+all: config.mk $(PROGS) $(TOOLS)
+
+config.mk:
+	./configure
+
+$(O)/lib/libllm.a: $(LIBOBJ)
+	rm -f $@
+	ar rcs $@ $(LIBOBJ)
+
+$(LIBOBJ): $(LIBHDR) config.mk
+	@mkdir -p $(O)/lib
+	$(CC) $(ALL_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
+
+$(O)/lib/util.o: lib/util.c
+$(O)/lib/dtype.o: lib/dtype.c
+$(O)/lib/model.o: lib/model.c
+$(O)/lib/json.o: lib/json.c
+$(O)/lib/spawn.o: lib/spawn.c
+$(O)/lib/safetensors.o: lib/safetensors.c
+$(O)/lib/hfconfig.o: lib/hfconfig.c
+
+# Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
+$(PROGS): $(O)/lib/libllm.a $(LIBHDR)
+	@mkdir -p $(B)
+	$(CC) $(ALL_CFLAGS) -DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
+		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(O)/lib/libllm.a $(LIBS)
+
+$(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
+	@mkdir -p $(T)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS)
+
+$(T)/refmodel: tests/tools/refmodel.c
+$(T)/mkmodel: tests/tools/mkmodel.c
+$(T)/cmpf32: tests/tools/cmpf32.c
+
+$(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
+	@mkdir -p $(O)/tests/unit
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/unit/$(@F).c $(O)/lib/libllm.a $(LIBS)
+
+$(O)/tests/unit/test_dtype: tests/unit/test_dtype.c
+$(O)/tests/unit/test_json: tests/unit/test_json.c
+$(O)/tests/unit/test_spawn: tests/unit/test_spawn.c
+$(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
+$(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
+
+check: all $(UNITS)
+	@fail=0; for t in $(UNITS); do $$t || fail=1; done; \
+	mandoc -T lint -W warning man/*.[0-9] || fail=1; \
+	LLM_BIN=$(PWD)/$(B) LLM_TOOLS=$(PWD)/$(T) bats tests/*.bats || fail=1; \
+	exit $$fail
+
+install: all
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)/llm
+	for p in $(PROGS); do cp $$p $(DESTDIR)$(BINDIR)/; done
+	for m in man/*.1; do cp $$m $(DESTDIR)$(MANDIR)/man1/; done
+	for m in man/*.5; do [ -e $$m ] && cp $$m $(DESTDIR)$(MANDIR)/man5/; done; true
+	for m in man/*.7; do [ -e $$m ] && cp $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+	cp -R share/llm/. $(DESTDIR)$(SHAREDIR)/llm/
+
+uninstall:
+	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$${p#$(B)/}; done
+	for m in man/*.[157]; do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done
+	rm -rf $(DESTDIR)$(SHAREDIR)/llm
+
+clean:
+	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/san
+
+.PHONY: all check install uninstall clean

@@ -1,0 +1,351 @@
+/* hfconfig.c: see hfconfig.h.
+ *
+ * Defaults follow transformers' Qwen2Config and LlamaConfig, so a config.json
+ * that omits a key means what it means to Hugging Face.  The five sizes
+ * without which no checkpoint makes sense are required, although
+ * transformers has defaults for them: a config.json without them is broken,
+ * and guessing a 7B shape would only move the error to the weights.
+ * Anything that changes the model's arithmetic in a way llm-* does not
+ * implement (RoPE scaling, sliding windows, MLP biases, other activations)
+ * is rejected here rather than silently computed wrong later. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hfconfig.h"
+#include "json.h"
+#include "util.h"
+
+static const struct {
+	enum llm_family family;
+	const char *model_type, *arch;
+	int64_t max_pos;          /* max_position_embeddings default */
+} families[] = {
+	{LLM_FAMILY_QWEN2, "qwen2", "Qwen2ForCausalLM", 32768},
+	{LLM_FAMILY_LLAMA, "llama", "LlamaForCausalLM", 2048},
+};
+
+/* Sizes beyond this are corrupt, and would overflow products later. */
+#define MAX_SIZE INT32_MAX
+
+/* A string from the file, fit for a one-line message. */
+static const char *
+shown(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return "(text with control characters)";
+	return s;
+}
+
+const char *
+llm_family_name(enum llm_family f)
+{
+	for (size_t i = 0; i < LLM_NELEM(families); i++)
+		if (families[i].family == f)
+			return families[i].model_type;
+	return "";
+}
+
+static int
+size_key(const json_t *j, const char *key, const char *ctx, int required, int64_t *out)
+{
+	int rc = required ? llm_json_int(j, key, ctx, out) : llm_json_int_opt(j, key, ctx, out);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && !required)
+		return 0; /* absent: the caller's default stands */
+	if (*out <= 0)
+		return llm_seterr("%s: %s must be positive (got %lld)", ctx, key, (long long)*out);
+	if (*out > MAX_SIZE)
+		return llm_seterr("%s: %s %lld is too large", ctx, key, (long long)*out);
+	return 0;
+}
+
+static int
+positive_num(const json_t *j, const char *key, const char *ctx, double *out)
+{
+	if (llm_json_num_opt(j, key, ctx, out) < 0)
+		return -1;
+	if (!(*out > 0) || !isfinite(*out))
+		return llm_seterr("%s: %s must be positive (got %g)", ctx, key, *out);
+	return 0;
+}
+
+/* A token id key: absent or null (0 ids), an integer, or an array of them. */
+static int
+token_ids(const json_t *j, const char *key, const char *ctx, int64_t vocab,
+	  int64_t *ids, int *n, int max)
+{
+	const json_t *v = json_object_get(j, key); /* borrowed */
+	size_t count = 0;
+
+	*n = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_array(v))
+		count = json_array_size(v);
+	else if (json_is_integer(v))
+		count = 1;
+	else
+		return llm_seterr("%s: key '%s': expected an integer or an array of integers",
+				  ctx, key);
+	if (count > (size_t)max)
+		return llm_seterr("%s: %s has %zu ids (at most %d supported)", ctx, key, count, max);
+	for (size_t i = 0; i < count; i++) {
+		const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+		if (!json_is_integer(e))
+			return llm_seterr("%s: key '%s': expected an integer or an array of integers",
+					  ctx, key);
+		int64_t id = json_integer_value(e);
+		if (id < 0 || id >= vocab)
+			return llm_seterr("%s: %s %lld is outside the vocabulary [0, %lld)",
+					  ctx, key, (long long)id, (long long)vocab);
+		ids[(*n)++] = id;
+	}
+	return 0;
+}
+
+static int
+add_eos(struct llm_hfconfig *c, const int64_t *ids, int n, const char *ctx)
+{
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < c->n_eos; k++)
+			seen |= c->eos_ids[k] == ids[i];
+		if (seen)
+			continue;
+		if (c->n_eos == LLM_MAX_EOS)
+			return llm_seterr("%s: more than %d distinct eos ids", ctx, LLM_MAX_EOS);
+		c->eos_ids[c->n_eos++] = ids[i];
+	}
+	return 0;
+}
+
+static int
+check_rope_scaling(const json_t *j, const char *ctx)
+{
+	const json_t *rs = json_object_get(j, "rope_scaling"); /* borrowed */
+	const char *type = NULL;
+
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs))
+		return llm_seterr("%s: key 'rope_scaling': expected an object or null", ctx);
+	/* transformers reads "rope_type", and "type" from older configs. */
+	if (llm_json_str_opt(rs, "rope_type", ctx, &type) < 0)
+		return -1;
+	if (!type && llm_json_str_opt(rs, "type", ctx, &type) < 0)
+		return -1;
+	if (!type)
+		return llm_seterr("%s: rope_scaling without 'rope_type' is not supported", ctx);
+	if (strcmp(type, "default") != 0)
+		return llm_seterr("%s: rope_scaling '%s' is not supported", ctx, shown(type));
+	return 0;
+}
+
+static int
+decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	const json_t *archs = json_object_get(j, "architectures"); /* borrowed */
+	const char *arch = NULL, *mt = NULL;
+	int fi = -1;
+
+	if (archs && !json_is_null(archs)) {
+		if (!json_is_array(archs) ||
+		    (json_array_size(archs) > 0 && !json_is_string(json_array_get(archs, 0))))
+			return llm_seterr("%s: key 'architectures': expected an array of strings", ctx);
+		if (json_array_size(archs) > 0)
+			arch = json_string_value(json_array_get(archs, 0));
+	}
+	if (llm_json_str_opt(j, "model_type", ctx, &mt) < 0)
+		return -1;
+	if (arch) {
+		for (size_t i = 0; i < LLM_NELEM(families); i++)
+			if (strcmp(arch, families[i].arch) == 0)
+				fi = (int)i;
+		if (fi < 0)
+			return llm_seterr("%s: unsupported architecture '%s' "
+					  "(supported: Qwen2ForCausalLM, LlamaForCausalLM)", ctx, shown(arch));
+		if (mt && strcmp(mt, families[fi].model_type) != 0)
+			return llm_seterr("%s: model_type '%s' does not match architecture '%s'",
+					  ctx, shown(mt), arch);
+	} else if (mt) {
+		for (size_t i = 0; i < LLM_NELEM(families); i++)
+			if (strcmp(mt, families[i].model_type) == 0)
+				fi = (int)i;
+		if (fi < 0)
+			return llm_seterr("%s: unsupported model_type '%s' (supported: qwen2, llama)",
+					  ctx, shown(mt));
+	} else
+		return llm_seterr("%s: neither 'architectures' nor 'model_type' given", ctx);
+	c->family = families[fi].family;
+	snprintf(c->family_name, sizeof(c->family_name), "%s", families[fi].model_type);
+	snprintf(c->architecture, sizeof(c->architecture), "%s", families[fi].arch);
+	c->max_position_embeddings = families[fi].max_pos;
+	return 0;
+}
+
+static int
+parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	const char *s;
+	int b;
+
+	if (!json_is_object(j))
+		return llm_seterr("%s: not a JSON object", ctx);
+	if (decide_family(c, j, ctx) < 0)
+		return -1;
+	if (size_key(j, "hidden_size", ctx, 1, &c->hidden_size) < 0 ||
+	    size_key(j, "num_hidden_layers", ctx, 1, &c->n_layers) < 0 ||
+	    size_key(j, "num_attention_heads", ctx, 1, &c->n_heads) < 0 ||
+	    size_key(j, "intermediate_size", ctx, 1, &c->intermediate_size) < 0 ||
+	    size_key(j, "vocab_size", ctx, 1, &c->vocab_size) < 0)
+		return -1;
+	c->n_kv_heads = c->n_heads;
+	if (size_key(j, "num_key_value_heads", ctx, 0, &c->n_kv_heads) < 0)
+		return -1;
+	if (c->n_heads % c->n_kv_heads != 0)
+		return llm_seterr("%s: num_attention_heads %lld is not a multiple of "
+				  "num_key_value_heads %lld", ctx,
+				  (long long)c->n_heads, (long long)c->n_kv_heads);
+	c->head_dim = 0;
+	if (size_key(j, "head_dim", ctx, 0, &c->head_dim) < 0)
+		return -1;
+	if (!c->head_dim) {
+		if (c->hidden_size % c->n_heads != 0)
+			return llm_seterr("%s: hidden_size %lld is not divisible by "
+					  "num_attention_heads %lld", ctx,
+					  (long long)c->hidden_size, (long long)c->n_heads);
+		c->head_dim = c->hidden_size / c->n_heads;
+	}
+	if (c->head_dim % 2 != 0)
+		return llm_seterr("%s: head_dim %lld is odd (rotary embeddings need pairs)",
+				  ctx, (long long)c->head_dim);
+	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
+		return -1;
+	c->rms_norm_eps = 1e-6;
+	c->rope_theta = 10000;
+	if (positive_num(j, "rms_norm_eps", ctx, &c->rms_norm_eps) < 0 ||
+	    positive_num(j, "rope_theta", ctx, &c->rope_theta) < 0)
+		return -1;
+	if (llm_json_bool_opt(j, "tie_word_embeddings", ctx, &c->tie_word_embeddings) < 0)
+		return -1;
+	if (check_rope_scaling(j, ctx) < 0)
+		return -1;
+	s = "silu";
+	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
+		return -1;
+	if (strcmp(s, "silu") != 0)
+		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, shown(s));
+
+	if (c->family == LLM_FAMILY_QWEN2) {
+		/* Qwen2Attention has q/k/v biases whatever the config says. */
+		c->attention_bias = 1;
+		b = 0;
+		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
+			return -1;
+		if (b)
+			return llm_seterr("%s: use_sliding_window true is not supported", ctx);
+	} else {
+		if (llm_json_bool_opt(j, "attention_bias", ctx, &c->attention_bias) < 0 ||
+		    llm_json_bool_opt(j, "mlp_bias", ctx, &c->mlp_bias) < 0)
+			return -1;
+		if (c->mlp_bias)
+			return llm_seterr("%s: mlp_bias true is not supported", ctx);
+	}
+
+	/* Newer transformers write "dtype", older ones "torch_dtype". */
+	s = NULL;
+	if (llm_json_str_opt(j, "torch_dtype", ctx, &s) < 0)
+		return -1;
+	if (!s && llm_json_str_opt(j, "dtype", ctx, &s) < 0)
+		return -1;
+	if (s) {
+		if (strcmp(s, "float32") == 0)
+			c->torch_dtype = LLM_DT_F32;
+		else if (strcmp(s, "float16") == 0)
+			c->torch_dtype = LLM_DT_F16;
+		else if (strcmp(s, "bfloat16") == 0)
+			c->torch_dtype = LLM_DT_BF16;
+		else
+			return llm_seterr("%s: torch_dtype '%s' is not supported "
+					  "(float32, float16, bfloat16)", ctx, shown(s));
+	}
+	return 0;
+}
+
+/* Special token ids: config.json's, then generation_config.json's, whose
+ * bos wins and whose eos ids come first (transformers' generate() uses
+ * generation_config). */
+static int
+parse_tokens(struct llm_hfconfig *c, const json_t *j, const char *ctx,
+	     const json_t *g, const char *gctx)
+{
+	int64_t ids[LLM_MAX_EOS];
+	int n;
+
+	c->bos_id = -1;
+	c->n_eos = 0;
+	if (g) {
+		if (!json_is_object(g))
+			return llm_seterr("%s: not a JSON object", gctx);
+		if (token_ids(g, "bos_token_id", gctx, c->vocab_size, ids, &n, 1) < 0)
+			return -1;
+		if (n)
+			c->bos_id = ids[0];
+		if (token_ids(g, "eos_token_id", gctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 ||
+		    add_eos(c, ids, n, gctx) < 0)
+			return -1;
+	}
+	if (token_ids(j, "bos_token_id", ctx, c->vocab_size, ids, &n, 1) < 0)
+		return -1;
+	if (n && c->bos_id < 0)
+		c->bos_id = ids[0];
+	if (token_ids(j, "eos_token_id", ctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 ||
+	    add_eos(c, ids, n, ctx) < 0)
+		return -1;
+	return 0;
+}
+
+int
+llm_hfconfig_load(struct llm_hfconfig *c, const char *path)
+{
+	struct stat sb;
+	char *cpath, *gpath, *dir;
+	json_t *j = NULL, *g = NULL; /* owned */
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->bos_id = -1;
+	if (stat(path, &sb) < 0)
+		return llm_seterr("%s:", path);
+	if (S_ISDIR(sb.st_mode)) {
+		dir = llm_xstrdup(path);
+		cpath = llm_path_join(path, "config.json");
+	} else {
+		const char *slash = strrchr(path, '/');
+		dir = slash ? llm_xasprintf("%.*s", (int)(slash - path + 1), path) : llm_xstrdup(".");
+		cpath = llm_xstrdup(path);
+	}
+	gpath = llm_path_join(dir, "generation_config.json");
+	if (!(j = llm_json_load(cpath)) || parse_config(c, j, cpath) < 0)
+		goto out;
+	if (llm_file_exists(gpath) && !(g = llm_json_load(gpath)))
+		goto out;
+	if (parse_tokens(c, j, cpath, g, gpath) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0) {
+		memset(c, 0, sizeof(*c));
+		c->bos_id = -1;
+	}
+	json_decref(j);
+	json_decref(g);
+	free(cpath);
+	free(gpath);
+	free(dir);
+	return rc;
+}

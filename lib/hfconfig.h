@@ -1,0 +1,56 @@
+/* hfconfig.h: the facts llm-* needs from a Hugging Face config.json (and
+ * generation_config.json beside it), for the families it supports.
+ *
+ * Family is decided by model_type / architectures: "qwen2"
+ * (Qwen2ForCausalLM, including DeepSeek-R1-Distill-Qwen) or "llama"
+ * (LlamaForCausalLM).  Anything else is rejected with a clear error. */
+#ifndef LLM_HFCONFIG_H
+#define LLM_HFCONFIG_H
+
+#include <stdint.h>
+
+#include "dtype.h"
+
+#define LLM_MAX_EOS 8
+
+enum llm_family {
+	LLM_FAMILY_NONE = 0,
+	LLM_FAMILY_QWEN2,
+	LLM_FAMILY_LLAMA,
+};
+
+struct llm_hfconfig {
+	enum llm_family family;
+	char family_name[16];     /* "qwen2" or "llama" */
+	char architecture[64];    /* architectures[0] */
+	int64_t hidden_size;      /* d */
+	int64_t n_layers;         /* num_hidden_layers */
+	int64_t n_heads;          /* num_attention_heads */
+	int64_t n_kv_heads;       /* num_key_value_heads (default n_heads) */
+	int64_t head_dim;         /* head_dim, default hidden_size / n_heads */
+	int64_t intermediate_size;
+	int64_t vocab_size;
+	int64_t max_position_embeddings;
+	double rms_norm_eps;
+	double rope_theta;
+	int tie_word_embeddings;  /* default: false */
+	int attention_bias;       /* q/k/v biases: qwen2 always; llama if attention_bias */
+	int mlp_bias;             /* llama mlp_bias (rejected if true for now) */
+	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
+	int64_t bos_id;           /* -1 if none; generation_config wins */
+	int n_eos;                /* union of config and generation_config eos ids */
+	int64_t eos_ids[LLM_MAX_EOS];
+};
+
+/* Read DIR/config.json and, when present, DIR/generation_config.json.
+ * PATH may also name config.json itself.  0, or -1 with llm_errmsg (and *c
+ * zeroed, bos_id -1).  Defaults are transformers': max_position_embeddings
+ * 32768 (qwen2) or 2048 (llama), rms_norm_eps 1e-6, rope_theta 10000.
+ * Rejected: a missing or non-positive size, heads not a multiple of KV
+ * heads, an odd head_dim, rope_scaling other than "default", mlp_bias,
+ * hidden_act other than silu, use_sliding_window, torch_dtype other than
+ * float32/float16/bfloat16, token ids outside [0, vocab_size). */
+int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);
+const char *llm_family_name(enum llm_family f);
+
+#endif

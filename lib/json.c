@@ -1,0 +1,148 @@
+/* json.c: see json.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "util.h"
+
+static json_t *
+loaded(json_t *j, json_error_t *e, const char *name)
+{
+	if (!j)
+		llm_seterr("%s:%d:%d: %s", name, e->line, e->column, e->text);
+	return j;
+}
+
+json_t *
+llm_json_load(const char *path)
+{
+	json_error_t e;
+	char *buf;
+	size_t len;
+
+	/* Read ourselves so that a missing file gets the strerror message. */
+	if (llm_read_file(path, &buf, &len) < 0)
+		return NULL;
+	json_t *j = loaded(json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e), &e, path);
+	free(buf);
+	return j;
+}
+
+json_t *
+llm_json_loadb(const char *buf, size_t len, const char *name)
+{
+	json_error_t e;
+	return loaded(json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e), &e, name);
+}
+
+char *
+llm_json_dumps(const json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (!s)
+		llm_fatal("out of memory serialising JSON");
+	size_t n = strlen(s);
+	s = llm_xrealloc(s, n + 2);
+	s[n] = '\n';
+	s[n + 1] = 0;
+	return s;
+}
+
+int
+llm_json_write(const char *path, const json_t *j)
+{
+	char *s = llm_json_dumps(j);
+	int rc = llm_write_file(path, s, strlen(s));
+	free(s);
+	return rc;
+}
+
+/* Find key: 1 found, 0 missing or null. */
+static int
+find(const json_t *o, const char *key, json_t **v)
+{
+	*v = json_is_object(o) ? json_object_get(o, key) : NULL;
+	return *v && !json_is_null(*v);
+}
+
+static int
+bad(const char *ctx, const char *key, const char *want)
+{
+	return llm_seterr("%s: key '%s': expected %s", ctx, key, want);
+}
+
+static int
+missing(const char *ctx, const char *key)
+{
+	return llm_seterr("%s: missing key '%s'", ctx, key);
+}
+
+int
+llm_json_int_opt(const json_t *o, const char *key, const char *ctx, int64_t *out)
+{
+	json_t *v;
+	if (!find(o, key, &v))
+		return 0;
+	if (json_is_integer(v)) {
+		*out = json_integer_value(v);
+		return 1;
+	}
+	/* Accept integral reals such as 1e4 or 10000.0 (config.json has them). */
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		if (d == floor(d) && fabs(d) < 9e15) {
+			*out = (int64_t)d;
+			return 1;
+		}
+	}
+	return bad(ctx, key, "an integer");
+}
+
+int
+llm_json_num_opt(const json_t *o, const char *key, const char *ctx, double *out)
+{
+	json_t *v;
+	if (!find(o, key, &v))
+		return 0;
+	if (!json_is_number(v))
+		return bad(ctx, key, "a number");
+	*out = json_number_value(v);
+	return 1;
+}
+
+int
+llm_json_str_opt(const json_t *o, const char *key, const char *ctx, const char **out)
+{
+	json_t *v;
+	if (!find(o, key, &v))
+		return 0;
+	if (!json_is_string(v))
+		return bad(ctx, key, "a string");
+	*out = json_string_value(v);
+	return 1;
+}
+
+int
+llm_json_bool_opt(const json_t *o, const char *key, const char *ctx, int *out)
+{
+	json_t *v;
+	if (!find(o, key, &v))
+		return 0;
+	if (!json_is_boolean(v))
+		return bad(ctx, key, "true or false");
+	*out = json_is_true(v);
+	return 1;
+}
+
+#define REQUIRED(name, type) \
+int \
+llm_json_##name(const json_t *o, const char *key, const char *ctx, type *out) \
+{ \
+	int rc = llm_json_##name##_opt(o, key, ctx, out); \
+	return rc == 0 ? missing(ctx, key) : rc < 0 ? -1 : 0; \
+}
+REQUIRED(int, int64_t)
+REQUIRED(num, double)
+REQUIRED(str, const char *)
+REQUIRED(bool, int)

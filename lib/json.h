@@ -1,0 +1,35 @@
+/* json.h: jansson helpers with house-style errors.
+ *
+ * Ownership follows jansson: llm_json_load returns a new reference (the
+ * caller json_decref's it); getters return borrowed values that live as
+ * long as the containing object. */
+#ifndef LLM_JSON_H
+#define LLM_JSON_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+/* Parse a file; on failure -1 with "path:line:col: message". */
+json_t *llm_json_load(const char *path);
+/* Parse a buffer; `name` is used in messages. */
+json_t *llm_json_loadb(const char *buf, size_t len, const char *name);
+/* Serialise with 2-space indentation, keys in insertion order (so output
+ * is reproducible byte for byte), and a final newline; caller frees. */
+char *llm_json_dumps(const json_t *j);
+/* Write atomically (temporary + rename). */
+int llm_json_write(const char *path, const json_t *j);
+
+/* Typed getters.  `ctx` names the file (and object) for messages, e.g.
+ * "config.json".  The plain forms fail (-1, llm_errmsg set) when the key is
+ * missing or has the wrong type; the _opt forms return 0 and leave *out
+ * unchanged when the key is missing or null, 1 when found. */
+int llm_json_int(const json_t *o, const char *key, const char *ctx, int64_t *out);
+int llm_json_num(const json_t *o, const char *key, const char *ctx, double *out);
+int llm_json_str(const json_t *o, const char *key, const char *ctx, const char **out);
+int llm_json_bool(const json_t *o, const char *key, const char *ctx, int *out);
+int llm_json_int_opt(const json_t *o, const char *key, const char *ctx, int64_t *out);
+int llm_json_num_opt(const json_t *o, const char *key, const char *ctx, double *out);
+int llm_json_str_opt(const json_t *o, const char *key, const char *ctx, const char **out);
+int llm_json_bool_opt(const json_t *o, const char *key, const char *ctx, int *out);
+
+#endif

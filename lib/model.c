@@ -1,0 +1,365 @@
+/* model.c: see model.h. */
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "model.h"
+#include "util.h"
+
+void
+llm_hex64(uint64_t v, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, v);
+}
+
+int
+llm_parse_hex64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (strlen(s) != 16)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		int c = s[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+uint64_t
+llm_plan_fingerprint(json_t *dtypes, json_t *config, json_t *limits, json_t *tensors)
+{
+	json_t *o = json_object();
+	json_object_set(o, "dtypes", dtypes);
+	json_object_set(o, "config", config);
+	json_object_set(o, "limits", limits);
+	json_object_set(o, "tensors", tensors);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (!s)
+		llm_fatal("out of memory serialising JSON");
+	uint64_t h = llm_fnv1a(LLM_FNV_INIT, s, strlen(s));
+	free(s);
+	json_decref(o);
+	return h;
+}
+
+static int
+get_obj(json_t *o, const char *key, const char *ctx, json_t **out)
+{
+	*out = json_object_get(o, key); /* borrowed */
+	if (!json_is_object(*out))
+		return llm_seterr("%s: key '%s': expected an object", ctx, key);
+	return 0;
+}
+
+static int
+get_arr(json_t *o, const char *key, const char *ctx, json_t **out)
+{
+	*out = json_object_get(o, key); /* borrowed */
+	if (!json_is_array(*out))
+		return llm_seterr("%s: key '%s': expected an array", ctx, key);
+	return 0;
+}
+
+static int
+get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
+{
+	const char *s;
+	if (llm_json_str(o, key, ctx, &s) < 0)
+		return -1;
+	*out = llm_dtype_from_name(s);
+	if (*out != LLM_DT_F32 && *out != LLM_DT_F16 && *out != LLM_DT_BF16)
+		return llm_seterr("%s: key '%s': unsupported dtype '%s'", ctx, key, s);
+	return 0;
+}
+
+static int
+get_u64(json_t *o, const char *key, const char *ctx, uint64_t *out)
+{
+	int64_t v;
+	if (llm_json_int(o, key, ctx, &v) < 0)
+		return -1;
+	if (v < 0)
+		return llm_seterr("%s: key '%s': negative", ctx, key);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int
+get_pos(json_t *o, const char *key, const char *ctx, int64_t *out)
+{
+	if (llm_json_int(o, key, ctx, out) < 0)
+		return -1;
+	if (*out <= 0)
+		return llm_seterr("%s: key '%s': must be positive", ctx, key);
+	return 0;
+}
+
+static int
+str_array(json_t *a, const char *ctx, const char *key, const char ***out, size_t *n)
+{
+	*n = json_array_size(a);
+	*out = llm_xcalloc(*n, sizeof(**out));
+	for (size_t i = 0; i < *n; i++) {
+		json_t *s = json_array_get(a, i);
+		if (!json_is_string(s))
+			return llm_seterr("%s: '%s'[%zu]: expected a string", ctx, key, i);
+		(*out)[i] = json_string_value(s);
+	}
+	return 0;
+}
+
+static int
+load_config(struct llm_model *m, json_t *c, const char *ctx)
+{
+	struct llm_model_config *k = &m->cfg;
+	if (get_pos(c, "hidden_size", ctx, &k->hidden_size) < 0 ||
+	    get_pos(c, "n_layers", ctx, &k->n_layers) < 0 ||
+	    get_pos(c, "n_heads", ctx, &k->n_heads) < 0 ||
+	    get_pos(c, "n_kv_heads", ctx, &k->n_kv_heads) < 0 ||
+	    get_pos(c, "head_dim", ctx, &k->head_dim) < 0 ||
+	    get_pos(c, "intermediate_size", ctx, &k->intermediate_size) < 0 ||
+	    get_pos(c, "vocab_size", ctx, &k->vocab_size) < 0 ||
+	    get_pos(c, "max_position_embeddings", ctx, &k->max_position_embeddings) < 0 ||
+	    llm_json_num(c, "rms_norm_eps", ctx, &k->rms_norm_eps) < 0 ||
+	    llm_json_num(c, "rope_theta", ctx, &k->rope_theta) < 0 ||
+	    llm_json_bool(c, "tie_word_embeddings", ctx, &k->tie_word_embeddings) < 0 ||
+	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0)
+		return -1;
+	if (k->n_heads % k->n_kv_heads)
+		return llm_seterr("%s: n_heads %" PRId64 " is not a multiple of n_kv_heads %" PRId64,
+		    ctx, k->n_heads, k->n_kv_heads);
+	if (k->head_dim % 2)
+		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
+	return 0;
+}
+
+static int
+load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
+{
+	struct llm_plan_tensor *p = &m->tensors[i];
+	json_t *src, *shape;
+	char c[512];
+
+	snprintf(c, sizeof(c), "%s: weights.tensors[%zu]", ctx, i);
+	if (llm_json_str(t, "name", c, &p->name) < 0)
+		return -1;
+	snprintf(c, sizeof(c), "%s: tensor '%s'", ctx, p->name);
+	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
+	    llm_json_str(t, "transform", c, &p->transform) < 0 ||
+	    get_dtype(t, "dtype", c, &p->dtype) < 0 ||
+	    get_u64(t, "offset", c, &p->offset) < 0 || get_u64(t, "bytes", c, &p->bytes) < 0)
+		return -1;
+	if (json_array_size(src) > LLM_MAX_SOURCES)
+		return llm_seterr("%s: too many sources", c);
+	p->nsource = (int)json_array_size(src);
+	for (int j = 0; j < p->nsource; j++) {
+		json_t *s = json_array_get(src, (size_t)j);
+		if (!json_is_string(s))
+			return llm_seterr("%s: source[%d]: expected a string", c, j);
+		p->source[j] = json_string_value(s);
+	}
+	if (json_array_size(shape) < 1 || json_array_size(shape) > 4)
+		return llm_seterr("%s: shape must have 1 to 4 dimensions", c);
+	p->ndim = (int)json_array_size(shape);
+	uint64_t n = llm_dtype_size(p->dtype);
+	for (int j = 0; j < p->ndim; j++) {
+		json_t *d = json_array_get(shape, (size_t)j);
+		if (!json_is_integer(d) || json_integer_value(d) <= 0 || json_integer_value(d) > (1LL << 40))
+			return llm_seterr("%s: shape[%d]: expected a positive integer", c, j);
+		p->shape[j] = json_integer_value(d);
+		if (n > UINT64_MAX / (uint64_t)p->shape[j])
+			return llm_seterr("%s: size overflows", c);
+		n *= (uint64_t)p->shape[j];
+	}
+	if (n != p->bytes)
+		return llm_seterr("%s: bytes %" PRIu64 " != shape x dtype size %" PRIu64, c, p->bytes, n);
+	if (p->offset % m->alignment)
+		return llm_seterr("%s: offset %" PRIu64 " is not %" PRIu64 "-byte aligned", c, p->offset, m->alignment);
+	if (p->offset > m->data_bytes || p->bytes > m->data_bytes - p->offset)
+		return llm_seterr("%s: extends past data_bytes", c);
+	if (i > 0) {
+		const struct llm_plan_tensor *q = &m->tensors[i - 1];
+		if (p->offset < q->offset + q->bytes)
+			return llm_seterr("%s: overlaps '%s' or is out of offset order", c, q->name);
+	}
+	return 0;
+}
+
+int
+llm_model_load(struct llm_model *m, const char *path)
+{
+	json_t *r;
+
+	memset(m, 0, sizeof(*m));
+	if (!(r = llm_json_load(path)))
+		return -1;
+	return llm_model_parse(m, r, path);
+}
+
+int
+llm_model_parse(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o, *a;
+	const char *fmt, *fp;
+	char *tmp;
+
+	memset(m, 0, sizeof(*m));
+	m->bos_id = -1;
+	m->root = r;
+	m->path = llm_xstrdup(path);
+	tmp = llm_xstrdup(path);
+	m->dir = llm_xstrdup(dirname(tmp));
+	free(tmp);
+
+	if (!json_is_object(r))
+		goto bad_top;
+	if (llm_json_str(r, "format", path, &fmt) < 0)
+		goto fail;
+	if (strncmp(fmt, "llm-model/", 10) != 0) {
+		llm_seterr("%s: not a model manifest (format '%s')", path, fmt);
+		goto fail;
+	}
+	if (strcmp(fmt, LLM_MODEL_FORMAT) != 0) {
+		llm_seterr("%s: unsupported format version '%s' (this program reads %s)", path, fmt, LLM_MODEL_FORMAT);
+		goto fail;
+	}
+	if (llm_json_str(r, "family", path, &m->family) < 0 ||
+	    llm_json_str(r, "architecture", path, &m->architecture) < 0)
+		goto fail;
+
+	if (get_obj(r, "source", path, &o) < 0 || llm_json_str(o, "kind", path, &m->source_kind) < 0 ||
+	    llm_json_str(o, "dir", path, &m->source_dir) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "source.files", &m->source_files, &m->nsource_files) < 0)
+		goto fail;
+
+	if (get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0)
+		goto fail;
+	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
+	    get_dtype(o, "activations", path, &m->act_dtype) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0)
+		goto fail;
+	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
+	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
+		goto fail;
+
+	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
+	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 ||
+	    llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
+	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 ||
+	    get_arr(o, "eos_ids", path, &a) < 0)
+		goto fail;
+	if (json_array_size(a) > LLM_NELEM(m->eos_ids)) {
+		llm_seterr("%s: too many eos_ids", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *e = json_array_get(a, i);
+		if (!json_is_integer(e)) {
+			llm_seterr("%s: eos_ids[%zu]: expected an integer", path, i);
+			goto fail;
+		}
+		m->eos_ids[m->n_eos++] = json_integer_value(e);
+	}
+
+	if (get_obj(r, "kv_cache", path, &o) < 0 || get_u64(o, "bytes", path, &m->kv_bytes) < 0)
+		goto fail;
+
+	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
+	    get_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
+	    get_u64(o, "alignment", path, &m->alignment) < 0 ||
+	    get_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
+	    llm_json_str(o, "fingerprint", path, &fp) < 0 || get_arr(o, "tensors", path, &a) < 0)
+		goto fail;
+	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {
+		llm_seterr("%s: weights.alignment must be a power of two", path);
+		goto fail;
+	}
+	if (llm_parse_hex64(fp, &m->fingerprint) < 0) {
+		llm_seterr("%s: weights.fingerprint: expected 16 hex digits", path);
+		goto fail;
+	}
+	m->ntensors = json_array_size(a);
+	m->tensors = llm_xcalloc(m->ntensors, sizeof(*m->tensors));
+	for (size_t i = 0; i < m->ntensors; i++) {
+		json_t *t = json_array_get(a, i);
+		if (!json_is_object(t)) {
+			llm_seterr("%s: weights.tensors[%zu]: expected an object", path, i);
+			goto fail;
+		}
+		if (load_tensor(m, t, i, path) < 0)
+			goto fail;
+	}
+	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
+	    json_object_get(r, "limits"), a);
+	if (want != m->fingerprint) {
+		llm_seterr("%s: weights.fingerprint does not match the plan (edited by hand?)", path);
+		goto fail;
+	}
+
+	if (get_arr(r, "phases", path, &a) < 0)
+		goto fail;
+	if (json_array_size(a) > LLM_MAX_PHASES) {
+		llm_seterr("%s: too many phases", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		struct llm_phase *ph = &m->phases[m->nphases++];
+		json_t *p = json_array_get(a, i);
+		char c[256];
+		snprintf(c, sizeof(c), "%s: phases[%zu]", path, i);
+		if (!json_is_object(p)) {
+			llm_seterr("%s: expected an object", c);
+			goto fail;
+		}
+		if (llm_json_str(p, "name", c, &ph->name) < 0 || llm_json_str(p, "entry", c, &ph->entry) < 0 ||
+		    llm_json_str(p, "file", c, &ph->file) < 0 || get_pos(p, "tokens", c, &ph->tokens) < 0)
+			goto fail;
+	}
+	return 0;
+
+bad_top:
+	llm_seterr("%s: expected a JSON object", path);
+fail:
+	llm_model_free(m);
+	return -1;
+}
+
+void
+llm_model_free(struct llm_model *m)
+{
+	free(m->source_files);
+	free(m->tokenizer_files);
+	free(m->tensors);
+	free(m->path);
+	free(m->dir);
+	json_decref(m->root);
+	memset(m, 0, sizeof(*m));
+}
+
+const struct llm_plan_tensor *
+llm_model_tensor(const struct llm_model *m, const char *name)
+{
+	for (size_t i = 0; i < m->ntensors; i++)
+		if (strcmp(m->tensors[i].name, name) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+const struct llm_phase *
+llm_model_phase(const struct llm_model *m, const char *name)
+{
+	for (int i = 0; i < m->nphases; i++)
+		if (strcmp(m->phases[i].name, name) == 0)
+			return &m->phases[i];
+	return NULL;
+}

@@ -1,0 +1,85 @@
+/* model.h: model.json (format llm-model/1, see share/doc/llm/formats.txt),
+ * the manifest llm-import writes and every later program reads. */
+#ifndef LLM_MODEL_H
+#define LLM_MODEL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "dtype.h"
+
+#define LLM_MODEL_FORMAT "llm-model/1"
+#define LLM_WEIGHTS_HEADER_BYTES 4096
+#define LLM_WEIGHTS_ALIGN 64
+#define LLM_MAX_SOURCES 4
+#define LLM_MAX_PHASES 3
+
+struct llm_model_config {
+	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
+	int64_t intermediate_size, vocab_size, max_position_embeddings;
+	double rms_norm_eps, rope_theta;
+	int tie_word_embeddings, attention_bias;
+};
+
+struct llm_plan_tensor {
+	const char *name;       /* borrowed from root */
+	int nsource;
+	const char *source[LLM_MAX_SOURCES];
+	const char *transform;  /* "copy", "rope_cos", "rope_sin" */
+	enum llm_dtype dtype;
+	int ndim;
+	int64_t shape[4];
+	uint64_t offset, bytes; /* offset into the data area */
+};
+
+struct llm_phase {
+	const char *name, *entry, *file;
+	int64_t tokens;         /* rows per call: S, or 1 for decode */
+};
+
+struct llm_model {
+	json_t *root;           /* owned; the strings below borrow from it */
+	char *path;             /* model.json as given */
+	char *dir;              /* its directory */
+	const char *family, *architecture;
+	const char *source_kind, *source_dir;
+	size_t nsource_files;
+	const char **source_files;
+	struct llm_model_config cfg;
+	enum llm_dtype weight_dtype, act_dtype, kv_dtype;
+	int64_t max_context, prefill_chunk;
+	size_t ntokenizer_files;
+	const char **tokenizer_files;
+	int64_t bos_id;         /* -1: none */
+	int n_eos;
+	int64_t eos_ids[8];
+	int add_bos;
+	const char *chat_template; /* NULL: none */
+	uint64_t kv_bytes;
+	const char *weights_file;
+	uint64_t header_bytes, alignment, data_bytes, fingerprint;
+	size_t ntensors;
+	struct llm_plan_tensor *tensors;
+	int nphases;
+	struct llm_phase phases[LLM_MAX_PHASES];
+};
+
+/* Load and validate (format, types, offsets aligned, inside data_bytes and
+ * not overlapping, byte sizes equal shape x dtype, fingerprint equal to
+ * the recomputed one).  0, or -1 with llm_errmsg "path: ...". */
+int llm_model_load(struct llm_model *m, const char *path);
+/* The same from a parsed document; takes the reference to root (freed by
+ * llm_model_free, or on failure); path names it in messages. */
+int llm_model_parse(struct llm_model *m, json_t *root, const char *path);
+void llm_model_free(struct llm_model *m);
+const struct llm_plan_tensor *llm_model_tensor(const struct llm_model *m, const char *name);
+const struct llm_phase *llm_model_phase(const struct llm_model *m, const char *name);
+
+/* The plan fingerprint (formats.txt): FNV-1a 64 over the compact JSON of
+ * {"dtypes", "config", "limits", "tensors"}.  The arguments are borrowed. */
+uint64_t llm_plan_fingerprint(json_t *dtypes, json_t *config, json_t *limits, json_t *tensors);
+/* 16 lowercase hex digits, and back (-1 on a malformed string). */
+void llm_hex64(uint64_t v, char out[17]);
+int llm_parse_hex64(const char *s, uint64_t *out);
+
+#endif

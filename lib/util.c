@@ -1,0 +1,503 @@
+/* util.c: see util.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+const char *llm_prog = "llm";
+static char errmsg[1024];
+
+/* Temporaries of open atomic outputs, removed on fatal errors and signals. */
+#define MAXTMP 64
+static char *volatile tmps[MAXTMP];
+
+static void
+cleanup_tmps(void)
+{
+	for (int i = 0; i < MAXTMP; i++)
+		if (tmps[i])
+			unlink(tmps[i]);
+}
+
+static void
+on_signal(int sig)
+{
+	cleanup_tmps();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+track_tmp(char *path)
+{
+	static int installed;
+	if (!installed) {
+		installed = 1;
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		signal(SIGHUP, on_signal);
+	}
+	for (int i = 0; i < MAXTMP; i++)
+		if (!tmps[i]) {
+			tmps[i] = path;
+			return;
+		}
+	llm_fatal("too many open outputs");
+}
+
+static void
+untrack_tmp(const char *path)
+{
+	for (int i = 0; i < MAXTMP; i++)
+		if (tmps[i] == path)
+			tmps[i] = NULL;
+}
+
+void
+llm_setprog(const char *argv0)
+{
+	const char *s = strrchr(argv0, '/');
+	llm_prog = s ? s + 1 : argv0;
+}
+
+static void
+vformat(char *buf, size_t n, const char *fmt, va_list ap, int err)
+{
+	size_t len;
+
+	vsnprintf(buf, n, fmt, ap);
+	len = strlen(fmt);
+	if (len > 0 && fmt[len - 1] == ':') {
+		size_t l = strlen(buf);
+		snprintf(buf + l, n - l, " %s", strerror(err));
+	}
+}
+
+void
+llm_warn(const char *fmt, ...)
+{
+	char buf[2048];
+	int err = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vformat(buf, sizeof(buf), fmt, ap, err);
+	va_end(ap);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", llm_prog, buf);
+}
+
+void
+llm_fatal(const char *fmt, ...)
+{
+	char buf[2048];
+	int err = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vformat(buf, sizeof(buf), fmt, ap, err);
+	va_end(ap);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", llm_prog, buf);
+	cleanup_tmps();
+	exit(LLM_EXIT_FAIL);
+}
+
+int
+llm_seterr(const char *fmt, ...)
+{
+	int err = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vformat(errmsg, sizeof(errmsg), fmt, ap, err);
+	va_end(ap);
+	return -1;
+}
+
+const char *
+llm_errmsg(void)
+{
+	return errmsg;
+}
+
+void *
+llm_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		llm_fatal("out of memory allocating %zu bytes", n);
+	return p;
+}
+
+void *
+llm_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (!p)
+		llm_fatal("out of memory allocating %zu x %zu bytes", n, size);
+	return p;
+}
+
+void *
+llm_xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		llm_fatal("out of memory allocating %zu bytes", n);
+	return p;
+}
+
+void *
+llm_xreallocarray(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		llm_fatal("out of memory: %zu x %zu bytes overflows", n, size);
+	return llm_xrealloc(p, n * size);
+}
+
+char *
+llm_xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(llm_xmalloc(n), s, n);
+}
+
+char *
+llm_xasprintf(const char *fmt, ...)
+{
+	struct llm_buf b = {0};
+	va_list ap;
+
+	va_start(ap, fmt);
+	llm_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return b.p;
+}
+
+int
+llm_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end || errno == ERANGE)
+		return llm_seterr("'%s' is not an integer", s);
+	if (v < min || v > max)
+		return llm_seterr("'%s' is out of range [%lld, %lld]", s, (long long)min, (long long)max);
+	*out = v;
+	return 0;
+}
+
+int
+llm_parse_f64(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || *end || errno == ERANGE || !isfinite(v))
+		return llm_seterr("'%s' is not a finite number", s);
+	*out = v;
+	return 0;
+}
+
+void
+llm_buf_add(struct llm_buf *b, const void *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		b->p = llm_xrealloc(b->p, cap);
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = 0;
+}
+
+void
+llm_buf_puts(struct llm_buf *b, const char *s)
+{
+	llm_buf_add(b, s, strlen(s));
+}
+
+void
+llm_buf_vprintf(struct llm_buf *b, const char *fmt, va_list ap)
+{
+	va_list aq;
+	int n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		llm_fatal("bad format '%s'", fmt);
+	llm_buf_add(b, "", 0);
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		b->p = llm_xrealloc(b->p, cap);
+		b->cap = cap;
+	}
+	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void
+llm_buf_printf(struct llm_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	llm_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void
+llm_buf_free(struct llm_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int
+llm_read_file(const char *path, char **data, size_t *len)
+{
+	struct llm_buf b = {0};
+	char chunk[65536];
+	size_t n;
+	FILE *fp;
+
+	if (!(fp = fopen(path, "rb")))
+		return llm_seterr("%s:", path);
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		llm_buf_add(&b, chunk, n);
+	if (ferror(fp)) {
+		fclose(fp);
+		llm_buf_free(&b);
+		return llm_seterr("%s: read error:", path);
+	}
+	fclose(fp);
+	llm_buf_add(&b, "", 0);
+	*data = b.p;
+	if (len)
+		*len = b.len;
+	return 0;
+}
+
+int
+llm_map_file(struct llm_map *m, const char *path)
+{
+	static const uint8_t empty[1];
+	struct stat st;
+	void *p;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return llm_seterr("%s:", path);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return llm_seterr("%s:", path);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return llm_seterr("%s: not a regular file", path);
+	}
+	m->len = (size_t)st.st_size;
+	if (m->len == 0) {
+		m->p = empty;
+		close(fd);
+		return 0;
+	}
+	p = mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return llm_seterr("%s: mmap:", path);
+	m->p = p;
+	return 0;
+}
+
+void
+llm_unmap(struct llm_map *m)
+{
+	if (m->p && m->len)
+		munmap((void *)m->p, m->len);
+	m->p = NULL;
+	m->len = 0;
+}
+
+int
+llm_out_open(struct llm_out *o, const char *path)
+{
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->path = llm_xstrdup(path);
+	if (strcmp(path, "-") == 0) {
+		o->fp = stdout;
+		o->fd = 1;
+		return 0;
+	}
+	o->tmp = llm_xasprintf("%s.tmp.XXXXXX", path);
+	if ((o->fd = mkstemp(o->tmp)) < 0) {
+		int err = errno;
+		free(o->tmp);
+		free(o->path);
+		o->tmp = o->path = NULL;
+		errno = err;
+		return llm_seterr("%s:", path);
+	}
+	track_tmp(o->tmp);
+	fchmod(o->fd, 0644 & ~umask(umask(0)));
+	if (!(o->fp = fdopen(o->fd, "wb"))) {
+		llm_seterr("%s:", path);
+		llm_out_abort(o);
+		return -1;
+	}
+	return 0;
+}
+
+int
+llm_out_commit(struct llm_out *o)
+{
+	int rc = 0;
+
+	if (fflush(o->fp) != 0 || ferror(o->fp))
+		rc = llm_seterr("%s: write error:", o->path);
+	if (!o->tmp) {
+		free(o->path);
+		o->path = NULL;
+		return rc;
+	}
+	if (rc == 0 && fsync(o->fd) != 0 && errno != EINVAL)
+		rc = llm_seterr("%s: fsync:", o->path);
+	if (fclose(o->fp) != 0 && rc == 0)
+		rc = llm_seterr("%s: close:", o->path);
+	o->fp = NULL;
+	if (rc == 0 && rename(o->tmp, o->path) != 0)
+		rc = llm_seterr("%s: rename:", o->path);
+	if (rc != 0)
+		unlink(o->tmp);
+	untrack_tmp(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+	return rc;
+}
+
+void
+llm_out_abort(struct llm_out *o)
+{
+	if (o->tmp) {
+		if (o->fp)
+			fclose(o->fp);
+		else if (o->fd >= 0)
+			close(o->fd);
+		unlink(o->tmp);
+		untrack_tmp(o->tmp);
+		free(o->tmp);
+	}
+	free(o->path);
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+}
+
+int
+llm_write_file(const char *path, const void *p, size_t n)
+{
+	struct llm_out o;
+
+	if (llm_out_open(&o, path) < 0)
+		return -1;
+	if (n && fwrite(p, 1, n, o.fp) != n) {
+		llm_seterr("%s: write error:", path);
+		llm_out_abort(&o);
+		return -1;
+	}
+	return llm_out_commit(&o);
+}
+
+int
+llm_mkdirs(const char *path)
+{
+	char *p;
+
+	if (!*path)
+		return llm_seterr("empty directory name");
+	p = llm_xstrdup(path);
+	for (char *s = p + 1; ; s++) {
+		if (*s == '/' || *s == 0) {
+			char c = *s;
+			*s = 0;
+			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+				llm_seterr("%s:", p);
+				free(p);
+				return -1;
+			}
+			*s = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		llm_seterr("%s: not a directory", p);
+		free(p);
+		return -1;
+	}
+	free(p);
+	return 0;
+}
+
+char *
+llm_path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	if (n == 0 || name[0] == '/')
+		return llm_xstrdup(name);
+	return llm_xasprintf("%s%s%s", dir, dir[n - 1] == '/' ? "" : "/", name);
+}
+
+int
+llm_file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+uint64_t
+llm_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+double
+llm_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,100 @@
+/* util.h: errors, checked allocation, atomic output and small helpers
+ * shared by every llm-* program.
+ *
+ * Errors follow one format for every tool: "prog: file: message".  A
+ * message whose format ends in ':' gets ": strerror(errno)" appended.
+ * Library functions that can fail on bad input do not exit: they return -1
+ * and leave a message (already naming the file) for llm_errmsg(). */
+#ifndef LLM_UTIL_H
+#define LLM_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes of every program (documented in each man page). */
+#define LLM_EXIT_OK    0 /* success */
+#define LLM_EXIT_FAIL  1 /* bad input data or failed processing */
+#define LLM_EXIT_USAGE 2 /* usage error, or trouble (llm-verify-partition) */
+
+#define LLM_NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define LLM_ALIGN_UP(x, a) (((x) + ((a) - 1)) / (a) * (a))
+
+extern const char *llm_prog;
+
+void llm_setprog(const char *argv0);
+void llm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void llm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Library error channel: llm_seterr formats (same ':' rule) and returns -1;
+ * llm_errmsg returns the last message. */
+int llm_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *llm_errmsg(void);
+
+void *llm_xmalloc(size_t n);
+void *llm_xcalloc(size_t n, size_t size);
+void *llm_xrealloc(void *p, size_t n);
+void *llm_xreallocarray(void *p, size_t n, size_t size);
+char *llm_xstrdup(const char *s);
+char *llm_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Numbers from option arguments: the whole string must parse and lie in
+ * [min, max]; returns 0, or -1 with llm_errmsg set. */
+int llm_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+int llm_parse_f64(const char *s, double *out);
+
+/* A growable byte buffer. */
+struct llm_buf {
+	char *p;
+	size_t len, cap;
+};
+void llm_buf_add(struct llm_buf *b, const void *p, size_t n);
+void llm_buf_puts(struct llm_buf *b, const char *s);
+void llm_buf_printf(struct llm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void llm_buf_vprintf(struct llm_buf *b, const char *fmt, va_list ap);
+void llm_buf_free(struct llm_buf *b);
+
+/* Whole-file read (NUL-terminated); -1 with llm_errmsg on failure. */
+int llm_read_file(const char *path, char **data, size_t *len);
+
+/* Read-only mapping of a whole file; -1 with llm_errmsg on failure.  An
+ * empty file maps to a non-NULL zero-length region. */
+struct llm_map {
+	const uint8_t *p;
+	size_t len;
+};
+int llm_map_file(struct llm_map *m, const char *path);
+void llm_unmap(struct llm_map *m);
+
+/* Atomic output: data goes to "path.tmp.XXXXXX" in the same directory and
+ * is renamed to path by llm_out_commit, after fflush, ferror and fsync.  Until
+ * then the temporary is registered so that llm_fatal and SIGINT/SIGTERM
+ * remove it: no half-written output survives a failure.  path "-" means
+ * stdout (commit then only flushes and checks for errors). */
+struct llm_out {
+	char *path;
+	char *tmp;
+	FILE *fp;
+	int fd;
+};
+int llm_out_open(struct llm_out *o, const char *path);
+int llm_out_commit(struct llm_out *o);
+void llm_out_abort(struct llm_out *o);
+/* Write a whole buffer atomically. */
+int llm_write_file(const char *path, const void *p, size_t n);
+
+/* mkdir -p; -1 with llm_errmsg on failure. */
+int llm_mkdirs(const char *path);
+/* Join a directory and a name into a new string. */
+char *llm_path_join(const char *dir, const char *name);
+int llm_file_exists(const char *path);
+
+/* FNV-1a 64-bit, for fingerprints and identity hashes. */
+#define LLM_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t llm_fnv1a(uint64_t h, const void *p, size_t n);
+
+/* Monotonic clock in seconds. */
+double llm_now(void);
+
+#endif

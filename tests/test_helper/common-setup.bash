@@ -1,0 +1,33 @@
+# Loaded by every bats suite: puts the built programs first on PATH, sets a
+# stable locale and loads bats-assert.  LLM_BIN / LLM_TOOLS are set by
+# `make check` (they point into bin/san and tests/tools/san for SANITIZE=1).
+_common_setup() {
+	bats_require_minimum_version 1.5.0
+	PROJECT_ROOT="$(cd "$(dirname "$BATS_TEST_FILENAME")/.." && pwd)"
+	export PROJECT_ROOT
+	export PATH="${LLM_BIN:-$PROJECT_ROOT/bin}:${LLM_TOOLS:-$PROJECT_ROOT/tests/tools}:$PATH"
+	export LC_ALL=C
+	export LLVM_BINDIR="${LLVM_BINDIR:-/usr/lib/llvm-22/bin}"
+	export LLM_SHARE="$PROJECT_ROOT/share/llm"
+	SHARED="$PROJECT_ROOT/../shared"
+	load '/usr/lib/bats/bats-support/load'
+	load '/usr/lib/bats/bats-assert/load'
+}
+
+# The DeepSeek-R1-Distill tokenizer fixture, when ../shared is there.
+fixture_tokenizer_dir() {
+	echo "$PROJECT_ROOT/../shared/fixtures/tokenizers/ds-r1-distill-qwen"
+}
+
+# Usage text of a program equals the SYNOPSIS of its man page: render the
+# page's SYNOPSIS as plain text, join it into one line and compare with
+# the first line of `prog -h` after "usage: ".
+synopsis_of() {
+	MANWIDTH=1000 mandoc -T utf8 "$PROJECT_ROOT/man/$1.1" | col -bx |
+		awk '/^SYNOPSIS/{f=1;next} /^[A-Z]/{f=0} f' | tr -s ' \n' '  ' |
+		sed 's/^ *//; s/ *$//'
+}
+
+usage_of() {
+	"$1" -h | tr -s ' \n' '  ' | sed 's/^usage: //; s/^ *//; s/ *$//'
+}

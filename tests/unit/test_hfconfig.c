@@ -1,0 +1,351 @@
+/* Unit tests for lib/hfconfig.c: Qwen2 and Llama config.json files,
+ * transformers' defaults, every rejection, and the generation_config.json
+ * merge of special token ids. */
+#include <ftw.h>
+#include <unistd.h>
+
+#include "../../lib/hfconfig.h"
+#include "../../lib/util.h"
+#include "t.h"
+
+static int ndir;
+
+/* A fresh checkpoint directory with config.json = cfg and, unless NULL,
+ * generation_config.json = gen. */
+static char *
+mkckpt(const char *cfg, const char *gen)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "m%d", ndir++);
+	char *dir = llm_path_join(t_tmpdir(), name);
+	const char *names[2] = {"config.json", "generation_config.json"}, *texts[2] = {cfg, gen};
+	if (llm_mkdirs(dir) < 0) {
+		fprintf(stderr, "%s\n", llm_errmsg());
+		exit(2);
+	}
+	for (int i = 0; i < 2 && texts[i]; i++) {
+		char *path = llm_path_join(dir, names[i]);
+		FILE *fp = fopen(path, "w");
+		if (!fp || fputs(texts[i], fp) < 0 || fclose(fp) != 0) {
+			perror(path);
+			exit(2);
+		}
+		free(path);
+	}
+	return dir;
+}
+
+/* Qwen2.5-0.5B-Instruct's config.json. */
+static const char qwen25[] =
+	"{\"architectures\": [\"Qwen2ForCausalLM\"], \"attention_dropout\": 0.0,"
+	" \"bos_token_id\": 151643, \"eos_token_id\": 151645, \"hidden_act\": \"silu\","
+	" \"hidden_size\": 896, \"initializer_range\": 0.02, \"intermediate_size\": 4864,"
+	" \"max_position_embeddings\": 32768, \"max_window_layers\": 21, \"model_type\": \"qwen2\","
+	" \"num_attention_heads\": 14, \"num_hidden_layers\": 24, \"num_key_value_heads\": 2,"
+	" \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0, \"sliding_window\": 32768,"
+	" \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.43.1\","
+	" \"use_cache\": true, \"use_sliding_window\": false, \"vocab_size\": 151936}";
+
+/* A Llama 3 style config.json without RoPE scaling. */
+static const char llama3[] =
+	"{\"architectures\": [\"LlamaForCausalLM\"], \"attention_bias\": false,"
+	" \"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009],"
+	" \"head_dim\": 64, \"hidden_act\": \"silu\", \"hidden_size\": 2048,"
+	" \"intermediate_size\": 8192, \"max_position_embeddings\": 131072, \"mlp_bias\": false,"
+	" \"model_type\": \"llama\", \"num_attention_heads\": 32, \"num_hidden_layers\": 16,"
+	" \"num_key_value_heads\": 8, \"pretraining_tp\": 1, \"rms_norm_eps\": 1e-05,"
+	" \"rope_scaling\": null, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true,"
+	" \"torch_dtype\": \"float32\", \"vocab_size\": 128256}";
+
+#define REQ "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4," \
+	" \"intermediate_size\": 128, \"vocab_size\": 1000"
+#define QWEN "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", " REQ
+#define LLAMA "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", " REQ
+
+T_TEST(qwen2_config_is_read)
+{
+	char *dir = mkckpt(qwen25, NULL);
+	struct llm_hfconfig c;
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_QWEN2 && strcmp(c.family_name, "qwen2") == 0);
+	T_CHECK(strcmp(c.architecture, "Qwen2ForCausalLM") == 0);
+	T_CHECK(c.hidden_size == 896 && c.n_layers == 24 && c.n_heads == 14 && c.n_kv_heads == 2);
+	T_CHECK(c.head_dim == 64 && c.intermediate_size == 4864 && c.vocab_size == 151936);
+	T_CHECK(c.max_position_embeddings == 32768);
+	T_CHECK(c.rms_norm_eps == 1e-6 && c.rope_theta == 1e6);
+	T_CHECK(c.tie_word_embeddings == 1 && c.attention_bias == 1 && c.mlp_bias == 0);
+	T_CHECK(c.torch_dtype == LLM_DT_BF16);
+	T_CHECK(c.bos_id == 151643 && c.n_eos == 1 && c.eos_ids[0] == 151645);
+	T_CHECK(strcmp(llm_family_name(c.family), "qwen2") == 0);
+	free(dir);
+}
+
+T_TEST(llama_config_is_read)
+{
+	char *dir = mkckpt(llama3, NULL);
+	char *cfg = llm_path_join(dir, "config.json");
+	struct llm_hfconfig c;
+	/* The directory or config.json itself. */
+	const char *paths[2] = {dir, cfg};
+	for (int k = 0; k < 2; k++) {
+		T_CHECKF(llm_hfconfig_load(&c, paths[k]) == 0, "%s", llm_errmsg());
+		T_CHECK(c.family == LLM_FAMILY_LLAMA && strcmp(c.family_name, "llama") == 0);
+		T_CHECK(strcmp(c.architecture, "LlamaForCausalLM") == 0);
+		T_CHECK(c.hidden_size == 2048 && c.n_layers == 16 && c.n_heads == 32 && c.n_kv_heads == 8);
+		T_CHECK(c.head_dim == 64 && c.max_position_embeddings == 131072);
+		T_CHECK(c.rms_norm_eps == 1e-5 && c.rope_theta == 500000);
+		T_CHECK(c.tie_word_embeddings == 1 && c.attention_bias == 0 && c.torch_dtype == LLM_DT_F32);
+		T_CHECK(c.bos_id == 128000 && c.n_eos == 3);
+		T_CHECK(c.eos_ids[0] == 128001 && c.eos_ids[1] == 128008 && c.eos_ids[2] == 128009);
+	}
+	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_LLAMA), "llama") == 0);
+	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_NONE), "") == 0);
+	free(cfg);
+	free(dir);
+}
+
+T_TEST(defaults_follow_transformers)
+{
+	struct llm_hfconfig c;
+	char *dir = mkckpt(QWEN "}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.n_kv_heads == 4 && c.head_dim == 16);
+	T_CHECK(c.tie_word_embeddings == 0 && c.rope_theta == 10000 && c.rms_norm_eps == 1e-6);
+	T_CHECK(c.max_position_embeddings == 32768 && c.attention_bias == 1);
+	T_CHECK(c.torch_dtype == LLM_DT_NONE && c.bos_id == -1 && c.n_eos == 0);
+	free(dir);
+	dir = mkckpt(LLAMA "}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.n_kv_heads == 4 && c.head_dim == 16 && c.tie_word_embeddings == 0);
+	T_CHECK(c.max_position_embeddings == 2048 && c.attention_bias == 0 && c.mlp_bias == 0);
+	T_CHECK(c.rope_theta == 10000 && c.rms_norm_eps == 1e-6);
+	free(dir);
+}
+
+T_TEST(explicit_values_override_defaults)
+{
+	struct llm_hfconfig c;
+	/* head_dim need not be hidden / heads; then hidden need not divide. */
+	char *dir = mkckpt("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 66,"
+			   " \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"head_dim\": 32,"
+			   " \"num_key_value_heads\": 1, \"intermediate_size\": 10, \"vocab_size\": 10,"
+			   " \"attention_bias\": true, \"rope_theta\": 1e4, \"max_position_embeddings\": 64.0,"
+			   " \"rope_scaling\": {\"rope_type\": \"default\"}, \"dtype\": \"float16\"}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.head_dim == 32 && c.n_kv_heads == 1 && c.attention_bias == 1);
+	T_CHECK(c.max_position_embeddings == 64 && c.torch_dtype == LLM_DT_F16);
+	free(dir);
+	/* Old-style "type": "default", and the family from model_type alone. */
+	dir = mkckpt("{\"model_type\": \"qwen2\", " REQ ", \"rope_scaling\": {\"type\": \"default\"},"
+		     " \"attention_bias\": false}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_QWEN2 && strcmp(c.architecture, "Qwen2ForCausalLM") == 0);
+	T_CHECK(c.attention_bias == 1); /* Qwen2 always has q/k/v biases */
+	free(dir);
+	dir = mkckpt("{\"architectures\": [\"LlamaForCausalLM\"], " REQ "}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_LLAMA);
+	free(dir);
+}
+
+/* Each config must be rejected with a message naming config.json. */
+static const struct {
+	const char *cfg, *want;
+} bad[] = {
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'hidden_size'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_attention_heads\": 4,"
+	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'num_hidden_layers'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'num_attention_heads'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"vocab_size\": 1000}", "missing key 'intermediate_size'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128}", "missing key 'vocab_size'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": null, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'hidden_size'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": \"64\", \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "key 'hidden_size': expected an integer"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64.5, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "key 'hidden_size': expected an integer"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 0, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "hidden_size must be positive (got 0)"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": -2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "num_hidden_layers must be positive (got -2)"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 0, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "num_attention_heads must be positive"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 0, \"vocab_size\": 1000}",
+	 "intermediate_size must be positive"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": -1}",
+	 "vocab_size must be positive"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 1e12, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "hidden_size 1000000000000 is too large"},
+	{QWEN ", \"num_key_value_heads\": 0}", "num_key_value_heads must be positive"},
+	{QWEN ", \"num_key_value_heads\": 3}", "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+	{QWEN ", \"num_key_value_heads\": 8}", "num_attention_heads 4 is not a multiple of num_key_value_heads 8"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 66, \"num_hidden_layers\": 2,"
+	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	 "hidden_size 66 is not divisible by num_attention_heads 4"},
+	{QWEN ", \"head_dim\": 0}", "head_dim must be positive"},
+	{QWEN ", \"head_dim\": 15}", "head_dim 15 is odd"},
+	{QWEN ", \"max_position_embeddings\": 0}", "max_position_embeddings must be positive"},
+	{QWEN ", \"rms_norm_eps\": 0}", "rms_norm_eps must be positive"},
+	{QWEN ", \"rms_norm_eps\": \"1e-6\"}", "key 'rms_norm_eps': expected a number"},
+	{QWEN ", \"rope_theta\": -1}", "rope_theta must be positive"},
+	{QWEN ", \"tie_word_embeddings\": 1}", "key 'tie_word_embeddings': expected true or false"},
+	{LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
+	 " \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
+	 "rope_scaling 'llama3' is not supported"},
+	{LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", "rope_scaling 'linear' is not supported"},
+	{QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported"},
+	{LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported"},
+	{LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null"},
+	{LLAMA ", \"rope_scaling\": {\"rope_type\": 3}}", "key 'rope_type': expected a string"},
+	{LLAMA ", \"mlp_bias\": true}", "mlp_bias true is not supported"},
+	{LLAMA ", \"attention_bias\": \"no\"}", "key 'attention_bias': expected true or false"},
+	{LLAMA ", \"hidden_act\": \"gelu\"}", "hidden_act 'gelu' is not supported (only 'silu')"},
+	{QWEN ", \"use_sliding_window\": true}", "use_sliding_window true is not supported"},
+	{QWEN ", \"torch_dtype\": \"float8_e4m3fn\"}", "torch_dtype 'float8_e4m3fn' is not supported"},
+	{"{\"architectures\": [\"MistralForCausalLM\"], " REQ "}",
+	 "unsupported architecture 'MistralForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM)"},
+	{"{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
+	 "unsupported architecture 'Qwen2ForSequenceClassification'"},
+	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
+	 "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'"},
+	{"{\"model_type\": \"gemma\", " REQ "}", "unsupported model_type 'gemma' (supported: qwen2, llama)"},
+	{"{" REQ "}", "neither 'architectures' nor 'model_type' given"},
+	{"{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings"},
+	{"{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings"},
+	{"{\"architectures\": [], " REQ "}", "neither 'architectures' nor 'model_type' given"},
+	{QWEN ", \"eos_token_id\": 1000}", "eos_token_id 1000 is outside the vocabulary [0, 1000)"},
+	{QWEN ", \"bos_token_id\": -1}", "bos_token_id -1 is outside the vocabulary"},
+	{QWEN ", \"eos_token_id\": [1, \"2\"]}", "key 'eos_token_id': expected an integer or an array of integers"},
+	{QWEN ", \"eos_token_id\": \"2\"}", "key 'eos_token_id': expected an integer or an array"},
+	{QWEN ", \"bos_token_id\": [1, 2]}", "bos_token_id has 2 ids (at most 1 supported)"},
+	{QWEN ", \"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", "eos_token_id has 9 ids (at most 8 supported)"},
+	{"{\"architectures\": [\"Evil\\nArch\"], " REQ "}",
+	 "unsupported architecture '(text with control characters)'"},
+	{"[1, 2]", "not a JSON object"},
+	{"{\"hidden_size\": 64,\n \"x\": }", "config.json:2:"},
+	{"", "config.json:1:"},
+};
+
+T_TEST(bad_configs_are_rejected)
+{
+	for (size_t i = 0; i < LLM_NELEM(bad); i++) {
+		char *dir = mkckpt(bad[i].cfg, NULL);
+		char *cfg = llm_path_join(dir, "config.json");
+		struct llm_hfconfig c;
+		int rc = llm_hfconfig_load(&c, dir);
+		const char *m = llm_errmsg();
+		T_CHECKF(rc == -1, "case %zu accepted: %s", i, bad[i].cfg);
+		T_CHECKF(strncmp(m, cfg, strlen(cfg)) == 0 && m[strlen(cfg)] == ':' && strstr(m, bad[i].want) &&
+			 !strchr(m, '\n'), "case %zu\n  message: '%s'\n  wanted:  '%s'", i, m, bad[i].want);
+		/* Nothing half-filled survives a failure. */
+		T_CHECK(c.family == LLM_FAMILY_NONE && c.hidden_size == 0 && c.bos_id == -1 && c.n_eos == 0);
+		free(cfg);
+		free(dir);
+	}
+}
+
+T_TEST(missing_config_is_an_error)
+{
+	char *dir = llm_path_join(t_tmpdir(), "empty");
+	char *want = llm_path_join(dir, "config.json: No such file or directory");
+	struct llm_hfconfig c;
+	T_CHECK(llm_mkdirs(dir) == 0);
+	T_CHECK(llm_hfconfig_load(&c, dir) == -1);
+	T_CHECKF(strcmp(llm_errmsg(), want) == 0, "%s", llm_errmsg());
+	free(want);
+	want = llm_path_join(dir, "nope: No such file or directory");
+	char *nope = llm_path_join(dir, "nope");
+	T_CHECK(llm_hfconfig_load(&c, nope) == -1);
+	T_CHECKF(strcmp(llm_errmsg(), want) == 0, "%s", llm_errmsg());
+	free(nope);
+	free(want);
+	free(dir);
+}
+
+T_TEST(generation_config_bos_wins_and_eos_is_a_union)
+{
+	struct llm_hfconfig c;
+	/* DeepSeek-R1-Distill-Qwen-1.5B's pair. */
+	char *dir = mkckpt("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+		     " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 151936,"
+		     " \"bos_token_id\": 151643, \"eos_token_id\": 151643}",
+		     "{\"_from_model_config\": true, \"bos_token_id\": 151646, \"eos_token_id\": 151643,"
+		     " \"do_sample\": true, \"temperature\": 0.6, \"top_p\": 0.95}");
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.bos_id == 151646 && c.n_eos == 1 && c.eos_ids[0] == 151643);
+	free(dir);
+	/* Union, generation_config's first, no repeats. */
+	dir = mkckpt(QWEN ", \"bos_token_id\": 1, \"eos_token_id\": [5, 6, 7]}", "{\"eos_token_id\": [7, 9, 5]}");
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.bos_id == 1 && c.n_eos == 4);
+	T_CHECK(c.eos_ids[0] == 7 && c.eos_ids[1] == 9 && c.eos_ids[2] == 5 && c.eos_ids[3] == 6);
+	free(dir);
+	/* A null bos in generation_config does not erase config's. */
+	dir = mkckpt(QWEN ", \"bos_token_id\": 3}", "{\"bos_token_id\": null, \"eos_token_id\": 4}");
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.bos_id == 3 && c.n_eos == 1 && c.eos_ids[0] == 4);
+	free(dir);
+	/* Only generation_config has ids; and reading config.json by path
+	 * still finds generation_config.json beside it. */
+	dir = mkckpt(QWEN "}", "{\"bos_token_id\": 0, \"eos_token_id\": [2]}");
+	char *cfg = llm_path_join(dir, "config.json");
+	T_CHECKF(llm_hfconfig_load(&c, cfg) == 0, "%s", llm_errmsg());
+	T_CHECK(c.bos_id == 0 && c.n_eos == 1 && c.eos_ids[0] == 2);
+	free(cfg);
+	free(dir);
+	/* More than LLM_MAX_EOS distinct ids together. */
+	dir = mkckpt(QWEN ", \"eos_token_id\": [1, 2, 3, 4, 5]}", "{\"eos_token_id\": [6, 7, 8, 9]}");
+	T_CHECK(llm_hfconfig_load(&c, dir) == -1);
+	T_CHECKF(strstr(llm_errmsg(), "more than 8 distinct eos ids") != NULL, "%s", llm_errmsg());
+	free(dir);
+	dir = mkckpt(QWEN ", \"eos_token_id\": [1, 2, 3, 4, 5]}", "{\"eos_token_id\": [5, 4, 3, 2, 1, 6, 7, 8]}");
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.n_eos == 8 && c.eos_ids[0] == 5 && c.eos_ids[7] == 8);
+	free(dir);
+}
+
+T_TEST(bad_generation_config_is_rejected)
+{
+	static const struct { const char *gen, *want; } cases[] = {
+		{"{\"eos_token_id\": ", "generation_config.json:1:"},
+		{"[]", "generation_config.json: not a JSON object"},
+		{"{\"eos_token_id\": 5000}", "generation_config.json: eos_token_id 5000 is outside the vocabulary"},
+		{"{\"bos_token_id\": true}", "generation_config.json: key 'bos_token_id': expected an integer"},
+	};
+	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
+		char *dir = mkckpt(QWEN "}", cases[i].gen);
+		struct llm_hfconfig c;
+		T_CHECKF(llm_hfconfig_load(&c, dir) == -1, "case %zu", i);
+		T_CHECKF(strncmp(llm_errmsg(), dir, strlen(dir)) == 0 && strstr(llm_errmsg(), cases[i].want),
+			 "case %zu: %s", i, llm_errmsg());
+		T_CHECK(c.family == LLM_FAMILY_NONE && c.bos_id == -1);
+		free(dir);
+	}
+}
+
+
+int
+main(void)
+{
+	T_RUN(qwen2_config_is_read);
+	T_RUN(llama_config_is_read);
+	T_RUN(defaults_follow_transformers);
+	T_RUN(explicit_values_override_defaults);
+	T_RUN(bad_configs_are_rejected);
+	T_RUN(missing_config_is_an_error);
+	T_RUN(generation_config_bos_wins_and_eos_is_a_union);
+	T_RUN(bad_generation_config_is_rejected);
+	return T_DONE();
+}

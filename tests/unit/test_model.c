@@ -1,0 +1,202 @@
+/* Unit tests for lib/model.c: model.json loading and validation. */
+#include <jansson.h>
+
+#include "../../lib/json.h"
+#include "../../lib/model.h"
+#include "../../lib/util.h"
+#include "t.h"
+
+/* A small valid manifest; tests mutate it. */
+static json_t *
+manifest(void)
+{
+	static const char *text =
+	    "{\"format\": \"llm-model/1\", \"family\": \"qwen2\", \"architecture\": \"Qwen2ForCausalLM\","
+	    " \"source\": {\"kind\": \"safetensors\", \"dir\": \"m\", \"files\": [\"model.safetensors\"]},"
+	    " \"config\": {\"hidden_size\": 8, \"n_layers\": 1, \"n_heads\": 2, \"n_kv_heads\": 1, \"head_dim\": 4,"
+	    "   \"intermediate_size\": 16, \"vocab_size\": 10, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
+	    "   \"tie_word_embeddings\": true, \"attention_bias\": false, \"max_position_embeddings\": 32},"
+	    " \"dtypes\": {\"weights\": \"bf16\", \"activations\": \"f32\", \"kv\": \"f32\"},"
+	    " \"limits\": {\"max_context\": 32, \"prefill_chunk\": 4},"
+	    " \"tokenizer\": {\"files\": [\"tokenizer.json\"], \"bos_id\": 1, \"eos_ids\": [2, 3], \"add_bos\": true,"
+	    "   \"chat_template\": null},"
+	    " \"kv_cache\": {\"layout\": \"layer,kv,kv_head,position,head_dim\", \"dtype\": \"f32\", \"bytes\": 1024},"
+	    " \"weights\": {\"file\": \"weights.bin\", \"header_bytes\": 4096, \"alignment\": 64, \"data_bytes\": 256,"
+	    "   \"fingerprint\": \"0000000000000000\", \"tensors\": ["
+	    "   {\"name\": \"embed\", \"source\": [\"model.embed_tokens.weight\"], \"transform\": \"copy\","
+	    "    \"dtype\": \"bf16\", \"shape\": [10, 8], \"offset\": 0, \"bytes\": 160},"
+	    "   {\"name\": \"final_norm\", \"source\": [\"model.norm.weight\"], \"transform\": \"copy\","
+	    "    \"dtype\": \"f32\", \"shape\": [8], \"offset\": 192, \"bytes\": 32}]},"
+	    " \"phases\": [{\"name\": \"decode\", \"entry\": \"llm_decode\", \"file\": \"decode.mlir\", \"tokens\": 1,"
+	    "   \"args\": []}]}";
+	json_t *j = llm_json_loadb(text, strlen(text), "test");
+	if (!j) {
+		fprintf(stderr, "%s\n", llm_errmsg());
+		exit(2);
+	}
+	return j;
+}
+
+/* Recompute the fingerprint after a mutation, as llm-import would. */
+static void
+refingerprint(json_t *j)
+{
+	json_t *w = json_object_get(j, "weights");
+	char hex[17];
+	llm_hex64(llm_plan_fingerprint(json_object_get(j, "dtypes"), json_object_get(j, "config"),
+	    json_object_get(j, "limits"), json_object_get(w, "tensors")), hex);
+	json_object_set_new(w, "fingerprint", json_string(hex));
+}
+
+static int
+parse(json_t *j, struct llm_model *m)
+{
+	return llm_model_parse(m, j, "model.json");
+}
+
+T_TEST(valid_manifest_loads)
+{
+	struct llm_model m;
+	json_t *j = manifest();
+	refingerprint(j);
+	T_CHECKF(parse(j, &m) == 0, "%s", llm_errmsg());
+	T_CHECK(strcmp(m.family, "qwen2") == 0);
+	T_CHECK(m.cfg.hidden_size == 8 && m.cfg.n_kv_heads == 1 && m.cfg.tie_word_embeddings);
+	T_CHECK(m.weight_dtype == LLM_DT_BF16 && m.kv_dtype == LLM_DT_F32);
+	T_CHECK(m.ntensors == 2 && m.tensors[1].offset == 192 && m.tensors[1].dtype == LLM_DT_F32);
+	T_CHECK(m.n_eos == 2 && m.eos_ids[1] == 3 && m.bos_id == 1 && m.add_bos);
+	T_CHECK(m.chat_template == NULL);
+	T_CHECK(llm_model_tensor(&m, "embed") == &m.tensors[0]);
+	T_CHECK(llm_model_tensor(&m, "nope") == NULL);
+	T_CHECK(llm_model_phase(&m, "decode")->tokens == 1);
+	llm_model_free(&m);
+}
+
+T_TEST(stale_fingerprint_is_rejected)
+{
+	struct llm_model m;
+	json_t *j = manifest(); /* fingerprint 0 */
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "fingerprint does not match") != NULL);
+}
+
+T_TEST(other_format_versions_are_rejected)
+{
+	struct llm_model m;
+	json_t *j = manifest();
+	json_object_set_new(j, "format", json_string("llm-model/2"));
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "unsupported format version 'llm-model/2'") != NULL);
+	j = manifest();
+	json_object_set_new(j, "format", json_string("llm-weights/1"));
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "not a model manifest") != NULL);
+}
+
+static json_t *
+tensor(json_t *j, int i)
+{
+	return json_array_get(json_object_get(json_object_get(j, "weights"), "tensors"), (size_t)i);
+}
+
+T_TEST(overlapping_or_misaligned_tensors_are_rejected)
+{
+	struct llm_model m;
+	json_t *j = manifest();
+	json_object_set_new(tensor(j, 1), "offset", json_integer(128));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "overlaps 'embed'") != NULL);
+
+	j = manifest();
+	json_object_set_new(tensor(j, 1), "offset", json_integer(200));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "not 64-byte aligned") != NULL);
+
+	j = manifest();
+	json_object_set_new(tensor(j, 1), "offset", json_integer(256));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "extends past data_bytes") != NULL);
+}
+
+T_TEST(byte_sizes_must_match_shapes)
+{
+	struct llm_model m;
+	json_t *j = manifest();
+	json_object_set_new(tensor(j, 0), "bytes", json_integer(161));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "bytes 161 != shape x dtype size 160") != NULL);
+
+	j = manifest();
+	json_array_set_new(json_object_get(tensor(j, 0), "shape"), 0, json_integer(-10));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "expected a positive integer") != NULL);
+}
+
+T_TEST(missing_and_mistyped_keys_are_named)
+{
+	struct llm_model m;
+	json_t *j = manifest();
+	json_object_del(json_object_get(j, "config"), "head_dim");
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "missing key 'head_dim'") != NULL);
+
+	j = manifest();
+	json_object_set_new(json_object_get(j, "dtypes"), "weights", json_string("q4"));
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "unsupported dtype 'q4'") != NULL);
+
+	j = manifest();
+	json_object_set_new(json_object_get(j, "config"), "n_kv_heads", json_integer(3));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "not a multiple of n_kv_heads") != NULL);
+}
+
+T_TEST(fingerprint_changes_with_the_plan)
+{
+	json_t *j = manifest();
+	json_t *w = json_object_get(j, "weights");
+	uint64_t a = llm_plan_fingerprint(json_object_get(j, "dtypes"), json_object_get(j, "config"),
+	    json_object_get(j, "limits"), json_object_get(w, "tensors"));
+	json_object_set_new(json_object_get(j, "limits"), "max_context", json_integer(64));
+	uint64_t b = llm_plan_fingerprint(json_object_get(j, "dtypes"), json_object_get(j, "config"),
+	    json_object_get(j, "limits"), json_object_get(w, "tensors"));
+	T_CHECK(a != b);
+	char hex[17];
+	uint64_t back;
+	llm_hex64(a, hex);
+	T_CHECK(llm_parse_hex64(hex, &back) == 0 && back == a);
+	T_CHECK(llm_parse_hex64("xyz", &back) == -1);
+	T_CHECK(llm_parse_hex64("ABCDEF0123456789", &back) == -1);
+	json_decref(j);
+}
+
+T_TEST(load_reports_json_errors_with_position)
+{
+	struct llm_model m;
+	char *p = llm_path_join(t_tmpdir(), "bad.json");
+	T_CHECK(llm_write_file(p, "{\"format\": }", 12) == 0);
+	T_CHECK(llm_model_load(&m, p) == -1);
+	T_CHECK(strstr(llm_errmsg(), "bad.json:1:") != NULL);
+	free(p);
+}
+
+int
+main(void)
+{
+	llm_setprog("test_model");
+	T_RUN(valid_manifest_loads);
+	T_RUN(stale_fingerprint_is_rejected);
+	T_RUN(other_format_versions_are_rejected);
+	T_RUN(overlapping_or_misaligned_tensors_are_rejected);
+	T_RUN(byte_sizes_must_match_shapes);
+	T_RUN(missing_and_mistyped_keys_are_named);
+	T_RUN(fingerprint_changes_with_the_plan);
+	T_RUN(load_reports_json_errors_with_position);
+	return T_DONE();
+}

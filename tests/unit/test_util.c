@@ -1,0 +1,174 @@
+/* Unit tests for lib/util.c: errors, numbers, buffers, atomic output. */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../lib/util.h"
+#include "t.h"
+
+static int
+count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+T_TEST(seterr_appends_strerror_after_colon)
+{
+	errno = ENOENT;
+	T_CHECK(llm_seterr("open %s:", "x.bin") == -1);
+	T_CHECK(strcmp(llm_errmsg(), "open x.bin: No such file or directory") == 0);
+	llm_seterr("%s: bad magic", "w.bin");
+	T_CHECK(strcmp(llm_errmsg(), "w.bin: bad magic") == 0);
+}
+
+T_TEST(parse_i64_checks_whole_string_and_range)
+{
+	int64_t v;
+	T_CHECK(llm_parse_i64("42", 0, 100, &v) == 0 && v == 42);
+	T_CHECK(llm_parse_i64("-3", -5, 5, &v) == 0 && v == -3);
+	T_CHECK(llm_parse_i64("42x", 0, 100, &v) == -1);
+	T_CHECK(llm_parse_i64("", 0, 100, &v) == -1);
+	T_CHECK(llm_parse_i64("101", 0, 100, &v) == -1);
+	T_CHECK(strstr(llm_errmsg(), "out of range") != NULL);
+	T_CHECK(llm_parse_i64("99999999999999999999", 0, INT64_MAX, &v) == -1);
+}
+
+T_TEST(parse_f64_rejects_junk_and_nonfinite)
+{
+	double d;
+	T_CHECK(llm_parse_f64("0.5", &d) == 0 && d == 0.5);
+	T_CHECK(llm_parse_f64("1e-6", &d) == 0 && d == 1e-6);
+	T_CHECK(llm_parse_f64("nan", &d) == -1);
+	T_CHECK(llm_parse_f64("inf", &d) == -1);
+	T_CHECK(llm_parse_f64("1.0.0", &d) == -1);
+}
+
+T_TEST(buf_grows_and_stays_terminated)
+{
+	struct llm_buf b = {0};
+	for (int i = 0; i < 1000; i++)
+		llm_buf_printf(&b, "%d,", i);
+	T_CHECK(b.len == strlen(b.p));
+	T_CHECK(strncmp(b.p, "0,1,2,", 6) == 0);
+	T_CHECK(strcmp(b.p + b.len - 4, "999,") == 0);
+	llm_buf_free(&b);
+}
+
+T_TEST(atomic_output_appears_only_on_commit)
+{
+	char *dir = llm_path_join(t_tmpdir(), "atomic");
+	char *path = llm_path_join(dir, "out.txt");
+	struct llm_out o;
+	char *data;
+
+	T_CHECK(llm_mkdirs(dir) == 0);
+	T_CHECK(llm_out_open(&o, path) == 0);
+	fputs("hello", o.fp);
+	T_CHECK(!llm_file_exists(path));
+	T_CHECK(count_entries(dir) == 1); /* the temporary */
+	T_CHECK(llm_out_commit(&o) == 0);
+	T_CHECK(llm_read_file(path, &data, NULL) == 0);
+	T_CHECK(strcmp(data, "hello") == 0);
+	T_CHECK(count_entries(dir) == 1);
+	free(data);
+
+	/* Abort leaves the old file alone and no temporary behind. */
+	T_CHECK(llm_out_open(&o, path) == 0);
+	fputs("partial", o.fp);
+	llm_out_abort(&o);
+	T_CHECK(llm_read_file(path, &data, NULL) == 0);
+	T_CHECK(strcmp(data, "hello") == 0);
+	T_CHECK(count_entries(dir) == 1);
+	free(data);
+	free(path);
+	free(dir);
+}
+
+T_TEST(fatal_removes_open_temporaries)
+{
+	char *dir = llm_path_join(t_tmpdir(), "fatal");
+	char *path = llm_path_join(dir, "out.bin");
+	int status;
+	pid_t pid;
+
+	T_CHECK(llm_mkdirs(dir) == 0);
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		struct llm_out o;
+		freopen("/dev/null", "w", stderr);
+		if (llm_out_open(&o, path) < 0)
+			_exit(3);
+		fputs("partial", o.fp);
+		fflush(o.fp);
+		llm_fatal("%s: simulated failure", path);
+	}
+	T_CHECK(waitpid(pid, &status, 0) == pid);
+	T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == LLM_EXIT_FAIL);
+	T_CHECK(count_entries(dir) == 0);
+	free(path);
+	free(dir);
+}
+
+T_TEST(out_open_fails_in_missing_directory)
+{
+	struct llm_out o;
+	T_CHECK(llm_out_open(&o, "/nonexistent-dir/x") == -1);
+	T_CHECK(strstr(llm_errmsg(), "/nonexistent-dir/x") != NULL);
+}
+
+T_TEST(map_file_maps_contents_and_rejects_directories)
+{
+	char *path = llm_path_join(t_tmpdir(), "map.bin");
+	struct llm_map m;
+	T_CHECK(llm_write_file(path, "abc", 3) == 0);
+	T_CHECK(llm_map_file(&m, path) == 0);
+	T_CHECK(m.len == 3 && memcmp(m.p, "abc", 3) == 0);
+	llm_unmap(&m);
+	T_CHECK(llm_map_file(&m, t_tmpdir()) == -1);
+	T_CHECK(strstr(llm_errmsg(), "not a regular file") != NULL);
+	T_CHECK(llm_map_file(&m, "/nonexistent") == -1);
+	free(path);
+}
+
+T_TEST(path_join_handles_slashes)
+{
+	char *p = llm_path_join("a/", "b");
+	T_CHECK(strcmp(p, "a/b") == 0);
+	free(p);
+	p = llm_path_join("a", "/abs");
+	T_CHECK(strcmp(p, "/abs") == 0);
+	free(p);
+}
+
+T_TEST(fnv1a_matches_known_vectors)
+{
+	T_CHECK(llm_fnv1a(LLM_FNV_INIT, "", 0) == 0xcbf29ce484222325ULL);
+	T_CHECK(llm_fnv1a(LLM_FNV_INIT, "a", 1) == 0xaf63dc4c8601ec8cULL);
+	T_CHECK(llm_fnv1a(LLM_FNV_INIT, "foobar", 6) == 0x85944171f73967e8ULL);
+}
+
+int
+main(void)
+{
+	llm_setprog("test_util");
+	T_RUN(seterr_appends_strerror_after_colon);
+	T_RUN(parse_i64_checks_whole_string_and_range);
+	T_RUN(parse_f64_rejects_junk_and_nonfinite);
+	T_RUN(buf_grows_and_stays_terminated);
+	T_RUN(atomic_output_appears_only_on_commit);
+	T_RUN(fatal_removes_open_temporaries);
+	T_RUN(out_open_fails_in_missing_directory);
+	T_RUN(map_file_maps_contents_and_rejects_directories);
+	T_RUN(path_join_handles_slashes);
+	T_RUN(fnv1a_matches_known_vectors);
+	return T_DONE();
+}
