@@ -29,17 +29,27 @@ O = build$(SANITIZE:1=/san)
 B = bin$(SANITIZE:1=/san)
 T = tests/tools$(SANITIZE:1=/san)
 
-LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h lib/model.h
+LIBHDR = lib/util.h \
+	lib/dtype.h \
+	lib/json.h \
+	lib/spawn.h \
+	lib/safetensors.h \
+	lib/hfconfig.h \
+	lib/model.h \
+	lib/family.h \
+	lib/emit.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
 	$(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o \
 	$(O)/lib/hfconfig.o \
-	$(O)/lib/model.o
+	$(O)/lib/model.o \
+	$(O)/lib/family.o \
+	$(O)/lib/emit.o
 
-PROGS =
-TOOLS =
+PROGS = $(B)/llm-import
+TOOLS = $(T)/mkmodel
 UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_dtype \
 	$(O)/tests/unit/test_json \
@@ -64,6 +74,8 @@ $(LIBOBJ): $(LIBHDR) config.mk
 $(O)/lib/util.o: lib/util.c
 $(O)/lib/dtype.o: lib/dtype.c
 $(O)/lib/model.o: lib/model.c
+$(O)/lib/family.o: lib/family.c
+$(O)/lib/emit.o: lib/emit.c
 $(O)/lib/json.o: lib/json.c
 $(O)/lib/spawn.o: lib/spawn.c
 $(O)/lib/safetensors.o: lib/safetensors.c
@@ -74,14 +86,13 @@ $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(B)
 	$(CC) $(ALL_CFLAGS) -DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
 		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(O)/lib/libllm.a $(LIBS)
+$(B)/llm-import: src/llm-import.c
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS)
 
-$(T)/refmodel: tests/tools/refmodel.c
 $(T)/mkmodel: tests/tools/mkmodel.c
-$(T)/cmpf32: tests/tools/cmpf32.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit

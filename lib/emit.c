@@ -1,0 +1,625 @@
+/* emit.c: writes one phase of a decoder-only transformer as MLIR on tensors.
+ *
+ * The module is text, written op by op in program order, one layer after
+ * the other, with named values.  Every top-level op gets llm.id (program
+ * order), llm.layer and llm.stage; every linalg op gets llm.sched, the
+ * schedule class llm-lower tiles by (share/doc/llm/ir.txt).  Weights and
+ * the KV cache are views of the rank-1 byte buffers of the ABI at the
+ * plan's offsets.  Activations are f32 [R, width]: R is 1 in decode and
+ * the dynamic n_tokens in prefill and prefill_kv, so a short prompt costs
+ * a short prompt's work.  Attention reads the cache rows [0, pos + R): its
+ * cost follows the current length, not the context size. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+
+/* Layer numbers for ops outside the decoder layers. */
+#define LAYER_PRE (-1)
+#define LAYER_POST (-2)
+
+struct rows {
+	const char *t;   /* in a type: "?" or "1" */
+	const char *dyn; /* operand of tensor.empty for it: "%R" or "" */
+};
+
+struct em {
+	struct llm_buf *b;
+	const struct llm_model *m;
+	const struct llm_model_config *c;
+	struct rows R;     /* rows of the chunk */
+	int64_t id;        /* next llm.id */
+	int layer;
+	const char *stage;
+	int nval;
+	const char *wt;    /* weight element type */
+	const char *kvt;   /* KV cache element type */
+};
+
+/* Value names live until the process exits (one module per run). */
+static const char *
+fmt(const char *f, ...)
+{
+	struct llm_buf b = {0};
+	va_list ap;
+
+	va_start(ap, f);
+	llm_buf_vprintf(&b, f, ap);
+	va_end(ap);
+	return b.p;
+}
+
+static const char *
+val(struct em *e, const char *hint)
+{
+	return fmt("%%%s%d", hint, e->nval++);
+}
+
+static const char *
+attrs(struct em *e)
+{
+	return fmt("llm.id = %" PRId64 " : i64, llm.layer = %d : i64, llm.stage = \"%s\"",
+	    e->id++, e->layer, e->stage);
+}
+
+/* A top-level op: "lhs = pre {attrs} post". */
+static void
+top(struct em *e, const char *lhs, const char *pre, const char *post)
+{
+	llm_buf_printf(e->b, "    %s%s%s {%s} %s\n", lhs ? lhs : "", lhs ? " = " : "", pre, attrs(e), post);
+}
+
+static const char *
+cindex(struct em *e, const char *hint, int64_t v)
+{
+	const char *r = val(e, hint);
+	top(e, r, "arith.constant", fmt("%" PRId64 " : index", v));
+	return r;
+}
+
+static const char *
+tensor2(struct rows r, int64_t n, const char *t)
+{
+	return fmt("tensor<%sx%" PRId64 "x%s>", r.t, n, t);
+}
+
+static const char *
+elt_of(enum llm_dtype t)
+{
+	return llm_dtype_name(t);
+}
+
+/* Code widening a value of element type t to f32 inside a body; *name
+ * receives the f32 value (v itself when t is f32: no code). */
+static const char *
+widen(const char *v, const char *t, const char *res, const char **name)
+{
+	if (strcmp(t, "f32") == 0) {
+		*name = v;
+		return "";
+	}
+	*name = res;
+	return fmt("      %s = arith.extf %s : %s to f32\n", res, v, t);
+}
+
+/* The element type of a tensor type: what follows the last 'x'. */
+static const char *
+elt_of_type(const char *type)
+{
+	const char *x = strrchr(type, 'x');
+	size_t n = strlen(x + 1);
+	return fmt("%.*s", (int)(n - 1), x + 1);
+}
+
+struct gin {
+	const char *v, *type, *map, *elt;
+};
+
+static const char *
+affine(int nd, const char *res)
+{
+	struct llm_buf b = {0};
+	llm_buf_puts(&b, "affine_map<(");
+	for (int i = 0; i < nd; i++)
+		llm_buf_printf(&b, "%sd%d", i ? ", " : "", i);
+	llm_buf_printf(&b, ") -> (%s)>", res);
+	return b.p;
+}
+
+/* A linalg.generic.  init: the out operand, or NULL for a fresh
+ * tensor.empty(odyn) of type otype.  iters: comma-separated "parallel" /
+ * "reduction".  body: lines defining %r from %a0.. and %o. */
+static const char *
+generic(struct em *e, const char *sched, const char *hint, int nin, const struct gin *in,
+    const char *init, const char *otype, const char *odyn, const char *omap,
+    int nd, const char *iters, const char *body)
+{
+	struct llm_buf b = {0};
+	const char *r = val(e, hint);
+
+	if (!init) {
+		init = val(e, "init");
+		top(e, init, fmt("tensor.empty(%s)", odyn), fmt(": %s", otype));
+	}
+	llm_buf_puts(&b, "linalg.generic {indexing_maps = [");
+	for (int i = 0; i < nin; i++)
+		llm_buf_printf(&b, "%s, ", affine(nd, in[i].map));
+	llm_buf_printf(&b, "%s], iterator_types = [", affine(nd, omap));
+	/* Quote each iterator type. */
+	char *its = llm_xstrdup(iters), *save = NULL;
+	int first = 1;
+	for (char *t = strtok_r(its, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		llm_buf_printf(&b, "%s\"%s\"", first ? "" : ", ", t);
+		first = 0;
+	}
+	free(its);
+	llm_buf_puts(&b, "]}");
+	if (nin) {
+		llm_buf_puts(&b, " ins(");
+		for (int i = 0; i < nin; i++)
+			llm_buf_printf(&b, "%s%s", i ? ", " : "", in[i].v);
+		llm_buf_puts(&b, " : ");
+		for (int i = 0; i < nin; i++)
+			llm_buf_printf(&b, "%s%s", i ? ", " : "", in[i].type);
+		llm_buf_puts(&b, ")");
+	}
+	llm_buf_printf(&b, " outs(%s : %s)", init, otype);
+	llm_buf_printf(e->b, "    %s = %s attrs = {%s, llm.sched = \"%s\"} {\n    ^bb0(", r, b.p, attrs(e), sched);
+	for (int i = 0; i < nin; i++)
+		llm_buf_printf(e->b, "%%a%d: %s, ", i, in[i].elt);
+	llm_buf_printf(e->b, "%%o: %s):\n%s      linalg.yield %%r : %s\n    } -> %s\n",
+	    elt_of_type(otype), body, elt_of_type(otype), otype);
+	llm_buf_free(&b);
+	return r;
+}
+
+/* A typed view of the weights at the plan offset of tensor `name`. */
+static const char *
+wview(struct em *e, const char *name, const char **elt)
+{
+	const struct llm_plan_tensor *t = llm_model_tensor(e->m, name);
+	struct llm_buf shape = {0};
+	const char *o, *mv, *tv, *ty;
+
+	if (!t)
+		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, name);
+	for (int i = 0; i < t->ndim; i++)
+		llm_buf_printf(&shape, "%" PRId64 "x", t->shape[i]);
+	ty = fmt("%s%s", shape.p, elt_of(t->dtype));
+	llm_buf_free(&shape);
+	o = cindex(e, "off", (int64_t)t->offset);
+	mv = val(e, "wm");
+	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
+	tv = val(e, "w");
+	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
+	if (elt)
+		*elt = elt_of(t->dtype);
+	return tv;
+}
+
+static const char *
+wname(int layer, const char *what)
+{
+	return layer >= 0 ? fmt("layers.%d.%s", layer, what) : what;
+}
+
+/* RMSNorm over rows r of x [r, d]: x * rsqrt(mean(x^2) + eps) * w. */
+static const char *
+rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
+{
+	int64_t d = e->c->hidden_size;
+	const char *wt, *w = wview(e, w_name, &wt);
+	const char *xt = tensor2(r, d, "f32");
+	const char *st = fmt("tensor<%sxf32>", r.t);
+	const char *z, *ss, *wn;
+	const char *wcode = widen("%a2", wt, "%wf", &wn);
+
+	z = generic(e, "fill", "zss", 0, NULL, NULL, st, r.dyn, "d0", 1, "parallel",
+	    "      %r = arith.constant 0.0 : f32\n");
+	ss = generic(e, "rowsum", "ss", 1, (struct gin[]){{x, xt, "d0, d1", "f32"}}, z, st, NULL, "d0",
+	    2, "parallel, reduction",
+	    "      %m = arith.mulf %a0, %a0 : f32\n"
+	    "      %r = arith.addf %o, %m : f32\n");
+	return generic(e, "eltwise", "nrm", 3,
+	    (struct gin[]){{x, xt, "d0, d1", "f32"}, {ss, st, "d0", "f32"},
+	        {w, fmt("tensor<%" PRId64 "x%s>", d, wt), "d1", wt}},
+	    NULL, xt, r.dyn, "d0, d1", 2, "parallel, parallel",
+	    fmt("      %%n = arith.constant %.17g : f32\n"
+		"      %%eps = arith.constant %.17g : f32\n"
+		"      %%ms = arith.mulf %%a1, %%n : f32\n"
+		"      %%me = arith.addf %%ms, %%eps : f32\n"
+		"      %%iv = math.rsqrt %%me : f32\n"
+		"      %%y = arith.mulf %%a0, %%iv : f32\n"
+		"%s"
+		"      %%r = arith.mulf %%y, %s : f32\n",
+		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn));
+}
+
+/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]). */
+static const char *
+linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
+    const char *sched)
+{
+	const char *wt, *w = wview(e, w_name, &wt);
+	const struct llm_plan_tensor *pt = llm_model_tensor(e->m, w_name);
+	int64_t n = pt->shape[0];
+	const char *yt = tensor2(r, n, "f32");
+	const char *init, *wn;
+
+	const char *wcode = widen("%a1", wt, "%wf", &wn);
+	if (pt->shape[1] != k)
+		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
+	if (b_name) {
+		const char *bt, *bv = wview(e, b_name, &bt), *bn;
+		const char *code = widen("%a0", bt, "%r", &bn);
+		/* x + -0.0 == x for every x: the body forwards the bias. */
+		init = generic(e, "fill", "bias", 1,
+		    (struct gin[]){{bv, fmt("tensor<%" PRId64 "x%s>", n, bt), "d1", bt}},
+		    NULL, yt, r.dyn, "d0, d1", 2, "parallel, parallel",
+		    *code ? code
+		          : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
+	} else
+		init = generic(e, "fill", "zero", 0, NULL, NULL, yt, r.dyn, "d0, d1", 2, "parallel, parallel",
+		    "      %r = arith.constant 0.0 : f32\n");
+	return generic(e, sched, "mm", 2,
+	    (struct gin[]){{x, tensor2(r, k, "f32"), "d0, d2", "f32"},
+	        {w, fmt("tensor<%" PRId64 "x%" PRId64 "x%s>", n, k, wt), "d1, d2", wt}},
+	    init, yt, NULL, "d0, d1", 3, "parallel, parallel, reduction",
+	    fmt("%s"
+		"      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
+		wcode, wn));
+}
+
+static const char *
+add(struct em *e, const char *a, const char *b, struct rows r, int64_t n)
+{
+	const char *t = tensor2(r, n, "f32");
+	return generic(e, "eltwise", "res", 2, (struct gin[]){{a, t, "d0, d1", "f32"}, {b, t, "d0, d1", "f32"}},
+	    NULL, t, r.dyn, "d0, d1", 2, "parallel, parallel",
+	    "      %r = arith.addf %a0, %a1 : f32\n");
+}
+
+/* Rotate-half RoPE of xp [R, nh*HD] with cos/sin rows pos..pos+R-1.
+ * q (nh = H): out [KVH, G, R, HD] f32 (query head = h*G + g).
+ * k (nh = KVH): out [KVH, R, 2, HD/2] in the cache element type. */
+static const char *
+rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
+{
+	const struct llm_model_config *c = e->c;
+	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim, h2 = hd / 2;
+	int64_t nh = is_q ? c->n_heads : kvh;
+	const char *R = e->R.t, *x4 = val(e, is_q ? "q5" : "k4"), *x1 = val(e, "x1"), *x2 = val(e, "x2");
+	const char *sh4, *sh3, *osh, *ot, *res;
+	const char *elt = is_q ? "f32" : e->kvt;
+
+	/* Split the halves of each head: [R, KVH, (G,) 2, HD/2]. */
+	if (is_q) {
+		sh4 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x2x%" PRId64 "xf32>", R, kvh, g, h2);
+		sh3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", R, kvh, g, h2);
+		top(e, x4, fmt("tensor.expand_shape %s [[0], [1, 2, 3, 4]] output_shape [%s, %" PRId64 ", %" PRId64 ", 2, %" PRId64 "]",
+		    xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+		    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), sh4));
+		top(e, x1, fmt("tensor.extract_slice %s[0, 0, 0, 0, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1, 1]",
+		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2), fmt(": %s to %s", sh4, sh3));
+		top(e, x2, fmt("tensor.extract_slice %s[0, 0, 0, 1, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1, 1]",
+		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2), fmt(": %s to %s", sh4, sh3));
+		osh = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, g, R, h2, elt);
+	} else {
+		sh4 = fmt("tensor<%sx%" PRId64 "x2x%" PRId64 "xf32>", R, kvh, h2);
+		sh3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", R, kvh, h2);
+		top(e, x4, fmt("tensor.expand_shape %s [[0], [1, 2, 3]] output_shape [%s, %" PRId64 ", 2, %" PRId64 "]",
+		    xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2),
+		    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), sh4));
+		top(e, x1, fmt("tensor.extract_slice %s[0, 0, 0, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
+		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
+		top(e, x2, fmt("tensor.extract_slice %s[0, 0, 1, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
+		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
+		osh = fmt("tensor<%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, R, h2, elt);
+	}
+	const char *ct = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
+	/* out = c == 0 ? x1*cos - x2*sin : x2*cos + x1*sin */
+	const char *body = fmt(
+	    "      %%ci = linalg.index %d : index\n"
+	    "      %%c0i = arith.constant 0 : index\n"
+	    "      %%is0 = arith.cmpi eq, %%ci, %%c0i : index\n"
+	    "      %%p1 = arith.mulf %%a0, %%a2 : f32\n"
+	    "      %%p2 = arith.mulf %%a1, %%a3 : f32\n"
+	    "      %%r0 = arith.subf %%p1, %%p2 : f32\n"
+	    "      %%p3 = arith.mulf %%a1, %%a2 : f32\n"
+	    "      %%p4 = arith.mulf %%a0, %%a3 : f32\n"
+	    "      %%r1 = arith.addf %%p3, %%p4 : f32\n"
+	    "%s",
+	    is_q ? 3 : 2,
+	    strcmp(elt, "f32") == 0 ? "      %r = arith.select %is0, %r0, %r1 : f32\n"
+	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n      %%r = arith.truncf %%rs : f32 to %s\n", elt));
+	if (is_q) {
+		/* dims (h, g, s, c, j) */
+		ot = generic(e, "rope", "qr", 4,
+		    (struct gin[]){{x1, sh3, "d2, d0, d1, d4", "f32"}, {x2, sh3, "d2, d0, d1, d4", "f32"},
+		        {cs, ct, "d2, d4", "f32"}, {sn, ct, "d2, d4", "f32"}},
+		    NULL, osh, e->R.dyn, "d0, d1, d2, d3, d4", 5, "parallel, parallel, parallel, parallel, parallel", body);
+		res = val(e, "q");
+		top(e, res, fmt("tensor.collapse_shape %s [[0], [1], [2], [3, 4]]", ot),
+		    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", osh, kvh, g, R, hd));
+	} else {
+		/* dims (h, s, c, j) */
+		ot = generic(e, "rope", "kr", 4,
+		    (struct gin[]){{x1, sh3, "d1, d0, d3", "f32"}, {x2, sh3, "d1, d0, d3", "f32"},
+		        {cs, ct, "d1, d3", "f32"}, {sn, ct, "d1, d3", "f32"}},
+		    NULL, osh, e->R.dyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
+		    /* the body's output element type is the cache's */
+		    body);
+		/* [KVH, R, 2, HD/2]: inserted as is into the cache viewed with
+		 * the same split, so no copy is needed. */
+		res = ot;
+	}
+	return res;
+}
+
+/* A fresh tensor filled with a constant. */
+static const char *
+fill(struct em *e, const char *type, const char *dyn, int nd, const char *value)
+{
+	struct llm_buf map = {0}, its = {0};
+	for (int i = 0; i < nd; i++) {
+		llm_buf_printf(&map, "%sd%d", i ? ", " : "", i);
+		llm_buf_printf(&its, "%sparallel", i ? ", " : "");
+	}
+	const char *r = generic(e, "fill", "fill", 0, NULL, NULL, type, dyn, map.p, nd, its.p,
+	    fmt("      %%r = arith.constant %s : f32\n", value));
+	llm_buf_free(&map);
+	llm_buf_free(&its);
+	return r;
+}
+
+/* Grouped-query attention of q [KVH, G, R, HD] over the cache rows
+ * [0, L) of kc, vc [KVH, C, HD]; row s of the chunk sees keys t <= pos + s.
+ * Returns [R, H*HD] with query head h*G + g at columns of block h*G + g. */
+static const char *
+attention(struct em *e, const char *q, const char *kc, const char *vc)
+{
+	const struct llm_model_config *c = e->c;
+	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim, C = e->m->max_context;
+	const char *R = e->R.t, *kvt = e->kvt;
+	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
+	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
+	const char *qt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", kvh, g, R, hd);
+	const char *st = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx?xf32>", kvh, g, R);
+	const char *rt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sxf32>", kvh, g, R);
+	const char *sdyn = e->R.dyn[0] ? "%R, %L" : "%L";
+	const char *kt = val(e, "keys"), *vt = val(e, "vals");
+	const char *kn, *vn;
+	const char *kw = widen("%a1", kvt, "%kf", &kn), *vw = widen("%a1", kvt, "%vf", &vn);
+	const char *mask =
+	    "      %si = linalg.index 2 : index\n"
+	    "      %ti = linalg.index 3 : index\n"
+	    "      %lim = arith.addi %si, %pos : index\n"
+	    "      %ok = arith.cmpi ule, %ti, %lim : index\n";
+
+	top(e, kt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %%L, %" PRId64 "] [1, 1, 1]", kc, kvh, hd),
+	    fmt(": %s to %s", ct, lt));
+	top(e, vt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %%L, %" PRId64 "] [1, 1, 1]", vc, kvh, hd),
+	    fmt(": %s to %s", ct, lt));
+	/* scores (h, g, s, t) = sum_d q(h, g, s, d) k(h, t, d) */
+	const char *z = fill(e, st, sdyn, 4, "0.0");
+	const char *sc = generic(e, "attn", "scores", 2,
+	    (struct gin[]){{q, qt, "d0, d1, d2, d4", "f32"}, {kt, lt, "d0, d3, d4", kvt}},
+	    z, st, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
+	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", kw, kn));
+	const char *ms = generic(e, "attn", "masked", 1, (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}},
+	    NULL, st, sdyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
+	    fmt("%s      %%scale = arith.constant %.17g : f32\n"
+		"      %%x = arith.mulf %%a0, %%scale : f32\n"
+		"      %%neg = arith.constant -1.0e30 : f32\n"
+		"      %%r = arith.select %%ok, %%x, %%neg : f32\n", mask, 1.0 / sqrt((double)hd)));
+	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
+	const char *mx = generic(e, "attn", "rowmax", 1, (struct gin[]){{ms, st, "d0, d1, d2, d3", "f32"}},
+	    m0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
+	    "      %r = arith.maximumf %a0, %o : f32\n");
+	const char *p = generic(e, "attn", "probs", 2,
+	    (struct gin[]){{ms, st, "d0, d1, d2, d3", "f32"}, {mx, rt, "d0, d1, d2", "f32"}},
+	    NULL, st, sdyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
+	    fmt("%s      %%dd = arith.subf %%a0, %%a1 : f32\n"
+		"      %%ex = math.exp %%dd : f32\n"
+		"      %%zf = arith.constant 0.0 : f32\n"
+		"      %%r = arith.select %%ok, %%ex, %%zf : f32\n", mask));
+	const char *l0 = fill(e, rt, e->R.dyn, 3, "0.0");
+	const char *l = generic(e, "attn", "rowsum", 1, (struct gin[]){{p, st, "d0, d1, d2, d3", "f32"}},
+	    l0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
+	    "      %r = arith.addf %o, %a0 : f32\n");
+	/* out (h, g, s, d) = sum_t p(h, g, s, t) v(h, t, d) */
+	const char *a0 = fill(e, qt, e->R.dyn, 4, "0.0");
+	const char *pv = generic(e, "attn", "pv", 2,
+	    (struct gin[]){{p, st, "d0, d1, d2, d4", "f32"}, {vt, lt, "d0, d4, d3", kvt}},
+	    a0, qt, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
+	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", vw, vn));
+	/* normalise, back to rows: (s, h, g, d) */
+	const char *ot = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", R, kvh, g, hd);
+	const char *o = generic(e, "attn", "attn", 2,
+	    (struct gin[]){{pv, qt, "d1, d2, d0, d3", "f32"}, {l, rt, "d1, d2, d0", "f32"}},
+	    NULL, ot, e->R.dyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
+	    "      %r = arith.divf %a0, %a1 : f32\n");
+	const char *res = val(e, "att");
+	top(e, res, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", o),
+	    fmt(": %s into %s", ot, tensor2(e->R, c->n_heads * hd, "f32")));
+	return res;
+}
+
+/* The KV cache of layer l, half which (0 keys, 1 values), as a memref view
+ * and a writable tensor of it. */
+static void
+cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
+{
+	const struct llm_model_config *c = e->c;
+	int64_t plane = c->n_kv_heads * e->m->max_context * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
+	/* Keys are viewed with the head dim split in halves, as RoPE writes
+	 * them; values plain. */
+	const char *ty = which ? fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, e->m->max_context, c->head_dim, e->kvt)
+	    : fmt("%" PRId64 "x%" PRId64 "x2x%" PRId64 "x%s", c->n_kv_heads, e->m->max_context, c->head_dim / 2, e->kvt);
+	const char *o = cindex(e, which ? "voff" : "koff", ((int64_t)l * 2 + which) * plane);
+
+	*mem = val(e, which ? "vm" : "km");
+	top(e, *mem, fmt("memref.view %%kv[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
+	*ten = val(e, which ? "vc" : "kc");
+	top(e, *ten, fmt("bufferization.to_tensor %s restrict writable", *mem), fmt(": memref<%s> to tensor<%s>", ty, ty));
+}
+
+static const char *
+layer(struct em *e, const char *x, int l)
+{
+	const struct llm_model_config *c = e->c;
+	int64_t d = c->hidden_size, hd = c->head_dim, h2 = hd / 2, kvh = c->n_kv_heads, C = e->m->max_context;
+	int bias = c->attention_bias;
+	const char *R = e->R.t, *Rd = e->R.dyn[0] ? "%R" : "1";
+
+	e->layer = l;
+	e->stage = "attn";
+	const char *h = rmsnorm(e, x, e->R, wname(l, "attn_norm"));
+	const char *q = linear(e, h, e->R, d, wname(l, "wq"), bias ? wname(l, "bq") : NULL, "matmul");
+	const char *k = linear(e, h, e->R, d, wname(l, "wk"), bias ? wname(l, "bk") : NULL, "matmul");
+	const char *v = linear(e, h, e->R, d, wname(l, "wv"), bias ? wname(l, "bv") : NULL, "matmul");
+
+	/* RoPE rows pos .. pos+R-1 of the tables */
+	const char *tt = fmt("tensor<%" PRId64 "x%" PRId64 "xf32>", C, h2);
+	const char *st = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
+	const char *cosT = wview(e, "rope.cos", NULL), *sinT = wview(e, "rope.sin", NULL);
+	const char *cs = val(e, "cos"), *sn = val(e, "sin");
+	top(e, cs, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", cosT, Rd, h2), fmt(": %s to %s", tt, st));
+	top(e, sn, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", sinT, Rd, h2), fmt(": %s to %s", tt, st));
+	/* The cache views come first, so that the ops producing the new
+	 * rows can write straight into the cache (eliminate-empty-tensors). */
+	const char *km, *kc, *vm, *vc;
+	cache_view(e, l, 0, &km, &kc);
+	cache_view(e, l, 1, &vm, &vc);
+	const char *qr = rope(e, q, cs, sn, 1);
+	const char *kr = rope(e, k, cs, sn, 0);
+
+	/* v [R, KVH*HD] -> [KVH, R, HD] in the cache type */
+	const char *v3 = val(e, "v3"), *v3t = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", R, kvh, hd);
+	top(e, v3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd, kvh, hd),
+	    fmt(": %s into %s", tensor2(e->R, kvh * hd, "f32"), v3t));
+	const char *vtt = fmt("tensor<%" PRId64 "x%sx%" PRId64 "x%s>", kvh, R, hd, e->kvt);
+	const char *vr = generic(e, "eltwise", "vt", 1, (struct gin[]){{v3, v3t, "d1, d0, d2", "f32"}},
+	    NULL, vtt, e->R.dyn, "d0, d1, d2", 3, "parallel, parallel, parallel",
+	    strcmp(e->kvt, "f32") == 0
+	    ? "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n"
+	    : fmt("      %%r = arith.truncf %%a0 : f32 to %s\n", e->kvt));
+
+	/* Write the chunk's keys and values into the cache in place. */
+	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, e->kvt);
+	const char *ct4 = fmt("tensor<%" PRId64 "x%" PRId64 "x2x%" PRId64 "x%s>", kvh, C, h2, e->kvt);
+	const char *ktt = fmt("tensor<%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, R, h2, e->kvt);
+	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
+	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0, 0] [%" PRId64 ", %s, 2, %" PRId64 "] [1, 1, 1, 1]",
+	    kr, kc, kvh, Rd, h2), fmt(": %s into %s", ktt, ct4));
+	top(e, vc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr, vc, kvh, Rd, hd),
+	    fmt(": %s into %s", vtt, ct));
+	top(e, kall, fmt("tensor.collapse_shape %s [[0], [1], [2, 3]]", kc2), fmt(": %s into %s", ct4, ct));
+	const char *att = attention(e, qr, kall, vc2);
+	top(e, NULL, fmt("bufferization.materialize_in_destination %s in restrict writable %s", kc2, km),
+	    fmt(": (%s, memref<%s) -> ()", ct4, ct4 + strlen("tensor<")));
+	top(e, NULL, fmt("bufferization.materialize_in_destination %s in restrict writable %s", vc2, vm),
+	    fmt(": (%s, memref<%s) -> ()", ct, ct + strlen("tensor<")));
+	const char *o = linear(e, att, e->R, c->n_heads * hd, wname(l, "wo"), NULL, "matmul");
+	x = add(e, x, o, e->R, d);
+
+	e->stage = "mlp";
+	int64_t f = c->intermediate_size;
+	const char *h2n = rmsnorm(e, x, e->R, wname(l, "ffn_norm"));
+	const char *gt = linear(e, h2n, e->R, d, wname(l, "wgate"), NULL, "matmul");
+	const char *up = linear(e, h2n, e->R, d, wname(l, "wup"), NULL, "matmul");
+	const char *ft = tensor2(e->R, f, "f32");
+	const char *act = generic(e, "eltwise", "swiglu", 2,
+	    (struct gin[]){{gt, ft, "d0, d1", "f32"}, {up, ft, "d0, d1", "f32"}},
+	    NULL, ft, e->R.dyn, "d0, d1", 2, "parallel, parallel",
+	    "      %ng = arith.negf %a0 : f32\n"
+	    "      %eg = math.exp %ng : f32\n"
+	    "      %one = arith.constant 1.0 : f32\n"
+	    "      %den = arith.addf %one, %eg : f32\n"
+	    "      %sg = arith.divf %a0, %den : f32\n"
+	    "      %r = arith.mulf %sg, %a1 : f32\n");
+	const char *dn = linear(e, act, e->R, f, wname(l, "wdown"), NULL, "matmul");
+	return add(e, x, dn, e->R, d);
+}
+
+int
+llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_phase *ph)
+{
+	struct em e = {0};
+	const struct llm_model_config *c = &m->cfg;
+	int decode = ph->tokens == 1 && strcmp(ph->name, "decode") == 0;
+	int64_t d = c->hidden_size, V = c->vocab_size;
+
+	e.b = b;
+	e.m = m;
+	e.c = c;
+	e.R = decode ? (struct rows){"1", ""} : (struct rows){"?", "%R"};
+	e.wt = elt_of(m->weight_dtype);
+	e.kvt = elt_of(m->kv_dtype);
+	e.layer = LAYER_PRE;
+	e.stage = "embed";
+
+	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n",
+	    ph->name, m->family, m->architecture);
+	llm_buf_printf(b, "module {\n  func.func @%s(%%weights: memref<?xi8>, %%kv: memref<?xi8>, %%tokens: memref<?xi64>, "
+	    "%%pos_i: i64, %%n_tokens: i64, %%logits: memref<?xf32>) attributes {llvm.emit_c_interface} {\n", ph->entry);
+
+	/* Prologue: positions and the embedding gather. */
+	top(&e, "%c1", "arith.constant", "1 : index");
+	top(&e, "%pos", "arith.index_cast %pos_i", ": i64 to index");
+	if (decode)
+		top(&e, "%R", "arith.constant", "1 : index");
+	else
+		top(&e, "%R", "arith.index_cast %n_tokens", ": i64 to index");
+	top(&e, "%L", "arith.addi %pos, %R", ": index");
+	const char *tmt = fmt("memref<%sxi64>", e.R.t), *ttt = fmt("tensor<%sxi64>", e.R.t);
+	top(&e, "%tokm", fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
+	    fmt(": memref<?xi64> to %s", tmt));
+	top(&e, "%tok", "bufferization.to_tensor %tokm restrict", fmt(": %s to %s", tmt, ttt));
+	const char *et, *emb = wview(&e, "embed", &et);
+	const char *en, *ew = widen("%wb", et, "%r", &en);
+	const char *x = generic(&e, "gather", "x", 0, NULL, NULL, tensor2(e.R, d, "f32"), e.R.dyn, "d0, d1", 2,
+	    "parallel, parallel",
+	    fmt("      %%si = linalg.index 0 : index\n"
+		"      %%j = linalg.index 1 : index\n"
+		"      %%id = tensor.extract %%tok[%%si] : %s\n"
+		"      %%ii = arith.index_cast %%id : i64 to index\n"
+		"      %%wb = tensor.extract %s[%%ii, %%j] : tensor<%" PRId64 "x%" PRId64 "x%s>\n"
+		"%s%s",
+		ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n"));
+
+	for (int l = 0; l < c->n_layers; l++)
+		x = layer(&e, x, l);
+
+	/* Head: final norm and LM head on the last valid row only. */
+	e.layer = LAYER_POST;
+	e.stage = "head";
+	struct rows one = {"1", ""};
+	top(&e, "%last", "arith.subi %R, %c1", ": index");
+	const char *xl = val(&e, "xlast");
+	top(&e, xl, fmt("tensor.extract_slice %s[%%last, 0] [1, %" PRId64 "] [1, 1]", x, d),
+	    fmt(": %s to tensor<1x%" PRId64 "xf32>", tensor2(e.R, d, "f32"), d));
+	const char *hn = rmsnorm(&e, xl, one, "final_norm");
+	const char *lg = linear(&e, hn, one, d, c->tie_word_embeddings ? "embed" : "lm_head", NULL, "head");
+	const char *lc = val(&e, "lg");
+	top(&e, lc, fmt("tensor.collapse_shape %s [[0, 1]]", lg),
+	    fmt(": tensor<1x%" PRId64 "xf32> into tensor<%" PRId64 "xf32>", V, V));
+	top(&e, "%lgm", fmt("memref.subview %%logits[0] [%" PRId64 "] [1]", V),
+	    fmt(": memref<?xf32> to memref<%" PRId64 "xf32>", V));
+	top(&e, NULL, fmt("bufferization.materialize_in_destination %s in restrict writable %%lgm", lc),
+	    fmt(": (tensor<%" PRId64 "xf32>, memref<%" PRId64 "xf32>) -> ()", V, V));
+	top(&e, NULL, "func.return", "");
+	llm_buf_puts(b, "  }\n");
+
+	/* The plan fingerprint, so the runtime can refuse other weights. */
+	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"
+	    "    %%f = arith.constant %" PRId64 " : i64\n"
+	    "    func.return %%f : i64\n  }\n}\n", ph->entry, (int64_t)m->fingerprint);
+	return 0;
+}

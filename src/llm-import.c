@@ -1,0 +1,443 @@
+/* llm-import: the first step of the pipeline.  It reads a Hugging Face
+ * checkpoint directory (config.json, generation_config.json, the
+ * safetensors headers and the tokenizer files; no weight data) and writes
+ * into OUTDIR the model manifest model.json (hyperparameters, dtypes,
+ * limits, tokenizer facts, the weight plan with its fingerprint, the
+ * phases and their ABI), the MLIR of the three phases (prefill.mlir,
+ * prefill_kv.mlir, decode.mlir) and copies of the tokenizer files.
+ * llm-pack-weights reads model.json next; llm-lower (or llm-split) the
+ * MLIR.  Formats: share/doc/llm/formats.txt and ir.txt. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/emit.h"
+#include "../lib/family.h"
+#include "../lib/hfconfig.h"
+#include "../lib/json.h"
+#include "../lib/model.h"
+#include "../lib/safetensors.h"
+#include "../lib/util.h"
+
+#define DEFAULT_MAX_CONTEXT 4096
+#define DEFAULT_PREFILL_CHUNK 128
+
+static const char *tokenizer_names[] = {
+	"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
+};
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
+	    "                  [--dtype auto|f32|f16|bf16] [--kv-dtype f32|f16|bf16] model-dir\n");
+}
+
+static enum llm_dtype
+parse_dtype(const char *s, int allow_auto, const char *opt)
+{
+	enum llm_dtype t;
+	if (allow_auto && strcmp(s, "auto") == 0)
+		return LLM_DT_NONE;
+	t = llm_dtype_from_name(s);
+	if (!llm_dtype_is_float_weight(t)) {
+		llm_warn("%s: unsupported dtype '%s' (use %sf32, f16 or bf16)", opt, s, allow_auto ? "auto, " : "");
+		usage(stderr);
+		exit(LLM_EXIT_USAGE);
+	}
+	return t;
+}
+
+static int64_t
+parse_count(const char *s, const char *opt)
+{
+	int64_t v;
+	if (llm_parse_i64(s, 1, INT64_C(1) << 24, &v) < 0) {
+		llm_warn("%s: %s", opt, llm_errmsg());
+		usage(stderr);
+		exit(LLM_EXIT_USAGE);
+	}
+	return v;
+}
+
+/* The plan under construction. */
+struct plan {
+	json_t *tensors;
+	uint64_t off;
+	const char *dir;
+	const struct llm_safetensors *st;
+	enum llm_dtype wdt;
+};
+
+static json_t *
+shape_json(int n, const int64_t *s)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(s[i]));
+	return a;
+}
+
+static void
+add_tensor(struct plan *p, const char *name, const char *source, const char *transform,
+    enum llm_dtype dt, int ndim, const int64_t *shape)
+{
+	json_t *t = json_object(), *src = json_array();
+	uint64_t bytes = llm_dtype_size(dt);
+
+	for (int i = 0; i < ndim; i++)
+		bytes *= (uint64_t)shape[i];
+	if (source)
+		json_array_append_new(src, json_string(source));
+	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
+	json_object_set_new(t, "name", json_string(name));
+	json_object_set_new(t, "source", src);
+	json_object_set_new(t, "transform", json_string(transform));
+	json_object_set_new(t, "dtype", json_string(llm_dtype_name(dt)));
+	json_object_set_new(t, "shape", shape_json(ndim, shape));
+	json_object_set_new(t, "offset", json_integer((json_int_t)p->off));
+	json_object_set_new(t, "bytes", json_integer((json_int_t)bytes));
+	json_array_append_new(p->tensors, t);
+	p->off += bytes;
+}
+
+/* A tensor copied from the checkpoint: check it exists with the shape the
+ * config implies. */
+static void
+add_source(struct plan *p, const char *name, const char *src, enum llm_dtype dt, int ndim, const int64_t *shape)
+{
+	const struct llm_st_tensor *t = llm_st_find(p->st, src);
+	char want[128] = "", got[128] = "";
+
+	if (!t)
+		llm_fatal("%s: missing tensor '%s'", p->dir, src);
+	if (!llm_dtype_is_float_weight(t->dtype) && t->dtype != LLM_DT_F64)
+		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, llm_dtype_st_name(t->dtype));
+	int same = t->ndim == ndim;
+	for (int i = 0; i < ndim; i++) {
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", shape[i]);
+		same = same && t->shape[i] == shape[i];
+	}
+	for (int i = 0; i < t->ndim; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
+	if (!same)
+		llm_fatal("%s: tensor '%s' has shape [%s], config.json implies [%s]", p->dir, src, got, want);
+	add_tensor(p, name, src, "copy", dt, ndim, shape);
+}
+
+static const char *
+role_name(const char *f, int layer, char *buf, size_t n)
+{
+	snprintf(buf, n, f, layer);
+	return buf;
+}
+
+static json_t *
+build_plan(const struct llm_hfconfig *c, const struct llm_safetensors *st, const char *dir,
+    enum llm_dtype wdt, int64_t max_ctx, uint64_t *data_bytes)
+{
+	const struct llm_family_spec *fs = llm_family_spec(c->family);
+	struct plan p = {json_array(), 0, dir, st, wdt};
+	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
+	int64_t shapes[LLM_ROLE_COUNT][2] = {
+		[LLM_ROLE_EMBED] = {c->vocab_size, d},
+		[LLM_ROLE_ATTN_NORM] = {d},
+		[LLM_ROLE_WQ] = {q, d}, [LLM_ROLE_WK] = {kv, d}, [LLM_ROLE_WV] = {kv, d},
+		[LLM_ROLE_BQ] = {q}, [LLM_ROLE_BK] = {kv}, [LLM_ROLE_BV] = {kv},
+		[LLM_ROLE_WO] = {d, q},
+		[LLM_ROLE_FFN_NORM] = {d},
+		[LLM_ROLE_WGATE] = {c->intermediate_size, d}, [LLM_ROLE_WUP] = {c->intermediate_size, d},
+		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
+		[LLM_ROLE_FINAL_NORM] = {d},
+		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
+	};
+	char rn[128], hn[128];
+
+	/* Matrices and the embedding take the weight dtype; norms and biases
+	 * stay f32 (small, and exact). */
+#define ADD(role, layer) do { \
+	int nd_ = shapes[role][1] ? 2 : 1; \
+	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
+	    role_name(fs->hf[role], layer, hn, sizeof(hn)), nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+} while (0)
+
+	ADD(LLM_ROLE_EMBED, 0);
+	int64_t rope_shape[2] = {max_ctx, hd / 2};
+	add_tensor(&p, "rope.cos", NULL, "rope_cos", LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.sin", NULL, "rope_sin", LLM_DT_F32, 2, rope_shape);
+	for (int l = 0; l < c->n_layers; l++)
+		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
+			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)
+				continue;
+			ADD(r, l);
+		}
+	ADD(LLM_ROLE_FINAL_NORM, 0);
+	if (!c->tie_word_embeddings)
+		ADD(LLM_ROLE_LM_HEAD, 0);
+#undef ADD
+	*data_bytes = LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
+	return p.tensors;
+}
+
+/* Recognise a chat template by the markers of its family. */
+static const char *
+chat_template_name(const char *t)
+{
+	if (!t)
+		return NULL;
+	if (strstr(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"))
+		return "deepseek-r1";
+	if (strstr(t, "<|start_header_id|>"))
+		return "llama3";
+	if (strstr(t, "<|im_start|>"))
+		return "qwen2";
+	if (strstr(t, "[INST]"))
+		return "llama2";
+	return NULL;
+}
+
+static json_t *
+tokenizer_json(const char *dir, const struct llm_hfconfig *c)
+{
+	json_t *t = json_object(), *files = json_array(), *eos = json_array(), *tc = NULL;
+	const char *tmpl = NULL;
+	char *jinja = NULL;
+	int add_bos = 0;
+
+	for (size_t i = 0; i < LLM_NELEM(tokenizer_names); i++) {
+		char *p = llm_path_join(dir, tokenizer_names[i]);
+		if (llm_file_exists(p))
+			json_array_append_new(files, json_string(tokenizer_names[i]));
+		free(p);
+	}
+	char *tcp = llm_path_join(dir, "tokenizer_config.json");
+	if (llm_file_exists(tcp)) {
+		if (!(tc = llm_json_load(tcp)))
+			llm_fatal("%s", llm_errmsg());
+		if (llm_json_bool_opt(tc, "add_bos_token", tcp, &add_bos) < 0 ||
+		    llm_json_str_opt(tc, "chat_template", tcp, &tmpl) < 0)
+			llm_fatal("%s", llm_errmsg());
+	}
+	free(tcp);
+	char *jp = llm_path_join(dir, "chat_template.jinja");
+	if (llm_file_exists(jp)) {
+		if (llm_read_file(jp, &jinja, NULL) < 0)
+			llm_fatal("%s", llm_errmsg());
+		tmpl = jinja;
+	}
+	free(jp);
+	for (int i = 0; i < c->n_eos; i++)
+		json_array_append_new(eos, json_integer(c->eos_ids[i]));
+	const char *name = chat_template_name(tmpl);
+	json_object_set_new(t, "files", files);
+	json_object_set_new(t, "bos_id", c->bos_id >= 0 ? json_integer(c->bos_id) : json_null());
+	json_object_set_new(t, "eos_ids", eos);
+	json_object_set_new(t, "add_bos", json_boolean(add_bos && c->bos_id >= 0));
+	json_object_set_new(t, "chat_template", name ? json_string(name) : json_null());
+	free(jinja);
+	json_decref(tc);
+	return t;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"max-context", required_argument, NULL, 'C'},
+		{"prefill-chunk", required_argument, NULL, 'S'},
+		{"dtype", required_argument, NULL, 'D'},
+		{"kv-dtype", required_argument, NULL, 'K'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *outdir = ".", *dir;
+	int64_t max_ctx = 0, chunk = DEFAULT_PREFILL_CHUNK;
+	enum llm_dtype wdt = LLM_DT_NONE, kvdt = LLM_DT_F32;
+	int verbose = 0, ch;
+	struct llm_hfconfig cfg;
+	struct llm_safetensors st;
+
+	llm_setprog(argv[0]);
+	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': max_ctx = parse_count(optarg, "--max-context"); break;
+		case 'D': wdt = parse_dtype(optarg, 1, "--dtype"); break;
+		case 'K': kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
+		case 'S': chunk = parse_count(optarg, "--prefill-chunk"); break;
+		case 'h': usage(stdout); return LLM_EXIT_OK;
+		case 'o': outdir = optarg; break;
+		case 'v': verbose = 1; break;
+		default: usage(stderr); return LLM_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return LLM_EXIT_USAGE;
+	}
+	dir = argv[optind];
+
+	if (llm_hfconfig_load(&cfg, dir) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (llm_st_open(&st, dir) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (cfg.head_dim % 2)
+		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir, cfg.head_dim);
+	if (!max_ctx)
+		max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings : DEFAULT_MAX_CONTEXT;
+	if (max_ctx > cfg.max_position_embeddings)
+		llm_warn("%s: --max-context %" PRId64 " exceeds max_position_embeddings %" PRId64,
+		    dir, max_ctx, cfg.max_position_embeddings);
+	if (chunk > max_ctx)
+		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, chunk, max_ctx);
+	if (wdt == LLM_DT_NONE) {
+		/* auto: the checkpoint's own storage type, from the embedding */
+		const struct llm_st_tensor *e = llm_st_find(&st, llm_family_spec(cfg.family)->hf[LLM_ROLE_EMBED]);
+		wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
+		    cfg.torch_dtype != LLM_DT_NONE ? cfg.torch_dtype : LLM_DT_F32;
+	}
+
+	/* model.json */
+	json_t *root = json_object(), *src = json_object(), *files = json_array();
+	json_t *config = json_object(), *dtypes = json_object(), *limits = json_object();
+	json_t *kvc = json_object(), *weights = json_object(), *phases = json_array();
+	uint64_t data_bytes;
+	for (int i = 0; i < st.nfiles; i++) {
+		const char *f = strrchr(st.files[i].path, '/');
+		json_array_append_new(files, json_string(f ? f + 1 : st.files[i].path));
+	}
+	json_object_set_new(src, "kind", json_string("safetensors"));
+	json_object_set_new(src, "dir", json_string(dir));
+	json_object_set_new(src, "files", files);
+
+	json_object_set_new(config, "hidden_size", json_integer(cfg.hidden_size));
+	json_object_set_new(config, "n_layers", json_integer(cfg.n_layers));
+	json_object_set_new(config, "n_heads", json_integer(cfg.n_heads));
+	json_object_set_new(config, "n_kv_heads", json_integer(cfg.n_kv_heads));
+	json_object_set_new(config, "head_dim", json_integer(cfg.head_dim));
+	json_object_set_new(config, "intermediate_size", json_integer(cfg.intermediate_size));
+	json_object_set_new(config, "vocab_size", json_integer(cfg.vocab_size));
+	json_object_set_new(config, "rms_norm_eps", json_real(cfg.rms_norm_eps));
+	json_object_set_new(config, "rope_theta", json_real(cfg.rope_theta));
+	json_object_set_new(config, "tie_word_embeddings", json_boolean(cfg.tie_word_embeddings));
+	json_object_set_new(config, "attention_bias", json_boolean(cfg.attention_bias));
+	json_object_set_new(config, "max_position_embeddings", json_integer(cfg.max_position_embeddings));
+
+	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(wdt)));
+	json_object_set_new(dtypes, "activations", json_string("f32"));
+	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(kvdt)));
+	json_object_set_new(limits, "max_context", json_integer(max_ctx));
+	json_object_set_new(limits, "prefill_chunk", json_integer(chunk));
+
+	json_t *tensors = build_plan(&cfg, &st, dir, wdt, max_ctx, &data_bytes);
+	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
+	char fph[17];
+	llm_hex64(fp, fph);
+
+	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,position,head_dim"));
+	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(kvdt)));
+	json_object_set_new(kvc, "bytes", json_integer(cfg.n_layers * 2 * cfg.n_kv_heads * max_ctx * cfg.head_dim *
+	    (int64_t)llm_dtype_size(kvdt)));
+	json_object_set_new(weights, "file", json_string("weights.bin"));
+	json_object_set_new(weights, "header_bytes", json_integer(LLM_WEIGHTS_HEADER_BYTES));
+	json_object_set_new(weights, "alignment", json_integer(LLM_WEIGHTS_ALIGN));
+	json_object_set_new(weights, "data_bytes", json_integer((json_int_t)data_bytes));
+	json_object_set_new(weights, "fingerprint", json_string(fph));
+	json_object_set_new(weights, "tensors", tensors);
+
+	static const struct { const char *name, *entry; } ph[] = {
+		{"prefill", "llm_prefill"}, {"prefill_kv", "llm_prefill_kv"}, {"decode", "llm_decode"},
+	};
+	for (size_t i = 0; i < LLM_NELEM(ph); i++) {
+		json_t *p = json_object(), *args = json_array();
+		static const char *an[][2] = {
+			{"weights", "memref<?xi8>"}, {"kv", "memref<?xi8>"}, {"tokens", "memref<?xi64>"},
+			{"pos", "i64"}, {"n_tokens", "i64"}, {"logits", "memref<?xf32>"},
+		};
+		for (size_t j = 0; j < LLM_NELEM(an); j++) {
+			json_t *a = json_object();
+			json_object_set_new(a, "name", json_string(an[j][0]));
+			json_object_set_new(a, "type", json_string(an[j][1]));
+			json_array_append_new(args, a);
+		}
+		json_object_set_new(p, "name", json_string(ph[i].name));
+		json_object_set_new(p, "entry", json_string(ph[i].entry));
+		json_object_set_new(p, "file", json_string(llm_xasprintf("%s.mlir", ph[i].name)));
+		json_object_set_new(p, "tokens", json_integer(strcmp(ph[i].name, "decode") == 0 ? 1 : chunk));
+		json_object_set_new(p, "args", args);
+		json_array_append_new(phases, p);
+	}
+
+	json_object_set_new(root, "format", json_string(LLM_MODEL_FORMAT));
+	json_object_set_new(root, "family", json_string(cfg.family_name));
+	json_object_set_new(root, "architecture", json_string(cfg.architecture));
+	json_object_set_new(root, "source", src);
+	json_object_set_new(root, "config", config);
+	json_object_set_new(root, "dtypes", dtypes);
+	json_object_set_new(root, "limits", limits);
+	json_object_set_new(root, "tokenizer", tokenizer_json(dir, &cfg));
+	json_object_set_new(root, "kv_cache", kvc);
+	json_object_set_new(root, "weights", weights);
+	json_object_set_new(root, "phases", phases);
+
+	/* Everything goes to temporaries first and is renamed at the end, so
+	 * a failure leaves no partial output. */
+	if (llm_mkdirs(outdir) < 0)
+		llm_fatal("%s", llm_errmsg());
+	char *mpath = llm_path_join(outdir, "model.json");
+	char *mtext = llm_json_dumps(root);
+	struct llm_model m;
+	if (llm_model_parse(&m, json_incref(root), mpath) < 0)
+		llm_fatal("internal error: %s", llm_errmsg());
+
+	struct llm_out outs[8];
+	int nout = 0;
+	double t0 = llm_now();
+	for (int i = 0; i < m.nphases; i++) {
+		struct llm_buf b = {0};
+		char *p = llm_path_join(outdir, m.phases[i].file);
+		if (llm_emit_phase(&b, &m, &m.phases[i]) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (llm_out_open(&outs[nout], p) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (fwrite(b.p, 1, b.len, outs[nout].fp) != b.len)
+			llm_fatal("%s: write error:", p);
+		nout++;
+		if (verbose)
+			fprintf(stderr, "llm-import: %s: %zu bytes\n", p, b.len);
+		llm_buf_free(&b);
+		free(p);
+	}
+	for (size_t i = 0; i < m.ntokenizer_files; i++) {
+		char *from = llm_path_join(dir, m.tokenizer_files[i]), *to = llm_path_join(outdir, m.tokenizer_files[i]);
+		char *data;
+		size_t len;
+		if (llm_read_file(from, &data, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (llm_out_open(&outs[nout], to) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (fwrite(data, 1, len, outs[nout].fp) != len)
+			llm_fatal("%s: write error:", to);
+		nout++;
+		free(data);
+		free(from);
+		free(to);
+	}
+	if (llm_out_open(&outs[nout], mpath) < 0)
+		llm_fatal("%s", llm_errmsg());
+	fputs(mtext, outs[nout].fp);
+	nout++;
+	for (int i = 0; i < nout; i++)
+		if (llm_out_commit(&outs[i]) < 0)
+			llm_fatal("%s", llm_errmsg());
+	if (verbose)
+		fprintf(stderr, "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
+		    "fingerprint %s, %.2f s\n", mpath, m.family, llm_dtype_name(wdt), cfg.n_layers, m.ntensors,
+		    data_bytes, fph, llm_now() - t0);
+	llm_model_free(&m);
+	json_decref(root);
+	free(mtext);
+	free(mpath);
+	llm_st_close(&st);
+	return LLM_EXIT_OK;
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env bats
+# llm-import: checkpoint -> model.json, phase MLIR, tokenizer copies.
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	export M="$BATS_FILE_TMPDIR/tiny"
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$M"
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+}
+
+@test "llm-import -h prints the usage and exits 0" {
+	run -0 llm-import -h
+	assert_line --index 0 --partial "usage: llm-import"
+}
+
+@test "llm-import usage equals the man page SYNOPSIS" {
+	[ "$(usage_of llm-import)" = "$(synopsis_of llm-import)" ]
+}
+
+@test "llm-import rejects an unknown option with exit 2" {
+	run -2 llm-import -Z "$M"
+	assert_output --partial "usage: llm-import"
+}
+
+@test "llm-import rejects a bad --dtype with exit 2" {
+	run -2 llm-import --dtype f8 "$M"
+	assert_output --partial "unsupported dtype 'f8'"
+}
+
+@test "llm-import writes model.json, three phases and the tokenizer files" {
+	run -0 llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir tokenizer.json tokenizer_config.json; do
+		[ -s "$BATS_TEST_TMPDIR/out/$f" ]
+	done
+	# no temporaries left behind
+	run -0 find "$BATS_TEST_TMPDIR/out" -name '*.tmp.*'
+	assert_output ""
+}
+
+@test "model.json records the config, dtypes, limits and phases" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	j="$BATS_TEST_TMPDIR/out/model.json"
+	[ "$(jq -r .format "$j")" = "llm-model/1" ]
+	[ "$(jq -r .family "$j")" = "qwen2" ]
+	[ "$(jq -c '[.config.hidden_size,.config.n_layers,.config.n_heads,.config.n_kv_heads,.config.head_dim,.config.intermediate_size,.config.vocab_size]' "$j")" = "[64,2,4,2,16,128,151936]" ]
+	[ "$(jq -r .dtypes.weights "$j")" = "bf16" ]
+	[ "$(jq -r .dtypes.kv "$j")" = "f32" ]
+	[ "$(jq -c '[.limits.max_context,.limits.prefill_chunk]' "$j")" = "[4096,128]" ]
+	[ "$(jq -c '[.phases[].name]' "$j")" = '["prefill","prefill_kv","decode"]' ]
+	[ "$(jq -c '[.phases[].tokens]' "$j")" = '[128,128,1]' ]
+	[ "$(jq -c '.tokenizer.eos_ids' "$j")" = "[151643]" ]
+	[ "$(jq -r '.tokenizer.bos_id' "$j")" = "151646" ]
+	[ "$(jq -r '.tokenizer.chat_template' "$j")" = "deepseek-r1" ]
+	# kv bytes = L * 2 * KVH * C * HD * 4
+	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 4096 * 16 * 4))" ]
+}
+
+@test "the weight plan is aligned, ordered, typed and sized" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	j="$BATS_TEST_TMPDIR/out/model.json"
+	# 1 embed + 2 rope + 2 layers x 12 + final norm + lm_head
+	[ "$(jq '.weights.tensors | length' "$j")" = 29 ]
+	[ "$(jq '[.weights.tensors[] | select(.offset % 64 != 0)] | length' "$j")" = 0 ]
+	[ "$(jq '[.weights.tensors | to_entries[] | select(.key > 0)] | length' "$j")" = 28 ]
+	# bytes = product(shape) * size(dtype), and no overlap
+	run -0 jq -r '.weights.tensors | . as $t | range(1; length) | select($t[.].offset < $t[.-1].offset + $t[.-1].bytes) | $t[.].name' "$j"
+	assert_output ""
+	run -0 jq -r '.weights.tensors[] | select(.bytes != (reduce .shape[] as $d (if .dtype == "f32" then 4 else 2 end; . * $d))) | .name' "$j"
+	assert_output ""
+	[ "$(jq -r '.weights.tensors[] | select(.name == "layers.1.wq") | "\(.dtype) \(.shape) \(.source[0])"' "$j")" = 'bf16 [64,64] model.layers.1.self_attn.q_proj.weight' ]
+	[ "$(jq -r '.weights.tensors[] | select(.name == "layers.0.bk") | "\(.dtype) \(.shape)"' "$j")" = 'f32 [32]' ]
+	[ "$(jq -r '.weights.tensors[] | select(.name == "rope.cos") | "\(.transform) \(.shape)"' "$j")" = 'rope_cos [4096,8]' ]
+	[ "$(jq -r .weights.fingerprint "$j" | grep -cE '^[0-9a-f]{16}$')" = 1 ]
+}
+
+@test "every phase is accepted by mlir-opt as written" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	for p in prefill prefill_kv decode; do
+		run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/$p.mlir" -o /dev/null
+	done
+}
+
+@test "every top-level op carries llm.id, llm.layer and llm.stage, ids in program order" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	f="$BATS_TEST_TMPDIR/out/decode.mlir"
+	# top-level ops of the phase function are indented by 4 spaces
+	run -0 awk '/^  func.func @llm_decode\(/{f=1;next} /^  }/{f=0} f && /^    [%a-z]/ && !/llm.id = /' "$f"
+	assert_output ""
+	run -0 sh -c "grep -o 'llm.id = [0-9]*' '$f' | awk '{ if (\$3 != n) { print \"out of order at \" \$3; exit 1 } n++ }'"
+	assert_output ""
+	grep -q 'llm.layer = 1 : i64, llm.stage = "mlp"' "$f"
+	grep -q 'llm.layer = -2 : i64, llm.stage = "head"' "$f"
+	grep -q 'llm.sched = "matmul"' "$f"
+}
+
+@test "weights enter as views at plan offsets, never as dense constants" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	f="$BATS_TEST_TMPDIR/out/prefill.mlir"
+	run grep -c 'dense<' "$f"
+	assert_output 0
+	off=$(jq -r '.weights.tensors[] | select(.name == "layers.1.wdown") | .offset' "$BATS_TEST_TMPDIR/out/model.json")
+	grep -q "arith.constant {[^}]*} $off : index" "$f"
+}
+
+@test "prefill takes a dynamic number of rows, decode one" {
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
+	grep -q 'tensor<?x64xf32>' "$BATS_TEST_TMPDIR/out/prefill.mlir"
+	run grep -c 'tensor<?x64xf32>' "$BATS_TEST_TMPDIR/out/decode.mlir"
+	assert_output 0
+}
+
+@test "llama checkpoints have no q/k/v biases in the plan" {
+	mkmodel --preset tiny --family llama --dtype f32 --seed 2 -o "$BATS_TEST_TMPDIR/llama"
+	run -0 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/llama"
+	j="$BATS_TEST_TMPDIR/out/model.json"
+	[ "$(jq -r .family "$j")" = llama ]
+	[ "$(jq '[.weights.tensors[] | select(.name | test("\\.b[qkv]$"))] | length' "$j")" = 0 ]
+	[ "$(jq '.weights.tensors | length' "$j")" = 23 ]
+	run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/decode.mlir" -o /dev/null
+}
+
+@test "options set the context, chunk, weight and KV types" {
+	run -0 llm-import -o "$BATS_TEST_TMPDIR/out" --max-context 256 --prefill-chunk 32 --dtype f16 --kv-dtype bf16 "$M"
+	j="$BATS_TEST_TMPDIR/out/model.json"
+	[ "$(jq -c '[.limits.max_context,.limits.prefill_chunk,.dtypes.weights,.dtypes.kv]' "$j")" = '[256,32,"f16","bf16"]' ]
+	[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | .dtype' "$j")" = f16 ]
+	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 256 * 16 * 2))" ]
+	grep -q 'memref<2x256x16xbf16>' "$BATS_TEST_TMPDIR/out/decode.mlir"
+	for p in prefill prefill_kv decode; do
+		run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/$p.mlir" -o /dev/null
+	done
+}
+
+@test "the same checkpoint imports to the same bytes" {
+	llm-import -o "$BATS_TEST_TMPDIR/a" "$M"
+	llm-import -o "$BATS_TEST_TMPDIR/b" "$M"
+	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir; do
+		cmp "$BATS_TEST_TMPDIR/a/$f" "$BATS_TEST_TMPDIR/b/$f"
+	done
+}
+
+@test "an unsupported architecture is a clear error and writes nothing" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	jq '.architectures = ["MistralForCausalLM"] | .model_type = "mistral"' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "unsupported architecture 'MistralForCausalLM'"
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+}
+
+@test "a missing config key is a clear error" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	jq 'del(.hidden_size)' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "hidden_size"
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+}
+
+@test "shapes that disagree with config.json are a clear error" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	jq '.intermediate_size = 96' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "has shape [128, 64], config.json implies [96, 64]"
+	[ ! -e "$BATS_TEST_TMPDIR/out" ] || [ -z "$(ls -A "$BATS_TEST_TMPDIR/out")" ]
+}
+
+@test "a truncated safetensors file is a clear error" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	head -c 4000 "$M/model.safetensors" > "$BATS_TEST_TMPDIR/m/model.safetensors"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --regexp "^llm-import: .*model.safetensors: "
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+}
+
+@test "a safetensors header that lies about a tensor is a clear error" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	# grow the recorded shape of the embedding without touching its offsets
+	node -e '
+	  const fs = require("fs"); const p = process.argv[1];
+	  const b = fs.readFileSync(p); const n = Number(b.readBigUInt64LE(0));
+	  const h = b.subarray(8, 8 + n).toString();
+	  const g = h.replace(/("model.embed_tokens.weight":\{[^}]*"shape":\[)151936,64\]/, "$1151937,64]");
+	  if (g === h || Buffer.byteLength(g) > n) process.exit(3);
+	  Buffer.from(g.padEnd(n, " ")).copy(b, 8); fs.writeFileSync(p, b);' "$BATS_TEST_TMPDIR/m/model.safetensors"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "tensor 'model.embed_tokens.weight': shape and dtype"
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+}
+
+@test "a missing tensor is a clear error" {
+	cp -r "$M" "$BATS_TEST_TMPDIR/m"
+	jq '.num_hidden_layers = 3' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
+	assert_output --partial "missing tensor 'model.layers.2.input_layernorm.weight'"
+}
+
+@test "an unwritable output directory is a clear error" {
+	mkdir "$BATS_TEST_TMPDIR/ro"
+	chmod 0555 "$BATS_TEST_TMPDIR/ro"
+	if touch "$BATS_TEST_TMPDIR/ro/x" 2>/dev/null; then
+		rm -f "$BATS_TEST_TMPDIR/ro/x"
+		# root ignores permissions: use a path under a regular file instead
+		run -1 llm-import -o "$M/config.json/out" "$M"
+	else
+		run -1 llm-import -o "$BATS_TEST_TMPDIR/ro" "$M"
+	fi
+	assert_output --regexp "^llm-import: "
+}
+
+@test "a missing checkpoint directory is a clear error" {
+	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/nope"
+	assert_output --partial "nope"
+}
