@@ -22,7 +22,7 @@ CPPFLAGS = -D_GNU_SOURCE
 ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl
-DEPS_LIBS = -ljansson -larchive -lpcre2-8
+DEPS_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc
 
 # Object and program directories (separate for sanitizer builds).
 O = build$(SANITIZE:1=/san)
@@ -49,7 +49,9 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/emit.o
 
 PROGS = $(B)/llm-import
-TOOLS = $(T)/mkmodel
+TOOLS = $(T)/mkmodel \
+	$(T)/refmodel \
+	$(T)/cmpf32
 UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_dtype \
 	$(O)/tests/unit/test_json \
@@ -92,7 +94,9 @@ $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS)
 
+$(T)/refmodel: tests/tools/refmodel.c
 $(T)/mkmodel: tests/tools/mkmodel.c
+$(T)/cmpf32: tests/tools/cmpf32.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -124,6 +128,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm
 
 clean:
-	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/san
+	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/san
 
 .PHONY: all check install uninstall clean

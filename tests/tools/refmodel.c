@@ -1,0 +1,455 @@
+/* refmodel: the reference forward pass, the numeric oracle of the tests.
+ *
+ * Reads a Hugging Face checkpoint directory (config.json and the
+ * safetensors weights), runs the decoder on a list of token ids at
+ * positions 0..n-1 and writes the logits of the last position (of every
+ * position with --all) as little-endian float32 rows of vocab_size.
+ *
+ * Semantics are those of transformers' modeling_qwen2.py and
+ * modeling_llama.py: RMSNorm x * rsqrt(mean(x^2) + eps) * w; rotate-half
+ * RoPE with inv_freq[i] = theta^(-2i/head_dim); grouped-query attention
+ * (query head h reads kv head h / (n_heads / n_kv_heads)) with scale
+ * 1/sqrt(head_dim) and a causal softmax; the SiLU-gated MLP
+ * down(silu(gate(x)) * up(x)); q/k/v biases for qwen2 (and q/k/v/o biases
+ * for llama with attention_bias); lm_head tied to embed_tokens when
+ * tie_word_embeddings is set or lm_head.weight is absent.
+ *
+ * Plain loops, no MLIR, every activation and accumulation in double.  The
+ * weights stay in the mmap'ed checkpoint and are converted one row at a
+ * time, so a 1.5B-parameter model runs in a few hundred MB for a few
+ * tokens.  Cost: one pass over all weights per call (each row is converted
+ * once and applied to every position). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/dtype.h"
+#include "../../lib/hfconfig.h"
+#include "../../lib/safetensors.h"
+#include "../../lib/util.h"
+
+static const char usage_text[] =
+	"usage: refmodel [--all] [-o output] --tokens ids dir\n";
+
+static _Noreturn void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(LLM_EXIT_USAGE);
+}
+
+/* A weight matrix [rows, cols] (or a vector: rows 1) in the checkpoint. */
+struct w {
+	const struct llm_st_tensor *t;
+	int64_t rows, cols;
+};
+
+struct layer {
+	struct w attn_norm, wq, wk, wv, wo, bq, bk, bv, bo;
+	struct w ffn_norm, wgate, wup, wdown;
+	int has_qkv_bias, has_o_bias;
+};
+
+struct model {
+	struct llm_hfconfig c;
+	struct llm_safetensors st;
+	const char *dir;
+	struct w embed, final_norm, lm_head;
+	struct layer *layers;
+};
+
+/* Look up a tensor and check its shape: [rows, cols], or [cols] when rows
+ * is 0. */
+static struct w
+need(struct model *m, const char *name, int64_t rows, int64_t cols)
+{
+	const struct llm_st_tensor *t = llm_st_find(&m->st, name);
+	struct w w;
+
+	if (!t)
+		llm_fatal("%s: missing tensor '%s'", m->dir, name);
+	if (!llm_dtype_is_float_weight(t->dtype))
+		llm_fatal("%s: tensor '%s' has dtype '%s', expected F32, F16 or BF16",
+		    m->dir, name, llm_dtype_st_name(t->dtype));
+	if (rows == 0 ? t->ndim != 1 || t->shape[0] != cols
+	    : t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+		if (rows == 0)
+			llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld]",
+			    m->dir, name, (long long)cols);
+		llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld, %lld]",
+		    m->dir, name, (long long)rows, (long long)cols);
+	}
+	w.t = t;
+	w.rows = rows ? rows : 1;
+	w.cols = cols;
+	return w;
+}
+
+static struct w
+need_layer(struct model *m, int64_t i, const char *what, int64_t rows, int64_t cols)
+{
+	char name[256];
+
+	snprintf(name, sizeof(name), "model.layers.%lld.%s", (long long)i, what);
+	return need(m, name, rows, cols);
+}
+
+static int
+has_layer(struct model *m, int64_t i, const char *what)
+{
+	char name[256];
+
+	snprintf(name, sizeof(name), "model.layers.%lld.%s", (long long)i, what);
+	return llm_st_find(&m->st, name) != NULL;
+}
+
+static void
+load(struct model *m, const char *dir)
+{
+	struct llm_hfconfig *c = &m->c;
+	int64_t d, q, kv, f, v;
+
+	m->dir = dir;
+	if (llm_hfconfig_load(c, dir) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0)
+		llm_fatal("%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+		    dir, (long long)c->n_heads, (long long)c->n_kv_heads);
+	if (c->head_dim % 2 != 0)
+		llm_fatal("%s: head_dim %lld is odd: rotate-half RoPE needs an even one",
+		    dir, (long long)c->head_dim);
+	if (c->mlp_bias)
+		llm_fatal("%s: mlp_bias is not supported", dir);
+	if (llm_st_open(&m->st, dir) < 0)
+		llm_fatal("%s", llm_errmsg());
+
+	d = c->hidden_size;
+	q = c->n_heads * c->head_dim;
+	kv = c->n_kv_heads * c->head_dim;
+	f = c->intermediate_size;
+	v = c->vocab_size;
+	m->embed = need(m, "model.embed_tokens.weight", v, d);
+	m->final_norm = need(m, "model.norm.weight", 0, d);
+	if (c->tie_word_embeddings || !llm_st_find(&m->st, "lm_head.weight"))
+		m->lm_head = m->embed;
+	else
+		m->lm_head = need(m, "lm_head.weight", v, d);
+
+	m->layers = llm_xcalloc((size_t)c->n_layers, sizeof(*m->layers));
+	for (int64_t i = 0; i < c->n_layers; i++) {
+		struct layer *l = &m->layers[i];
+
+		l->attn_norm = need_layer(m, i, "input_layernorm.weight", 0, d);
+		l->wq = need_layer(m, i, "self_attn.q_proj.weight", q, d);
+		l->wk = need_layer(m, i, "self_attn.k_proj.weight", kv, d);
+		l->wv = need_layer(m, i, "self_attn.v_proj.weight", kv, d);
+		l->wo = need_layer(m, i, "self_attn.o_proj.weight", d, q);
+		/* Qwen2 always has q/k/v biases and never an o_proj bias; Llama
+		 * has all four when attention_bias is set. */
+		l->has_qkv_bias = c->family == LLM_FAMILY_QWEN2 || c->attention_bias;
+		l->has_o_bias = c->family == LLM_FAMILY_LLAMA && c->attention_bias;
+		if (l->has_qkv_bias) {
+			l->bq = need_layer(m, i, "self_attn.q_proj.bias", 0, q);
+			l->bk = need_layer(m, i, "self_attn.k_proj.bias", 0, kv);
+			l->bv = need_layer(m, i, "self_attn.v_proj.bias", 0, kv);
+		} else if (has_layer(m, i, "self_attn.q_proj.bias")) {
+			llm_fatal("%s: tensor 'model.layers.%lld.self_attn.q_proj.bias' is present "
+			    "but config.json does not set attention_bias", dir, (long long)i);
+		}
+		if (l->has_o_bias)
+			l->bo = need_layer(m, i, "self_attn.o_proj.bias", 0, d);
+		l->ffn_norm = need_layer(m, i, "post_attention_layernorm.weight", 0, d);
+		l->wgate = need_layer(m, i, "mlp.gate_proj.weight", f, d);
+		l->wup = need_layer(m, i, "mlp.up_proj.weight", f, d);
+		l->wdown = need_layer(m, i, "mlp.down_proj.weight", d, f);
+	}
+}
+
+/* Row r of w converted to double.  Safetensors data is little-endian and
+ * need not be aligned, so elements are assembled byte by byte. */
+static void
+row(const struct w *w, int64_t r, double *out)
+{
+	const uint8_t *p = (const uint8_t *)w->t->data;
+	int64_t n = w->cols;
+
+	switch (w->t->dtype) {
+	case LLM_DT_F32:
+		p += (size_t)(r * n) * 4;
+		for (int64_t i = 0; i < n; i++, p += 4) {
+			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
+			    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+			float f;
+			memcpy(&f, &u, 4);
+			out[i] = f;
+		}
+		break;
+	case LLM_DT_F16:
+		p += (size_t)(r * n) * 2;
+		for (int64_t i = 0; i < n; i++, p += 2)
+			out[i] = llm_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+		break;
+	case LLM_DT_BF16:
+		p += (size_t)(r * n) * 2;
+		for (int64_t i = 0; i < n; i++, p += 2)
+			out[i] = llm_bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+		break;
+	default:
+		llm_fatal("unreachable dtype");
+	}
+}
+
+/* y[t][o] = sum_i x[t][i] * w[o][i] (+ b[o]) for n positions.  x is
+ * [n, w->cols], y is [n, w->rows]; buf holds one row of w. */
+static void
+linear(double *y, const double *x, int n, const struct w *w, const struct w *b, double *buf)
+{
+	double *bias = NULL;
+
+	if (b) {
+		bias = llm_xmalloc((size_t)b->cols * sizeof(double));
+		row(b, 0, bias);
+	}
+	for (int64_t o = 0; o < w->rows; o++) {
+		row(w, o, buf);
+		for (int t = 0; t < n; t++) {
+			const double *xt = x + (size_t)t * w->cols;
+			double s = 0;
+			for (int64_t i = 0; i < w->cols; i++)
+				s += xt[i] * buf[i];
+			y[(size_t)t * w->rows + o] = s + (bias ? bias[o] : 0);
+		}
+	}
+	free(bias);
+}
+
+/* out[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * g, for n rows of d. */
+static void
+rmsnorm(double *out, const double *x, int n, int64_t d, const struct w *g, double eps, double *buf)
+{
+	row(g, 0, buf);
+	for (int t = 0; t < n; t++) {
+		const double *xt = x + (size_t)t * d;
+		double ss = 0, r;
+		for (int64_t i = 0; i < d; i++)
+			ss += xt[i] * xt[i];
+		r = 1.0 / sqrt(ss / (double)d + eps);
+		for (int64_t i = 0; i < d; i++)
+			out[(size_t)t * d + i] = xt[i] * r * buf[i];
+	}
+}
+
+/* Rotate-half RoPE in place on nh heads of hd at position pos:
+ * x' = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1)
+ * and both halves share the angles pos * inv_freq[i]. */
+static void
+rope(double *x, int64_t nh, int64_t hd, int pos, double theta)
+{
+	int64_t half = hd / 2;
+
+	for (int64_t i = 0; i < half; i++) {
+		double inv_freq = pow(theta, -(double)(2 * i) / (double)hd);
+		double a = (double)pos * inv_freq, c = cos(a), s = sin(a);
+		for (int64_t h = 0; h < nh; h++) {
+			double *xh = x + h * hd;
+			double x1 = xh[i], x2 = xh[i + half];
+			xh[i] = x1 * c - x2 * s;
+			xh[i + half] = x2 * c + x1 * s;
+		}
+	}
+}
+
+/* Logits for tokens[0..n-1] at positions 0..n-1: rows first..n-1 of
+ * [n, vocab] go to logits (row 0 of logits = position first). */
+static void
+forward(struct model *m, const int64_t *tokens, int n, int first, double *logits)
+{
+	const struct llm_hfconfig *c = &m->c;
+	int64_t d = c->hidden_size, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
+	int64_t q_dim = nh * hd, kv_dim = nkv * hd, f = c->intermediate_size;
+	int64_t group = nh / nkv, widest = d;
+	double scale = 1.0 / sqrt((double)hd);
+	double *x, *h, *q, *k, *v, *att, *o, *g, *u, *buf, *p;
+
+	if (f > widest)
+		widest = f;
+	if (q_dim > widest)
+		widest = q_dim;
+	x = llm_xcalloc((size_t)n * d, sizeof(double));     /* residual stream [n, d] */
+	h = llm_xcalloc((size_t)n * d, sizeof(double));      /* normed stream [n, d] */
+	q = llm_xcalloc((size_t)n * q_dim, sizeof(double));  /* [n, nh, hd] */
+	k = llm_xcalloc((size_t)n * kv_dim, sizeof(double)); /* [n, nkv, hd] */
+	v = llm_xcalloc((size_t)n * kv_dim, sizeof(double));
+	att = llm_xcalloc((size_t)n * q_dim, sizeof(double)); /* attention output */
+	o = llm_xcalloc((size_t)n * d, sizeof(double));
+	g = llm_xcalloc((size_t)n * f, sizeof(double));
+	u = llm_xcalloc((size_t)n * f, sizeof(double));
+	buf = llm_xcalloc((size_t)widest, sizeof(double));   /* one weight row */
+	p = llm_xcalloc((size_t)n, sizeof(double));
+
+	for (int t = 0; t < n; t++)
+		row(&m->embed, tokens[t], x + (size_t)t * d);
+
+	for (int64_t li = 0; li < c->n_layers; li++) {
+		const struct layer *l = &m->layers[li];
+
+		rmsnorm(h, x, n, d, &l->attn_norm, c->rms_norm_eps, buf);
+		linear(q, h, n, &l->wq, l->has_qkv_bias ? &l->bq : NULL, buf);
+		linear(k, h, n, &l->wk, l->has_qkv_bias ? &l->bk : NULL, buf);
+		linear(v, h, n, &l->wv, l->has_qkv_bias ? &l->bv : NULL, buf);
+		for (int t = 0; t < n; t++) {
+			rope(q + (size_t)t * q_dim, nh, hd, t, c->rope_theta);
+			rope(k + (size_t)t * kv_dim, nkv, hd, t, c->rope_theta);
+		}
+		/* Causal attention: position t sees positions 0..t. */
+		for (int t = 0; t < n; t++)
+			for (int64_t hh = 0; hh < nh; hh++) {
+				const double *qh = q + (size_t)t * q_dim + hh * hd;
+				int64_t kh = hh / group;
+				double max = -INFINITY, sum = 0;
+				double *out = att + (size_t)t * q_dim + hh * hd;
+
+				for (int j = 0; j <= t; j++) {
+					const double *kj = k + (size_t)j * kv_dim + kh * hd;
+					double s = 0;
+					for (int64_t i = 0; i < hd; i++)
+						s += qh[i] * kj[i];
+					p[j] = s * scale;
+					if (p[j] > max)
+						max = p[j];
+				}
+				for (int j = 0; j <= t; j++) {
+					p[j] = exp(p[j] - max);
+					sum += p[j];
+				}
+				for (int64_t i = 0; i < hd; i++)
+					out[i] = 0;
+				for (int j = 0; j <= t; j++) {
+					const double *vj = v + (size_t)j * kv_dim + kh * hd;
+					double w = p[j] / sum;
+					for (int64_t i = 0; i < hd; i++)
+						out[i] += w * vj[i];
+				}
+			}
+		linear(o, att, n, &l->wo, l->has_o_bias ? &l->bo : NULL, buf);
+		for (size_t i = 0; i < (size_t)n * d; i++)
+			x[i] += o[i];
+
+		rmsnorm(h, x, n, d, &l->ffn_norm, c->rms_norm_eps, buf);
+		linear(g, h, n, &l->wgate, NULL, buf);
+		linear(u, h, n, &l->wup, NULL, buf);
+		for (size_t i = 0; i < (size_t)n * f; i++)
+			g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+		linear(o, g, n, &l->wdown, NULL, buf);
+		for (size_t i = 0; i < (size_t)n * d; i++)
+			x[i] += o[i];
+	}
+
+	/* Final norm and the LM head, on the requested positions only. */
+	rmsnorm(h, x + (size_t)first * d, n - first, d, &m->final_norm, c->rms_norm_eps, buf);
+	linear(logits, h, n - first, &m->lm_head, NULL, buf);
+
+	free(x), free(h), free(q), free(k), free(v), free(att);
+	free(o), free(g), free(u), free(buf), free(p);
+}
+
+/* "1,2,3" -> ids; a usage error on anything else. */
+static int64_t *
+parse_tokens(const char *s, int *n)
+{
+	int64_t *ids = NULL;
+	char *copy = llm_xstrdup(s), *tok, *save = NULL;
+	int cap = 0;
+
+	*n = 0;
+	if (!*s || s[strlen(s) - 1] == ',' || *s == ',' || strstr(s, ",,")) {
+		llm_warn("--tokens '%s': expected comma-separated token ids like 1,2,3", s);
+		usage();
+	}
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int64_t id;
+		if (tok[0] < '0' || tok[0] > '9' || llm_parse_i64(tok, 0, INT32_MAX, &id) < 0) {
+			llm_warn("--tokens '%s': '%s' is not a token id (a non-negative integer)", s, tok);
+			usage();
+		}
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			ids = llm_xreallocarray(ids, (size_t)cap, sizeof(*ids));
+		}
+		ids[(*n)++] = id;
+	}
+	free(copy);
+	return ids;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"all", no_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
+		{"tokens", required_argument, NULL, 't'},
+		{0},
+	};
+	const char *out_path = "-", *token_arg = NULL;
+	struct llm_out out;
+	struct model m = {0};
+	int64_t *tokens;
+	double *logits;
+	int all = 0, n, first, ch;
+
+	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_prog; /* getopt's messages start with "prog:" */
+	while ((ch = getopt_long(argc, argv, "aho:t:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'a':
+			all = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return LLM_EXIT_OK;
+		case 'o':
+			out_path = optarg;
+			break;
+		case 't':
+			token_arg = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc - 1 || !token_arg)
+		usage();
+	tokens = parse_tokens(token_arg, &n);
+
+	load(&m, argv[optind]);
+	for (int i = 0; i < n; i++)
+		if (tokens[i] >= m.c.vocab_size)
+			llm_fatal("%s: token id %lld is out of range: vocab_size is %lld",
+			    argv[optind], (long long)tokens[i], (long long)m.c.vocab_size);
+
+	first = all ? 0 : n - 1;
+	logits = llm_xcalloc((size_t)(n - first) * m.c.vocab_size, sizeof(double));
+	forward(&m, tokens, n, first, logits);
+
+	if (llm_out_open(&out, out_path) < 0)
+		llm_fatal("%s", llm_errmsg());
+	for (size_t i = 0; i < (size_t)(n - first) * m.c.vocab_size; i++) {
+		float f = (float)logits[i];
+		uint32_t u;
+		uint8_t b[4];
+		memcpy(&u, &f, 4);
+		b[0] = (uint8_t)u, b[1] = (uint8_t)(u >> 8), b[2] = (uint8_t)(u >> 16), b[3] = (uint8_t)(u >> 24);
+		fwrite(b, 1, 4, out.fp);
+	}
+	if (llm_out_commit(&out) < 0)
+		llm_fatal("%s", llm_errmsg());
+
+	free(logits);
+	free(tokens);
+	free(m.layers);
+	llm_st_close(&m.st);
+	return LLM_EXIT_OK;
+}
