@@ -37,7 +37,9 @@ LIBHDR = lib/util.h \
 	lib/hfconfig.h \
 	lib/model.h \
 	lib/family.h \
-	lib/emit.h
+	lib/emit.h \
+	lib/pack.h \
+	lib/weights.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -46,9 +48,22 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/hfconfig.o \
 	$(O)/lib/model.o \
 	$(O)/lib/family.o \
-	$(O)/lib/emit.o
+	$(O)/lib/emit.o \
+	$(O)/lib/pack.o \
+	$(O)/lib/weights.o
 
-PROGS = $(B)/llm-import
+# llm-split and llm-verify-partition work on the IR through the MLIR C API:
+# their objects (IROBJ, outside libllm.a) need its headers, and only these
+# two programs link its static CAPI archives, libMLIR and libLLVM.
+MLIR_CAPI_CFLAGS = -I$(LLVM_INCDIR)
+MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
+	$(LLVM_LIBDIR)/libMLIRCAPIIR.a $(LLVM_LIBDIR)/libMLIRCAPIRegisterEverything.a \
+	-Wl,--end-group -lMLIR -lLLVM-22 -lstdc++
+IRHDR = lib/ir.h lib/split.h lib/verifypart.h
+IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
+
+PROGS = $(B)/llm-import \
+	$(B)/llm-pack-weights
 TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
 	$(T)/cmpf32
@@ -58,7 +73,8 @@ UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_spawn \
 	$(O)/tests/unit/test_safetensors \
 	$(O)/tests/unit/test_hfconfig \
-	$(O)/tests/unit/test_model
+	$(O)/tests/unit/test_model \
+	$(O)/tests/unit/test_weights
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -82,13 +98,22 @@ $(O)/lib/json.o: lib/json.c
 $(O)/lib/spawn.o: lib/spawn.c
 $(O)/lib/safetensors.o: lib/safetensors.c
 $(O)/lib/hfconfig.o: lib/hfconfig.c
+$(O)/lib/weights.o: lib/weights.c
+$(O)/lib/pack.o: lib/pack.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(B)
 	$(CC) $(ALL_CFLAGS) -DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
-		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(O)/lib/libllm.a $(LIBS)
+		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
 $(B)/llm-import: src/llm-import.c
+$(B)/llm-pack-weights: src/llm-pack-weights.c
+LINK_llm-split = $(O)/lib/ir.o $(O)/lib/split.o $(MLIR_CAPI_LIBS)
+LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS)
+
+$(IROBJ): $(IRHDR) $(LIBHDR) config.mk
+	@mkdir -p $(O)/lib
+	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
@@ -107,6 +132,25 @@ $(O)/tests/unit/test_json: tests/unit/test_json.c
 $(O)/tests/unit/test_spawn: tests/unit/test_spawn.c
 $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
+$(O)/tests/unit/test_weights: tests/unit/test_weights.c
+
+# `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
+# (the files test_gguf builds, plus the head of stories260K when present);
+# tests/fuzz/README says how to run it.
+FUZZ_CC = clang-22
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS)
+FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c lib/gguf.c lib/util.c lib/dtype.c
+fuzz: build/fuzz/fuzz_gguf build/fuzz/seeds/.done
+build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRC) lib/gguf.h lib/util.h lib/dtype.h
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
+build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
+	@mkdir -p build/fuzz/seeds
+	LLM_GGUF_SEEDS=build/fuzz/seeds $(O)/tests/unit/test_gguf
+	f=../shared/fixtures/stories260K/stories260K.gguf; \
+	if [ -r $$f ]; then head -c 16384 $$f > build/fuzz/seeds/stories260K-head; fi
+	touch $@
+.PHONY: fuzz
 
 check: all $(UNITS)
 	@fail=0; for t in $(UNITS); do $$t || fail=1; done; \
@@ -128,6 +172,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm
 
 clean:
-	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/san
+	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/san
 
 .PHONY: all check install uninstall clean

@@ -298,6 +298,12 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		}
 		if (load_tensor(m, t, i, path) < 0)
 			goto fail;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(m->tensors[j].name, m->tensors[i].name) == 0) {
+				llm_seterr("%s: tensor '%s' appears twice in the plan", path,
+				    m->tensors[i].name);
+				goto fail;
+			}
 	}
 	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
 	    json_object_get(r, "limits"), a);

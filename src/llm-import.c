@@ -307,7 +307,12 @@ main(int argc, char **argv)
 		json_array_append_new(files, json_string(f ? f + 1 : st.files[i].path));
 	}
 	json_object_set_new(src, "kind", json_string("safetensors"));
-	json_object_set_new(src, "dir", json_string(dir));
+	/* The absolute path, so that later steps run from anywhere. */
+	char *absdir = realpath(dir, NULL);
+	if (!absdir)
+		llm_fatal("%s:", dir);
+	json_object_set_new(src, "dir", json_string(absdir));
+	free(absdir);
 	json_object_set_new(src, "files", files);
 
 	json_object_set_new(config, "hidden_size", json_integer(cfg.hidden_size));

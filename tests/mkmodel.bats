@@ -417,7 +417,7 @@ check_tiny() {
 @test "fetch-tokenizer rebuilds the shared DeepSeek tokenizer byte for byte" {
 	[ -e "$FIXTOK/tokenizer.json" ] || skip "no ../shared tokenizer fixture to compare with"
 	command -v node >/dev/null && command -v npm >/dev/null || skip "no node/npm"
-	run -0 "$PROJECT_ROOT/tests/tools/fetch-tokenizer" -f -o "$T/tok"
+	run -0 --separate-stderr "$PROJECT_ROOT/tests/tools/fetch-tokenizer" -f -o "$T/tok"
 	[ "$output" = "$T/tok" ]
 	for f in tokenizer.json tokenizer_config.json chat_template.jinja; do
 		cmp "$FIXTOK/$f" "$T/tok/$f"

@@ -1,0 +1,631 @@
+/* pack.c: see pack.h.
+ *
+ * Memory: a source tensor is read through the mapping of its safetensors
+ * file a chunk at a time; after each chunk its pages are dropped from the
+ * mapping again (MADV_DONTNEED; they stay in the page cache), so resident
+ * memory stays near NSLOT chunks and their conversion buffers (16 MiB),
+ * whatever the model size.  Data is written in host byte order, which must be little
+ * endian (as safetensors and weights.bin are).
+ *
+ * Time: the FNV-1a checksums are byte-serial (about 4 cycles a byte) and
+ * would cost as much as everything else together, so a second thread
+ * computes them while the main thread converts and writes.  The two share
+ * a ring of NSLOT chunks: the main thread fills a slot (a conversion
+ * buffer, or a pointer into the mapping), publishes it, writes it, and
+ * reuses it only once the hasher has moved past it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "pack.h"
+#include "safetensors.h"
+#include "util.h"
+#include "weights.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "weights.bin and safetensors are little endian; this host is not"
+#endif
+
+/* Elements per chunk: 4 MiB of f32 at most in a conversion buffer. */
+#define CHUNK ((size_t)1 << 20)
+#define NSLOT 4
+
+/* One chunk of a tensor as written. */
+struct slot {
+	const uint8_t *p;
+	size_t n;
+	size_t tensor;
+	int first, last;     /* first / last chunk of the tensor */
+	const void *rel;     /* source bytes to drop from the mapping once done */
+	size_t reln;
+	void *buf;           /* CHUNK f32 elements, for converted or computed data */
+};
+
+struct hasher {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct slot s[NSLOT];
+	size_t head, tail;   /* slots published by main / hashed; tail <= head */
+	int quit;
+	uint64_t *sum;       /* per plan tensor; written by the hasher */
+};
+
+struct packer {
+	const struct llm_model *m;
+	const struct llm_pack_opts *o;
+	size_t nst;
+	struct llm_safetensors *st;       /* one per source.files entry */
+	const struct llm_st_tensor **src; /* per plan tensor; NULL if computed */
+	uint64_t *sum;                    /* per plan tensor checksum */
+	char *binpath, *jsonpath;
+	struct hasher hs;
+	/* Progress. */
+	double t0, tlast;
+	uint64_t done;
+	size_t cur;
+	int drawn;
+};
+
+static void
+fmt_shape(char *out, size_t n, const int64_t *shape, int ndim)
+{
+	size_t l = 0;
+	l += (size_t)snprintf(out + l, n - l, "[");
+	for (int i = 0; i < ndim && l < n; i++)
+		l += (size_t)snprintf(out + l, n - l, "%s%" PRId64, i ? ", " : "", shape[i]);
+	if (l < n)
+		snprintf(out + l, n - l, "]");
+}
+
+/* A plain file name for weights.bin: no directories, nothing special. */
+static int
+plain_name(const char *s)
+{
+	return *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
+	    strcmp(s, LLM_WEIGHTS_JSON) != 0;
+}
+
+static int
+open_sources(struct packer *k)
+{
+	const struct llm_model *m = k->m;
+
+	if (strcmp(m->source_kind, "safetensors") != 0)
+		return llm_seterr("%s: source kind '%s' is not supported", m->path, m->source_kind);
+	if (m->nsource_files == 0)
+		return llm_seterr("%s: source.files is empty", m->path);
+	k->st = llm_xcalloc(m->nsource_files, sizeof(*k->st));
+	for (size_t i = 0; i < m->nsource_files; i++) {
+		char *p = llm_path_join(m->source_dir, m->source_files[i]);
+		int rc = llm_st_open(&k->st[i], p);
+		free(p);
+		if (rc < 0)
+			return -1;
+		k->nst = i + 1;
+	}
+	return 0;
+}
+
+/* The source tensor `name`, or NULL; a name in two source files is an
+ * error (-1 through *err). */
+static const struct llm_st_tensor *
+find_source(struct packer *k, const char *name, const char **file, int *err)
+{
+	const struct llm_st_tensor *t = NULL, *u;
+	const char *f = NULL;
+
+	*err = 0;
+	for (size_t i = 0; i < k->nst; i++) {
+		if (!(u = llm_st_find(&k->st[i], name)))
+			continue;
+		const char *g = k->st[i].files[u->file].path;
+		if (t) {
+			*err = llm_seterr("%s: tensor '%s' is also in %s", g, name, f);
+			return NULL;
+		}
+		t = u;
+		f = g;
+	}
+	*file = f;
+	return t;
+}
+
+/* Check every plan tensor against its source before writing anything. */
+static int
+check_plan(struct packer *k)
+{
+	const struct llm_model *m = k->m;
+	char a[128], b[128];
+	int err;
+
+	if (!plain_name(m->weights_file))
+		return llm_seterr("%s: weights.file '%s' must be a plain file name", m->path,
+		    m->weights_file);
+	if (m->header_bytes != LLM_WEIGHTS_HEADER_BYTES)
+		return llm_seterr("%s: weights.header_bytes %" PRIu64 " (this program writes %d)",
+		    m->path, m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
+	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const struct llm_plan_tensor *p = &m->tensors[i];
+		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0) {
+			int64_t want[2] = {m->max_context, m->cfg.head_dim / 2};
+			if (p->nsource != 0)
+				return llm_seterr("%s: tensor '%s': transform '%s' takes no source",
+				    m->path, p->name, p->transform);
+			if (p->dtype != LLM_DT_F32)
+				return llm_seterr("%s: tensor '%s': transform '%s' makes f32, not %s",
+				    m->path, p->name, p->transform, llm_dtype_name(p->dtype));
+			if (p->ndim != 2 || p->shape[0] != want[0] || p->shape[1] != want[1]) {
+				fmt_shape(a, sizeof(a), p->shape, p->ndim);
+				fmt_shape(b, sizeof(b), want, 2);
+				return llm_seterr("%s: tensor '%s': shape %s, expected %s "
+				    "(max_context, head_dim/2)", m->path, p->name, a, b);
+			}
+			continue;
+		}
+		if (strcmp(p->transform, "copy") != 0)
+			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name,
+			    p->transform);
+		if (p->nsource != 1)
+			return llm_seterr("%s: tensor '%s': transform 'copy' takes one source, not %d",
+			    m->path, p->name, p->nsource);
+		const char *file;
+		const struct llm_st_tensor *t = find_source(k, p->source[0], &file, &err);
+		if (err)
+			return -1;
+		if (!t)
+			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
+			    k->nst == 1 ? k->st[0].files[0].path : m->source_dir, p->source[0], p->name,
+			    m->path);
+		if (t->ndim != p->ndim || memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t))) {
+			fmt_shape(a, sizeof(a), t->shape, t->ndim);
+			fmt_shape(b, sizeof(b), p->shape, p->ndim);
+			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s",
+			    file, t->name, a, b, p->name, m->path);
+		}
+		if (t->dtype != LLM_DT_F32 && t->dtype != LLM_DT_F16 && t->dtype != LLM_DT_BF16 &&
+		    t->dtype != LLM_DT_F64)
+			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name,
+			    llm_dtype_st_name(t->dtype), llm_dtype_name(p->dtype));
+		k->src[i] = t;
+	}
+	return 0;
+}
+
+static void
+say_why(struct packer *k, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!k->o->verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	llm_warn("%s: not reused: %s", k->jsonpath, msg);
+}
+
+/* 1 when the existing weights.json and weights.bin describe exactly this
+ * plan and these source files, 0 otherwise (including when they are
+ * missing or unreadable: then they are simply rewritten). */
+static int
+up_to_date(struct packer *k)
+{
+	const struct llm_model *m = k->m;
+	struct llm_weights_manifest j;
+	struct llm_weights w;
+	size_t n = 0;
+	int ok = 0;
+
+	if (!llm_file_exists(k->jsonpath)) {
+		say_why(k, "no such file");
+		return 0;
+	}
+	if (llm_weights_manifest_load(&j, k->jsonpath) < 0) {
+		say_why(k, "%s", llm_errmsg());
+		return 0;
+	}
+	if (j.fingerprint != m->fingerprint || strcmp(j.file, m->weights_file) != 0 ||
+	    j.header_bytes != m->header_bytes || j.data_bytes != m->data_bytes) {
+		say_why(k, "the plan changed");
+		goto out;
+	}
+	for (size_t i = 0; i < k->nst; i++)
+		for (int f = 0; f < k->st[i].nfiles; f++, n++) {
+			const struct llm_st_file *s = &k->st[i].files[f];
+			const struct llm_weights_source *o = &j.sources[n];
+			if (n >= j.nsources || strcmp(o->path, s->path) != 0 || o->size != s->size ||
+			    o->mtime_ns != s->mtime_ns || o->header_hash != s->header_hash) {
+				say_why(k, "source %s changed", s->path);
+				goto out;
+			}
+		}
+	if (n != j.nsources) {
+		say_why(k, "the source files changed");
+		goto out;
+	}
+	if (llm_weights_open(&w, k->binpath, m) < 0) {
+		say_why(k, "%s", llm_errmsg());
+		goto out;
+	}
+	llm_weights_close(&w);
+	ok = 1;
+out:
+	llm_weights_manifest_free(&j);
+	return ok;
+}
+
+static void
+progress(struct packer *k, uint64_t n)
+{
+	k->done += n;
+	if (!k->o->progress)
+		return;
+	double t = llm_now();
+	if (t - k->t0 < 1.0 || t - k->tlast < 0.25)
+		return;
+	k->tlast = t;
+	fprintf(stderr, "\r%s: %s: tensor %zu/%zu, %.2f/%.2f GB (%.0f%%)\033[K", llm_prog, k->binpath,
+	    k->cur + 1, k->m->ntensors, (double)k->done / 1e9, (double)k->m->data_bytes / 1e9,
+	    100.0 * (double)k->done / (double)(k->m->data_bytes ? k->m->data_bytes : 1));
+	k->drawn = 1;
+}
+
+static void
+progress_clear(struct packer *k)
+{
+	if (k->drawn)
+		fputs("\r\033[K", stderr);
+	k->drawn = 0;
+}
+
+/* Drop the pages of [p, p+n) from our mapping: they were read once. */
+static void
+release(const void *p, size_t n)
+{
+	static uintptr_t pg;
+	if (!pg)
+		pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+static int
+put(struct llm_out *o, const void *p, size_t n)
+{
+	if (n && fwrite(p, 1, n, o->fp) != n)
+		return llm_seterr("%s: write error:", o->path);
+	return 0;
+}
+
+static int
+put_zeros(struct llm_out *o, uint64_t n)
+{
+	static const uint8_t zero[65536];
+	while (n > 0) {
+		size_t c = n < sizeof(zero) ? (size_t)n : sizeof(zero);
+		if (put(o, zero, c) < 0)
+			return -1;
+		n -= c;
+	}
+	return 0;
+}
+
+void
+llm_rope_row(float *out, int64_t p, double theta, int64_t head_dim, int use_sin)
+{
+	for (int64_t i = 0; i < head_dim / 2; i++) {
+		double a = (double)p * pow(theta, -2.0 * (double)i / (double)head_dim);
+		out[i] = (float)(use_sin ? sin(a) : cos(a));
+	}
+}
+
+static void *
+hash_main(void *arg)
+{
+	struct hasher *hs = arg;
+	uint64_t h = LLM_FNV_INIT;
+
+	pthread_mutex_lock(&hs->mu);
+	for (;;) {
+		while (hs->tail == hs->head && !hs->quit)
+			pthread_cond_wait(&hs->cv, &hs->mu);
+		if (hs->tail == hs->head)
+			break;
+		struct slot *s = &hs->s[hs->tail % NSLOT];
+		pthread_mutex_unlock(&hs->mu);
+		if (s->first)
+			h = LLM_FNV_INIT;
+		h = llm_fnv1a(h, s->p, s->n);
+		if (s->last)
+			hs->sum[s->tensor] = h;
+		pthread_mutex_lock(&hs->mu);
+		hs->tail++;
+		pthread_cond_broadcast(&hs->cv);
+	}
+	pthread_mutex_unlock(&hs->mu);
+	return NULL;
+}
+
+static int
+hasher_start(struct hasher *hs, size_t ntensors)
+{
+	memset(hs, 0, sizeof(*hs));
+	hs->sum = llm_xcalloc(ntensors, sizeof(*hs->sum));
+	for (int i = 0; i < NSLOT; i++)
+		hs->s[i].buf = llm_xmalloc(CHUNK * sizeof(float));
+	pthread_mutex_init(&hs->mu, NULL);
+	pthread_cond_init(&hs->cv, NULL);
+	if ((errno = pthread_create(&hs->th, NULL, hash_main, hs)) != 0)
+		return llm_seterr("pthread_create:");
+	return 0;
+}
+
+/* Wait until every published chunk is hashed, stop the thread and drop
+ * the source pages still mapped. */
+static void
+hasher_stop(struct hasher *hs)
+{
+	pthread_mutex_lock(&hs->mu);
+	hs->quit = 1;
+	pthread_cond_broadcast(&hs->cv);
+	pthread_mutex_unlock(&hs->mu);
+	pthread_join(hs->th, NULL);
+	for (int i = 0; i < NSLOT; i++) {
+		release(hs->s[i].rel, hs->s[i].reln);
+		free(hs->s[i].buf);
+	}
+	pthread_mutex_destroy(&hs->mu);
+	pthread_cond_destroy(&hs->cv);
+}
+
+/* A free slot for chunk `first`/`last` of tensor i: its previous chunk is
+ * hashed (and was written before it was published). */
+static struct slot *
+slot_get(struct hasher *hs, size_t i, int first, int last)
+{
+	pthread_mutex_lock(&hs->mu);
+	while (hs->head - hs->tail >= NSLOT)
+		pthread_cond_wait(&hs->cv, &hs->mu);
+	struct slot *s = &hs->s[hs->head % NSLOT];
+	pthread_mutex_unlock(&hs->mu);
+	release(s->rel, s->reln);
+	s->rel = NULL;
+	s->reln = 0;
+	s->tensor = i;
+	s->first = first;
+	s->last = last;
+	return s;
+}
+
+/* Hand the filled slot to the hasher, then write it. */
+static int
+slot_put(struct packer *k, struct llm_out *o, struct slot *s)
+{
+	pthread_mutex_lock(&k->hs.mu);
+	k->hs.head++;
+	pthread_cond_broadcast(&k->hs.cv);
+	pthread_mutex_unlock(&k->hs.mu);
+	if (put(o, s->p, s->n) < 0)
+		return -1;
+	progress(k, s->n);
+	return 0;
+}
+
+static int
+write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p)
+{
+	int64_t rows = p->shape[0], cols = p->shape[1];
+	int use_sin = strcmp(p->transform, "rope_sin") == 0;
+	int64_t per = (int64_t)CHUNK / cols;
+
+	if (per < 1)
+		per = 1;
+	for (int64_t r = 0; r < rows; r += per) {
+		int64_t n = rows - r < per ? rows - r : per;
+		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
+		float *row = s->buf;
+		for (int64_t i = 0; i < n; i++)
+			llm_rope_row(row + i * cols, r + i, k->m->cfg.rope_theta, k->m->cfg.head_dim, use_sin);
+		s->p = s->buf;
+		s->n = (size_t)(n * cols) * sizeof(float);
+		if (slot_put(k, o, s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+    const struct llm_st_tensor *t)
+{
+	size_t ss = llm_dtype_size(t->dtype), ds = llm_dtype_size(p->dtype);
+	size_t n = (size_t)t->nelem;
+	const uint8_t *src = t->data;
+
+	for (size_t i = 0; i < n; i += CHUNK) {
+		size_t c = n - i < CHUNK ? n - i : CHUNK;
+		struct slot *s = slot_get(&k->hs, ti, i == 0, i + c == n);
+		s->p = src + i * ss;
+		if (t->dtype != p->dtype) {
+			if (llm_convert(s->buf, p->dtype, s->p, t->dtype, c) < 0)
+				return llm_seterr("%s: tensor '%s': cannot convert %s to %s",
+				    k->m->path, p->name, llm_dtype_st_name(t->dtype),
+				    llm_dtype_name(p->dtype));
+			s->p = s->buf;
+		}
+		s->n = c * ds;
+		s->rel = src + i * ss;
+		s->reln = c * ss;
+		if (slot_put(k, o, s) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static json_t *
+shape_json(const int64_t *shape, int ndim)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < ndim; i++)
+		json_array_append_new(a, json_integer(shape[i]));
+	return a;
+}
+
+/* weights.json, keys in the order of formats.txt section 3. */
+static json_t *
+manifest(struct packer *k)
+{
+	const struct llm_model *m = k->m;
+	json_t *r = json_object(), *src = json_object(), *files = json_array(), *ts = json_array();
+	char hex[17];
+
+	json_object_set_new(r, "format", json_string(LLM_WEIGHTS_FORMAT));
+	llm_hex64(m->fingerprint, hex);
+	json_object_set_new(r, "fingerprint", json_string(hex));
+	json_object_set_new(r, "file", json_string(m->weights_file));
+	json_object_set_new(r, "header_bytes", json_integer((json_int_t)m->header_bytes));
+	json_object_set_new(r, "data_bytes", json_integer((json_int_t)m->data_bytes));
+	for (size_t i = 0; i < k->nst; i++)
+		for (int f = 0; f < k->st[i].nfiles; f++) {
+			const struct llm_st_file *s = &k->st[i].files[f];
+			json_t *o = json_object();
+			json_object_set_new(o, "path", json_string(s->path));
+			json_object_set_new(o, "size", json_integer((json_int_t)s->size));
+			json_object_set_new(o, "mtime_ns", json_integer(s->mtime_ns));
+			llm_hex64(s->header_hash, hex);
+			json_object_set_new(o, "header_hash", json_string(hex));
+			json_array_append_new(files, o);
+		}
+	json_object_set_new(src, "files", files);
+	json_object_set_new(r, "source", src);
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const struct llm_plan_tensor *p = &m->tensors[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "name", json_string(p->name));
+		json_object_set_new(o, "dtype", json_string(llm_dtype_name(p->dtype)));
+		json_object_set_new(o, "shape", shape_json(p->shape, p->ndim));
+		json_object_set_new(o, "offset", json_integer((json_int_t)p->offset));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
+		llm_hex64(k->sum[i], hex);
+		json_object_set_new(o, "checksum", json_string(hex));
+		json_array_append_new(ts, o);
+	}
+	json_object_set_new(r, "tensors", ts);
+	return r;
+}
+
+static int
+write_pair(struct packer *k)
+{
+	const struct llm_model *m = k->m;
+	struct llm_out bin = {.fd = -1}, js = {.fd = -1};
+	uint8_t hdr[LLM_WEIGHTS_HEADER_BYTES];
+	uint64_t pos = 0;
+	char *text = NULL;
+	int rc, running = 0;
+	json_t *j;
+
+	if (llm_out_open(&bin, k->binpath) < 0)
+		return -1;
+	setvbuf(bin.fp, NULL, _IOFBF, 1 << 20);
+	llm_weights_header_encode(hdr, m->fingerprint, m->data_bytes);
+	if (put(&bin, hdr, sizeof(hdr)) < 0)
+		goto fail;
+	rc = hasher_start(&k->hs, m->ntensors);
+	k->sum = k->hs.sum;
+	if (rc < 0)
+		goto fail;
+	running = 1;
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const struct llm_plan_tensor *p = &m->tensors[i];
+		k->cur = i;
+		/* model.c checked that offsets ascend and tensors do not overlap. */
+		if (put_zeros(&bin, p->offset - pos) < 0)
+			goto fail;
+		if ((k->src[i] ? write_copy(k, &bin, i, p, k->src[i]) : write_rope(k, &bin, i, p)) < 0)
+			goto fail;
+		pos = p->offset + p->bytes;
+	}
+	hasher_stop(&k->hs);
+	running = 0;
+	if (put_zeros(&bin, m->data_bytes - pos) < 0)
+		goto fail;
+	if (fflush(bin.fp) != 0) {
+		llm_seterr("%s: write error:", k->binpath);
+		goto fail;
+	}
+
+	/* Both files are complete in their temporaries before either is
+	 * renamed, so a failure up to here leaves the old pair intact. */
+	j = manifest(k);
+	text = llm_json_dumps(j);
+	json_decref(j);
+	if (llm_out_open(&js, k->jsonpath) < 0)
+		goto fail;
+	if (put(&js, text, strlen(text)) < 0 || fflush(js.fp) != 0) {
+		llm_seterr("%s: write error:", k->jsonpath);
+		goto fail;
+	}
+	progress_clear(k);
+	if (llm_out_commit(&bin) < 0)
+		goto fail;
+	if (llm_out_commit(&js) < 0)
+		goto fail;
+	free(text);
+	return 0;
+fail:
+	if (running)
+		hasher_stop(&k->hs);
+	progress_clear(k);
+	llm_out_abort(&bin);
+	if (js.path)
+		llm_out_abort(&js);
+	free(text);
+	return -1;
+}
+
+int
+llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm_pack_opts *o,
+    struct llm_pack_stats *st)
+{
+	struct packer k = {.m = m, .o = o};
+	int rc = -1;
+
+	memset(st, 0, sizeof(*st));
+	k.t0 = k.tlast = llm_now();
+	if (open_sources(&k) < 0 || check_plan(&k) < 0)
+		goto out;
+	k.binpath = llm_path_join(outdir, m->weights_file);
+	k.jsonpath = llm_path_join(outdir, LLM_WEIGHTS_JSON);
+	st->ntensors = m->ntensors;
+	st->bytes = m->header_bytes + m->data_bytes;
+	if (!o->no_reuse && up_to_date(&k)) {
+		st->reused = 1;
+		rc = 0;
+		goto out;
+	}
+	if (llm_mkdirs(outdir) < 0 || write_pair(&k) < 0)
+		goto out;
+	rc = 0;
+out:
+	st->seconds = llm_now() - k.t0;
+	for (size_t i = 0; i < k.nst; i++)
+		llm_st_close(&k.st[i]);
+	free(k.st);
+	free(k.src);
+	free(k.sum);
+	free(k.binpath);
+	free(k.jsonpath);
+	return rc;
+}

@@ -1,0 +1,284 @@
+/* weights.c: see weights.h. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "weights.h"
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+void
+llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint,
+    uint64_t data_bytes)
+{
+	memset(out, 0, LLM_WEIGHTS_HEADER_BYTES);
+	memcpy(out, LLM_WEIGHTS_MAGIC, 8);
+	put32(out + 8, LLM_WEIGHTS_VERSION);
+	put32(out + 12, LLM_WEIGHTS_HEADER_BYTES);
+	put64(out + 16, fingerprint);
+	put64(out + 24, data_bytes);
+}
+
+int
+llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
+    struct llm_weights_header *h)
+{
+	if (len < 32 || memcmp(p, LLM_WEIGHTS_MAGIC, 8) != 0)
+		return llm_seterr("%s: not a weights file (bad magic)", path);
+	h->version = get32(p + 8);
+	h->header_bytes = get32(p + 12);
+	h->fingerprint = get64(p + 16);
+	h->data_bytes = get64(p + 24);
+	if (h->version != LLM_WEIGHTS_VERSION)
+		return llm_seterr("%s: unsupported weights version %" PRIu32 " (this program reads %d)",
+		    path, h->version, LLM_WEIGHTS_VERSION);
+	if (h->header_bytes != LLM_WEIGHTS_HEADER_BYTES)
+		return llm_seterr("%s: header_bytes %" PRIu32 " (expected %d)", path, h->header_bytes,
+		    LLM_WEIGHTS_HEADER_BYTES);
+	return 0;
+}
+
+int
+llm_weights_open(struct llm_weights *w, const char *path, const struct llm_model *m)
+{
+	char a[17], b[17];
+
+	memset(w, 0, sizeof(*w));
+	if (llm_map_file(&w->map, path) < 0)
+		return -1;
+	w->path = llm_xstrdup(path);
+	if (w->map.len < LLM_WEIGHTS_HEADER_BYTES) {
+		llm_seterr("%s: truncated header (%zu bytes)", path, w->map.len);
+		goto fail;
+	}
+	if (llm_weights_header_decode(w->map.p, w->map.len, path, &w->hdr) < 0)
+		goto fail;
+	if (w->hdr.data_bytes > UINT64_MAX - w->hdr.header_bytes ||
+	    w->map.len != w->hdr.header_bytes + w->hdr.data_bytes) {
+		llm_seterr("%s: size %zu bytes, header says %" PRIu64, path, w->map.len,
+		    (uint64_t)w->hdr.header_bytes + w->hdr.data_bytes);
+		goto fail;
+	}
+	if (m) {
+		if (w->hdr.fingerprint != m->fingerprint) {
+			llm_hex64(w->hdr.fingerprint, a);
+			llm_hex64(m->fingerprint, b);
+			llm_seterr("%s: fingerprint %s does not match the plan's %s in %s", path, a, b,
+			    m->path);
+			goto fail;
+		}
+		if (w->hdr.header_bytes != m->header_bytes || w->hdr.data_bytes != m->data_bytes) {
+			llm_seterr("%s: layout (header %" PRIu32 ", data %" PRIu64 " bytes) differs from "
+			    "%s (header %" PRIu64 ", data %" PRIu64 ")", path, w->hdr.header_bytes,
+			    w->hdr.data_bytes, m->path, m->header_bytes, m->data_bytes);
+			goto fail;
+		}
+	}
+	w->data = w->map.p + w->hdr.header_bytes;
+	w->data_bytes = w->hdr.data_bytes;
+	return 0;
+fail:
+	llm_weights_close(w);
+	return -1;
+}
+
+void
+llm_weights_close(struct llm_weights *w)
+{
+	llm_unmap(&w->map);
+	free(w->path);
+	memset(w, 0, sizeof(*w));
+}
+
+static int
+get_u64(const json_t *o, const char *key, const char *ctx, uint64_t *out)
+{
+	int64_t v;
+	if (llm_json_int(o, key, ctx, &v) < 0)
+		return -1;
+	if (v < 0)
+		return llm_seterr("%s: key '%s': negative", ctx, key);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int
+get_hex(const json_t *o, const char *key, const char *ctx, uint64_t *out)
+{
+	const char *s;
+	if (llm_json_str(o, key, ctx, &s) < 0)
+		return -1;
+	if (llm_parse_hex64(s, out) < 0)
+		return llm_seterr("%s: key '%s': expected 16 hex digits", ctx, key);
+	return 0;
+}
+
+static int
+load_entry(struct llm_weights_entry *e, json_t *t, size_t i, const char *path)
+{
+	const char *dt;
+	json_t *shape; /* borrowed */
+	char c[512];
+
+	snprintf(c, sizeof(c), "%s: tensors[%zu]", path, i);
+	if (!json_is_object(t))
+		return llm_seterr("%s: expected an object", c);
+	if (llm_json_str(t, "name", c, &e->name) < 0)
+		return -1;
+	snprintf(c, sizeof(c), "%s: tensor '%s'", path, e->name);
+	if (llm_json_str(t, "dtype", c, &dt) < 0 || get_u64(t, "offset", c, &e->offset) < 0 ||
+	    get_u64(t, "bytes", c, &e->bytes) < 0 || get_hex(t, "checksum", c, &e->checksum) < 0)
+		return -1;
+	if ((e->dtype = llm_dtype_from_name(dt)) == LLM_DT_NONE)
+		return llm_seterr("%s: unknown dtype '%s'", c, dt);
+	shape = json_object_get(t, "shape");
+	if (!json_is_array(shape) || json_array_size(shape) < 1 || json_array_size(shape) > 4)
+		return llm_seterr("%s: 'shape' must be an array of 1 to 4 integers", c);
+	e->ndim = (int)json_array_size(shape);
+	for (int j = 0; j < e->ndim; j++) {
+		json_t *d = json_array_get(shape, (size_t)j);
+		if (!json_is_integer(d) || json_integer_value(d) <= 0)
+			return llm_seterr("%s: shape[%d]: expected a positive integer", c, j);
+		e->shape[j] = json_integer_value(d);
+	}
+	return 0;
+}
+
+int
+llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
+{
+	json_t *r, *o, *a; /* r owned; o, a borrowed from it */
+	const char *fmt;
+
+	memset(w, 0, sizeof(*w));
+	if (!(r = llm_json_load(path)))
+		return -1;
+	w->root = r;
+	if (!json_is_object(r)) {
+		llm_seterr("%s: expected a JSON object", path);
+		goto fail;
+	}
+	if (llm_json_str(r, "format", path, &fmt) < 0)
+		goto fail;
+	if (strncmp(fmt, "llm-weights/", 12) != 0) {
+		llm_seterr("%s: not a weights manifest (format '%s')", path, fmt);
+		goto fail;
+	}
+	if (strcmp(fmt, LLM_WEIGHTS_FORMAT) != 0) {
+		llm_seterr("%s: unsupported format version '%s' (this program reads %s)", path, fmt,
+		    LLM_WEIGHTS_FORMAT);
+		goto fail;
+	}
+	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 ||
+	    llm_json_str(r, "file", path, &w->file) < 0 ||
+	    get_u64(r, "header_bytes", path, &w->header_bytes) < 0 ||
+	    get_u64(r, "data_bytes", path, &w->data_bytes) < 0)
+		goto fail;
+
+	o = json_object_get(r, "source");
+	a = json_is_object(o) ? json_object_get(o, "files") : NULL;
+	if (!json_is_array(a)) {
+		llm_seterr("%s: key 'source.files': expected an array", path);
+		goto fail;
+	}
+	w->nsources = json_array_size(a);
+	w->sources = llm_xcalloc(w->nsources, sizeof(*w->sources));
+	for (size_t i = 0; i < w->nsources; i++) {
+		struct llm_weights_source *s = &w->sources[i];
+		json_t *f = json_array_get(a, i);
+		char c[256];
+		int64_t mt;
+		snprintf(c, sizeof(c), "%s: source.files[%zu]", path, i);
+		if (!json_is_object(f)) {
+			llm_seterr("%s: expected an object", c);
+			goto fail;
+		}
+		if (llm_json_str(f, "path", c, &s->path) < 0 || get_u64(f, "size", c, &s->size) < 0 ||
+		    llm_json_int(f, "mtime_ns", c, &mt) < 0 ||
+		    get_hex(f, "header_hash", c, &s->header_hash) < 0)
+			goto fail;
+		s->mtime_ns = mt;
+	}
+
+	a = json_object_get(r, "tensors");
+	if (!json_is_array(a)) {
+		llm_seterr("%s: key 'tensors': expected an array", path);
+		goto fail;
+	}
+	w->ntensors = json_array_size(a);
+	w->tensors = llm_xcalloc(w->ntensors, sizeof(*w->tensors));
+	for (size_t i = 0; i < w->ntensors; i++) {
+		struct llm_weights_entry *e = &w->tensors[i];
+		if (load_entry(e, json_array_get(a, i), i, path) < 0)
+			goto fail;
+		if (e->offset > w->data_bytes || e->bytes > w->data_bytes - e->offset) {
+			llm_seterr("%s: tensor '%s': extends past data_bytes", path, e->name);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	llm_weights_manifest_free(w);
+	return -1;
+}
+
+void
+llm_weights_manifest_free(struct llm_weights_manifest *w)
+{
+	free(w->sources);
+	free(w->tensors);
+	json_decref(w->root);
+	memset(w, 0, sizeof(*w));
+}
+
+int
+llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifest *j)
+{
+	char a[17], b[17];
+
+	if (j->fingerprint != w->hdr.fingerprint || j->data_bytes != w->data_bytes ||
+	    j->header_bytes != w->hdr.header_bytes)
+		return llm_seterr("%s: header does not match its manifest", w->path);
+	for (size_t i = 0; i < j->ntensors; i++) {
+		const struct llm_weights_entry *e = &j->tensors[i];
+		uint64_t h = llm_fnv1a(LLM_FNV_INIT, w->data + e->offset, e->bytes);
+		if (h != e->checksum) {
+			llm_hex64(h, a);
+			llm_hex64(e->checksum, b);
+			return llm_seterr("%s: tensor '%s': checksum %s, manifest says %s", w->path,
+			    e->name, a, b);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,100 @@
+/* weights.h: weights.bin, the runtime weight blob, and weights.json, its
+ * manifest (share/doc/llm/formats.txt sections 2 and 3).
+ *
+ * weights.bin is a 4096-byte header followed by the data area of
+ * model.json weights.data_bytes; every tensor lies at header_bytes + its
+ * plan offset.  llm-pack-weights writes both files; llm-run maps
+ * weights.bin with llm_weights_open and hands the data area to the
+ * generated code. */
+#ifndef LLM_WEIGHTS_H
+#define LLM_WEIGHTS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "model.h"
+#include "util.h"
+
+#define LLM_WEIGHTS_MAGIC "LLMWGHT"   /* 8 bytes with its NUL */
+#define LLM_WEIGHTS_VERSION 1
+#define LLM_WEIGHTS_FORMAT "llm-weights/1"
+#define LLM_WEIGHTS_JSON "weights.json"
+
+/* The header, all integers little-endian:
+ *   0  magic[8]  "LLMWGHT\0"
+ *   8  u32       version
+ *  12  u32       header_bytes
+ *  16  u64       fingerprint (the plan's)
+ *  24  u64       data_bytes
+ *  32  zero up to header_bytes */
+struct llm_weights_header {
+	uint32_t version, header_bytes;
+	uint64_t fingerprint, data_bytes;
+};
+
+/* Encode a version-1 header of LLM_WEIGHTS_HEADER_BYTES bytes into out. */
+void llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint,
+    uint64_t data_bytes);
+/* Decode and check magic, version and header_bytes from the first len
+ * bytes of file `path`.  0, or -1 with llm_errmsg naming path. */
+int llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
+    struct llm_weights_header *h);
+
+/* A mapped weights.bin. */
+struct llm_weights {
+	char *path;
+	struct llm_map map;
+	struct llm_weights_header hdr;
+	const uint8_t *data;    /* map.p + header_bytes: the data area (4096-byte aligned) */
+	uint64_t data_bytes;
+};
+
+/* Map path read-only (no read of the data) and check the header: magic,
+ * version, header_bytes, and a file size of exactly header_bytes +
+ * data_bytes.  When m is not NULL the header's fingerprint and data_bytes
+ * must also equal the plan's (m->fingerprint, m->data_bytes, and
+ * m->header_bytes).  0, or -1 with llm_errmsg "path: what is wrong". */
+int llm_weights_open(struct llm_weights *w, const char *path, const struct llm_model *m);
+void llm_weights_close(struct llm_weights *w);
+
+/* weights.json.  Strings borrow from root. */
+struct llm_weights_source {
+	const char *path;
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t header_hash;
+};
+
+struct llm_weights_entry {
+	const char *name;
+	enum llm_dtype dtype;
+	int ndim;
+	int64_t shape[4];
+	uint64_t offset, bytes;
+	uint64_t checksum;      /* FNV-1a 64 of the bytes as written */
+};
+
+struct llm_weights_manifest {
+	json_t *root;           /* owned */
+	const char *file;
+	uint64_t fingerprint, header_bytes, data_bytes;
+	size_t nsources;
+	struct llm_weights_source *sources;
+	size_t ntensors;
+	struct llm_weights_entry *tensors;
+};
+
+/* Load and check types and the format version.  0, or -1 with
+ * llm_errmsg "path: ...". */
+int llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path);
+void llm_weights_manifest_free(struct llm_weights_manifest *w);
+
+/* Recompute every tensor checksum of a mapped weights.bin against its
+ * manifest (and the manifest against the header).  0, or -1 with
+ * llm_errmsg naming the first tensor that differs.  Reads the whole
+ * data area. */
+int llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifest *j);
+
+#endif

@@ -1,0 +1,83 @@
+/* llm-pack-weights: write the runtime weights of a model.
+ *
+ * Reads model.json (written by llm-import) and the safetensors checkpoint
+ * it names, and writes weights.bin (a 4096-byte header, then every tensor
+ * of the weight plan at its offset, converted to the plan's dtype, plus the
+ * precomputed RoPE tables) and weights.json (offsets, shapes, dtypes,
+ * checksums and the identity of the source files).  llm-run maps
+ * weights.bin as it is.  When weights.json shows that weights.bin already
+ * matches the plan and the sources, nothing is written. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../lib/model.h"
+#include "../lib/pack.h"
+#include "../lib/util.h"
+
+static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] model.json\n";
+
+static _Noreturn void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(LLM_EXIT_USAGE);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"no-reuse", no_argument, NULL, 'R'},
+		{NULL, 0, NULL, 0},
+	};
+	struct llm_pack_opts opts = {0};
+	struct llm_pack_stats st;
+	struct llm_model m;
+	const char *outdir = NULL;
+	char *bin, fp[17];
+	int c;
+
+	llm_setprog(argv[0]);
+	while ((c = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_FAIL : LLM_EXIT_OK;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'v':
+			opts.verbose = 1;
+			break;
+		case 'R':
+			opts.no_reuse = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 1)
+		usage();
+	opts.progress = isatty(2);
+
+	if (llm_model_load(&m, argv[optind]) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (!outdir)
+		outdir = m.dir;
+	if (llm_pack_weights(&m, outdir, &opts, &st) < 0)
+		llm_fatal("%s", llm_errmsg());
+
+	bin = llm_path_join(outdir, m.weights_file);
+	llm_hex64(m.fingerprint, fp);
+	if (st.reused)
+		llm_warn("%s is up to date (fingerprint %s)", bin, fp);
+	else if (opts.verbose)
+		llm_warn("%s: %zu tensors, %.3f GB in %.2f s (%.2f GB/s), fingerprint %s", bin,
+		    st.ntensors, (double)st.bytes / 1e9, st.seconds,
+		    st.seconds > 0 ? (double)st.bytes / 1e9 / st.seconds : 0.0, fp);
+	free(bin);
+	llm_model_free(&m);
+	return LLM_EXIT_OK;
+}

@@ -1,0 +1,162 @@
+/* test_weights.c: weights.bin header and mapping, weights.json loading and
+ * verification (lib/weights.c), and the RoPE rows of lib/pack.c. */
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/pack.h"
+#include "../../lib/weights.h"
+#include "t.h"
+
+#define DATA 256
+
+static char binpath[512], jsonpath[512];
+
+/* A weights.bin of DATA bytes (byte i = i) with fingerprint fp. */
+static void
+write_bin(const char *path, uint64_t fp, size_t data, size_t len)
+{
+	uint8_t *b = calloc(1, LLM_WEIGHTS_HEADER_BYTES + data);
+	llm_weights_header_encode(b, fp, data);
+	for (size_t i = 0; i < data; i++)
+		b[LLM_WEIGHTS_HEADER_BYTES + i] = (uint8_t)i;
+	if (llm_write_file(path, b, len) < 0)
+		abort();
+	free(b);
+}
+
+T_TEST(header_layout)
+{
+	uint8_t h[LLM_WEIGHTS_HEADER_BYTES];
+	struct llm_weights_header d;
+	static const uint8_t want[32] = {'L', 'L', 'M', 'W', 'G', 'H', 'T', 0, 1, 0, 0, 0, 0, 0x10, 0, 0,
+	    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0};
+
+	llm_weights_header_encode(h, 0x0102030405060708ULL, 256);
+	T_CHECK(memcmp(h, want, 32) == 0);
+	for (size_t i = 32; i < sizeof(h); i++)
+		T_CHECK(h[i] == 0);
+	T_CHECK(llm_weights_header_decode(h, sizeof(h), "w", &d) == 0);
+	T_CHECK(d.version == 1 && d.header_bytes == 4096);
+	T_CHECK(d.fingerprint == 0x0102030405060708ULL && d.data_bytes == 256);
+	h[8] = 2;
+	T_CHECK(llm_weights_header_decode(h, sizeof(h), "w", &d) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "w: unsupported weights version 2"), "%s", llm_errmsg());
+	h[8] = 1;
+	h[0] = 'X';
+	T_CHECK(llm_weights_header_decode(h, sizeof(h), "w", &d) < 0);
+	T_CHECK(strcmp(llm_errmsg(), "w: not a weights file (bad magic)") == 0);
+}
+
+T_TEST(open_checks_size_and_plan)
+{
+	struct llm_weights w;
+	struct llm_model m = {0};
+
+	m.path = "model.json";
+	m.fingerprint = 42;
+	m.header_bytes = LLM_WEIGHTS_HEADER_BYTES;
+	m.data_bytes = DATA;
+
+	write_bin(binpath, 42, DATA, LLM_WEIGHTS_HEADER_BYTES + DATA);
+	T_CHECKF(llm_weights_open(&w, binpath, &m) == 0, "%s", llm_errmsg());
+	T_CHECK(w.data_bytes == DATA && w.data[0] == 0 && w.data[255] == 255);
+	T_CHECK((uintptr_t)w.data % 64 == 0);
+	llm_weights_close(&w);
+
+	m.fingerprint = 43;
+	T_CHECK(llm_weights_open(&w, binpath, &m) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "fingerprint 000000000000002a does not match the plan's 000000000000002b"),
+	    "%s", llm_errmsg());
+	T_CHECK(llm_weights_open(&w, binpath, NULL) == 0);
+	llm_weights_close(&w);
+
+	m.fingerprint = 42;
+	m.data_bytes = DATA * 2;
+	T_CHECK(llm_weights_open(&w, binpath, &m) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "differs from model.json"), "%s", llm_errmsg());
+
+	write_bin(binpath, 42, DATA, LLM_WEIGHTS_HEADER_BYTES + DATA - 1);
+	T_CHECK(llm_weights_open(&w, binpath, NULL) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "size 4351 bytes, header says 4352"), "%s", llm_errmsg());
+	write_bin(binpath, 42, DATA, 100);
+	T_CHECK(llm_weights_open(&w, binpath, NULL) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "truncated header"), "%s", llm_errmsg());
+}
+
+static const char manifest_fmt[] =
+    "{\"format\": \"%s\", \"fingerprint\": \"000000000000002a\", \"file\": \"weights.bin\",\n"
+    " \"header_bytes\": 4096, \"data_bytes\": 256,\n"
+    " \"source\": {\"files\": [{\"path\": \"a.safetensors\", \"size\": 9, \"mtime_ns\": 1700000000123456789,"
+    " \"header_hash\": \"00000000000000ff\"}]},\n"
+    " \"tensors\": [{\"name\": \"x\", \"dtype\": \"bf16\", \"shape\": [2, 2], \"offset\": 64,"
+    " \"bytes\": 8, \"checksum\": \"%s\"}]}\n";
+
+T_TEST(manifest_and_verify)
+{
+	struct llm_weights_manifest j;
+	struct llm_weights w;
+	char text[2048], sum[17];
+	uint8_t bytes[8];
+
+	for (int i = 0; i < 8; i++)
+		bytes[i] = (uint8_t)(64 + i);
+	llm_hex64(llm_fnv1a(LLM_FNV_INIT, bytes, 8), sum);
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/1", sum);
+	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
+	T_CHECKF(llm_weights_manifest_load(&j, jsonpath) == 0, "%s", llm_errmsg());
+	T_CHECK(j.fingerprint == 42 && j.data_bytes == 256 && j.nsources == 1 && j.ntensors == 1);
+	T_CHECK(j.sources[0].mtime_ns == 1700000000123456789LL && j.sources[0].header_hash == 0xff);
+	T_CHECK(j.tensors[0].dtype == LLM_DT_BF16 && j.tensors[0].ndim == 2 && j.tensors[0].offset == 64);
+
+	write_bin(binpath, 42, DATA, LLM_WEIGHTS_HEADER_BYTES + DATA);
+	T_CHECK(llm_weights_open(&w, binpath, NULL) == 0);
+	T_CHECKF(llm_weights_verify(&w, &j) == 0, "%s", llm_errmsg());
+	j.tensors[0].checksum ^= 1;
+	T_CHECK(llm_weights_verify(&w, &j) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "tensor 'x': checksum"), "%s", llm_errmsg());
+	llm_weights_close(&w);
+	llm_weights_manifest_free(&j);
+
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/2", sum);
+	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
+	T_CHECK(llm_weights_manifest_load(&j, jsonpath) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "unsupported format version 'llm-weights/2'"), "%s", llm_errmsg());
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/1", "xyz");
+	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
+	T_CHECK(llm_weights_manifest_load(&j, jsonpath) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "tensor 'x': key 'checksum': expected 16 hex digits"), "%s", llm_errmsg());
+}
+
+T_TEST(rope_rows)
+{
+	float c[4], s[4];
+
+	llm_rope_row(c, 0, 10000.0, 8, 0);
+	llm_rope_row(s, 0, 10000.0, 8, 1);
+	for (int i = 0; i < 4; i++)
+		T_CHECK(c[i] == 1.0f && s[i] == 0.0f);
+	llm_rope_row(c, 3, 10000.0, 8, 0);
+	llm_rope_row(s, 3, 10000.0, 8, 1);
+	/* theta^(-2i/8) for i = 0..3: 1, 0.1, 0.01, 0.001. */
+	static const double f[4] = {1, 0.1, 0.01, 0.001};
+	for (int i = 0; i < 4; i++) {
+		T_CHECKF(fabs(c[i] - cos(3 * f[i])) < 1e-7, "cos %d: %g", i, c[i]);
+		T_CHECKF(fabs(s[i] - sin(3 * f[i])) < 1e-7, "sin %d: %g", i, s[i]);
+	}
+}
+
+int
+main(void)
+{
+	snprintf(binpath, sizeof(binpath), "%s/weights.bin", t_tmpdir());
+	snprintf(jsonpath, sizeof(jsonpath), "%s/weights.json", t_tmpdir());
+	T_RUN(header_layout);
+	T_RUN(open_checks_size_and_plan);
+	T_RUN(manifest_and_verify);
+	T_RUN(rope_rows);
+	unlink(binpath);
+	unlink(jsonpath);
+	rmdir(t_tmpdir());
+	return T_DONE();
+}
