@@ -39,7 +39,10 @@ LIBHDR = lib/util.h \
 	lib/family.h \
 	lib/emit.h \
 	lib/pack.h \
-	lib/weights.h
+	lib/weights.h \
+	lib/bundle.h \
+	lib/runtime.h \
+	lib/tok.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -50,7 +53,10 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/family.o \
 	$(O)/lib/emit.o \
 	$(O)/lib/pack.o \
-	$(O)/lib/weights.o
+	$(O)/lib/weights.o \
+	$(O)/lib/bundle.o \
+	$(O)/lib/runtime.o \
+	$(O)/lib/tok.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -63,10 +69,13 @@ IRHDR = lib/ir.h lib/split.h lib/verifypart.h
 IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
 
 PROGS = $(B)/llm-import \
-	$(B)/llm-pack-weights
+	$(B)/llm-pack-weights \
+	$(B)/llm-link \
+	$(B)/llm-run
 TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
-	$(T)/cmpf32
+	$(T)/cmpf32 \
+	$(T)/mkrunmodel
 UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_dtype \
 	$(O)/tests/unit/test_json \
@@ -74,7 +83,8 @@ UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_safetensors \
 	$(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
-	$(O)/tests/unit/test_weights
+	$(O)/tests/unit/test_weights \
+	$(O)/tests/unit/test_bundle
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -100,6 +110,9 @@ $(O)/lib/safetensors.o: lib/safetensors.c
 $(O)/lib/hfconfig.o: lib/hfconfig.c
 $(O)/lib/weights.o: lib/weights.c
 $(O)/lib/pack.o: lib/pack.c
+$(O)/lib/bundle.o: lib/bundle.c
+$(O)/lib/runtime.o: lib/runtime.c
+$(O)/lib/tok.o: lib/tok.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -108,6 +121,8 @@ $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
 		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
 $(B)/llm-import: src/llm-import.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
+$(B)/llm-link: src/llm-link.c
+$(B)/llm-run: src/llm-run.c
 LINK_llm-split = $(O)/lib/ir.o $(O)/lib/split.o $(MLIR_CAPI_LIBS)
 LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS)
 

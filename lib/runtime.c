@@ -1,0 +1,283 @@
+/* runtime.c: see runtime.h. */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+#include "util.h"
+#include "weights.h"
+
+static const char *const phase_names[LLM_PH_COUNT] = {"prefill", "prefill_kv", "decode"};
+
+/* model.json of a bundle: llm_model_load reads a path, so it reads a
+ * memfd copy; the messages then name the member, not /proc/self/fd/N. */
+static int
+load_model(struct llm_runtime *rt)
+{
+	struct llm_bundle *b = &rt->bundle;
+	const struct llm_member *mb = llm_bundle_get(b, "model.json");
+	char proc[64], *msg;
+	int fd, rc;
+
+	if (!mb)
+		return -1;
+	if (b->is_dir)
+		return llm_model_load(&rt->model, mb->label);
+	if ((fd = llm_bundle_memfd(b, mb)) < 0)
+		return -1;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	rc = llm_model_load(&rt->model, proc);
+	close(fd);
+	if (rc < 0) {
+		const char *e = llm_errmsg();
+		size_t n = strlen(proc);
+		msg = strncmp(e, proc, n) == 0 ? llm_xasprintf("%s%s", mb->label, e + n) : llm_xstrdup(e);
+		llm_seterr("%s", msg);
+		free(msg);
+		return -1;
+	}
+	free(rt->model.path);
+	free(rt->model.dir);
+	rt->model.path = llm_xstrdup(mb->label);
+	rt->model.dir = llm_xstrdup(b->path);
+	return 0;
+}
+
+/* weights.bin in place, its header checked against the plan. */
+static int
+map_weights(struct llm_runtime *rt)
+{
+	const struct llm_model *m = &rt->model;
+	const struct llm_member *mb;
+	struct llm_weights_header h;
+	char a[17], b[17];
+
+	if (strchr(m->weights_file, '/') || !(mb = llm_bundle_get(&rt->bundle, m->weights_file)))
+		return strchr(m->weights_file, '/') ?
+		    llm_seterr("%s: weights.file '%s' is not a plain name", m->path, m->weights_file) : -1;
+	if (mb->size < LLM_WEIGHTS_HEADER_BYTES)
+		return llm_seterr("%s: truncated header (%" PRIu64 " bytes)", mb->label, mb->size);
+	if (llm_bundle_map(&rt->bundle, mb, &rt->wmap) < 0)
+		return -1;
+	if (llm_weights_header_decode(rt->wmap.p, rt->wmap.len, mb->label, &h) < 0)
+		return -1;
+	if (h.fingerprint != m->fingerprint) {
+		llm_hex64(h.fingerprint, a);
+		llm_hex64(m->fingerprint, b);
+		return llm_seterr("%s: weights are plan %s, model.json is plan %s", mb->label, a, b);
+	}
+	if (h.header_bytes != m->header_bytes || h.data_bytes != m->data_bytes)
+		return llm_seterr("%s: layout (header %" PRIu32 ", data %" PRIu64 " bytes) differs from "
+		    "model.json (header %" PRIu64 ", data %" PRIu64 ")", mb->label, h.header_bytes,
+		    h.data_bytes, m->header_bytes, m->data_bytes);
+	if (mb->size != h.header_bytes + h.data_bytes)
+		return llm_seterr("%s: size %" PRIu64 " bytes, header says %" PRIu64 " (truncated?)",
+		    mb->label, mb->size, h.header_bytes + h.data_bytes);
+	rt->weights = rt->wmap.p + h.header_bytes;
+	if ((uintptr_t)rt->weights % LLM_WEIGHTS_ALIGN)
+		return llm_seterr("%s: data area is not %d-byte aligned in %s", mb->label, LLM_WEIGHTS_ALIGN,
+		    rt->bundle.path);
+	return 0;
+}
+
+static int
+load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
+{
+	const struct llm_member *mb = llm_bundle_get(&rt->bundle, "libmodel.so");
+	int64_t (*fp)(void);
+	char a[17], b[17];
+
+	if (!mb)
+		return -1;
+	rt->lib_label = rt->bundle.is_dir ? mb->label : rt->bundle.path;
+	if (o->threads > 0) {
+		/* libomp reads it when it starts; set before it is loaded. */
+		char n[32];
+		snprintf(n, sizeof(n), "%d", o->threads);
+		setenv("OMP_NUM_THREADS", n, 1);
+	}
+	if (!(rt->lib = llm_bundle_dlopen(&rt->bundle, mb, RTLD_NOW | RTLD_LOCAL)))
+		return -1;
+	if (o->threads > 0) {
+		void (*set)(int) = (void (*)(int))dlsym(rt->lib, "omp_set_num_threads");
+		if (set)
+			set(o->threads);
+	}
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		const struct llm_phase *ph = llm_model_phase(&rt->model, phase_names[i]);
+		char sym[256], fsym[256];
+		if (!ph) {
+			if (i == LLM_PH_PREFILL_KV)
+				continue;
+			return llm_seterr("%s: no phase '%s'", rt->model.path, phase_names[i]);
+		}
+		if (i == LLM_PH_DECODE && ph->tokens != 1)
+			return llm_seterr("%s: phase 'decode' takes %" PRId64 " tokens, expected 1", rt->model.path,
+			    ph->tokens);
+		snprintf(sym, sizeof(sym), "_mlir_ciface_%s", ph->entry);
+		snprintf(fsym, sizeof(fsym), "_mlir_ciface_%s_fingerprint", ph->entry);
+		if (!(rt->phase[i] = (llm_phase_fn *)dlsym(rt->lib, sym)))
+			return llm_seterr("%s: missing symbol '%s' (phase '%s')", mb->label, sym, ph->name);
+		if (!(fp = (int64_t (*)(void))dlsym(rt->lib, fsym)))
+			return llm_seterr("%s: missing symbol '%s' (phase '%s')", mb->label, fsym, ph->name);
+		rt->phase_tokens[i] = ph->tokens;
+		/* Every phase carries the plan it was generated for. */
+		rt->lib_fingerprint = (uint64_t)fp();
+		if (rt->lib_fingerprint != rt->model.fingerprint) {
+			llm_hex64(rt->lib_fingerprint, a);
+			llm_hex64(rt->model.fingerprint, b);
+			return llm_seterr("%s: library built for plan %s, weights are plan %s", rt->lib_label, a, b);
+		}
+	}
+	return 0;
+}
+
+int
+llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runtime_opts *o)
+{
+	static const struct llm_runtime_opts none;
+	const struct llm_model *m;
+	int64_t cap = 1;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	memset(rt, 0, sizeof(*rt));
+	if (!o)
+		o = &none;
+	rt->verbose = o->verbose;
+	if (llm_bundle_open(&rt->bundle, path) < 0)
+		return -1;
+	if (load_model(rt) < 0)
+		goto fail;
+	m = &rt->model;
+	rt->vocab = m->cfg.vocab_size;
+	rt->max_context = m->max_context;
+	if (map_weights(rt) < 0 || load_library(rt, o) < 0)
+		goto fail;
+	if (m->kv_bytes == 0 || m->kv_bytes > SIZE_MAX - page) {
+		llm_seterr("%s: bad kv_cache.bytes", m->path);
+		goto fail;
+	}
+	/* Anonymous pages: zero, 64-byte (page) aligned, touched only as used. */
+	rt->kv_map = (size_t)LLM_ALIGN_UP(m->kv_bytes, page);
+	rt->kv = mmap(NULL, rt->kv_map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (rt->kv == MAP_FAILED) {
+		rt->kv = NULL;
+		llm_seterr("%s: cannot allocate the KV cache of %" PRIu64 " bytes:", m->path, m->kv_bytes);
+		goto fail;
+	}
+	for (int i = 0; i < LLM_PH_COUNT; i++)
+		if (rt->phase_tokens[i] > cap)
+			cap = rt->phase_tokens[i];
+	rt->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)cap * sizeof(int64_t), 64));
+	rt->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
+	if (!rt->tokens || !rt->logits)
+		llm_fatal("out of memory");
+	return 0;
+fail:
+	llm_runtime_close(rt);
+	return -1;
+}
+
+void
+llm_runtime_close(struct llm_runtime *rt)
+{
+	if (rt->kv)
+		munmap(rt->kv, rt->kv_map);
+	free(rt->tokens);
+	free(rt->logits);
+	/* Stop libomp's worker threads (OpenMP 5 omp_pause_hard = 2), so
+	 * that nothing runs past this point; the library stays loaded. */
+	if (rt->lib) {
+		int (*pause)(int) = (int (*)(int))dlsym(rt->lib, "omp_pause_resource_all");
+		if (pause)
+			pause(2);
+	}
+	llm_bundle_unmap(&rt->wmap);
+	if (rt->model.root)
+		llm_model_free(&rt->model);
+	llm_bundle_close(&rt->bundle);
+	memset(rt, 0, sizeof(*rt));
+}
+
+static int
+check_ids(const struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= rt->vocab)
+			return llm_seterr("token id %" PRId64 " is out of range [0, %" PRId64 ")", tokens[i],
+			    rt->vocab);
+	if (n > rt->max_context - rt->pos)
+		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of max_context "
+		    "%" PRId64 " used", n, rt->pos, rt->max_context);
+	return 0;
+}
+
+static void
+call(struct llm_runtime *rt, int ph, const int64_t *tokens, int64_t n)
+{
+	int64_t cap = rt->phase_tokens[ph];
+	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->model.data_bytes, 1};
+	struct llm_memref1 kv = {rt->kv, rt->kv, 0, (int64_t)rt->model.kv_bytes, 1};
+	struct llm_memref1 tk = {rt->tokens, rt->tokens, 0, cap, 1};
+	struct llm_memref1 lg = {rt->logits, rt->logits, 0, rt->vocab, 1};
+
+	/* Rows past n are valid ids (0), so code that reads all S is safe. */
+	memcpy(rt->tokens, tokens, (size_t)n * sizeof(*tokens));
+	memset(rt->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
+	if (rt->verbose)
+		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, phase_names[ph], rt->pos, n);
+	rt->phase[ph](&w, &kv, &tk, rt->pos, n, &lg);
+	rt->pos += n;
+	rt->calls[ph]++;
+}
+
+int
+llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+{
+	if (n <= 0)
+		return llm_seterr("no tokens to prefill");
+	if (check_ids(rt, tokens, n) < 0)
+		return -1;
+	while (n > 0) {
+		int ph = rt->pos == 0 ? LLM_PH_PREFILL : LLM_PH_PREFILL_KV;
+		if (!rt->phase[ph])
+			return llm_seterr("%s: no phase '%s' for %" PRId64 " more tokens at position %" PRId64,
+			    rt->model.path, phase_names[ph], n, rt->pos);
+		int64_t k = n < rt->phase_tokens[ph] ? n : rt->phase_tokens[ph];
+		call(rt, ph, tokens, k);
+		tokens += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int
+llm_runtime_decode(struct llm_runtime *rt, int64_t token)
+{
+	if (rt->pos == 0)
+		return llm_runtime_prefill(rt, &token, 1);
+	if (check_ids(rt, &token, 1) < 0)
+		return -1;
+	call(rt, LLM_PH_DECODE, &token, 1);
+	return 0;
+}
+
+void
+llm_runtime_reset(struct llm_runtime *rt)
+{
+	rt->pos = 0;
+}
+
+int64_t
+llm_argmax(const float *x, int64_t n)
+{
+	int64_t best = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
+			best = i;
+	return best;
+}

@@ -1,0 +1,264 @@
+/* llm-link: link a lowered model into a shared library and a bundle.
+ *
+ * Reads a build directory after llm-lower: model.json, weights.bin, the
+ * tokenizer files and every object under obj/ (any depth, in sorted order).
+ * Links the objects with the system compiler driver into libmodel.so
+ * (with libomp and libm) and checks that it exports, for every phase of
+ * model.json, the entry and <entry>_fingerprint, returning the plan
+ * fingerprint of model.json and weights.bin.  Then writes model.llm, the
+ * single-file bundle llm-run reads (share/doc/llm/formats.txt section 4):
+ * model.json, the tokenizer files, libmodel.so and weights.bin in an
+ * uncompressed tar, weights.bin aligned to 64 KiB so that it maps in place.
+ * The step between llm-lower and llm-run. */
+#include <dlfcn.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/bundle.h"
+#include "../lib/model.h"
+#include "../lib/spawn.h"
+#include "../lib/util.h"
+#include "../lib/weights.h"
+
+#ifndef LLM_LLVM_BINDIR
+#define LLM_LLVM_BINDIR "/usr/lib/llvm-22/bin"
+#endif
+
+#define TIMEOUT 600.0
+
+static const char usage_text[] = "usage: llm-link [-v] [-o bundle] outdir\n";
+
+static _Noreturn void
+usage(void)
+{
+	fputs(usage_text, stderr);
+	exit(LLM_EXIT_USAGE);
+}
+
+/* The objects, sorted. */
+static char **objs;
+static size_t nobjs;
+
+/* Objects are the regular files named *.o; hidden files and directories
+ * (llm-lower's kept intermediates, temporaries) are skipped. */
+static int
+collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	size_t n = strlen(path);
+	if (ftw->level > 0 && path[ftw->base] == '.')
+		return type == FTW_D ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	if (type == FTW_F && S_ISREG(st->st_mode) && n > 2 && strcmp(path + n - 2, ".o") == 0) {
+		objs = llm_xreallocarray(objs, nobjs + 1, sizeof(*objs));
+		objs[nobjs++] = llm_xstrdup(path);
+	}
+	return FTW_CONTINUE;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+run(char **argv, int verbose)
+{
+	struct llm_spawn_opts so = {NULL, TIMEOUT, verbose};
+	if (llm_spawn(argv, &so, NULL) < 0)
+		llm_fatal("%s", llm_errmsg());
+}
+
+struct argv {
+	char **v;
+	size_t n;
+};
+
+static void
+arg(struct argv *a, const char *s)
+{
+	a->v = llm_xreallocarray(a->v, a->n + 2, sizeof(*a->v));
+	a->v[a->n++] = llm_xstrdup(s);
+	a->v[a->n] = NULL;
+}
+
+static void
+argv_free(struct argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+}
+
+/* Split $CC (or "cc") into words. */
+static void
+compiler(struct argv *a)
+{
+	const char *cc = getenv("CC");
+	char *copy = llm_xstrdup(cc && *cc ? cc : "cc"), *save = NULL;
+	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+		arg(a, w);
+	free(copy);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *outdir, *bundle = NULL, *env;
+	int verbose = 0, ch;
+
+	llm_setprog(argv[0]);
+	while ((ch = getopt(argc, argv, "ho:v")) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return LLM_EXIT_OK;
+		case 'o':
+			bundle = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 1)
+		usage();
+	outdir = argv[optind];
+
+	struct llm_model m;
+	char *mpath = llm_path_join(outdir, "model.json");
+	if (llm_model_load(&m, mpath) < 0)
+		llm_fatal("%s", llm_errmsg());
+	/* The weights must be of the same plan, the tokenizer files there:
+	 * checked first, so that nothing is written for a bad directory. */
+	struct llm_weights w;
+	char *wpath = llm_path_join(outdir, m.weights_file);
+	if (strchr(m.weights_file, '/'))
+		llm_fatal("%s: weights.file '%s' is not a plain name", mpath, m.weights_file);
+	if (llm_weights_open(&w, wpath, &m) < 0)
+		llm_fatal("%s", llm_errmsg());
+	llm_weights_close(&w);
+	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 3, sizeof(*src));
+	size_t ns = 0;
+	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0};
+	for (size_t i = 0; i < m.ntokenizer_files; i++) {
+		const char *t = m.tokenizer_files[i];
+		struct stat st;
+		if (strchr(t, '/') || strcmp(t, "model.json") == 0 || strcmp(t, "libmodel.so") == 0 ||
+		    strcmp(t, m.weights_file) == 0 || t[0] == '.')
+			llm_fatal("%s: tokenizer file '%s' is not a plain name", mpath, t);
+		src[ns] = (struct llm_bundle_src){t, llm_path_join(outdir, t), 0};
+		if (stat(src[ns].path, &st) < 0)
+			llm_fatal("%s:", src[ns].path);
+		if (!S_ISREG(st.st_mode))
+			llm_fatal("%s: not a regular file", src[ns].path);
+		ns++;
+	}
+
+	char *objdir = llm_path_join(outdir, "obj");
+	if (nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
+		llm_fatal("%s:", objdir);
+	if (nobjs == 0)
+		llm_fatal("%s: no object files", objdir);
+	qsort(objs, nobjs, sizeof(*objs), cmp_str);
+
+	const char *bindir = (env = getenv("LLVM_BINDIR")) && *env ? env : LLM_LLVM_BINDIR;
+	char *libdir;
+	if ((env = getenv("LLVM_LIBDIR")) && *env)
+		libdir = llm_xstrdup(env);
+	else {
+		size_t n = strlen(bindir);
+		if (n >= 4 && strcmp(bindir + n - 4, "/bin") == 0)
+			libdir = llm_xasprintf("%.*s/lib", (int)(n - 4), bindir);
+		else
+			libdir = llm_xasprintf("%s/../lib", bindir);
+	}
+
+	/* Link. */
+	char *libpath = llm_path_join(outdir, "libmodel.so");
+	struct llm_out lib;
+	if (llm_out_open(&lib, libpath) < 0)
+		llm_fatal("%s", llm_errmsg());
+	struct argv l = {0};
+	compiler(&l);
+	arg(&l, "-shared");
+	arg(&l, "-o");
+	arg(&l, lib.tmp);
+	for (size_t i = 0; i < nobjs; i++)
+		arg(&l, objs[i]);
+	char *ldir = llm_xasprintf("-L%s", libdir), *rpath = llm_xasprintf("-Wl,-rpath,%s", libdir);
+	arg(&l, ldir);
+	arg(&l, rpath);
+	arg(&l, "-Wl,-z,defs");
+	char *runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
+	if (llm_file_exists(runner)) {
+		/* memref.copy of strided memrefs calls memrefCopy. */
+		arg(&l, "-Wl,--as-needed");
+		arg(&l, "-lmlir_c_runner_utils");
+		arg(&l, "-Wl,--no-as-needed");
+	}
+	arg(&l, "-lomp");
+	arg(&l, "-lm");
+	run(l.v, verbose);
+
+	/* Check the exports and the plan of every phase. */
+	void *h = dlopen(lib.tmp, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		llm_fatal("%s: %s", libpath, dlerror());
+	char want[17], got[17];
+	llm_hex64(m.fingerprint, want);
+	for (int i = 0; i < m.nphases; i++) {
+		const struct llm_phase *ph = &m.phases[i];
+		char *sym = llm_xasprintf("_mlir_ciface_%s", ph->entry);
+		char *fsym = llm_xasprintf("_mlir_ciface_%s_fingerprint", ph->entry);
+		int64_t (*fp)(void);
+		if (!dlsym(h, sym))
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", libpath, sym, ph->name, mpath);
+		if (!(fp = (int64_t (*)(void))dlsym(h, fsym)))
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", libpath, fsym, ph->name, mpath);
+		if ((uint64_t)fp() != m.fingerprint) {
+			llm_hex64((uint64_t)fp(), got);
+			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", libpath, ph->name,
+			    ph->file, got, mpath, want);
+		}
+		free(sym);
+		free(fsym);
+	}
+	dlclose(h);
+	if (llm_out_commit(&lib) < 0)
+		llm_fatal("%s", llm_errmsg());
+
+	/* The bundle: small members first, weights.bin last and aligned. */
+	src[ns++] = (struct llm_bundle_src){"libmodel.so", libpath, 0};
+	src[ns++] = (struct llm_bundle_src){m.weights_file, wpath, 1};
+	char *bpath = bundle ? llm_xstrdup(bundle) : llm_path_join(outdir, "model.llm");
+	if (llm_bundle_write(bpath, src, ns) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (verbose)
+		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, libpath, bpath);
+
+	for (size_t i = 1; i + 2 < ns; i++)
+		free((char *)src[i].path);
+	free(src);
+	for (size_t i = 0; i < nobjs; i++)
+		free(objs[i]);
+	free(objs);
+	argv_free(&l);
+	free(ldir);
+	free(rpath);
+	free(runner);
+	free(libdir);
+	free(objdir);
+	free(libpath);
+	free(bpath);
+	free(wpath);
+	free(mpath);
+	llm_model_free(&m);
+	return LLM_EXIT_OK;
+}
