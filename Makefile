@@ -43,7 +43,8 @@ LIBHDR = lib/util.h \
 	lib/bundle.h \
 	lib/runtime.h \
 	lib/tok.h \
-	lib/tokenizer.h
+	lib/tokenizer.h \
+	lib/lower.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -58,7 +59,8 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/bundle.o \
 	$(O)/lib/runtime.o \
 	$(O)/lib/tok.o \
-	$(O)/lib/tokenizer.o
+	$(O)/lib/tokenizer.o \
+	$(O)/lib/lower.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -73,7 +75,8 @@ IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
 PROGS = $(B)/llm-import \
 	$(B)/llm-pack-weights \
 	$(B)/llm-link \
-	$(B)/llm-run
+	$(B)/llm-run \
+	$(B)/llm-lower
 TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
 	$(T)/cmpf32 \
@@ -118,6 +121,7 @@ $(O)/lib/bundle.o: lib/bundle.c
 $(O)/lib/runtime.o: lib/runtime.c
 $(O)/lib/tok.o: lib/tok.c
 $(O)/lib/tokenizer.o: lib/tokenizer.c
+$(O)/lib/lower.o: lib/lower.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -125,6 +129,7 @@ $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
 	$(CC) $(ALL_CFLAGS) -DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
 		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
 $(B)/llm-import: src/llm-import.c
+$(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
 $(B)/llm-run: src/llm-run.c
@@ -143,11 +148,15 @@ $(T)/refmodel: tests/tools/refmodel.c
 $(T)/mkmodel: tests/tools/mkmodel.c
 $(T)/cmpf32: tests/tools/cmpf32.c
 $(T)/tokcheck: tests/tools/tokcheck.c
+$(T)/mkrunmodel: tests/tools/mkrunmodel.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/unit/$(@F).c $(O)/lib/libllm.a $(LIBS)
 
+$(O)/tests/unit/test_util: tests/unit/test_util.c
+$(O)/tests/unit/test_model: tests/unit/test_model.c
+$(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
 $(O)/tests/unit/test_dtype: tests/unit/test_dtype.c
 $(O)/tests/unit/test_json: tests/unit/test_json.c
 $(O)/tests/unit/test_spawn: tests/unit/test_spawn.c

@@ -1,0 +1,598 @@
+/* lower.c: see lower.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lower.h"
+#include "spawn.h"
+
+/* The temporary directory of the running lowering, removed by the signal
+ * handler unless it is to be kept.  Paths are built before any tool runs,
+ * so the handler only calls unlink and rmdir. */
+#define NTMPFILE 8
+static char *volatile tmpdir;
+static char *volatile tmpfiles[NTMPFILE];
+
+static void
+remove_tmp(void)
+{
+	for (int i = 0; i < NTMPFILE; i++)
+		if (tmpfiles[i])
+			unlink(tmpfiles[i]);
+	if (tmpdir)
+		rmdir(tmpdir);
+}
+
+static void
+on_signal(int sig)
+{
+	remove_tmp();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static void
+rm_tree(const char *path)
+{
+	nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+llm_lower_kind_name(const char *kind, char *buf, size_t n)
+{
+	size_t len = strlen(kind);
+
+	if (len == 0 || len >= n)
+		return llm_seterr("bad kind '%s'", kind);
+	for (size_t i = 0; i < len; i++)
+		if (!islower((unsigned char)kind[i]) && !isdigit((unsigned char)kind[i]) && kind[i] != '_')
+			return llm_seterr("bad kind '%s'", kind);
+	/* prefill_kv differs from prefill only in its history: same schedule. */
+	if (strcmp(kind, "prefill_kv") == 0)
+		kind = "prefill";
+	snprintf(buf, n, "%s", kind);
+	return 0;
+}
+
+/* The kind named by the leading word of a file or directory name. */
+static const char *
+kind_of_name(const char *name)
+{
+	static const char *const kinds[] = {"prefill", "decode", "glue"};
+
+	for (size_t i = 0; i < LLM_NELEM(kinds); i++) {
+		size_t n = strlen(kinds[i]);
+		if (strncmp(name, kinds[i], n) == 0 && !isalpha((unsigned char)name[n]))
+			return kinds[i];
+	}
+	return NULL;
+}
+
+/* The value of llm.kind = "..." in the attribute dictionary of the first
+ * module op (the printer writes it on the `module attributes {` line). */
+static char *
+kind_of_text(const char *text)
+{
+	for (const char *s = text; s && *s; s = strchr(s, '\n'), s = s ? s + 1 : NULL) {
+		const char *p = s;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "module", 6) != 0 || (p[6] != ' ' && p[6] != '@'))
+			continue;
+		const char *eol = strchr(p, '\n');
+		size_t len = eol ? (size_t)(eol - p) : strlen(p);
+		char *line = llm_xasprintf("%.*s", (int)len, p);
+		char *k = strstr(line, "llm.kind = \""), *v = NULL;
+		if (k) {
+			k += strlen("llm.kind = \"");
+			char *q = strchr(k, '"');
+			if (q)
+				v = llm_xasprintf("%.*s", (int)(q - k), k);
+		}
+		free(line);
+		return v;
+	}
+	return NULL;
+}
+
+char *
+llm_lower_guess_kind(const char *path, const char *text)
+{
+	char *k = text ? kind_of_text(text) : NULL;
+	if (k)
+		return k;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	const char *kind = kind_of_name(base);
+	if (!kind && base != path) {
+		/* llm-split writes parts/<phase>/<partition>.mlir */
+		const char *end = base - 1, *dir = end;
+		while (dir > path && dir[-1] != '/')
+			dir--;
+		char *d = llm_xasprintf("%.*s", (int)(end - dir), dir);
+		kind = kind_of_name(d);
+		free(d);
+	}
+	return kind ? llm_xstrdup(kind) : NULL;
+}
+
+int
+llm_pipeline_read(const char *path, const char *share, char ***argv, int *argc)
+{
+	char *data;
+	size_t len;
+	int n = 0;
+
+	if (llm_read_file(path, &data, &len) < 0)
+		return -1;
+	for (char *line = data, *next; line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		while (*line == ' ' || *line == '\t')
+			line++;
+		char *e = line + strlen(line);
+		while (e > line && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+			*--e = 0;
+		if (!*line || *line == '#')
+			continue;
+		struct llm_buf b = {0};
+		for (const char *s = line; *s; ) {
+			const char *at = strstr(s, "@share@");
+			if (!at) {
+				llm_buf_puts(&b, s);
+				break;
+			}
+			llm_buf_add(&b, s, (size_t)(at - s));
+			llm_buf_puts(&b, share);
+			s = at + strlen("@share@");
+		}
+		*argv = llm_xreallocarray(*argv, (size_t)*argc + 2, sizeof(**argv));
+		(*argv)[(*argc)++] = b.p;
+		(*argv)[*argc] = NULL;
+		n++;
+	}
+	free(data);
+	if (n == 0)
+		return llm_seterr("%s: empty pass list", path);
+	return n;
+}
+
+char *
+llm_share_dir(const char *fallback)
+{
+	const char *env = getenv("LLM_SHARE");
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env)
+		return llm_xstrdup(env);
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			/* bin/llm-lower -> share/llm; bin/san/llm-lower as well */
+			for (int up = 1; up <= 2; up++) {
+				struct llm_buf b = {0};
+				llm_buf_puts(&b, exe);
+				for (int i = 0; i < up; i++)
+					llm_buf_puts(&b, "/..");
+				llm_buf_puts(&b, "/share/llm/pipelines");
+				int ok = access(b.p, R_OK | X_OK) == 0;
+				if (ok) {
+					b.len -= strlen("/pipelines");
+					b.p[b.len] = 0;
+					char *r = realpath(b.p, NULL);
+					llm_buf_free(&b);
+					return r ? r : llm_xstrdup(fallback);
+				}
+				llm_buf_free(&b);
+			}
+		}
+	}
+	return llm_xstrdup(fallback);
+}
+
+char *
+llm_lower_pipeline(const char *share, const char *kind)
+{
+	char name[64];
+
+	if (llm_lower_kind_name(kind, name, sizeof(name)) < 0)
+		return NULL;
+	char *file = llm_xasprintf("pipelines/%s.txt", name);
+	char *path = llm_path_join(share, file);
+	free(file);
+	if (!llm_file_exists(path)) {
+		llm_seterr("unknown kind '%s': no pass list %s", kind, path);
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Copies stdin to path. */
+static int
+save_stdin(const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	char buf[65536];
+	size_t n;
+
+	if (!f)
+		return llm_seterr("%s:", path);
+	while ((n = fread(buf, 1, sizeof(buf), stdin)) > 0)
+		if (fwrite(buf, 1, n, f) != n)
+			break;
+	if (ferror(stdin)) {
+		fclose(f);
+		return llm_seterr("stdin: read error:");
+	}
+	if (fclose(f) != 0)
+		return llm_seterr("%s: write error:", path);
+	return 0;
+}
+
+static int
+copy_to_stdout(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char buf[65536];
+	size_t n;
+
+	if (!f)
+		return llm_seterr("%s:", path);
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		if (fwrite(buf, 1, n, stdout) != n)
+			break;
+	fclose(f);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return llm_seterr("stdout: write error:");
+	return 0;
+}
+
+/* Runs one stage; on failure the tool's stderr goes to our stderr and to
+ * dir/<stage>.log. */
+static int
+stage(struct llm_lower *l, char **argv, const char *name, const char *log)
+{
+	struct llm_spawn_opts so = {NULL, l->timeout, l->verbose};
+	struct llm_buf err = {0};
+	double t0 = llm_now();
+	int rc = llm_spawn(argv, &so, &err);
+
+	if (err.len) {
+		fwrite(err.p, 1, err.len, stderr);
+		if (err.p[err.len - 1] != '\n')
+			fputc('\n', stderr);
+	}
+	if (rc < 0) {
+		/* Name the stage, whatever the tool's file is called. */
+		const char *m = llm_errmsg(), *tool = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+		size_t n = strlen(tool);
+		if (strncmp(m, tool, n) == 0 && strncmp(m + n, ": ", 2) == 0)
+			m += n + 2;
+		char *msg = llm_xasprintf("%s: %s", name, m);
+		FILE *f = fopen(log, "w");
+		if (f) {
+			fprintf(f, "%s\n", msg);
+			if (err.len)
+				fwrite(err.p, 1, err.len, f);
+			fclose(f);
+		}
+		llm_seterr("%s", msg);
+		free(msg);
+	} else if (l->verbose)
+		fprintf(stderr, "%s: %s: %.2f s\n", llm_prog, name, llm_now() - t0);
+	llm_buf_free(&err);
+	return rc;
+}
+
+/* Feeds a file's bytes into the two hashes of a cache key. */
+static void
+key_file(uint64_t h[2], const char *path)
+{
+	struct llm_map m;
+	if (llm_map_file(&m, path) < 0)
+		return;
+	h[0] = llm_fnv1a(h[0], m.p, m.len);
+	h[1] = llm_fnv1a(h[1], m.p, m.len);
+	llm_unmap(&m);
+}
+
+static void
+key_str(uint64_t h[2], const char *s)
+{
+	size_t n = strlen(s) + 1; /* with the NUL, so "ab","c" != "a","bc" */
+	h[0] = llm_fnv1a(h[0], s, n);
+	h[1] = llm_fnv1a(h[1], s, n);
+}
+
+/* A tool's identity: its resolved path, size and mtime. */
+static void
+key_tool(uint64_t h[2], const char *tool)
+{
+	char *path = NULL;
+	struct stat st;
+
+	if (strchr(tool, '/'))
+		path = llm_xstrdup(tool);
+	else {
+		const char *p = getenv("PATH");
+		char *copy = llm_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL;
+		for (char *d = strtok_r(copy, ":", &save); d && !path; d = strtok_r(NULL, ":", &save)) {
+			char *c = llm_path_join(d, tool);
+			if (access(c, X_OK) == 0)
+				path = c;
+			else
+				free(c);
+		}
+		free(copy);
+	}
+	key_str(h, path ? path : tool);
+	if (path && stat(path, &st) == 0) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%lld %lld", (long long)st.st_size, (long long)st.st_mtime);
+		key_str(h, buf);
+	}
+	free(path);
+}
+
+/* The lines of /proc/cpuinfo that -mcpu=native depends on. */
+static void
+key_host_cpu(uint64_t h[2])
+{
+	char *info;
+	if (llm_read_file("/proc/cpuinfo", &info, NULL) < 0)
+		return;
+	for (char *line = info, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0) {
+			key_str(h, line);
+			if (strncmp(line, "flags", 5) == 0)
+				break;
+		}
+	}
+	free(info);
+}
+
+static int
+copy_file(const char *from, const char *to)
+{
+	struct llm_map m;
+	int rc;
+	if (llm_map_file(&m, from) < 0)
+		return -1;
+	rc = strcmp(to, "-") == 0 ? (fwrite(m.p, 1, m.len, stdout) == m.len && fflush(stdout) == 0 ? 0 :
+	    llm_seterr("stdout: write error:")) : llm_write_file(to, m.p, m.len);
+	llm_unmap(&m);
+	return rc;
+}
+
+int
+llm_lower_run(struct llm_lower *l)
+{
+	char *pipeline = NULL, **opt = NULL, *dir = NULL, *template = NULL;
+	char *in = NULL, *llvm = NULL, *ll = NULL, *obj = NULL, *logs[3] = {0};
+	char *mtriple = NULL, *mcpu = NULL, *mattr = NULL, *cached = NULL;
+	int nopt = 0, npass = 0, rc = -1;
+
+	l->kept = NULL;
+	if (!(pipeline = llm_lower_pipeline(l->share, l->kind)))
+		return -1;
+	/* A tool given by path must be there before anything is created. */
+	const char *tools[][2] = {{"mlir-opt", l->mlir_opt}, {"mlir-translate", l->mlir_translate}, {"llc", l->llc}};
+	for (size_t i = 0; i < LLM_NELEM(tools); i++)
+		if (strchr(tools[i][1], '/') && access(tools[i][1], X_OK) != 0) {
+			llm_seterr("%s: cannot run %s:", tools[i][0], tools[i][1]);
+			free(pipeline);
+			return -1;
+		}
+
+	/* argv of mlir-opt: tool, input, pass list, -o output */
+	opt = llm_xcalloc(3, sizeof(*opt));
+	opt[nopt++] = (char *)l->mlir_opt;
+	opt[nopt++] = NULL; /* the input, set below */
+	if ((npass = llm_pipeline_read(pipeline, l->share, &opt, &nopt)) < 0) {
+		npass = 0;
+		goto out;
+	}
+
+	/* The cache key: see lower.h. */
+	l->cache_hit = 0;
+	if (l->cache && strcmp(l->input, "-") != 0) {
+		uint64_t h[2] = {LLM_FNV_INIT, LLM_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
+		key_str(h, "llm-lower cache 1");
+		key_file(h, l->input);
+		for (int i = 2; i < nopt; i++) {
+			key_str(h, opt[i]);
+			const char *eq = strrchr(opt[i], '=');
+			if (eq && eq[1] == '/')
+				key_file(h, eq + 1);
+		}
+		key_str(h, l->triple ? l->triple : "host");
+		key_str(h, l->cpu ? l->cpu : "native");
+		key_str(h, l->features ? l->features : "");
+		if (!l->triple && !l->cpu)
+			key_host_cpu(h);
+		key_tool(h, l->mlir_opt);
+		key_tool(h, l->mlir_translate);
+		key_tool(h, l->llc);
+		key_tool(h, l->objcopy);
+		cached = llm_xasprintf("%s/%016llx%016llx.o", l->cache, (unsigned long long)h[0], (unsigned long long)h[1]);
+		if (llm_file_exists(cached)) {
+			if (l->verbose)
+				fprintf(stderr, "%s: cache hit %s\n", llm_prog, cached);
+			if (copy_file(cached, l->output) == 0) {
+				l->cache_hit = 1;
+				rc = 0;
+			}
+			free(cached);
+			goto out;
+		}
+	}
+
+	/* The temporary directory beside the output, so the final rename stays
+	 * on one file system. */
+	const char *named = strcmp(l->output, "-") == 0 ? l->input : l->output;
+	const char *base = strrchr(named, '/') ? strrchr(named, '/') + 1 : named;
+	if (strcmp(base, "-") == 0)
+		base = "stdin";
+	char *odir = strcmp(l->output, "-") == 0 || !strrchr(l->output, '/')
+		? llm_xstrdup(".")
+		: llm_xasprintf("%.*s", (int)(strrchr(l->output, '/') - l->output), l->output);
+	if (!*odir) {
+		free(odir);
+		odir = llm_xstrdup("/");
+	}
+	template = llm_xasprintf("%s/.%s.lower.XXXXXX", odir, base);
+	free(odir);
+	if (!mkdtemp(template)) {
+		llm_seterr("%s:", template);
+		goto out;
+	}
+	dir = template;
+	template = NULL;
+
+	/* Every path the signal handler may have to remove is known now. */
+	char *stem = llm_xstrdup(base);
+	char *dot = strrchr(stem, '.');
+	if (dot && dot != stem)
+		*dot = 0;
+	in = strcmp(l->input, "-") == 0 ? llm_xasprintf("%s/%s.mlir", dir, stem) : llm_xstrdup(l->input);
+	llvm = llm_xasprintf("%s/%s.llvm.mlir", dir, stem);
+	ll = llm_xasprintf("%s/%s.ll", dir, stem);
+	obj = llm_xasprintf("%s/%s.o", dir, stem);
+	logs[0] = llm_xasprintf("%s/mlir-opt.log", dir);
+	logs[1] = llm_xasprintf("%s/mlir-translate.log", dir);
+	logs[2] = llm_xasprintf("%s/llc.log", dir);
+	free(stem);
+	char *files[NTMPFILE] = {llvm, ll, obj, logs[0], logs[1], logs[2], strcmp(l->input, "-") == 0 ? in : NULL};
+	for (int i = 0; i < NTMPFILE; i++)
+		tmpfiles[i] = files[i];
+	tmpdir = dir;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+
+	if (strcmp(l->input, "-") == 0 && save_stdin(in) < 0)
+		goto fail;
+
+	opt[1] = in;
+	opt = llm_xreallocarray(opt, (size_t)nopt + 3, sizeof(*opt));
+	opt[nopt++] = "-o";
+	opt[nopt++] = llvm;
+	opt[nopt] = NULL;
+	if (stage(l, opt, "mlir-opt", logs[0]) < 0)
+		goto fail;
+
+	char *tr[] = {(char *)l->mlir_translate, "--mlir-to-llvmir", llvm, "-o", ll, NULL};
+	if (stage(l, tr, "mlir-translate", logs[1]) < 0)
+		goto fail;
+
+	/* llc: the host CPU unless cross-compiling.  RISC-V Linux wants the
+	 * lp64d ABI and, for our vector code, the V extension. */
+	char *lc[16];
+	int n = 0;
+	lc[n++] = (char *)l->llc;
+	lc[n++] = "-O3";
+	lc[n++] = "-relocation-model=pic";
+	lc[n++] = "-filetype=obj";
+	const char *features = l->features;
+	if (l->triple) {
+		lc[n++] = mtriple = llm_xasprintf("-mtriple=%s", l->triple);
+		if (strncmp(l->triple, "riscv64", 7) == 0) {
+			if (!features)
+				features = "+m,+a,+f,+d,+c,+v";
+			lc[n++] = "-target-abi=lp64d";
+		}
+	}
+	if (l->cpu || !l->triple)
+		lc[n++] = mcpu = llm_xasprintf("-mcpu=%s", l->cpu ? l->cpu : "native");
+	if (features)
+		lc[n++] = mattr = llm_xasprintf("-mattr=%s", features);
+	lc[n++] = ll;
+	lc[n++] = "-o";
+	lc[n++] = obj;
+	lc[n] = NULL;
+	if (stage(l, lc, "llc", logs[2]) < 0)
+		goto fail;
+
+	/* Only the entry points stay global. */
+	char *oc[] = {(char *)l->objcopy, "--wildcard", "--keep-global-symbol=llm_*",
+		"--keep-global-symbol=_mlir_ciface_*", obj, NULL};
+	if (stage(l, oc, "llvm-objcopy", logs[2]) < 0)
+		goto fail;
+
+	/* Into the cache first (a failure there only costs a later rebuild). */
+	if (cached) {
+		if (llm_mkdirs(l->cache) < 0 || copy_file(obj, cached) < 0)
+			llm_warn("%s (object not cached)", llm_errmsg());
+		free(cached);
+		cached = NULL;
+	}
+
+	if (strcmp(l->output, "-") == 0) {
+		if (copy_to_stdout(obj) < 0)
+			goto fail;
+	} else if (rename(obj, l->output) != 0) {
+		llm_seterr("%s: rename:", l->output);
+		goto fail;
+	} else if (l->keep)
+		(void)link(l->output, obj); /* best effort: a copy beside the .ll */
+	if (l->keep)
+		l->kept = dir;
+	else {
+		rm_tree(dir);
+		free(dir);
+	}
+	dir = NULL;
+	rc = 0;
+	goto out;
+
+fail:
+	free(cached);
+	/* Keep what there is, except a partial object. */
+	unlink(obj);
+	l->kept = dir;
+	dir = NULL;
+out:
+	tmpdir = NULL;
+	for (int i = 0; i < NTMPFILE; i++)
+		tmpfiles[i] = NULL;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	for (int i = 0; i < npass; i++)
+		free(opt[2 + i]);
+	free(opt);
+	free(pipeline);
+	free(template);
+	free(dir);
+	free(in);
+	free(llvm);
+	free(ll);
+	free(obj);
+	for (int i = 0; i < 3; i++)
+		free(logs[i]);
+	free(mtriple);
+	free(mcpu);
+	free(mattr);
+	return rc;
+}

@@ -1,0 +1,198 @@
+/* llm-lower: compile one MLIR module (a phase written by llm-import, or a
+ * partition or glue module written by llm-split) to a relocatable object.
+ *
+ * It reads in.mlir and writes out.o, nothing else: mlir-opt runs the pass
+ * list of the module's kind (share/llm/pipelines/<kind>.txt; the tuned
+ * kinds load a transform script from share/llm/transforms/ that tiles and
+ * vectorises each linalg op by its llm.sched class), mlir-translate turns
+ * the LLVM dialect into LLVM IR, and llc emits the object for the host CPU
+ * or for --target.  The objects go to llm-link.  Every tool runs under a
+ * timeout; a failure names the stage and keeps the intermediates. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/lower.h"
+#include "../lib/util.h"
+
+#ifndef LLM_SHAREDIR
+#define LLM_SHAREDIR "/usr/local/share/llm"
+#endif
+#ifndef LLM_LLVM_BINDIR
+#define LLM_LLVM_BINDIR "/usr/lib/llvm-22/bin"
+#endif
+
+#define DEFAULT_TIMEOUT 600.0
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
+		"                 [--features list] [--target triple] [--no-cache] input.mlir\n");
+}
+
+/* A tool: $ENV when set, else $LLVM_BINDIR/name. */
+static char *
+tool(const char *env, const char *bindir, const char *name)
+{
+	const char *v = getenv(env);
+	if (v && *v)
+		return llm_xstrdup(v);
+	return llm_path_join(bindir, name);
+}
+
+static double
+parse_timeout(const char *s, const char *what)
+{
+	double t;
+	if (llm_parse_f64(s, &t) < 0 || t < 0) {
+		llm_warn("bad %s '%s': want seconds >= 0", what, s);
+		usage(stderr);
+		exit(LLM_EXIT_USAGE);
+	}
+	return t;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"cpu", required_argument, NULL, 'C'},
+		{"features", required_argument, NULL, 'F'},
+		{"no-cache", no_argument, NULL, 'N'},
+		{"target", required_argument, NULL, 'T'},
+		{NULL, 0, NULL, 0},
+	};
+	struct llm_lower l = {0};
+	const char *kind = NULL, *output = NULL, *env;
+	char *guessed = NULL, *defout = NULL;
+	int c, nocache = 0;
+
+	llm_setprog(argv[0]);
+	l.timeout = DEFAULT_TIMEOUT;
+	if ((env = getenv("LLM_LOWER_TIMEOUT")) && *env)
+		l.timeout = parse_timeout(env, "LLM_LOWER_TIMEOUT");
+	while ((c = getopt_long(argc, argv, "hk:o:st:v", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			usage(stdout);
+			return LLM_EXIT_OK;
+		case 'k':
+			kind = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 's':
+			l.keep = 1;
+			break;
+		case 't':
+			l.timeout = parse_timeout(optarg, "timeout");
+			break;
+		case 'v':
+			l.verbose = 1;
+			break;
+		case 'C':
+			l.cpu = optarg;
+			break;
+		case 'F':
+			l.features = optarg;
+			break;
+		case 'N':
+			nocache = 1;
+			break;
+		case 'T':
+			l.triple = optarg;
+			break;
+		default:
+			usage(stderr);
+			return LLM_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return LLM_EXIT_USAGE;
+	}
+	l.input = argv[optind];
+
+	/* The input must exist before we guess anything from it. */
+	if (strcmp(l.input, "-") != 0) {
+		char *text;
+		size_t len;
+		if (llm_read_file(l.input, &text, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (!kind)
+			kind = guessed = llm_lower_guess_kind(l.input, text);
+		free(text);
+	}
+	if (!kind) {
+		llm_warn("%s: cannot tell the kind of module: pass -k prefill, decode, glue or generic",
+			 l.input);
+		return LLM_EXIT_USAGE;
+	}
+	l.kind = kind;
+
+	if (!output) {
+		if (strcmp(l.input, "-") == 0)
+			output = "-";
+		else {
+			const char *b = strrchr(l.input, '/') ? strrchr(l.input, '/') + 1 : l.input;
+			size_t n = strlen(b);
+			if (n > 5 && strcmp(b + n - 5, ".mlir") == 0)
+				n -= 5;
+			output = defout = llm_xasprintf("%.*s.o", (int)n, b);
+		}
+	}
+	l.output = output;
+
+	const char *bindir = (env = getenv("LLVM_BINDIR")) && *env ? env : LLM_LLVM_BINDIR;
+	char *opt = tool("LLM_MLIR_OPT", bindir, "mlir-opt");
+	char *translate = tool("LLM_MLIR_TRANSLATE", bindir, "mlir-translate");
+	char *llc = tool("LLM_LLC", bindir, "llc");
+	char *objcopy = tool("LLM_OBJCOPY", bindir, "llvm-objcopy");
+	l.mlir_opt = opt;
+	l.mlir_translate = translate;
+	l.llc = llc;
+	l.objcopy = objcopy;
+	/* The object cache: --no-cache, else LLM_CACHE_DIR ("" disables it),
+	 * else $XDG_CACHE_HOME/llm-lower, else ~/.cache/llm-lower. */
+	char *cachedir = NULL;
+	if (!nocache) {
+		const char *e;
+		if ((e = getenv("LLM_CACHE_DIR")))
+			cachedir = *e ? llm_xstrdup(e) : NULL;
+		else if ((e = getenv("XDG_CACHE_HOME")) && *e)
+			cachedir = llm_path_join(e, "llm-lower");
+		else if ((e = getenv("HOME")) && *e)
+			cachedir = llm_path_join(e, ".cache/llm-lower");
+	}
+	l.cache = cachedir;
+	char *share = llm_share_dir(LLM_SHAREDIR);
+	l.share = share;
+	char *pipeline = llm_lower_pipeline(share, kind);
+	if (!pipeline) {
+		llm_warn("%s", llm_errmsg());
+		usage(stderr);
+		return LLM_EXIT_USAGE;
+	}
+	free(pipeline);
+
+	if (llm_lower_run(&l) < 0) {
+		if (l.kept)
+			llm_fatal("%s (intermediate files kept in %s)", llm_errmsg(), l.kept);
+		llm_fatal("%s", llm_errmsg());
+	}
+	if (l.kept)
+		fprintf(stderr, "%s: intermediate files kept in %s\n", llm_prog, l.kept);
+	free(l.kept);
+	free(share);
+	free(opt);
+	free(translate);
+	free(llc);
+	free(objcopy);
+	free(cachedir);
+	free(guessed);
+	free(defout);
+	return LLM_EXIT_OK;
+}

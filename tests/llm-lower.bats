@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# llm-lower: one MLIR module -> one object, through mlir-opt, mlir-translate
+# and llc.  The fixtures compute y = 2 x W^T + 1 with bf16 weights whose
+# shapes are not multiples of the tile sizes; harness.c checks the numbers.
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	F="$PROJECT_ROOT/tests/fixtures/llm-lower"
+	LLVM_LIB="${LLVM_LIBDIR:-/usr/lib/llvm-22/lib}"
+}
+
+# Builds harness.c against an object and runs it for rows 1..$2.
+check_numbers() {
+	cc -O2 -o "$BATS_TEST_TMPDIR/h" "$F/harness.c" "$1" -L"$LLVM_LIB" -lomp \
+		-Wl,-rpath,"$LLVM_LIB" -lm
+	run -0 "$BATS_TEST_TMPDIR/h" "$2"
+	assert_output "ok"
+}
+
+@test "llm-lower -h prints the usage and exits 0" {
+	run -0 llm-lower -h
+	assert_line --index 0 --partial "usage: llm-lower"
+}
+
+@test "llm-lower usage equals the man page SYNOPSIS" {
+	[ "$(usage_of llm-lower)" = "$(synopsis_of llm-lower)" ]
+}
+
+@test "llm-lower rejects an unknown option with exit 2" {
+	run -2 llm-lower -Z "$F/decode.mlir"
+	assert_output --partial "usage: llm-lower"
+}
+
+@test "llm-lower without an input is a usage error" {
+	run -2 llm-lower
+	assert_output --partial "usage: llm-lower"
+}
+
+@test "llm-lower rejects a bad timeout with exit 2" {
+	run -2 llm-lower -t soon "$F/decode.mlir"
+	assert_output --partial "bad timeout 'soon'"
+}
+
+@test "llm-lower rejects an unknown kind with exit 2" {
+	run -2 llm-lower -k sideways -o "$BATS_TEST_TMPDIR/x.o" "$F/decode.mlir"
+	assert_output --partial "unknown kind 'sideways'"
+	[ ! -e "$BATS_TEST_TMPDIR/x.o" ]
+}
+
+@test "llm-lower asks for -k when the kind cannot be told" {
+	cp "$F/decode.mlir" "$BATS_TEST_TMPDIR/small.mlir"
+	run -2 llm-lower -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/small.mlir"
+	assert_output --partial "small.mlir: cannot tell the kind of module: pass -k"
+}
+
+@test "llm-lower names a missing input file" {
+	run -1 llm-lower -k decode -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/none.mlir"
+	assert_output "llm-lower: $BATS_TEST_TMPDIR/none.mlir: No such file or directory"
+}
+
+@test "a decode module lowers to an object with the C interface symbol" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 llm-lower -o decode.o "$F/decode.mlir"
+	run -0 nm decode.o
+	assert_output --partial "T _mlir_ciface_llm_small"
+	# nothing but the object is left behind
+	run -0 ls -A
+	assert_output "decode.o"
+}
+
+@test "the decode object computes the right numbers" {
+	llm-lower -k decode -o "$BATS_TEST_TMPDIR/d.o" "$F/decode.mlir"
+	check_numbers "$BATS_TEST_TMPDIR/d.o" 1
+}
+
+@test "the prefill object is right for every row count, full tiles and partial" {
+	llm-lower -o "$BATS_TEST_TMPDIR/p.o" "$F/prefill.mlir"
+	check_numbers "$BATS_TEST_TMPDIR/p.o" 13
+}
+
+@test "the generic pipeline gives the same numbers" {
+	llm-lower -k generic -o "$BATS_TEST_TMPDIR/g.o" "$F/prefill.mlir"
+	check_numbers "$BATS_TEST_TMPDIR/g.o" 13
+}
+
+@test "the glue pipeline lowers a module too" {
+	run -0 llm-lower -k glue -o "$BATS_TEST_TMPDIR/g.o" "$F/decode.mlir"
+	run -0 nm "$BATS_TEST_TMPDIR/g.o"
+	assert_output --partial "_mlir_ciface_llm_small"
+}
+
+@test "the kind comes from an llm.kind module attribute" {
+	sed 's/^module {/module attributes {llm.kind = "prefill"} {/' "$F/prefill.mlir" > "$BATS_TEST_TMPDIR/small.mlir"
+	run -0 llm-lower -v --no-cache -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/small.mlir"
+	assert_output --partial "transforms/prefill.mlir"
+}
+
+@test "the kind comes from the directory when the file name does not tell" {
+	mkdir -p "$BATS_TEST_TMPDIR/parts/prefill_kv"
+	cp "$F/prefill.mlir" "$BATS_TEST_TMPDIR/parts/prefill_kv/p0.mlir"
+	run -0 llm-lower -v --no-cache -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/parts/prefill_kv/p0.mlir"
+	assert_output --partial "transforms/prefill.mlir"
+}
+
+@test "llm-lower -v echoes the three commands" {
+	run -0 --separate-stderr llm-lower -v --no-cache -o "$BATS_TEST_TMPDIR/x.o" "$F/decode.mlir"
+	[ "$(printf '%s\n' "$stderr" | grep -c -E '^[^ ]*/(mlir-opt|mlir-translate|llc) ')" -eq 3 ]
+	printf '%s\n' "$stderr" | grep -q -E '^[^ ]*/llc .*-mcpu=native'
+}
+
+@test "an invalid module fails in mlir-opt, keeps its intermediates and writes nothing" {
+	cd "$BATS_TEST_TMPDIR"
+	run -1 llm-lower -k decode -o bad.o "$F/bad.mlir"
+	assert_output --partial "bad.mlir:4:"
+	assert_output --regexp "llm-lower: mlir-opt: exited with status 1 \(intermediate files kept in \./\.bad\.o\.lower\.[A-Za-z0-9]+\)"
+	[ ! -e bad.o ]
+	dir=$(ls -d .bad.o.lower.*)
+	grep -q "exited with status 1" "$dir/mlir-opt.log"
+}
+
+@test "a failing llc is named and its input kept" {
+	cd "$BATS_TEST_TMPDIR"
+	run -1 llm-lower -o x.o --cpu no-such-cpu --target x86_64-unknown-linux-gnu "$F/decode.mlir"
+	assert_output --regexp "llm-lower: llc: (exited with status|killed by signal) [0-9]+ \(intermediate files kept in \./\.x\.o\.lower\.[A-Za-z0-9]+\)"
+	[ ! -e x.o ]
+	[ -s .x.o.lower.*/x.ll ]
+}
+
+@test "a failure leaves an existing output untouched" {
+	cd "$BATS_TEST_TMPDIR"
+	echo old > out.o
+	run -1 llm-lower -k decode -o out.o "$F/bad.mlir"
+	[ "$(cat out.o)" = old ]
+}
+
+@test "a missing tool is a clear error" {
+	LLM_MLIR_OPT="$BATS_TEST_TMPDIR/nowhere/mlir-opt" run -1 llm-lower -o "$BATS_TEST_TMPDIR/x.o" "$F/decode.mlir"
+	assert_output "llm-lower: mlir-opt: cannot run $BATS_TEST_TMPDIR/nowhere/mlir-opt: No such file or directory"
+	LLVM_BINDIR="$BATS_TEST_TMPDIR/nowhere" run -1 llm-lower -o "$BATS_TEST_TMPDIR/x.o" "$F/decode.mlir"
+	assert_output --partial "mlir-opt: cannot run"
+}
+
+@test "a tool that runs too long is killed" {
+	printf '#!/bin/sh\nsleep 30\n' > "$BATS_TEST_TMPDIR/slow"
+	chmod +x "$BATS_TEST_TMPDIR/slow"
+	cd "$BATS_TEST_TMPDIR"
+	SECONDS=0
+	LLM_MLIR_OPT="$BATS_TEST_TMPDIR/slow" run -1 llm-lower -t 1 -o x.o "$F/decode.mlir"
+	assert_output --partial "llm-lower: mlir-opt: timed out after 1 s"
+	[ "$SECONDS" -lt 20 ]
+	[ ! -e x.o ]
+}
+
+@test "llm-lower -s keeps the LLVM IR beside the object" {
+	cd "$BATS_TEST_TMPDIR"
+	run -0 llm-lower -s --no-cache -o d.o "$F/decode.mlir"
+	assert_output --regexp "intermediate files kept in \./\.d\.o\.lower\."
+	[ -s d.o ]
+	[ -s .d.o.lower.*/d.ll ]
+}
+
+@test "a second identical lowering comes from the cache, byte for byte" {
+	export LLM_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	run -0 llm-lower -v -o "$BATS_TEST_TMPDIR/1.o" "$F/decode.mlir"
+	refute_output --partial "cache hit"
+	run -0 llm-lower -v -o "$BATS_TEST_TMPDIR/2.o" "$F/decode.mlir"
+	assert_output --partial "cache hit"
+	cmp "$BATS_TEST_TMPDIR/1.o" "$BATS_TEST_TMPDIR/2.o"
+	# another pipeline is another key
+	run -0 llm-lower -v -k generic -o "$BATS_TEST_TMPDIR/3.o" "$F/decode.mlir"
+	refute_output --partial "cache hit"
+}
+
+@test "llm-lower -o - writes the object to standard output" {
+	llm-lower -o - "$F/decode.mlir" > "$BATS_TEST_TMPDIR/s.o"
+	run -0 nm "$BATS_TEST_TMPDIR/s.o"
+	assert_output --partial "_mlir_ciface_llm_small"
+}
+
+@test "--target riscv64 produces a RISC-V object" {
+	llc="${LLVM_BINDIR:-/usr/lib/llvm-22/bin}/llc"
+	"$llc" --version | grep -q riscv64 || skip "llc has no riscv64 target"
+	run -0 llm-lower --target riscv64-unknown-linux-gnu -o "$BATS_TEST_TMPDIR/r.o" "$F/prefill.mlir"
+	run -0 file "$BATS_TEST_TMPDIR/r.o"
+	assert_output --partial "RISC-V"
+}
