@@ -76,7 +76,9 @@ PROGS = $(B)/llm-import \
 	$(B)/llm-pack-weights \
 	$(B)/llm-link \
 	$(B)/llm-run \
-	$(B)/llm-lower
+	$(B)/llm-lower \
+	$(B)/llm-split \
+	$(B)/llm-verify-partition
 TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
 	$(T)/cmpf32 \
@@ -133,6 +135,8 @@ $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
 $(B)/llm-run: src/llm-run.c
+$(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
+$(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
 LINK_llm-split = $(O)/lib/ir.o $(O)/lib/split.o $(MLIR_CAPI_LIBS)
 LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS)
 
