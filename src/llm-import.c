@@ -241,6 +241,22 @@ tokenizer_json(const char *dir, const struct llm_hfconfig *c)
 	return t;
 }
 
+/* Whether path already holds exactly these bytes: such files are left
+ * alone, so that their mtimes tell make that nothing changed.  model.json
+ * is always written: it stands for the whole import. */
+static int
+same_contents(const char *path, const char *p, size_t n)
+{
+	struct llm_map m;
+	int same;
+
+	if (llm_map_file(&m, path) < 0)
+		return 0;
+	same = m.len == n && memcmp(m.p, p, n) == 0;
+	llm_unmap(&m);
+	return same;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -397,12 +413,19 @@ main(int argc, char **argv)
 
 	struct llm_out outs[8];
 	int nout = 0;
+	int kept = 0;
 	double t0 = llm_now();
 	for (int i = 0; i < m.nphases; i++) {
 		struct llm_buf b = {0};
 		char *p = llm_path_join(outdir, m.phases[i].file);
 		if (llm_emit_phase(&b, &m, &m.phases[i]) < 0)
 			llm_fatal("%s", llm_errmsg());
+		if (same_contents(p, b.p, b.len)) {
+			kept++;
+			llm_buf_free(&b);
+			free(p);
+			continue;
+		}
 		if (llm_out_open(&outs[nout], p) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (fwrite(b.p, 1, b.len, outs[nout].fp) != b.len)
@@ -419,6 +442,13 @@ main(int argc, char **argv)
 		size_t len;
 		if (llm_read_file(from, &data, &len) < 0)
 			llm_fatal("%s", llm_errmsg());
+		if (same_contents(to, data, len)) {
+			kept++;
+			free(data);
+			free(from);
+			free(to);
+			continue;
+		}
 		if (llm_out_open(&outs[nout], to) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (fwrite(data, 1, len, outs[nout].fp) != len)
@@ -437,8 +467,8 @@ main(int argc, char **argv)
 			llm_fatal("%s", llm_errmsg());
 	if (verbose)
 		fprintf(stderr, "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
-		    "fingerprint %s, %.2f s\n", mpath, m.family, llm_dtype_name(wdt), cfg.n_layers, m.ntensors,
-		    data_bytes, fph, llm_now() - t0);
+		    "fingerprint %s, %d files unchanged, %.2f s\n", mpath, m.family, llm_dtype_name(wdt), cfg.n_layers,
+		    m.ntensors, data_bytes, fph, kept, llm_now() - t0);
 	llm_model_free(&m);
 	json_decref(root);
 	free(mtext);

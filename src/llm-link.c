@@ -31,7 +31,7 @@
 
 #define TIMEOUT 600.0
 
-static const char usage_text[] = "usage: llm-link [-v] [-o bundle] outdir\n";
+static const char usage_text[] = "usage: llm-link [-v] [-o bundle] outdir [object ...]\n";
 
 static _Noreturn void
 usage(void)
@@ -127,7 +127,7 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (argc - optind != 1)
+	if (argc - optind < 1)
 		usage();
 	outdir = argv[optind];
 
@@ -161,8 +161,19 @@ main(int argc, char **argv)
 		ns++;
 	}
 
+	/* The objects named on the command line (a build that knows them,
+	 * such as pipelines/model.mk), else every one under obj/. */
 	char *objdir = llm_path_join(outdir, "obj");
-	if (nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
+	for (int i = optind + 1; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st) < 0)
+			llm_fatal("%s:", argv[i]);
+		if (!S_ISREG(st.st_mode))
+			llm_fatal("%s: not a regular file", argv[i]);
+		objs = llm_xreallocarray(objs, nobjs + 1, sizeof(*objs));
+		objs[nobjs++] = llm_xstrdup(argv[i]);
+	}
+	if (argc - optind == 1 && nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
 		llm_fatal("%s:", objdir);
 	if (nobjs == 0)
 		llm_fatal("%s: no object files", objdir);

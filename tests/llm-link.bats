@@ -30,7 +30,18 @@ no_output() {
 	run -2 llm-link
 	assert_line --index 0 --partial "usage: llm-link"
 	run -2 llm-link -Z "$T"
-	run -2 llm-link a b
+}
+
+@test "llm-link links only the objects named after the directory" {
+	fixture_copy "$(fixture a)" "$T/d"
+	# a stray object under obj/ that would not link is ignored
+	printf 'not an object' > "$T/d/obj/stray.o"
+	run -1 llm-link "$T/d"
+	objs=$(find "$T/d/obj" -name '*.o' ! -name stray.o | sort)
+	run -0 llm-link "$T/d" $objs
+	[ -s "$T/d/libmodel.so" ]
+	run -1 llm-link "$T/d" "$T/d/obj/missing.o"
+	assert_output --partial "missing.o: No such file or directory"
 }
 
 @test "llm-link writes libmodel.so and model.llm" {

@@ -9,6 +9,8 @@ _common_setup() {
 	export LC_ALL=C
 	export LLVM_BINDIR="${LLVM_BINDIR:-/usr/lib/llvm-22/bin}"
 	export LLM_SHARE="$PROJECT_ROOT/share/llm"
+	# one object cache per bats run: suites share their kernels
+	export LLM_CACHE_DIR="${LLM_CACHE_DIR-$BATS_RUN_TMPDIR/lower-cache}"
 	SHARED="$PROJECT_ROOT/../shared"
 	load '/usr/lib/bats/bats-support/load'
 	load '/usr/lib/bats/bats-assert/load'

@@ -1,0 +1,79 @@
+# pipelines/model.mk: a checkpoint to a runnable bundle, one rule per step:
+# import, pack, split, verify, lower (one job per kernel, so make -jN
+# lowers in parallel) and link.  A rebuild redoes only what changed:
+# llm-import and llm-split leave unchanged files alone, llm-pack-weights
+# reuses an up-to-date weights.bin, and llm-lower's content-addressed
+# cache makes an identical kernel free, across builds too.
+#
+#   make -f pipelines/model.mk MODEL=checkpoint OUT=build-dir [STRATEGY=layer] [-jN]
+#
+# Variables:
+#   MODEL         the Hugging Face checkpoint directory
+#   OUT           the build directory: model.json, weights.bin, parts/
+#                 (llm-split), obj/ (llm-lower), libmodel.so, model.llm
+#   STRATEGY      llm-split's cut: none, layer (default) or stage
+#   LLM           prefix of the llm-* programs, e.g. bin/ in the source
+#                 tree; empty: from PATH
+#   IMPORT_FLAGS  options for llm-import (--dtype, --max-context, ...)
+#   LOWER_FLAGS   options for llm-lower (--cpu, --target, ...)
+#   RUN_FLAGS     options for llm-run in `make run`
+# GNU make: the parts list is read from the parts.mk that llm-split writes.
+
+LLM =
+STRATEGY = layer
+IMPORT_FLAGS =
+LOWER_FLAGS =
+RUN_FLAGS = -p 'Once upon a time' -n 32
+MODEL_INPUTS = $(MODEL)/config.json $(wildcard $(MODEL)/*.safetensors $(MODEL)/*.json)
+P = $(OUT)/parts
+
+all: $(OUT)/model.llm
+
+ifeq ($(strip $(MODEL)),)
+$(error model.mk: set MODEL (checkpoint) and OUT (build directory))
+endif
+ifeq ($(strip $(OUT)),)
+$(error model.mk: set MODEL (checkpoint) and OUT (build directory))
+endif
+
+# llm-import writes model.json last, after the phases: it stands for all.
+$(OUT)/model.json: $(MODEL_INPUTS)
+	$(LLM)llm-import $(IMPORT_FLAGS) -o $(OUT) $(MODEL)
+
+# llm-pack-weights leaves an up-to-date weights.bin alone; the stamp
+# records that it was checked, so that the bundle is not relinked.
+$(OUT)/weights.stamp: $(OUT)/model.json
+	$(LLM)llm-pack-weights $(OUT)/model.json
+	@touch $@
+
+$(OUT)/weights.bin: $(OUT)/weights.stamp
+
+# The split depends on the strategy too: a stamp file per strategy.
+$(P)/strategy.$(STRATEGY):
+	@mkdir -p $(P)
+	@rm -f $(P)/strategy.*
+	@touch $@
+
+$(P)/parts.mk: $(OUT)/model.json $(P)/strategy.$(STRATEGY)
+	$(LLM)llm-split -s $(STRATEGY) -o $(P) $(OUT)/model.json
+	@touch $@
+
+$(P)/verify.json: $(P)/parts.mk
+	$(LLM)llm-verify-partition -q --report $@ $(P)/partition.json
+
+-include $(P)/parts.mk
+
+OBJS = $(LLM_PARTS:%=$(OUT)/obj/%.o)
+
+$(OUT)/obj/%.o: $(P)/%.mlir | $(P)/verify.json
+	@mkdir -p $(@D)
+	$(LLM)llm-lower $(LOWER_FLAGS) -o $@ $<
+
+$(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
+	$(LLM)llm-link -o $@ $(OUT) $(OBJS)
+
+run: $(OUT)/model.llm
+	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)
+
+.PHONY: all run
+.DELETE_ON_ERROR:

@@ -1,0 +1,105 @@
+#!/usr/bin/env bats
+# pipelines/model.mk: checkpoint -> bundle with make, partitioned or not.
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 7 -o "$BATS_FILE_TMPDIR/tiny"
+	# the 0.5B shapes (896 hidden, 14/2 heads, 4864 FFN, tied), 2 layers
+	mkmodel --preset qwen2.5-0.5b --family qwen2 --dtype bf16 --layers 2 --seed 7 -o "$BATS_FILE_TMPDIR/q05"
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	T=$BATS_TEST_TMPDIR
+	V=151936
+}
+
+# build CKPT OUT STRATEGY: the whole pipeline.
+build() {
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$1" OUT="$2" STRATEGY="$3" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32" -j2
+}
+
+# logits OUT FILE: a 40-token prompt (prefill + prefill_kv) and 16 greedy
+# tokens: 16 rows of logits, the prompt's last and 15 decode steps.
+logits() {
+	llm-run -m "$1/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 16 --logits "$2" >/dev/null 2>&1
+}
+
+@test "model.mk builds a bundle that runs, with every step in order" {
+	run -0 build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	for f in model.json weights.bin parts/partition.json parts/verify.json libmodel.so model.llm; do
+		[ -s "$T/out/$f" ]
+	done
+	[ "$(jq -r .valid "$T/out/parts/verify.json")" = true ]
+	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 4
+}
+
+@test "none, layer and stage builds give bit-identical logits (tiny)" {
+	for s in none layer stage; do
+		build "$BATS_FILE_TMPDIR/tiny" "$T/$s" $s
+		logits "$T/$s" "$T/$s.f32"
+	done
+	[ "$(stat -c %s "$T/none.f32")" -eq $((16 * V * 4)) ]
+	cmp "$T/none.f32" "$T/layer.f32"
+	cmp "$T/none.f32" "$T/stage.f32"
+	refmodel --tokens "$(seq -s, 100 139)" -o "$T/ref" "$BATS_FILE_TMPDIR/tiny"
+	head -c $((V * 4)) "$T/none.f32" >"$T/first"
+	run -0 cmpf32 -a 1e-4 "$T/ref" "$T/first"
+}
+
+@test "none, layer and stage builds give bit-identical logits (0.5B shapes)" {
+	for s in none layer stage; do
+		build "$BATS_FILE_TMPDIR/q05" "$T/$s" $s
+		logits "$T/$s" "$T/$s.f32"
+	done
+	cmp "$T/none.f32" "$T/layer.f32"
+	cmp "$T/none.f32" "$T/stage.f32"
+	refmodel --tokens "$(seq -s, 100 139)" -o "$T/ref" "$BATS_FILE_TMPDIR/q05"
+	head -c $((V * 4)) "$T/none.f32" >"$T/first"
+	run -0 cmpf32 -a 1e-4 "$T/ref" "$T/first"
+}
+
+@test "the decoder layers share one kernel" {
+	build "$BATS_FILE_TMPDIR/q05" "$T/out" layer
+	# 2 layers, 3 phases: prefill and prefill_kv share their kernels
+	[ "$(jq '[.phases[] | .partitions[] | select(.layer >= 0) | .kernel] | unique | length' "$T/out/parts/partition.json")" -le 2 ]
+}
+
+@test "a second build makes nothing, touching the checkpoint lowers nothing" {
+	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+	assert_output --partial "Nothing to be done"
+	cp -r "$BATS_FILE_TMPDIR/tiny" "$T/ck"
+	build "$T/ck" "$T/out2" layer
+	before=$(stat -c %Y "$T/out2/model.llm")
+	sleep 1
+	touch "$T/ck/config.json"
+	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$T/ck" OUT="$T/out2" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+	assert_output --partial "llm-import"
+	refute_output --partial "llm-lower"
+	assert_output --partial "is up to date"
+	[ "$(stat -c %Y "$T/out2/model.llm")" = "$before" ]
+}
+
+@test "an identical kernel is taken from the lowering cache, across builds" {
+	export LLM_CACHE_DIR="$T/cache"
+	build "$BATS_FILE_TMPDIR/tiny" "$T/a" layer
+	n=$(ls "$T/cache" | wc -l)
+	[ "$n" -gt 0 ]
+	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/b" LOWER_FLAGS=-v IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+	[ "$(grep -c 'cache hit' <<<"$output")" -eq "$n" ]
+	[ "$(ls "$T/cache" | wc -l)" -eq "$n" ]
+	cmp "$T/a/libmodel.so" "$T/b/libmodel.so"
+}
+
+@test "model.mk without MODEL or OUT says what to set" {
+	run -2 make -f "$PROJECT_ROOT/pipelines/model.mk"
+	assert_output --partial "set MODEL"
+}
