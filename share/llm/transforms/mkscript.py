@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""mkscript.py KIND [PARAM=VALUE ...] > KIND.mlir: the transform script of llm-lower
+for a phase kind: decode (R = 1: GEMV) or prefill (R = n_tokens, dynamic: GEMM with
+peeled rows).  The scripts are generated because the transform dialect has no
+parameters: one tiling recipe is instantiated per rank and per tile size.
+
+Parameters (measured on the 2-vCPU Zen3, AVX2, 16 ymm registers; see the
+comments of each sequence):
+  GV_NC, GV_NR, GV_KV  GEMV: W rows per scf.forall chunk, W rows per register
+                       tile, k lanes (vector accumulators kept over the whole row)
+  GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
+                       per register tile, k lanes, k block (0: no k blocking)
+  EW                   last-dim tile of elementwise ops
+  RKV                  lanes of last-dim reductions (norm sums, softmax max/sum)
+  AT_MR, AT_NR, AT_KV, AT_DT  attention: query rows and keys per scores tile,
+                       head_dim lanes, head_dim tile of P.V"""
+import sys
+kind = sys.argv[1]
+P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
+         GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
+         EW=64, RKV=8, AT_MR=6, AT_NR=2, AT_KV=8, AT_DT=16)                         # last-dim tile of elementwise ops, lanes of row reductions
+for a in sys.argv[2:]:
+    k, v = a.split("="); P[k] = int(v)
+A = "!transform.any_op"
+out = []
+def e(s=""): out.append(s)
+
+def ones(n): return ", ".join(["1"] * n)
+def zeros(n): return ", ".join(["0"] * n)
+def res(n): return "(" + ", ".join([A] * n) + ")"
+
+e(f"// {kind}.mlir: the transform script of llm-lower for {kind} modules (share/doc/llm/ir.txt).")
+e(f"// Written by mkscript.py in this directory (python3 mkscript.py {kind} > {kind}.mlir);")
+e("// edit that, not this.  Parameters: " + " ".join(f"{k}={v}" for k, v in P.items()) + ".")
+e("// Every linalg op is tiled by its llm.sched class to tiles of static shape,")
+e("// which vectorise; the partial tiles of dynamic or ragged dimensions are")
+e("// peeled off and left to scalar loops, so the result is correct for any")
+e("// shape and fast for the usual ones.")
+e("module attributes {transform.with_named_sequence} {")
+
+# ---- helpers ----
+e(f"""  // Splits off the last, partial iteration of a loop; a silenceable
+  // failure (suppressed by the callers) when the step divides the trip count.
+  transform.named_sequence @peel(%l: {A} {{transform.readonly}}) {{
+    %lf = transform.cast %l : {A} to !transform.op<"scf.for">
+    %main, %rest = transform.loop.peel %lf : (!transform.op<"scf.for">) -> ({A}, {A})
+    transform.yield
+  }}""")
+# k split for rank-n ops whose last dim is the reduction
+def ksplit(name, n, kv):
+    e(f"""  // Reduction over the last dim of a rank-{n} tile in {kv} lanes: a vector
+  // accumulator lives in registers over the whole loop and is reduced once
+  // at the end.  Ragged last columns, if any, are peeled and done one at a
+  // time (short bf16 vectors would need a truncation routine at run time).
+  transform.named_sequence @{name}(%t: {A} {{transform.consumed}}) {{
+    %i, %s, %c, %lk = transform.structured.tile_reduction_using_for %t by tile_sizes = [{zeros(n-1)}, {kv}] : ({A}) -> {res(4)}
+    transform.annotate %lk "llm.kloop" : {A}
+    %rest = transform.sequence %lk : ({A}) -> {A} failures(suppress) {{
+    ^bb0(%l: {A}):
+      %lf = transform.cast %l : {A} to !transform.op<"scf.for">
+      %m, %r = transform.loop.peel %lf : (!transform.op<"scf.for">) -> ({A}, {A})
+      transform.yield %r : {A}
+    }}
+    transform.foreach %rest : {A} {{
+    ^bb0(%r: {A}):
+      %rk = transform.structured.match ops{{["linalg.generic"]}} in %r : ({A}) -> {A}
+      %rk2, %rkl = transform.structured.tile_using_for %rk tile_sizes [{zeros(n-1)}, 1] : ({A}) -> ({A}, {A})
+    }}
+    transform.yield
+  }}""")
+ksplit("ksplit_gemv", 3, P["GV_KV"])
+if P["GM_KV"] != P["GV_KV"]:
+    ksplit("ksplit_gemm", 3, P["GM_KV"])
+for n in (2, 3, 4):
+    ksplit(f"ksplit_red{n}", n, P["RKV"])
+ksplit("ksplit_att", 5, P["AT_KV"])
+
+# ---- GEMV: matmul with R = 1 and head ----
+e(f"""  // y[1, n] = sum_k x[1, k] * W[n, k] (W in its [N, K] layout): chunks of
+  // {P['GV_NC']} rows of W per scf.forall iteration (OpenMP threads), {P['GV_NR']} rows per register
+  // tile, k in {P['GV_KV']} lanes; the output initialiser is fused into the chunk.
+  transform.named_sequence @gemv(%mm: {A} {{transform.consumed}}) {{
+    %fill = transform.get_producer_of_operand %mm[2] : ({A}) -> {A}
+    %t1, %forall = transform.structured.tile_using_forall %mm tile_sizes [0, {P['GV_NC']}] : ({A}) -> ({A}, {A})
+    %f1, %forall2 = transform.structured.fuse_into_containing_op %fill into %forall : ({A}, {A}) -> ({A}, {A})
+    %t2, %ln = transform.structured.tile_using_for %t1 tile_sizes [0, {P['GV_NR']}] : ({A}) -> ({A}, {A})
+    transform.include @peel failures(suppress) (%ln) : ({A}) -> ()
+    %tiles = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "matmul"}} in %forall2 : ({A}) -> {A}
+    %tiles2 = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "head"}} in %forall2 : ({A}) -> {A}
+    %all = transform.merge_handles %tiles, %tiles2 : {A}
+    transform.foreach %all : {A} {{
+    ^bb0(%x: {A}):
+      transform.include @ksplit_gemv failures(propagate) (%x) : ({A}) -> ()
+    }}
+    transform.yield
+  }}""")
+
+NTILE_KC0 = f"""    %t2, %ln = transform.structured.tile_using_for %t1 tile_sizes [0, {P['GM_NR']}] : ({A}) -> ({A}, {A})
+    transform.include @peel failures(suppress) (%ln) : ({A}) -> ()"""
+NTILE_KC = f"""    // k blocks of {P['GM_KC']} outermost in the chunk, then rows, then W rows:
+    // the x tile stays in L1 and the W block in L2 while it is reused.
+    %t2, %l1, %l2, %l3 = transform.structured.tile_using_for %t1 tile_sizes [{P['GM_MR']}, {P['GM_NR']}, {P['GM_KC']}] interchange = [2, 0, 1] : ({A}) -> ({A}, {A}, {A}, {A})
+    %ln = transform.get_parent_op %t2 {{op_name = "scf.for"}} : ({A}) -> {A}
+    %lr = transform.get_parent_op %ln {{op_name = "scf.for"}} : ({A}) -> {A}
+    %scope = transform.get_parent_op %lr : ({A}) -> {A}
+    transform.include @peel failures(suppress) (%ln) : ({A}) -> ()
+    %full = transform.param.constant "full" -> !transform.any_param
+    %part = transform.param.constant "rest" -> !transform.any_param
+    %all = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "matmul"}} in %lr : ({A}) -> {A}
+    transform.annotate %all "llm.rows" = %full : {A}, !transform.any_param
+    %rest = transform.sequence %lr : ({A}) -> {A} failures(suppress) {{
+    ^bb0(%l: {A}):
+      %lcf = transform.cast %l : {A} to !transform.op<"scf.for">
+      %m, %r = transform.loop.peel %lcf : (!transform.op<"scf.for">) -> ({A}, {A})
+      transform.yield %r : {A}
+    }}
+    transform.foreach %rest : {A} {{
+    ^bb0(%r: {A}):
+      %ro = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "full"}} in %r : ({A}) -> {A}
+      transform.annotate %ro "llm.rows" = %part : {A}, !transform.any_param
+    }}
+    %mf = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "full"}} in %scope : ({A}) -> {A}
+    transform.foreach %mf : {A} {{
+    ^bb0(%x: {A}):
+      transform.include @KSPLIT failures(propagate) (%x) : ({A}) -> ()
+    }}
+    %mr = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "rest"}} in %scope : ({A}) -> {A}
+    transform.foreach %mr : {A} {{
+    ^bb0(%x: {A}):
+      %t3, %l4 = transform.structured.tile_using_for %x tile_sizes [1] : ({A}) -> ({A}, {A})
+      transform.include @KSPLIT failures(propagate) (%t3) : ({A}) -> ()
+    }}
+    transform.yield
+  }}"""
+NTILE_KC0 += f"""
+    %tiles = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "matmul"}} in %forall2 : ({A}) -> {A}
+    transform.foreach %tiles : {A} {{
+    ^bb0(%x: {A}):
+      transform.include @rows failures(propagate) (%x) : ({A}) -> ()
+    }}
+    transform.yield
+  }}"""
+NTILE = NTILE_KC if P['GM_KC'] else NTILE_KC0
+if kind == "prefill":
+    KG = "ksplit_gemm" if P["GM_KV"] != P["GV_KV"] else "ksplit_gemv"
+    NTILE = NTILE.replace("@KSPLIT", "@" + KG)
+    e(f"""  // Rows of a GEMM tile: {P['GM_MR']} at a time, then the R mod {P['GM_MR']} last ones one by one,
+  // so that every tile has a static shape.
+  transform.named_sequence @rows(%t: {A} {{transform.consumed}}) {{
+    %t2, %lr = transform.structured.tile_using_for %t tile_sizes [{P['GM_MR']}] : ({A}) -> ({A}, {A})
+    %scope = transform.get_parent_op %lr : ({A}) -> {A}
+    %full = transform.param.constant "full" -> !transform.any_param
+    %part = transform.param.constant "rest" -> !transform.any_param
+    transform.annotate %t2 "llm.rows" = %full : {A}, !transform.any_param
+    %rest = transform.sequence %lr : ({A}) -> {A} failures(suppress) {{
+    ^bb0(%l: {A}):
+      %lf = transform.cast %l : {A} to !transform.op<"scf.for">
+      %m, %r = transform.loop.peel %lf : (!transform.op<"scf.for">) -> ({A}, {A})
+      transform.yield %r : {A}
+    }}
+    transform.foreach %rest : {A} {{
+    ^bb0(%r: {A}):
+      %ro = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "full"}} in %r : ({A}) -> {A}
+      transform.annotate %ro "llm.rows" = %part : {A}, !transform.any_param
+    }}
+    %mf = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "full"}} in %scope : ({A}) -> {A}
+    transform.foreach %mf : {A} {{
+    ^bb0(%x: {A}):
+      transform.include @{KG} failures(propagate) (%x) : ({A}) -> ()
+    }}
+    %mr = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.rows = "rest"}} in %scope : ({A}) -> {A}
+    transform.foreach %mr : {A} {{
+    ^bb0(%x: {A}):
+      %t3, %l3 = transform.structured.tile_using_for %x tile_sizes [1] : ({A}) -> ({A}, {A})
+      transform.include @{KG} failures(propagate) (%t3) : ({A}) -> ()
+    }}
+    transform.yield
+  }}
+  // y[r, n] = sum_k x[r, k] * W[n, k], R rows (dynamic): chunks of {P['GM_NC']} rows of
+  // W per scf.forall iteration; in a chunk, register tiles of {P['GM_NR']} rows of W
+  // by {P['GM_MR']} rows of x, loops n then r, so that the W tile stays in L1 while
+  // the rows of x stream past it.
+  transform.named_sequence @gemm(%mm: {A} {{transform.consumed}}) {{
+    %fill = transform.get_producer_of_operand %mm[2] : ({A}) -> {A}
+    %t1, %forall = transform.structured.tile_using_forall %mm tile_sizes [0, {P['GM_NC']}] : ({A}) -> ({A}, {A})
+    %f1, %forall2 = transform.structured.fuse_into_containing_op %fill into %forall : ({A}, {A}) -> ({A}, {A})
+    %f2, %lf = transform.structured.tile_using_for %f1 tile_sizes [1] : ({A}) -> ({A}, {A})
+{NTILE}""")
+
+# ---- elementwise and reductions by rank ----
+e(f"""  // Matcher prologue: a linalg.generic of the classes scheduled by rank
+  // (marked llm.ew at the start; tiles of matmul and head ops are not).
+  transform.named_sequence @m_other(%c0: {A} {{transform.readonly}}) {{
+    transform.match.operation_name %c0 ["linalg.generic"] : {A}
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %m = transform.structured.match attributes{{llm.ew}} in %c0 : ({A}) -> {A}
+    %n = transform.num_associations %m : ({A}) -> !transform.param<i64>
+    transform.match.param.cmpi eq %n, %one : !transform.param<i64>
+    transform.yield
+  }}""")
+for n in range(1, 6):
+    ew = P["EW"]
+    tiles = ", ".join(["1"] * (n - 1) + [str(ew)])
+    e(f"""  // Elementwise rank {n}: one row at a time, the last dim in {ew}-wide pieces.
+  transform.named_sequence @ew{n}(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:{n} = transform.structured.tile_using_for %t tile_sizes [{tiles}] : ({A}) -> {res(n + 1)}
+    transform.include @peel failures(suppress) (%l#{n-1}) : ({A}) -> ()
+    transform.yield
+  }}
+  transform.named_sequence @m_par{n}(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_other failures(propagate) (%c0) : ({A}) -> ()
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant {n} : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      transform.match.structured.dim %c[all] {{parallel}} : {A}
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}""")
+for n in range(2, 5):
+    lead = f"%t2, %l:{n-1} = transform.structured.tile_using_for %t tile_sizes [{ones(n-1)}] : ({A}) -> {res(n)}"
+    e(f"""  // Reduction over the last dim, rank {n}: one output element at a time.
+  transform.named_sequence @red{n}(%t: {A} {{transform.consumed}}) {{
+    {lead}
+    transform.include @ksplit_red{n} failures(propagate) (%t2) : ({A}) -> ()
+    transform.yield
+  }}
+  transform.named_sequence @m_red{n}(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_other failures(propagate) (%c0) : ({A}) -> ()
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant {n} : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      transform.match.structured.dim %c[{", ".join(str(i) for i in range(n-1))}] {{parallel}} : {A}
+      transform.match.structured.dim %c[-1] {{reduction}} : {A}
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}""")
+# attention contractions (rank 5, reduction last): scores reduce over head_dim (static),
+# pv over the positions (dynamic)
+e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_other failures(propagate) (%c0) : ({A}) -> ()
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      transform.match.structured.dim %c[0, 1, 2, 3] {{parallel}} : {A}
+      transform.match.structured.dim %c[-1] {{reduction}} : {A}
+      %d = transform.match.structured.dim %c[-1] : ({A}) -> !transform.param<i64>
+      %z = transform.param.constant 0 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi gt %d, %z : !transform.param<i64>
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}
+  transform.named_sequence @m_red5(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_other failures(propagate) (%c0) : ({A}) -> ()
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      transform.match.structured.dim %c[0, 1, 2, 3] {{parallel}} : {A}
+      transform.match.structured.dim %c[-1] {{reduction}} : {A}
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}
+  transform.named_sequence @m_att_static(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.match.operation_name %c0 ["linalg.generic"] : {A}
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      %z = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %d2 = transform.match.structured.dim %c[2] : ({A}) -> !transform.param<i64>
+      transform.match.param.cmpi gt %d2, %z : !transform.param<i64>
+      %d3 = transform.match.structured.dim %c[3] : ({A}) -> !transform.param<i64>
+      transform.match.param.cmpi gt %d3, %z : !transform.param<i64>
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}
+  transform.named_sequence @m_att_any(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.match.operation_name %c0 ["linalg.generic"] : {A}
+    transform.yield %c0 : {A}
+  }}
+  transform.named_sequence @att_rest(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:2 = transform.structured.tile_using_for %t tile_sizes [0, 0, 1, 1] : ({A}) -> {res(3)}
+    transform.include @ksplit_att failures(propagate) (%t2) : ({A}) -> ()
+    transform.yield
+  }}
+  transform.named_sequence @pv_rest(%t: {A} {{transform.consumed}}) {{
+    %t2, %l = transform.structured.tile_using_for %t tile_sizes [0, 0, 1] : ({A}) -> {res(2)}
+    transform.yield
+  }}
+  transform.named_sequence @nothing(%t: {A} {{transform.readonly}}) {{
+    transform.yield
+  }}""")
+if kind == "prefill":
+    e(f"""  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, t, d], a small
+  // GEMM per head: register tiles of {P['AT_MR']} rows by {P['AT_NR']} keys, d in {P['AT_KV']} lanes.
+  // Rows and keys are dynamic: partial tiles are peeled and done one by one.
+  transform.named_sequence @scores(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:4 = transform.structured.tile_using_for %t tile_sizes [1, 1, {P['AT_MR']}, {P['AT_NR']}] : ({A}) -> {res(5)}
+    transform.include @peel failures(suppress) (%l#3) : ({A}) -> ()
+    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
+    transform.apply_patterns to %l#0 {{
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    %r = transform.foreach_match in %l#0
+        @m_att_static -> @ksplit_att, @m_att_any -> @att_rest : ({A}) -> {A}
+    transform.yield
+  }}
+  // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d]: outer products, a
+  // {P['AT_MR']} x {P['AT_DT']} tile of o in registers, one position t at a time.
+  transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:5 = transform.structured.tile_using_for %t tile_sizes [1, 1, {P['AT_MR']}, {P['AT_DT']}, 1] : ({A}) -> {res(6)}
+    transform.annotate %l#4 "llm.kloop" : {A}
+    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
+    transform.apply_patterns to %l#0 {{
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    %r = transform.foreach_match in %l#0
+        @m_att_static -> @nothing, @m_att_any -> @pv_rest : ({A}) -> {A}
+    transform.yield
+  }}""")
+else:
+    e(f"""  // Attention scores s[h, g, 0, t] = sum_d q[h, g, 0, d] k[h, t, d]: all
+  // query heads of a KV head ({{g}}) by {P['AT_NR']} keys per register tile, d in
+  // {P['AT_KV']} lanes; a partial last tile of keys is peeled and done one by one.
+  transform.named_sequence @scores(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:3 = transform.structured.tile_using_for %t tile_sizes [1, 0, 1, {P['AT_NR']}] : ({A}) -> {res(4)}
+    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
+    transform.apply_patterns to %l#0 {{
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    %r = transform.foreach_match in %l#0
+        @m_att_static -> @ksplit_att, @m_att_any -> @att_rest : ({A}) -> {A}
+    transform.yield
+  }}
+  // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d]: outer products, all query
+  // heads of a KV head by {P['AT_DT']} of d in registers, one position t at a time.
+  transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
+    %t2, %l:4 = transform.structured.tile_using_for %t tile_sizes [1, 0, 1, {P['AT_DT']}, 1] : ({A}) -> {res(5)}
+    transform.annotate %l#3 "llm.kloop" : {A}
+    transform.yield
+  }}""")
+
+# ---- main ----
+classes = ["gather", "fill", "eltwise", "rowsum", "rope", "attn"]
+e(f"""  transform.named_sequence @__transform_main(%root: {A} {{transform.consumed}}) {{""")
+for c in classes:
+    e(f"""    %{c}_ew = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "{c}"}} in %root : ({A}) -> {A}
+    transform.annotate %{c}_ew "llm.ew" : {A}""")
+if kind == "prefill":
+    e(f"""    %mm = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "matmul"}} in %root : ({A}) -> {A}
+    transform.foreach %mm : {A} {{
+    ^bb0(%m: {A}):
+      transform.include @gemm failures(propagate) (%m) : ({A}) -> ()
+    }}""")
+    gv = ["head"]
+else:
+    gv = ["matmul", "head"]
+for c in gv:
+    e(f"""    %{c} = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "{c}"}} in %root : ({A}) -> {A}
+    transform.foreach %{c} : {A} {{
+    ^bb0(%m: {A}):
+      transform.include @gemv failures(propagate) (%m) : ({A}) -> ()
+    }}""")
+e(f"""    %r = transform.foreach_match in %root
+        @m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,
+        @m_red2 -> @red2, @m_red3 -> @red3, @m_red4 -> @red4,
+        @m_red5_static -> @scores, @m_red5 -> @pv : ({A}) -> {A}""")
+e(f"""    %fv = transform.structured.match ops{{["func.func"]}} in %r : ({A}) -> {A}
+    transform.foreach %fv : {A} {{
+    ^bb0(%f: {A}):
+      transform.apply_patterns to %f {{
+        transform.apply_patterns.canonicalization
+      }} : {A}
+      %f2 = transform.structured.vectorize_children_and_apply_patterns %f {{vectorize_nd_extract}} : ({A}) -> {A}
+    }}
+    // Keep the reduction accumulators in registers across the k loops.
+    %loops = transform.structured.match ops{{["scf.for"]}} attributes{{llm.kloop}} in %r : ({A}) -> {A}
+    transform.foreach %loops : {A} {{
+    ^bb0(%lp: {A}):
+      transform.loop.hoist_loop_invariant_subsets %lp : {A}
+    }}
+    %fv3 = transform.structured.match ops{{["func.func"]}} in %r : ({A}) -> {A}
+    transform.foreach %fv3 : {A} {{
+    ^bb0(%f: {A}):
+      transform.apply_patterns to %f {{
+        transform.apply_patterns.canonicalization
+      }} : {A}
+      transform.bufferization.eliminate_empty_tensors %f : {A}
+    }}
+    %b = transform.bufferization.one_shot_bufferize %r {{bufferize_function_boundaries = true, function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"}} : ({A}) -> {A}
+    %fb = transform.structured.match ops{{["func.func"]}} in %b : ({A}) -> {A}
+    transform.foreach %fb : {A} {{
+    ^bb0(%f: {A}):
+      transform.apply_cse to %f : {A}
+      transform.apply_patterns to %f {{
+        transform.apply_patterns.canonicalization
+      }} : {A}
+    }}
+    // memref.fold_memref_alias_ops hangs on whole functions in MLIR 22:
+    // apply it inside the foralls only.
+    %fa = transform.structured.match ops{{["scf.forall"]}} in %b : ({A}) -> {A}
+    transform.foreach %fa : {A} {{
+    ^bb0(%fx: {A}):
+      transform.apply_patterns to %fx {{
+        transform.apply_patterns.memref.fold_memref_alias_ops
+      }} : {A}
+    }}
+    %fb2 = transform.structured.match ops{{["func.func"]}} in %b : ({A}) -> {A}
+    transform.foreach %fb2 : {A} {{
+    ^bb0(%f: {A}):
+      transform.apply_cse to %f : {A}
+      %f3 = transform.structured.hoist_redundant_vector_transfers %f : ({A}) -> {A}
+      transform.apply_patterns to %f3 {{
+        transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+        transform.apply_patterns.vector.lower_outerproduct
+        transform.apply_patterns.vector.transfer_permutation_patterns
+        transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+        transform.apply_patterns.vector.lower_shape_cast
+        transform.apply_patterns.vector.lower_broadcast
+        transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      }} : {A}
+      transform.apply_patterns to %f3 {{
+        transform.apply_patterns.canonicalization
+      }} : {A}
+    }}
+    transform.yield
+  }}
+}}""")
+print("\n".join(out))
