@@ -44,7 +44,8 @@ LIBHDR = lib/util.h \
 	lib/runtime.h \
 	lib/tok.h \
 	lib/tokenizer.h \
-	lib/lower.h
+	lib/lower.h \
+	lib/gguf.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -60,7 +61,8 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/runtime.o \
 	$(O)/lib/tok.o \
 	$(O)/lib/tokenizer.o \
-	$(O)/lib/lower.o
+	$(O)/lib/lower.o \
+	$(O)/lib/gguf.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -93,7 +95,8 @@ UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_model \
 	$(O)/tests/unit/test_weights \
 	$(O)/tests/unit/test_bundle \
-	$(O)/tests/unit/test_tokenizer
+	$(O)/tests/unit/test_tokenizer \
+	$(O)/tests/unit/test_gguf
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -124,6 +127,7 @@ $(O)/lib/runtime.o: lib/runtime.c
 $(O)/lib/tok.o: lib/tok.c
 $(O)/lib/tokenizer.o: lib/tokenizer.c
 $(O)/lib/lower.o: lib/lower.c
+$(O)/lib/gguf.o: lib/gguf.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -168,6 +172,7 @@ $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
 $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
+$(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 
 # `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
 # (the files test_gguf builds, plus the head of stories260K when present);
