@@ -42,10 +42,11 @@ LIBHDR = lib/util.h \
 	lib/weights.h \
 	lib/bundle.h \
 	lib/runtime.h \
-	lib/tok.h \
 	lib/tokenizer.h \
 	lib/lower.h \
-	lib/gguf.h
+	lib/gguf.h \
+	lib/sample.h \
+	lib/chat.h
 LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/dtype.o \
 	$(O)/lib/json.o \
@@ -59,10 +60,11 @@ LIBOBJ = $(O)/lib/util.o \
 	$(O)/lib/weights.o \
 	$(O)/lib/bundle.o \
 	$(O)/lib/runtime.o \
-	$(O)/lib/tok.o \
 	$(O)/lib/tokenizer.o \
 	$(O)/lib/lower.o \
-	$(O)/lib/gguf.o
+	$(O)/lib/gguf.o \
+	$(O)/lib/sample.o \
+	$(O)/lib/chat.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -85,7 +87,8 @@ TOOLS = $(T)/mkmodel \
 	$(T)/refmodel \
 	$(T)/cmpf32 \
 	$(T)/mkrunmodel \
-	$(T)/tokcheck
+	$(T)/tokcheck \
+	$(T)/bwprobe
 UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_dtype \
 	$(O)/tests/unit/test_json \
@@ -96,7 +99,9 @@ UNITS = $(O)/tests/unit/test_util \
 	$(O)/tests/unit/test_weights \
 	$(O)/tests/unit/test_bundle \
 	$(O)/tests/unit/test_tokenizer \
-	$(O)/tests/unit/test_gguf
+	$(O)/tests/unit/test_gguf \
+	$(O)/tests/unit/test_sample \
+	$(O)/tests/unit/test_chat
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -124,10 +129,11 @@ $(O)/lib/weights.o: lib/weights.c
 $(O)/lib/pack.o: lib/pack.c
 $(O)/lib/bundle.o: lib/bundle.c
 $(O)/lib/runtime.o: lib/runtime.c
-$(O)/lib/tok.o: lib/tok.c
 $(O)/lib/tokenizer.o: lib/tokenizer.c
 $(O)/lib/lower.o: lib/lower.c
 $(O)/lib/gguf.o: lib/gguf.c
+$(O)/lib/sample.o: lib/sample.c
+$(O)/lib/chat.o: lib/chat.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -150,13 +156,14 @@ $(IROBJ): $(IRHDR) $(LIBHDR) config.mk
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS) -lpthread
 
 $(T)/refmodel: tests/tools/refmodel.c
 $(T)/mkmodel: tests/tools/mkmodel.c
 $(T)/cmpf32: tests/tools/cmpf32.c
 $(T)/tokcheck: tests/tools/tokcheck.c
 $(T)/mkrunmodel: tests/tools/mkrunmodel.c
+$(T)/bwprobe: tests/tools/bwprobe.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -173,6 +180,8 @@ $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
 $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
 $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
+$(O)/tests/unit/test_sample: tests/unit/test_sample.c
+$(O)/tests/unit/test_chat: tests/unit/test_chat.c
 
 # `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
 # (the files test_gguf builds, plus the head of stories260K when present);

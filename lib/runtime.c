@@ -272,6 +272,15 @@ llm_runtime_reset(struct llm_runtime *rt)
 	rt->pos = 0;
 }
 
+int
+llm_runtime_rewind(struct llm_runtime *rt, int64_t pos)
+{
+	if (pos < 0 || pos > rt->pos)
+		return llm_seterr("cannot rewind the context to position %" PRId64 " of %" PRId64, pos, rt->pos);
+	rt->pos = pos;
+	return 0;
+}
+
 int64_t
 llm_argmax(const float *x, int64_t n)
 {

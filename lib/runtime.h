@@ -65,6 +65,10 @@ int llm_runtime_decode(struct llm_runtime *rt, int64_t token);
 /* Forget the context: the next prefill starts at position 0.  The cache
  * is not cleared: attention reads [0, pos + n_tokens) only. */
 void llm_runtime_reset(struct llm_runtime *rt);
+/* Keep the first pos positions of the context (pos <= rt->pos): the next
+ * tokens overwrite the cache from there.  rt->logits are stale until the
+ * next prefill or decode.  -1 with llm_errmsg for pos out of range. */
+int llm_runtime_rewind(struct llm_runtime *rt, int64_t pos);
 
 /* Index of the largest element (the first on ties; NaN never wins). */
 int64_t llm_argmax(const float *x, int64_t n);

@@ -2739,7 +2739,8 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 	/* Escape the decoded text in place: move it aside first. */
 	size_t tl = out->len - start;
 	char *text = llm_xmalloc(tl + 1);
-	memcpy(text, out->p + start, tl);
+	if (tl) /* out->p may still be NULL when nothing was decoded */
+		memcpy(text, out->p + start, tl);
 	out->len = start;
 	llm_tokenizer_json_string(out, text, tl);
 	llm_buf_add(out, "\n", 1);

@@ -1,31 +1,56 @@
-/* llm-run: run a compiled model on a prompt.
+/* llm-run: run a compiled model: generate text, chat, benchmark, and the
+ * scriptable tokenizer and chat-template modes.
  *
  * Reads a bundle (model.llm, from llm-link) or a build directory: the
  * weights are mapped in place, the model library is loaded and checked
- * against the weights' plan fingerprint, the KV cache is allocated.  The
+ * against the weights' plan fingerprint, the KV cache is allocated.  A
  * prompt (text through the tokenizer, or ids) goes through prefill and
- * prefill_kv in chunks, then decode generates greedily, one token at a
- * time, until -n tokens, an end-of-sequence id or a full context.  The
- * text goes to stdout as it is generated; time to first token and the
- * prefill and decode rates go to stderr (or all of it as one JSON object
- * with --json).  --logits keeps every logits row for the numeric tests.
- * The last step of the pipeline: llm-import, llm-pack-weights, llm-lower,
- * llm-link, llm-run. */
+ * prefill_kv in chunks, then decode generates one token at a time, each
+ * chosen by the sampler (lib/sample.c: greedy unless --temp), until -n
+ * tokens, an end-of-sequence id, a stop string, a full context or Ctrl-C.
+ * The text streams to stdout in whole UTF-8 characters (lib/chat.c);
+ * time to first token and the prefill and decode rates go to stderr, or
+ * everything to stdout as one JSON object with --json.
+ *
+ * -i chats: each line of stdin is a user message; the conversation is
+ * rendered with the model's chat template (lib/chat.c) and only the
+ * tokens the KV cache lacks go through prefill_kv.  --bench measures
+ * prefill and decode rates on random tokens.  --tokenize, --detokenize
+ * and --render expose the tokenizer (lib/tokenizer.c) and the templates
+ * to scripts and golden tests.  The last step of the pipeline: llm-import,
+ * llm-pack-weights, llm-lower, llm-link, llm-run. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <libgen.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "../lib/chat.h"
 #include "../lib/json.h"
 #include "../lib/runtime.h"
-#include "../lib/tok.h"
+#include "../lib/sample.h"
+#include "../lib/tokenizer.h"
 #include "../lib/util.h"
 
 static const char usage_text[] =
-	"usage: llm-run [-v] [--json] [--logits file] [-n count] [-t threads] -m model\n"
-	"               [-f file | -p text | --tokens ids]\n";
+	"usage: llm-run [-v] [--json] [--logits file] [-n count] [-t threads] [--seed n]\n"
+	"               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
+	"               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
+	"               [--chat-template name] [--system text] -m model\n"
+	"               -i | -f file | -p text | --tokens ids\n"
+	"       llm-run [-v] [--json] [-t threads] [--seed n] -m model --bench [spec]\n"
+	"       llm-run -m model | --tokenizer path --tokenize [--add-special]\n"
+	"       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
+	"       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
+	"               [--no-gen-prompt]\n";
 
 static _Noreturn void
 usage(void)
@@ -39,6 +64,27 @@ usage_msg(const char *msg)
 {
 	llm_warn("%s", msg);
 	usage();
+}
+
+/* Ctrl-C: generation stops after the current step. */
+static volatile sig_atomic_t interrupted;
+
+static void
+on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* No SA_RESTART: a read of stdin waiting for a chat line returns EINTR. */
+static void
+catch_sigint(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
 }
 
 /* "1,2,3" -> ids. */
@@ -59,8 +105,27 @@ parse_ids(const char *s, int64_t **ids, size_t *n)
 		usage_msg("--tokens: no ids");
 }
 
+static double
+parse_num(const char *opt, const char *s, double min, double max)
+{
+	double v;
+	if (llm_parse_f64(s, &v) < 0 || !(v >= min && v <= max))
+		usage_msg(llm_xasprintf("%s: '%s' is not a number in [%g, %g]", opt, s, min, max));
+	return v;
+}
+
+static int64_t
+parse_int(const char *opt, const char *s, int64_t min, int64_t max)
+{
+	int64_t v;
+	if (llm_parse_i64(s, min, max, &v) < 0)
+		usage_msg(llm_xasprintf("%s: %s", opt, llm_errmsg()));
+	return v;
+}
+
+/* A whole file, or stdin for "-". */
 static char *
-read_prompt(const char *path, size_t *len)
+read_input(const char *path, size_t *len)
 {
 	char *data;
 
@@ -72,8 +137,8 @@ read_prompt(const char *path, size_t *len)
 			llm_buf_add(&b, chunk, n);
 		if (ferror(stdin))
 			llm_fatal("stdin: read error:");
-		llm_buf_add(&b, "", 0);
-		*len = b.len;
+		llm_buf_add(&b, "", 1);
+		*len = b.len - 1;
 		return b.p;
 	}
 	if (llm_read_file(path, &data, len) < 0)
@@ -81,26 +146,38 @@ read_prompt(const char *path, size_t *len)
 	return data;
 }
 
-/* The tokenizer, when the model has a tokenizer.json. */
-static struct llm_tok *
-load_tokenizer(struct llm_runtime *rt)
+static void
+write_out(const void *p, size_t n)
 {
-	const struct llm_member *mb = NULL;
-	struct llm_tok *t;
-	char *text;
-	size_t len;
+	if (n && fwrite(p, 1, n, stdout) != n)
+		llm_fatal("stdout: write error:");
+}
 
-	for (size_t i = 0; i < rt->model.ntokenizer_files; i++)
-		if (strcmp(rt->model.tokenizer_files[i], "tokenizer.json") == 0)
-			mb = llm_bundle_find(&rt->bundle, "tokenizer.json");
-	if (!mb)
-		return NULL;
-	if (llm_bundle_read(&rt->bundle, mb, &text, &len) < 0)
-		llm_fatal("%s", llm_errmsg());
-	if (!(t = llm_tok_load(text, len, mb->label)))
-		llm_fatal("%s", llm_errmsg());
-	free(text);
-	return t;
+static void
+finish_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout))
+		llm_fatal("stdout: write error:");
+}
+
+static double
+rate(double n, double secs)
+{
+	return secs > 0 ? n / secs : 0;
+}
+
+/* Resident set size in KiB, from /proc/self/statm. */
+static long
+rss_kb(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static json_t *
@@ -112,54 +189,858 @@ ids_json(const int64_t *ids, size_t n)
 	return a;
 }
 
-static double
-rate(double n, double secs)
+/* One compact JSON value and a newline on stdout (consumes j). */
+static void
+print_json(json_t *j)
 {
-	return secs > 0 ? n / secs : 0;
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!s)
+		llm_fatal("out of memory");
+	write_out(s, strlen(s));
+	write_out("\n", 1);
+	free(s);
+	json_decref(j);
+	if (fflush(stdout) != 0)
+		llm_fatal("stdout: write error:");
+}
+
+/* Where the tokenizer and the chat template come from: a bundle or build
+ * directory (model.json's tokenizer.chat_template, tokenizer.json,
+ * tokenizer_config.json, chat_template.jinja), or a tokenizer.json file
+ * with those files beside it. */
+struct source {
+	struct llm_tokenizer *tok;      /* NULL: no tokenizer.json */
+	int tmpl;                       /* named or recognised; -1: none */
+	char *bos, *eos;                /* tokenizer_config.json tokens; NULL: not given */
+};
+
+/* A token of tokenizer_config.json: a string, an AddedToken object, or
+ * null (""). */
+static char *
+config_token(json_t *cfg, const char *key)
+{
+	json_t *v = json_object_get(cfg, key); /* borrowed */
+	if (!v)
+		return NULL;
+	if (json_is_object(v))
+		v = json_object_get(v, "content");
+	return llm_xstrdup(json_is_string(v) ? json_string_value(v) : "");
+}
+
+static void
+source_config(struct source *s, const char *text, size_t len, const char *label)
+{
+	json_t *cfg = llm_json_loadb(text, len, label), *t;
+	if (!cfg)
+		llm_fatal("%s", llm_errmsg());
+	s->bos = config_token(cfg, "bos_token");
+	s->eos = config_token(cfg, "eos_token");
+	t = json_object_get(cfg, "chat_template"); /* borrowed */
+	if (s->tmpl < 0 && json_is_string(t))
+		s->tmpl = llm_chat_recognise(json_string_value(t));
+	json_decref(cfg);
+}
+
+static void
+source_bundle(struct source *s, const struct llm_bundle *b)
+{
+	const struct llm_member *mb;
+	char *text;
+	size_t len;
+
+	if ((mb = llm_bundle_find(b, "model.json"))) {
+		json_t *m, *t;
+		if (llm_bundle_read(b, mb, &text, &len) < 0 || !(m = llm_json_loadb(text, len, mb->label)))
+			llm_fatal("%s", llm_errmsg());
+		t = json_object_get(json_object_get(m, "tokenizer"), "chat_template"); /* borrowed */
+		if (json_is_string(t) && (s->tmpl = llm_chat_find(json_string_value(t))) < 0)
+			llm_warn("%s: unknown chat template '%s'", mb->label, json_string_value(t));
+		json_decref(m);
+		free(text);
+	}
+	if ((mb = llm_bundle_find(b, "tokenizer.json"))) {
+		if (llm_bundle_read(b, mb, &text, &len) < 0 || !(s->tok = llm_tokenizer_load_json(text, len, mb->label)))
+			llm_fatal("%s", llm_errmsg());
+		free(text);
+	}
+	if ((mb = llm_bundle_find(b, "chat_template.jinja"))) {
+		if (llm_bundle_read(b, mb, &text, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (s->tmpl < 0)
+			s->tmpl = llm_chat_recognise(text);
+		free(text);
+	}
+	if ((mb = llm_bundle_find(b, "tokenizer_config.json"))) {
+		if (llm_bundle_read(b, mb, &text, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		source_config(s, text, len, mb->label);
+		free(text);
+	}
+}
+
+/* --tokenizer PATH: a tokenizer.json (a file starting with '{'), a bundle
+ * or a directory. */
+static void
+source_path(struct source *s, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int c = ' ';
+	char *dir, *p, *text;
+	size_t len;
+
+	if (f) {
+		while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
+			;
+		fclose(f);
+	}
+	if (c != '{') {
+		struct llm_bundle b;
+		if (llm_bundle_open(&b, path) < 0)
+			llm_fatal("%s", llm_errmsg());
+		source_bundle(s, &b);
+		llm_bundle_close(&b);
+		return;
+	}
+	if (!(s->tok = llm_tokenizer_load(path)))
+		llm_fatal("%s", llm_errmsg());
+	p = llm_xstrdup(path);
+	dir = llm_xstrdup(dirname(p));
+	free(p);
+	p = llm_path_join(dir, "chat_template.jinja");
+	if (llm_file_exists(p)) {
+		if (llm_read_file(p, &text, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		s->tmpl = llm_chat_recognise(text);
+		free(text);
+	}
+	free(p);
+	p = llm_path_join(dir, "tokenizer_config.json");
+	if (llm_file_exists(p)) {
+		if (llm_read_file(p, &text, &len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		source_config(s, text, len, p);
+		free(text);
+	}
+	free(p);
+	free(dir);
+}
+
+static void
+source_free(struct source *s)
+{
+	llm_tokenizer_free(s->tok);
+	free(s->bos);
+	free(s->eos);
+}
+
+/* Everything a generation needs besides the runtime. */
+struct gen {
+	struct llm_runtime *rt;
+	struct llm_tokenizer *tok;      /* NULL: print ids */
+	struct llm_sampler *sampler;
+	int64_t max_new;
+	int64_t eos[16];
+	int neos;
+	char **stop;
+	size_t nstop;
+	int json, verbose;
+	struct llm_out *logits;         /* --logits, or NULL */
+	unsigned char *added;           /* (vocab) 1: an added token */
+};
+
+/* The result of one generation. */
+struct result {
+	int64_t *ids;
+	size_t n;
+	struct llm_stream stream;
+	const char *stop;
+	double t_first, t_decode;
+	int64_t ndecode;
+};
+
+static void
+write_logits(struct gen *g)
+{
+	size_t v = (size_t)g->rt->vocab;
+	if (g->logits && fwrite(g->rt->logits, sizeof(float), v, g->logits->fp) != v)
+		llm_fatal("%s: write error:", g->logits->path);
+}
+
+static int
+is_eos(const struct gen *g, int64_t id)
+{
+	for (int i = 0; i < g->neos; i++)
+		if (g->eos[i] == id)
+			return 1;
+	return 0;
+}
+
+static void
+add_eos(struct gen *g, int64_t id)
+{
+	if (id >= 0 && !is_eos(g, id) && g->neos < (int)LLM_NELEM(g->eos))
+		g->eos[g->neos++] = id;
+}
+
+/* Print released text (unless --json). */
+static void
+emit(const struct gen *g, struct llm_buf *out)
+{
+	if (!g->json && out->len) {
+		write_out(out->p, out->len);
+		if (fflush(stdout) != 0)
+			llm_fatal("stdout: write error:");
+	}
+	out->len = 0;
+}
+
+/* Generate from rt->logits (those of the last context token) until a
+ * stop.  Every token fed through decode is recorded in cache with its
+ * bytes (its ids are the repetition penalty's history).  t0 is when the
+ * prompt started, for the time to first token. */
+static void
+generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *r)
+{
+	struct llm_runtime *rt = g->rt;
+	struct llm_buf piece = {0}, out = {0};
+
+	memset(r, 0, sizeof(*r));
+	llm_stream_init(&r->stream, g->stop, g->nstop);
+	r->stop = "length";
+	r->t_first = llm_now() - t0;
+	if (g->max_new > 0) {
+		int64_t next = llm_sampler_sample(g->sampler, rt->logits, cache->ids, cache->n);
+		r->t_first = llm_now() - t0;
+		for (;;) {
+			if (interrupted) {
+				r->stop = "interrupt";
+				break;
+			}
+			if (is_eos(g, next)) {
+				r->stop = "eos";
+				break;
+			}
+			r->ids = llm_xreallocarray(r->ids, r->n + 1, sizeof(*r->ids));
+			r->ids[r->n++] = next;
+			piece.len = 0;
+			if (!g->tok)
+				llm_buf_printf(&piece, "%s%" PRId64, r->n > 1 ? " " : "", next);
+			else if (!llm_tokenizer_is_special(g->tok, next))
+				llm_tokenizer_token_bytes(g->tok, next, &piece);
+			int stopped = llm_stream_push(&r->stream, piece.p, piece.len, &out);
+			emit(g, &out);
+			if (stopped) {
+				r->stop = "stop";
+				break;
+			}
+			if ((int64_t)r->n == g->max_new)
+				break;
+			if (rt->pos >= rt->max_context) {
+				r->stop = "context";
+				break;
+			}
+			double td = llm_now();
+			if (llm_runtime_decode(rt, next) < 0)
+				llm_fatal("%s: %s", rt->bundle.path, llm_errmsg());
+			r->t_decode += llm_now() - td;
+			r->ndecode++;
+			piece.len = 0;
+			if (g->tok)
+				llm_tokenizer_token_bytes(g->tok, next, &piece);
+			llm_chat_cache_push(cache, next, piece.p, piece.len, 1);
+			write_logits(g);
+			next = llm_sampler_sample(g->sampler, rt->logits, cache->ids, cache->n);
+		}
+	}
+	llm_stream_finish(&r->stream, &out);
+	emit(g, &out);
+	llm_buf_free(&piece);
+	llm_buf_free(&out);
+}
+
+static void
+result_free(struct result *r)
+{
+	free(r->ids);
+	llm_stream_free(&r->stream);
+}
+
+static const char *
+result_text(const struct result *r, size_t *len)
+{
+	*len = r->stream.text.len;
+	return r->stream.text.p ? r->stream.text.p : "";
+}
+
+/* End the printed text with a newline when it has none. */
+static void
+end_line(const struct gen *g, const struct result *r)
+{
+	size_t len;
+	const char *t = result_text(r, &len);
+	if (!g->json && len && t[len - 1] != '\n')
+		write_out("\n", 1);
+}
+
+static json_t *
+timings_json(double load, const struct result *r, int64_t nprefill, double t_prefill)
+{
+	json_t *tm = json_object();
+	if (load >= 0)
+		json_object_set_new(tm, "load_ms", json_real(load * 1e3));
+	json_object_set_new(tm, "ttft_ms", json_real(r->t_first * 1e3));
+	json_object_set_new(tm, "prefill_tokens", json_integer(nprefill));
+	json_object_set_new(tm, "prefill_ms", json_real(t_prefill * 1e3));
+	json_object_set_new(tm, "prefill_tps", json_real(rate((double)nprefill, t_prefill)));
+	json_object_set_new(tm, "decode_tokens", json_integer(r->ndecode));
+	json_object_set_new(tm, "decode_ms", json_real(r->t_decode * 1e3));
+	json_object_set_new(tm, "decode_tps", json_real(rate((double)r->ndecode, r->t_decode)));
+	json_object_set_new(tm, "rss_kb", json_integer(rss_kb()));
+	return tm;
+}
+
+static void
+print_rates(double t_first, int64_t nprefill, double t_prefill, int64_t ndecode, double t_decode)
+{
+	fprintf(stderr, "%s: time to first token %.2f ms\n", llm_prog, t_first * 1e3);
+	fprintf(stderr, "%s: prefill %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, nprefill, t_prefill * 1e3,
+	    rate((double)nprefill, t_prefill));
+	fprintf(stderr, "%s: decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, ndecode, t_decode * 1e3,
+	    rate((double)ndecode, t_decode));
+}
+
+/* Encode a piece of the context and record it in the cache: cut points
+ * after its added tokens when its token bytes spell the text exactly, and
+ * after its last token. */
+static void
+encode_piece(struct gen *g, const char *text, size_t len, int64_t **ids, size_t *n, struct llm_chat_cache *c,
+    const char *model)
+{
+	size_t n0 = *n;
+	struct llm_buf bytes = {0};
+	size_t *ends;
+
+	if (llm_tokenizer_encode(g->tok, text, len, 0, ids, n) < 0)
+		llm_fatal("%s: %s", model, llm_errmsg());
+	ends = llm_xreallocarray(NULL, *n - n0 + 1, sizeof(*ends));
+	for (size_t i = n0; i < *n; i++) {
+		llm_tokenizer_token_bytes(g->tok, (*ids)[i], &bytes);
+		ends[i - n0] = bytes.len;
+	}
+	int exact = bytes.len == len && (len == 0 || memcmp(bytes.p, text, len) == 0);
+	for (size_t i = n0, prev = 0; i < *n; i++) {
+		int last = i + 1 == *n;
+		if (exact) {
+			llm_chat_cache_push(c, (*ids)[i], text + prev, ends[i - n0] - prev, last || g->added[(*ids)[i]]);
+			prev = ends[i - n0];
+		} else {
+			llm_chat_cache_push(c, (*ids)[i], text, last ? len : 0, last);
+		}
+	}
+	free(ends);
+	llm_buf_free(&bytes);
+}
+
+/* -f, -p or --tokens: one generation. */
+static void
+run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t nids)
+{
+	struct llm_runtime *rt = g->rt;
+	struct llm_chat_cache cache = {0};
+	struct result r;
+
+	if (nids == 0)
+		llm_fatal("%s: empty prompt", model);
+	if ((int64_t)nids > rt->max_context)
+		llm_fatal("%s: prompt of %zu tokens does not fit max_context %" PRId64, model, nids, rt->max_context);
+	for (size_t i = 0; i < nids; i++)
+		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
+
+	catch_sigint();
+	double t0 = llm_now();
+	if (llm_runtime_prefill(rt, ids, (int64_t)nids) < 0)
+		llm_fatal("%s: %s", model, llm_errmsg());
+	double t_prefill = llm_now() - t0;
+	write_logits(g);
+	generate(g, &cache, t0, &r);
+	if (g->logits && llm_out_commit(g->logits) < 0)
+		llm_fatal("%s", llm_errmsg());
+
+	if (g->json) {
+		size_t len;
+		const char *text = result_text(&r, &len);
+		json_t *o = json_object();
+		json_object_set_new(o, "model", json_string(model));
+		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
+		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "text", json_stringn(text, len));
+		json_object_set_new(o, "stop", json_string(r.stop));
+		json_object_set_new(o, "timings", timings_json(t_load, &r, (int64_t)nids, t_prefill));
+		print_json(o);
+	} else {
+		end_line(g, &r);
+		finish_stdout();
+		print_rates(r.t_first, (int64_t)nids, t_prefill, r.ndecode, r.t_decode);
+	}
+	finish_stdout();
+	result_free(&r);
+	llm_chat_cache_free(&cache);
+}
+
+/* The chat. */
+struct chat {
+	struct gen *g;
+	const char *model;
+	int tmpl;
+	const char *bos, *eos;
+	struct llm_chat conv;
+	size_t nsystem;                 /* leading system messages, kept on /reset */
+	struct llm_chat_cache cache;
+	int64_t reserve;                /* positions kept free for the reply */
+	int turns;
+	int64_t prefill_tokens, decode_tokens;
+	double prefill_s, decode_s;
+};
+
+/* Drop the oldest exchange after the system prompt: its first message up
+ * to the next user message.  0 when only the new message is left. */
+static size_t
+drop_oldest(struct chat *c)
+{
+	size_t s = c->nsystem, u;
+	if (s + 1 >= c->conv.n)
+		return 0;
+	for (u = s + 1; u < c->conv.n && strcmp(c->conv.msgs[u].role, "user") != 0; u++)
+		;
+	if (u >= c->conv.n)
+		return 0;
+	llm_chat_remove(&c->conv, s, u - s);
+	return u - s;
+}
+
+static void
+chat_turn(struct chat *c, const char *line, size_t len)
+{
+	struct gen *g = c->g;
+	struct llm_runtime *rt = g->rt;
+	struct llm_buf full = {0};
+	int64_t *ids = NULL;
+	size_t nids = 0, keep, dropped = 0;
+	size_t from;
+
+	llm_chat_add(&c->conv, "user", line, len);
+	for (;;) {
+		full.len = 0;
+		if (llm_chat_render(c->tmpl, &c->conv, 1, c->bos, c->eos, &full) < 0) {
+			llm_warn("%s: %s", c->model, llm_errmsg());
+			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
+			llm_buf_free(&full);
+			return;
+		}
+		/* Keep the longest cached prefix of the new context; at least
+		 * one token must be new, for its logits. */
+		keep = llm_chat_cache_reuse(&c->cache, full.p, full.len);
+		for (;;) {
+			from = keep ? c->cache.end[keep - 1] : 0;
+			nids = 0;
+			if (llm_tokenizer_encode(g->tok, full.p + from, full.len - from, 0, &ids, &nids) < 0)
+				llm_fatal("%s: %s", c->model, llm_errmsg());
+			if (nids > 0 || keep == 0)
+				break;
+			keep = llm_chat_cache_prev_cut(&c->cache, keep);
+		}
+		/* Once something must go, the prompt goes down to half the
+		 * context, so that the next turns fit again without another
+		 * re-prefill. */
+		int64_t prompt = (int64_t)(keep + nids);
+		int fits = nids > 0 && prompt + c->reserve <= rt->max_context;
+		if (fits && (!dropped || prompt <= rt->max_context / 2))
+			break;
+		size_t d = drop_oldest(c);
+		if (d == 0 && fits)
+			break;
+		if (d == 0) {
+			llm_warn("%s: the message does not fit in the context: %zu prompt tokens and %" PRId64
+			    " for the reply, max_context %" PRId64, c->model, keep + nids, c->reserve, rt->max_context);
+			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
+			llm_buf_free(&full);
+			free(ids);
+			return;
+		}
+		dropped += d;
+	}
+
+	/* Rewind to what is kept and send the rest. */
+	if (llm_runtime_rewind(rt, (int64_t)keep) < 0)
+		llm_fatal("%s: %s", c->model, llm_errmsg());
+	llm_chat_cache_truncate(&c->cache, keep);
+	nids = 0;
+	encode_piece(g, full.p + from, full.len - from, &ids, &nids, &c->cache, c->model);
+	double t0 = llm_now();
+	if (llm_runtime_prefill(rt, ids, (int64_t)nids) < 0)
+		llm_fatal("%s: %s", c->model, llm_errmsg());
+	double t_prefill = llm_now() - t0;
+
+	struct result r;
+	generate(g, &c->cache, t0, &r);
+	/* A Ctrl-C that stopped the reply does not end the chat. */
+	interrupted = 0;
+	size_t rlen;
+	const char *reply = result_text(&r, &rlen);
+	llm_chat_add(&c->conv, "assistant", reply, rlen);
+	c->turns++;
+	c->prefill_tokens += (int64_t)nids;
+	c->prefill_s += t_prefill;
+	c->decode_tokens += r.ndecode;
+	c->decode_s += r.t_decode;
+	if (g->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "turn", json_integer(c->turns));
+		json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
+		json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
+		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
+		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "text", json_stringn(reply, rlen));
+		json_object_set_new(o, "stop", json_string(r.stop));
+		json_object_set_new(o, "context_tokens", json_integer(rt->pos));
+		json_object_set_new(o, "timings", timings_json(-1, &r, (int64_t)nids, t_prefill));
+		print_json(o);
+	} else {
+		if (!rlen || reply[rlen - 1] != '\n')
+			write_out("\n", 1);
+		if (fflush(stdout) != 0)
+			llm_fatal("stdout: write error:");
+	}
+	if (g->verbose)
+		fprintf(stderr, "%s: turn %d: reused %zu tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
+		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n", llm_prog, c->turns, keep,
+		    dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop, rt->pos);
+	result_free(&r);
+	llm_buf_free(&full);
+	free(ids);
+}
+
+/* Standard input of a chat, read without stdio so that Ctrl-C is never
+ * lost: SIGINT is blocked except inside ppoll, which returns at once when
+ * it comes. */
+static struct {
+	char buf[65536];
+	size_t start, end;
+	int eof;
+} in;
+
+/* Append the next line of stdin (without its newline) to line: 1, or 0 at
+ * the end of the input, -1 on Ctrl-C. */
+static int
+read_line(struct llm_buf *line)
+{
+	sigset_t block, old;
+	size_t len0 = line->len;
+	int rc;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (;;) {
+		char *p = in.buf + in.start, *nl = memchr(p, '\n', in.end - in.start);
+		if (nl) {
+			llm_buf_add(line, p, (size_t)(nl - p));
+			in.start += (size_t)(nl - p) + 1;
+			rc = 1;
+			break;
+		}
+		llm_buf_add(line, p, in.end - in.start);
+		in.start = in.end = 0;
+		if (in.eof) {
+			rc = line->len > len0;
+			break;
+		}
+		if (interrupted) {
+			rc = -1;
+			break;
+		}
+		struct pollfd pf = {0, POLLIN, 0};
+		if (ppoll(&pf, 1, NULL, &old) < 0) {
+			if (errno == EINTR)
+				continue;
+			llm_fatal("stdin: poll:");
+		}
+		ssize_t n = read(0, in.buf, sizeof(in.buf));
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			llm_fatal("stdin: read error:");
+		if (n == 0)
+			in.eof = 1;
+		in.end = n > 0 ? (size_t)n : 0;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* One message: a line, continued on the next one while it ends with a
+ * backslash.  -1 at the end of the input or on Ctrl-C. */
+static int
+read_message(struct llm_buf *msg)
+{
+	msg->len = 0;
+	for (;;) {
+		size_t start = msg->len;
+		int rc = read_line(msg);
+		if (rc < 0 || (rc == 0 && msg->len == 0))
+			return -1;
+		if (rc == 0)
+			return 0;
+		if (msg->len > start && msg->p[msg->len - 1] == '\\') {
+			msg->p[msg->len - 1] = '\n';
+			continue;
+		}
+		return 0;
+	}
+}
+
+static void
+run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char *eos, const char *system)
+{
+	struct chat c = {0};
+	struct llm_buf msg = {0}, clean = {0};
+	int tty = isatty(0) && !g->json;
+
+	c.g = g;
+	c.model = model;
+	c.tmpl = tmpl;
+	c.bos = bos;
+	c.eos = eos;
+	c.reserve = g->max_new < g->rt->max_context / 2 ? g->max_new : g->rt->max_context / 2;
+	if (system) {
+		llm_chat_add(&c.conv, "system", system, strlen(system));
+		c.nsystem = 1;
+	}
+	catch_sigint();
+	for (;;) {
+		if (tty) {
+			write_out("> ", 2);
+			fflush(stdout);
+		}
+		if (read_message(&msg) < 0)
+			break;
+		if (msg.len == 6 && memcmp(msg.p, "/reset", 6) == 0) {
+			llm_chat_remove(&c.conv, c.nsystem, c.conv.n - c.nsystem);
+			llm_chat_cache_truncate(&c.cache, 0);
+			llm_runtime_reset(g->rt);
+			continue;
+		}
+		if (msg.len == 0)
+			continue;
+		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
+		clean.len = 0;
+		llm_utf8_lossy(msg.p, msg.len, &clean);
+		chat_turn(&c, clean.p, clean.len);
+	}
+	if (tty)
+		write_out("\n", 1);
+	finish_stdout();
+	if (!g->json)
+		fprintf(stderr, "%s: chat: %d turns, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
+		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, c.turns, c.prefill_tokens,
+		    c.prefill_s * 1e3, rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
+		    rate((double)c.decode_tokens, c.decode_s));
+	llm_buf_free(&msg);
+	llm_buf_free(&clean);
+	llm_chat_free(&c.conv);
+	llm_chat_cache_free(&c.cache);
+}
+
+/* --bench [pp=N,tg=N,reps=N]: like llama-bench, random tokens, no
+ * sampling and no tokenizer.  pp: prefill of N tokens from position 0;
+ * tg: N decode steps after one prompt token; each run reps times after
+ * one warm-up run, the rate is the mean over the runs with its sample
+ * standard deviation. */
+struct bench_spec {
+	int64_t pp, tg, reps;
+};
+
+static void
+parse_bench(const char *s, struct bench_spec *b)
+{
+	char *copy = llm_xstrdup(s), *save = NULL;
+
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		size_t k = strcspn(t, "=");
+		int64_t *dst = NULL;
+		if (t[k] == '=')
+			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp : k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
+			    k == 4 && strncmp(t, "reps", 4) == 0 ? &b->reps : NULL;
+		if (!dst)
+			usage_msg(llm_xasprintf("--bench: '%s' is not pp=N, tg=N or reps=N", t));
+		*dst = parse_int("--bench", t + k + 1, dst == &b->reps, 1 << 24);
+	}
+	free(copy);
+}
+
+static void
+run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, uint64_t seed, int json)
+{
+	struct llm_rng rng;
+	int64_t n = b->pp > b->tg + 1 ? b->pp : b->tg + 1;
+	int64_t *tokens = llm_xreallocarray(NULL, (size_t)n, sizeof(*tokens));
+	json_t *arr = json_array();
+	struct {
+		const char *kind;
+		int64_t n;
+	} tests[2] = {{"pp", b->pp}, {"tg", b->tg}};
+
+	if (b->pp > rt->max_context || b->tg + 1 > rt->max_context)
+		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 " does not fit max_context %" PRId64, model, b->pp,
+		    b->tg, rt->max_context);
+	llm_rng_seed(&rng, seed);
+	if (!json)
+		printf("| model | test | t/s |\n| --- | ---: | ---: |\n");
+	for (int t = 0; t < 2; t++) {
+		double sum = 0, sum2 = 0;
+		if (tests[t].n == 0)
+			continue;
+		for (int64_t rep = -1; rep < b->reps; rep++) {
+			double t0, secs;
+			for (int64_t i = 0; i < n; i++)
+				tokens[i] = (int64_t)(llm_rng_next(&rng) % (uint64_t)rt->vocab);
+			llm_runtime_reset(rt);
+			if (t == 0) {
+				t0 = llm_now();
+				if (llm_runtime_prefill(rt, tokens, tests[t].n) < 0)
+					llm_fatal("%s: %s", model, llm_errmsg());
+				secs = llm_now() - t0;
+			} else {
+				if (llm_runtime_prefill(rt, tokens, 1) < 0)
+					llm_fatal("%s: %s", model, llm_errmsg());
+				t0 = llm_now();
+				for (int64_t i = 1; i <= tests[t].n; i++)
+					if (llm_runtime_decode(rt, tokens[i]) < 0)
+						llm_fatal("%s: %s", model, llm_errmsg());
+				secs = llm_now() - t0;
+			}
+			if (rep < 0)
+				continue;       /* warm-up */
+			double r = rate((double)tests[t].n, secs);
+			sum += r;
+			sum2 += r * r;
+		}
+		double mean = sum / (double)b->reps;
+		double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
+		double sd = var > 0 ? sqrt(var) : 0;
+		char name[64];
+		snprintf(name, sizeof(name), "%s%" PRId64, tests[t].kind, tests[t].n);
+		if (json)
+			json_array_append_new(arr, json_pack("{s:s,s:f,s:f}", "test", name, "tokens_per_s", mean,
+			    "stddev", sd));
+		else
+			printf("| %s | %s | %.2f ± %.2f |\n", model, name, mean, sd);
+	}
+	if (json)
+		print_json(arr);
+	else
+		json_decref(arr);
+	finish_stdout();
+	free(tokens);
+}
+
+enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_TOKENIZE, M_DETOKENIZE, M_RENDER };
+
+static void
+set_mode(enum mode *m, enum mode to)
+{
+	if (*m != M_NONE && *m != to)
+		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
+	*m = to;
 }
 
 int
 main(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS };
+	enum {
+		OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
+		OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
+		OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
+		OPT_NO_GEN_PROMPT,
+	};
 	static const struct option longopts[] = {
+		{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
+		{"bench", optional_argument, NULL, OPT_BENCH},
+		{"chat", no_argument, NULL, 'i'},
+		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+		{"detokenize", no_argument, NULL, OPT_DETOKENIZE},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"logits", required_argument, NULL, OPT_LOGITS},
+		{"min-p", required_argument, NULL, OPT_MIN_P},
+		{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
+		{"render", required_argument, NULL, OPT_RENDER},
+		{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
+		{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
+		{"seed", required_argument, NULL, OPT_SEED},
+		{"skip-special", no_argument, NULL, OPT_SKIP_SPECIAL},
+		{"stop", required_argument, NULL, OPT_STOP},
+		{"system", required_argument, NULL, OPT_SYSTEM},
+		{"temp", required_argument, NULL, OPT_TEMP},
+		{"tokenize", no_argument, NULL, OPT_TOKENIZE},
+		{"tokenizer", required_argument, NULL, OPT_TOKENIZER},
 		{"tokens", required_argument, NULL, OPT_TOKENS},
+		{"top-k", required_argument, NULL, OPT_TOP_K},
+		{"top-p", required_argument, NULL, OPT_TOP_P},
 		{NULL, 0, NULL, 0},
 	};
 	const char *model = NULL, *prompt = NULL, *prompt_file = NULL, *tokens_arg = NULL;
-	const char *logits_path = NULL;
+	const char *logits_path = NULL, *tokenizer_path = NULL, *template_name = NULL, *system = NULL;
+	const char *render_path = NULL, *bench_arg = NULL;
+	struct llm_sampler_params sp = LLM_SAMPLER_DEFAULTS;
+	struct bench_spec bench = {512, 64, 3};
+	char **stop = NULL;
+	size_t nstop = 0;
 	int64_t max_new = 128, threads = 0;
-	int json = 0, verbose = 0, ch, nsrc = 0;
+	int json = 0, verbose = 0, ch, seeded = 0, add_special = 0, skip_special = 0, no_gen = 0;
+	enum mode mode = M_NONE;
 
 	llm_setprog(argv[0]);
-	while ((ch = getopt_long(argc, argv, "f:hm:n:p:t:v", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:him:n:p:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			prompt_file = optarg;
-			nsrc++;
+			set_mode(&mode, M_RUN);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return LLM_EXIT_OK;
+		case 'i':
+			set_mode(&mode, M_CHAT);
+			break;
 		case 'm':
 			model = optarg;
 			break;
 		case 'n':
-			if (llm_parse_i64(optarg, 0, INT64_MAX, &max_new) < 0)
-				usage_msg(llm_xasprintf("-n: %s", llm_errmsg()));
+			max_new = parse_int("-n", optarg, 0, INT64_MAX);
 			break;
 		case 'p':
 			prompt = optarg;
-			nsrc++;
+			set_mode(&mode, M_RUN);
 			break;
 		case 't':
-			if (llm_parse_i64(optarg, 1, 4096, &threads) < 0)
-				usage_msg(llm_xasprintf("-t: %s", llm_errmsg()));
+			threads = parse_int("-t", optarg, 1, 4096);
 			break;
 		case 'v':
 			verbose = 1;
+			break;
+		case OPT_ADD_SPECIAL:
+			add_special = 1;
+			break;
+		case OPT_BENCH:
+			set_mode(&mode, M_BENCH);
+			bench_arg = optarg;
+			break;
+		case OPT_CHAT_TEMPLATE:
+			template_name = optarg;
+			if (llm_chat_find(optarg) < 0)
+				usage_msg(llm_xasprintf("--chat-template: unknown template '%s' (deepseek-r1, qwen2, "
+				    "llama3, llama2)", optarg));
+			break;
+		case OPT_DETOKENIZE:
+			set_mode(&mode, M_DETOKENIZE);
 			break;
 		case OPT_JSON:
 			json = 1;
@@ -167,28 +1048,145 @@ main(int argc, char **argv)
 		case OPT_LOGITS:
 			logits_path = optarg;
 			break;
+		case OPT_MIN_P:
+			sp.min_p = parse_num("--min-p", optarg, 0, 1);
+			break;
+		case OPT_NO_GEN_PROMPT:
+			no_gen = 1;
+			break;
+		case OPT_RENDER:
+			set_mode(&mode, M_RENDER);
+			render_path = optarg;
+			break;
+		case OPT_REPEAT_LAST_N:
+			sp.repeat_last_n = parse_int("--repeat-last-n", optarg, -1, INT64_MAX);
+			break;
+		case OPT_REPEAT_PENALTY:
+			sp.repeat_penalty = parse_num("--repeat-penalty", optarg, 1e-6, 1e6);
+			break;
+		case OPT_SEED:
+			sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
+			seeded = 1;
+			break;
+		case OPT_SKIP_SPECIAL:
+			skip_special = 1;
+			break;
+		case OPT_STOP:
+			if (!*optarg)
+				usage_msg("--stop: empty string");
+			stop = llm_xreallocarray(stop, nstop + 1, sizeof(*stop));
+			stop[nstop++] = optarg;
+			break;
+		case OPT_SYSTEM:
+			system = optarg;
+			break;
+		case OPT_TEMP:
+			sp.temp = parse_num("--temp", optarg, 0, 1e6);
+			break;
+		case OPT_TOKENIZE:
+			set_mode(&mode, M_TOKENIZE);
+			break;
+		case OPT_TOKENIZER:
+			tokenizer_path = optarg;
+			break;
 		case OPT_TOKENS:
 			tokens_arg = optarg;
-			nsrc++;
+			set_mode(&mode, M_RUN);
+			break;
+		case OPT_TOP_K:
+			sp.top_k = parse_int("--top-k", optarg, 0, INT32_MAX);
+			break;
+		case OPT_TOP_P:
+			sp.top_p = parse_num("--top-p", optarg, 0, 1);
 			break;
 		default:
 			usage();
 		}
 	}
+	/* --bench takes its spec as --bench=spec or as the next argument. */
+	if (mode == M_BENCH && !bench_arg && optind + 1 == argc)
+		bench_arg = argv[optind++];
 	if (optind != argc)
 		usage_msg(llm_xasprintf("unexpected argument '%s'", argv[optind]));
+	if ((prompt != NULL) + (prompt_file != NULL) + (tokens_arg != NULL) > 1)
+		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
+	if (bench_arg)
+		parse_bench(bench_arg, &bench);
+	if (add_special && mode != M_TOKENIZE)
+		usage_msg("--add-special goes with --tokenize");
+	if (skip_special && mode != M_DETOKENIZE)
+		usage_msg("--skip-special goes with --detokenize");
+	if (no_gen && mode != M_RENDER)
+		usage_msg("--no-gen-prompt goes with --render");
+	if (logits_path && mode != M_RUN)
+		usage_msg("--logits goes with -f, -p or --tokens");
+	if (system && mode != M_CHAT)
+		usage_msg("--system goes with -i");
+
+	/* The scriptable modes need no model library. */
+	if (mode == M_TOKENIZE || mode == M_DETOKENIZE || mode == M_RENDER) {
+		struct source src = {NULL, -1, NULL, NULL};
+		struct llm_buf out = {0};
+		size_t len;
+		if (model && tokenizer_path)
+			usage_msg("give one of -m and --tokenizer");
+		if (mode != M_RENDER && !model && !tokenizer_path)
+			usage_msg("no tokenizer (-m model or --tokenizer path)");
+		if (tokenizer_path || model)
+			source_path(&src, tokenizer_path ? tokenizer_path : model);
+		if (mode != M_RENDER && !src.tok)
+			llm_fatal("%s: no tokenizer.json", tokenizer_path ? tokenizer_path : model);
+		if (mode == M_RENDER) {
+			struct llm_chat conv = {0};
+			int tmpl = template_name ? llm_chat_find(template_name) : src.tmpl;
+			const char *label = strcmp(render_path, "-") == 0 ? "<stdin>" : render_path;
+			if (tmpl < 0)
+				llm_fatal("%s: no chat template recognised: give --chat-template",
+				    tokenizer_path ? tokenizer_path : model ? model : label);
+			char *text = read_input(render_path, &len);
+			if (llm_chat_parse(&conv, text, len, label) < 0)
+				llm_fatal("%s", llm_errmsg());
+			if (llm_chat_render(tmpl, &conv, !no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
+			    src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
+				llm_fatal("%s: %s", label, llm_errmsg());
+			free(text);
+			llm_chat_free(&conv);
+		} else {
+			char *text = read_input("-", &len);
+			int rc = mode == M_TOKENIZE ?
+			    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>", add_special, &out) :
+			    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>", skip_special, &out);
+			if (rc < 0)
+				llm_fatal("%s", llm_errmsg());
+			free(text);
+		}
+		write_out(out.p, out.len);
+		finish_stdout();
+		llm_buf_free(&out);
+		source_free(&src);
+		return LLM_EXIT_OK;
+	}
+
 	if (!model)
 		usage_msg("no model (-m bundle or build directory)");
-	if (nsrc != 1)
-		usage_msg(nsrc ? "give one of -f, -p and --tokens" : "no prompt (-f, -p or --tokens)");
+	if (mode == M_NONE)
+		usage_msg("no prompt (-i, -f, -p or --tokens)");
+	if (!seeded)
+		sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
 	/* Open the model. */
 	struct llm_runtime rt;
 	struct llm_runtime_opts ro = {(int)threads, verbose};
+	struct source src = {NULL, -1, NULL, NULL};
 	double t_load = llm_now();
 	if (llm_runtime_open(&rt, model, &ro) < 0)
 		llm_fatal("%s", llm_errmsg());
-	struct llm_tok *tok = load_tokenizer(&rt);
+	if (mode != M_BENCH) {
+		if (tokenizer_path)
+			source_path(&src, tokenizer_path);
+		else
+			source_bundle(&src, &rt.bundle);
+	}
 	t_load = llm_now() - t_load;
 	if (verbose) {
 		const struct llm_model *m = &rt.model;
@@ -199,132 +1197,76 @@ main(int argc, char **argv)
 		    llm_prog, model, m->family, m->cfg.n_layers, rt.vocab, rt.max_context, m->prefill_chunk,
 		    m->data_bytes, fp, t_load * 1e3);
 	}
-
-	/* The prompt as ids. */
-	int64_t *ids = NULL;
-	size_t nids = 0;
-	if (tokens_arg)
-		parse_ids(tokens_arg, &ids, &nids);
-	else {
-		size_t len;
-		char *ptext = prompt ? llm_xstrdup(prompt) : read_prompt(prompt_file, &len);
-		if (prompt)
-			len = strlen(ptext);
-		if (!tok)
-			llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
-		if (rt.model.add_bos && rt.model.bos_id >= 0) {
-			ids = llm_xmalloc(sizeof(*ids));
-			ids[nids++] = rt.model.bos_id;
-		}
-		if (llm_tok_encode(tok, ptext, len, &ids, &nids) < 0)
-			llm_fatal("%s: %s", model, llm_errmsg());
-		free(ptext);
+	if (mode == M_BENCH) {
+		run_bench(&rt, model, &bench, sp.seed, json);
+		llm_runtime_close(&rt);
+		return LLM_EXIT_OK;
 	}
-	if (nids == 0)
-		llm_fatal("%s: empty prompt", model);
-	if ((int64_t)nids > rt.max_context)
-		llm_fatal("%s: prompt of %zu tokens does not fit max_context %" PRId64, model, nids, rt.max_context);
 
-	struct llm_out lo;
-	if (logits_path && llm_out_open(&lo, logits_path) < 0)
-		llm_fatal("%s", llm_errmsg());
-#define WRITE_ROW() do { \
-		if (logits_path && fwrite(rt.logits, sizeof(float), (size_t)rt.vocab, lo.fp) != (size_t)rt.vocab) \
-			llm_fatal("%s: write error:", logits_path); \
-	} while (0)
-
-	/* Prefill: the logits of the last prompt token give the first new one. */
-	double t0 = llm_now();
-	if (llm_runtime_prefill(&rt, ids, (int64_t)nids) < 0)
-		llm_fatal("%s: %s", model, llm_errmsg());
-	double t_prefill = llm_now() - t0, t_first = t_prefill;
-	WRITE_ROW();
-
-	/* Decode, greedy. */
-	int64_t *gen = NULL, ngen = 0, ndecode = 0;
-	struct llm_buf text = {0}, piece = {0};
-	const char *stop = "length";
-	double t_decode = 0;
-	if (max_new > 0) {
-		int64_t next = llm_argmax(rt.logits, rt.vocab);
-		t_first = llm_now() - t0;
-		for (;;) {
-			int eos = 0;
-			for (int i = 0; i < rt.model.n_eos; i++)
-				eos |= next == rt.model.eos_ids[i];
-			if (eos) {
-				stop = "eos";
-				break;
-			}
-			gen = llm_xreallocarray(gen, (size_t)ngen + 1, sizeof(*gen));
-			gen[ngen++] = next;
-			piece.len = 0;
-			if (!tok)
-				llm_buf_printf(&piece, "%s%" PRId64, ngen > 1 ? " " : "", next);
-			else if (!llm_tok_is_special(tok, next))
-				llm_tok_decode(tok, next, 0, &piece);
-			llm_buf_add(&text, piece.p ? piece.p : "", piece.len);
-			if (!json && piece.len) {
-				fwrite(piece.p, 1, piece.len, stdout);
-				fflush(stdout);
-			}
-			if (ngen == max_new)
-				break;
-			if (rt.pos >= rt.max_context) {
-				stop = "context";
-				break;
-			}
-			double td = llm_now();
-			if (llm_runtime_decode(&rt, next) < 0)
-				llm_fatal("%s: %s", model, llm_errmsg());
-			t_decode += llm_now() - td;
-			ndecode++;
-			WRITE_ROW();
-			next = llm_argmax(rt.logits, rt.vocab);
+	struct gen g = {0};
+	g.rt = &rt;
+	g.tok = src.tok;
+	g.max_new = max_new;
+	g.stop = stop;
+	g.nstop = nstop;
+	g.json = json;
+	g.verbose = verbose;
+	if (!(g.sampler = llm_sampler_new(&sp, rt.vocab)))
+		usage_msg(llm_errmsg());
+	for (int i = 0; i < rt.model.n_eos; i++)
+		add_eos(&g, rt.model.eos_ids[i]);
+	g.added = llm_xcalloc((size_t)rt.vocab, 1);
+	if (g.tok)
+		for (size_t i = 0; i < llm_tokenizer_n_added(g.tok); i++) {
+			int64_t id = llm_tokenizer_added_id(g.tok, i);
+			if (id >= 0 && id < rt.vocab)
+				g.added[id] = 1;
 		}
-	}
-	if (logits_path && llm_out_commit(&lo) < 0)
-		llm_fatal("%s", llm_errmsg());
 
-	if (json) {
-		struct llm_buf clean = {0};
-		json_t *o = json_object(), *tm = json_object();
-		llm_utf8_sanitize(text.p ? text.p : "", text.len, &clean);
-		json_object_set_new(o, "model", json_string(model));
-		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
-		json_object_set_new(o, "generated_tokens", ids_json(gen, (size_t)ngen));
-		json_object_set_new(o, "text", json_stringn(clean.p ? clean.p : "", clean.len));
-		json_object_set_new(o, "stop", json_string(stop));
-		json_object_set_new(tm, "load_ms", json_real(t_load * 1e3));
-		json_object_set_new(tm, "ttft_ms", json_real(t_first * 1e3));
-		json_object_set_new(tm, "prefill_tokens", json_integer((json_int_t)nids));
-		json_object_set_new(tm, "prefill_ms", json_real(t_prefill * 1e3));
-		json_object_set_new(tm, "prefill_tps", json_real(rate((double)nids, t_prefill)));
-		json_object_set_new(tm, "decode_tokens", json_integer(ndecode));
-		json_object_set_new(tm, "decode_ms", json_real(t_decode * 1e3));
-		json_object_set_new(tm, "decode_tps", json_real(rate((double)ndecode, t_decode)));
-		json_object_set_new(o, "timings", tm);
-		char *s = llm_json_dumps(o);
-		fputs(s, stdout);
-		free(s);
-		json_decref(o);
-		llm_buf_free(&clean);
+	if (mode == M_CHAT) {
+		int tmpl = template_name ? llm_chat_find(template_name) : src.tmpl;
+		if (!g.tok)
+			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
+		if (tmpl < 0)
+			llm_fatal("%s: no chat template recognised: give --chat-template", model);
+		const char *eot = llm_chat_end_of_turn(tmpl);
+		add_eos(&g, llm_tokenizer_find(g.tok, eot, strlen(eot)));
+		run_chat(&g, model, tmpl, src.bos ? src.bos : llm_chat_default_bos(tmpl),
+		    src.eos ? src.eos : llm_chat_default_eos(tmpl), system);
 	} else {
-		fputc('\n', stdout);
-		fprintf(stderr, "%s: time to first token %.2f ms\n", llm_prog, t_first * 1e3);
-		fprintf(stderr, "%s: prefill %zu tokens in %.2f ms, %.2f t/s\n", llm_prog, nids, t_prefill * 1e3,
-		    rate((double)nids, t_prefill));
-		fprintf(stderr, "%s: decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, ndecode,
-		    t_decode * 1e3, rate((double)ndecode, t_decode));
+		int64_t *ids = NULL;
+		size_t nids = 0;
+		struct llm_out lo;
+		if (tokens_arg)
+			parse_ids(tokens_arg, &ids, &nids);
+		else {
+			size_t len;
+			char *ptext = prompt ? llm_xstrdup(prompt) : read_input(prompt_file, &len);
+			if (prompt)
+				len = strlen(ptext);
+			if (!g.tok)
+				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
+			if (rt.model.add_bos && rt.model.bos_id >= 0) {
+				ids = llm_xmalloc(sizeof(*ids));
+				ids[nids++] = rt.model.bos_id;
+			}
+			if (llm_tokenizer_encode(g.tok, ptext, len, 0, &ids, &nids) < 0)
+				llm_fatal("%s: %s", prompt ? "-p" : prompt_file, llm_errmsg());
+			free(ptext);
+		}
+		if (logits_path) {
+			if (llm_out_open(&lo, logits_path) < 0)
+				llm_fatal("%s", llm_errmsg());
+			g.logits = &lo;
+		}
+		run_once(&g, model, t_load, ids, nids);
+		free(ids);
 	}
-	if (fflush(stdout) != 0 || ferror(stdout))
-		llm_fatal("stdout: write error:");
 
-	llm_buf_free(&text);
-	llm_buf_free(&piece);
-	free(gen);
-	free(ids);
-	llm_tok_free(tok);
+	llm_sampler_free(g.sampler);
+	free(g.added);
+	free(stop);
+	source_free(&src);
 	llm_runtime_close(&rt);
 	return LLM_EXIT_OK;
 }

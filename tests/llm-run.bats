@@ -3,7 +3,10 @@
 # report their phase, position, token count, KV history, thread count and
 # argument sizes in logits[0..8] and predict "last token + 1", so the
 # rows of --logits show exactly how llm-run called them.  Prefill chunk
-# S = 4, max_context 64 unless said otherwise.
+# S = 4, max_context 64 unless said otherwise.  Its tokenizer.json is
+# byte-level BPE with the ByteLevel pre-tokenizer's Hugging Face default,
+# add_prefix_space: each piece of text that does not start with a space
+# gets one ("abc" is " abc", 4 tokens).
 
 bats_require_minimum_version 1.5.0
 
@@ -12,6 +15,11 @@ setup() {
 	_common_setup
 	load test_helper/runfixture
 	T=$BATS_TEST_TMPDIR
+}
+
+# A background llm-run a failed test left behind.
+teardown() {
+	[ -z "${pid:-}" ] || kill -9 "$pid" 2>/dev/null || true
 }
 
 # sum A B: sum of (t + 1) for t in [A, B], the KV history of ids A..B.
@@ -41,7 +49,7 @@ one_error() {
 	run -2 llm-run -p x
 	assert_line --index 0 "llm-run: no model (-m bundle or build directory)"
 	run -2 llm-run -m "$d"
-	assert_line --index 0 "llm-run: no prompt (-f, -p or --tokens)"
+	assert_line --index 0 "llm-run: no prompt (-i, -f, -p or --tokens)"
 	run -2 llm-run -m "$d" -p x --tokens 1
 	run -2 llm-run -m "$d" -p x -n -1
 	run -2 llm-run -m "$d" -p x -t 0
@@ -55,7 +63,7 @@ one_error() {
 	[ "$output" = "def" ]
 	assert_equal "${#stderr_lines[@]}" 3
 	[[ "${stderr_lines[0]}" =~ ^llm-run:\ time\ to\ first\ token\ [0-9.]+\ ms$ ]]
-	[[ "${stderr_lines[1]}" =~ ^llm-run:\ prefill\ 3\ tokens\ in\ [0-9.]+\ ms,\ [0-9.]+\ t/s$ ]]
+	[[ "${stderr_lines[1]}" =~ ^llm-run:\ prefill\ 4\ tokens\ in\ [0-9.]+\ ms,\ [0-9.]+\ t/s$ ]]
 	[[ "${stderr_lines[2]}" =~ ^llm-run:\ decode\ 2\ tokens\ in\ [0-9.]+\ ms,\ [0-9.]+\ t/s$ ]]
 }
 
@@ -155,17 +163,17 @@ one_error() {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d/model.llm" --json -p 'Hello' -n 4
 	[ -z "$stderr" ]
-	[ "$(jq -c .prompt_tokens <<<"$output")" = "[72,101,108,108,111]" ]
+	[ "$(jq -c .prompt_tokens <<<"$output")" = "[32,72,101,108,108,111]" ]
 	[ "$(jq -c .generated_tokens <<<"$output")" = "[112,113,114,115]" ]
 	[ "$(jq -r .text <<<"$output")" = "pqrs" ]
 	[ "$(jq -r .stop <<<"$output")" = "length" ]
-	[ "$(jq '.timings | (.ttft_ms > 0) and (.prefill_tokens == 5) and (.decode_tokens == 3) and (.prefill_tps > 0) and (.decode_tps > 0)' <<<"$output")" = true ]
+	[ "$(jq '.timings | (.ttft_ms > 0) and (.prefill_tokens == 6) and (.decode_tokens == 3) and (.prefill_tps > 0) and (.decode_tps > 0)' <<<"$output")" = true ]
 }
 
 @test "a text prompt gets BOS first when model.json says add_bos" {
 	d=$(fixture_linked bos -b)
 	run -0 --separate-stderr llm-run -m "$d/model.llm" --json -p 'a b' -n 1
-	[ "$(jq -c .prompt_tokens <<<"$output")" = "[256,97,32,98]" ]
+	[ "$(jq -c .prompt_tokens <<<"$output")" = "[256,32,97,32,98]" ]
 	run -0 --separate-stderr llm-run -m "$d/model.llm" --json --tokens 97 -n 1
 	[ "$(jq -c .prompt_tokens <<<"$output")" = "[97]" ]
 }
@@ -173,7 +181,8 @@ one_error() {
 @test "added tokens in a text prompt are matched literally" {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d" --json -p 'x</s>y' -n 1
-	[ "$(jq -c .prompt_tokens <<<"$output")" = "[120,257,121]" ]
+	# Each piece around the added token gets its prefix space.
+	[ "$(jq -c .prompt_tokens <<<"$output")" = "[32,120,257,32,121]" ]
 }
 
 @test "-f reads the prompt from a file, or from standard input with -" {
@@ -299,4 +308,417 @@ one_error() {
 	run --separate-stderr llm-run -m "$T/x.llm" --tokens 1
 	one_error
 	[ "$stderr" = "llm-run: $T/x.llm: member '../s/model.json': '..' in path" ]
+}
+
+# retok DIR JQ: rewrite DIR's tokenizer.json with a jq program (the plan
+# does not cover the tokenizer: the model still loads).
+retok() {
+	jq "$2" "$1/tokenizer.json" >"$1/tokenizer.json.new" && mv "$1/tokenizer.json.new" "$1/tokenizer.json"
+}
+
+# swap_ids A B ...: a jq program swapping the ids of byte tokens, pairwise.
+swap_ids() {
+	local m="" a b
+	while [ $# -gt 0 ]; do
+		a=$1 b=$2
+		shift 2
+		m="$m${m:+,}\"$a\":$b,\"$b\":$a"
+	done
+	echo ".model.vocab |= with_entries(.value |= ({$m}[tostring] // .))"
+}
+
+# endless NAME: a linked fixture of a million positions without EOS ids:
+# it counts up through the vocabulary until stopped.
+endless() {
+	local d="$BATS_FILE_TMPDIR/endless-$1"
+	if [ ! -d "$d" ]; then
+		fixture_copy "$(fixture big -C 1048576)" "$d.new" || return 1
+		# Not with jq, which would rewrite the plan's numbers.
+		perl -0pi -e 's/"eos_ids": \[[^\]]*\]/"eos_ids": []/' "$d.new/model.json"
+		llm-link "$d.new" >&2 && mv "$d.new" "$d" || return 1
+	fi
+	echo "$d"
+}
+
+# wait_for FILE N: wait (at most 20 s) until FILE has at least N lines
+# (0: any byte).
+wait_for() {
+	local i
+	for i in $(seq 200); do
+		if [ "$2" -eq 0 ]; then [ -s "$1" ] && return 0; else [ "$(wc -l <"$1")" -ge "$2" ] && return 0; fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_bytes FILE N: wait (at most 20 s) until FILE has more than N bytes.
+wait_bytes() {
+	local i
+	for i in $(seq 200); do
+		[ "$(stat -c %s "$1")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# stop_job PID: wait (at most 20 s) for a job to end, else kill it; its
+# exit status.
+stop_job() {
+	local i
+	for i in $(seq 200); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$1" 2>/dev/null || true
+	wait "$1"
+}
+
+@test "the text ends with one newline, added only when the text has none" {
+	d=$(fixture_linked a)
+	llm-run -m "$d" -p abc -n 3 >"$T/o" 2>/dev/null
+	printf 'def\n' | cmp - "$T/o"
+	# After a tab (9) comes a newline (10): nothing is added.
+	llm-run -m "$d" --tokens 8 -n 2 >"$T/o" 2>/dev/null
+	printf '\t\n' | cmp - "$T/o"
+	# No text, no newline.
+	llm-run -m "$d" --tokens 1 -n 0 >"$T/o" 2>/dev/null
+	[ ! -s "$T/o" ]
+}
+
+@test "sampling options out of range are usage errors" {
+	d=$(fixture_linked a)
+	for o in "--temp -1" "--temp x" "--top-k -1" "--top-p 1.5" "--min-p -0.1" "--repeat-penalty 0" \
+		"--repeat-last-n -2" "--seed -1" "--seed x" "--stop="; do
+		# shellcheck disable=SC2086
+		run -2 llm-run -m "$d" --tokens 1 $o
+	done
+}
+
+@test "--temp samples; a --seed gives the same tokens again, another seed others" {
+	d=$(fixture_linked a)
+	# At temperature 1e6 the logits (at most 1e6 + 64) are all close to
+	# 1: every token is likely, the "next" token barely more.
+	gen() {
+		llm-run -m "$d" --json --tokens 10 -n 30 --temp 1e6 "$@" 2>/dev/null | jq -c .generated_tokens
+	}
+	a=$(gen --seed 1)
+	[ "$a" = "$(gen --seed 1)" ]
+	[ "$a" != "$(gen --seed 2)" ]
+	[ "$a" != "$(llm-run -m "$d" --json --tokens 10 -n 30 --seed 1 2>/dev/null | jq -c .generated_tokens)" ]
+	# The same with 2 threads (the stand-in's logits do not depend on it).
+	[ "$a" = "$(gen --seed 1 -t 2)" ]
+}
+
+@test "--temp 0 is greedy whatever the other sampling options" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens 10 -n 5 --temp 0 --top-k 100 --top-p 0.5 --seed 3
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[11,12,13,14,15]" ]
+}
+
+@test "--top-k 1, --top-p and --min-p keep only the most likely token at a high temperature" {
+	d=$(fixture_linked a)
+	# The next token has about 1% of the mass, e times any other.
+	for o in "--top-k 1" "--top-p 0.005" "--min-p 0.5"; do
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr llm-run -m "$d" --json --tokens 10 -n 5 --temp 1e6 --seed 9 $o
+		[ "$(jq -c .generated_tokens <<<"$output")" = "[11,12,13,14,15]" ]
+	done
+	# Wider filters let other tokens in.
+	for o in "--top-k 50" "--top-p 0.5" "--min-p 0.3"; do
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr llm-run -m "$d" --json --tokens 10 -n 5 --temp 1e6 --seed 9 $o
+		[ "$(jq -c .generated_tokens <<<"$output")" != "[11,12,13,14,15]" ]
+	done
+}
+
+@test "--repeat-penalty penalises the tokens of its --repeat-last-n window, prompt included" {
+	d=$(fixture_linked a)
+	# After 101,100 the model predicts 101; penalised by 1e6 its logit is
+	# about 1, and the next best is </s> (64.25): the end.
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens 101,100 -n 3 --repeat-penalty 1e6
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[]" ]
+	[ "$(jq -r .stop <<<"$output")" = "eos" ]
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens 101,100 -n 3 --repeat-penalty 1e6 --repeat-last-n 2
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[]" ]
+	# A window of 1 holds only 100.
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens 101,100 -n 3 --repeat-penalty 1e6 --repeat-last-n 1
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[101,102,103]" ]
+	# Window 0 and penalty 1 are off.
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens 101,100 -n 3 --repeat-penalty 1e6 --repeat-last-n 0
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[101,102,103]" ]
+}
+
+@test "a --stop string split across tokens stops generation and is not printed" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" --json -p abc -n 10 --stop ef
+	[ "$(jq -r .text <<<"$output")" = "d" ]
+	[ "$(jq -r .stop <<<"$output")" = "stop" ]
+	[ "$(jq -c .generated_tokens <<<"$output")" = "[100,101,102]" ]
+	llm-run -m "$d" -p abc -n 10 --stop ef >"$T/o" 2>/dev/null
+	printf 'd\n' | cmp - "$T/o"
+	# The first of several to complete wins; one that never completes is
+	# printed in the end.
+	run -0 --separate-stderr llm-run -m "$d" --json -p abc -n 10 --stop xyz --stop fgh --stop ghi
+	[ "$(jq -r .text <<<"$output")" = "de" ]
+	run -0 --separate-stderr llm-run -m "$d" --json -p abc -n 2 --stop efz
+	[ "$(jq -r .text <<<"$output")" = "de" ]
+	[ "$(jq -r .stop <<<"$output")" = "length" ]
+}
+
+@test "a UTF-8 character split across tokens is printed whole, or as U+FFFD when cut short" {
+	fixture_copy "$(fixture_linked a)" "$T/d"
+	# Tokens 100, 101, 102 become the bytes of the euro sign, e2 82 ac.
+	retok "$T/d" "$(swap_ids 100 226 101 130 102 172)"
+	llm-run -m "$T/d" --tokens 99 -n 4 >"$T/o" 2>/dev/null
+	printf '\342\202\254g\n' | cmp - "$T/o"
+	run -0 --separate-stderr llm-run -m "$T/d" --json --tokens 99 -n 4
+	[ "$(jq -r .text <<<"$output")" = $'\u20acg' ]
+	# Two of its three bytes: one replacement character.
+	llm-run -m "$T/d" --tokens 99 -n 2 >"$T/o" 2>/dev/null
+	printf '\357\277\275\n' | cmp - "$T/o"
+	# A stop string inside the character's bytes.
+	run -0 --separate-stderr llm-run -m "$T/d" --json --tokens 99 -n 4 --stop $'\u20ac'
+	[ "$(jq -r .text <<<"$output")" = "" ]
+	[ "$(jq -r .stop <<<"$output")" = "stop" ]
+}
+
+@test "Ctrl-C stops generation, prints the rates and exits 0" {
+	d=$(endless a)
+	llm-run -m "$d" --tokens 1 -n 100000000 >"$T/o" 2>"$T/e" 3>&- &
+	pid=$!
+	wait_for "$T/o" 0
+	kill -INT $pid
+	stop_job $pid
+	[ "$(wc -l <"$T/e")" -eq 3 ]
+	grep -q '^llm-run: decode [0-9]* tokens in' "$T/e"
+	# The text got its newline.
+	[ "$(tail -c 1 "$T/o" | od -An -c | tr -d ' ')" = '\n' ]
+	llm-run -v -m "$d" --json --tokens 1 -n 100000000 >"$T/j" 2>"$T/e" 3>&- &
+	pid=$!
+	# Decoding has begun when -v shows a decode call.
+	for i in $(seq 200); do grep -q 'decode pos' "$T/e" && break; sleep 0.1; done
+	kill -INT $pid
+	stop_job $pid
+	[ "$(jq -r .stop "$T/j")" = "interrupt" ]
+	[ "$(jq '.generated_tokens | length' "$T/j")" -gt 0 ]
+}
+
+@test "--bench measures prefill and decode on random tokens, as a table or a JSON array" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench pp=8,tg=4,reps=2 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8","tg4"]' ]
+	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and (keys == ["stddev","test","tokens_per_s"]))' <<<"$output")" = true ]
+	run -0 --separate-stderr llm-run -m "$d" --bench=pp=4,tg=0,reps=1
+	[ "${lines[0]}" = "| model | test | t/s |" ]
+	[[ "${lines[2]}" =~ ^\|\ $d\ \|\ pp4\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[ "${#lines[@]}" -eq 3 ]
+	# One warm-up run, then reps runs: pp8 is two chunks of S = 4; tg4
+	# is one prompt token, then 4 decode steps.
+	run -0 --separate-stderr llm-run -v -m "$d" --bench pp=8,tg=4,reps=2
+	[ "$(grep -c 'prefill pos 0 n_tokens 4' <<<"$stderr")" -eq 3 ]
+	[ "$(grep -c 'prefill_kv pos 4 n_tokens 4' <<<"$stderr")" -eq 3 ]
+	[ "$(grep -c 'prefill pos 0 n_tokens 1' <<<"$stderr")" -eq 3 ]
+	[ "$(grep -c 'decode pos' <<<"$stderr")" -eq 12 ]
+}
+
+@test "--bench refuses a test larger than the context and a bad spec" {
+	d=$(fixture_linked a)
+	run -1 --separate-stderr llm-run -m "$d" --bench
+	[ "$stderr" = "llm-run: $d: --bench pp=512,tg=64 does not fit max_context 64" ]
+	run -2 llm-run -m "$d" --bench pp=x
+	run -2 llm-run -m "$d" --bench qq=1
+	run -2 llm-run -m "$d" --bench reps=0
+	run -2 llm-run -m "$d" --bench -p x
+}
+
+@test "--tokenize and --detokenize read JSON lines with the model's tokenizer" {
+	d=$(fixture_linked a)
+	run -0 llm-run -m "$d/model.llm" --tokenize <<<$'"Hello"\n"x</s>y"'
+	[ "$output" = $'[32,72,101,108,108,111]\n[32,120,257,32,121]' ]
+	run -0 llm-run --tokenizer "$d/tokenizer.json" --detokenize <<<'[72,105,257]'
+	[ "$output" = '"Hi</s>"' ]
+	run -0 llm-run --tokenizer "$d" --detokenize --skip-special <<<'[72,105,257]'
+	[ "$output" = '"Hi"' ]
+	run -0 llm-run --tokenizer "$d" --tokenize --add-special <<<'"a"'
+	[ "$output" = '[32,97]' ]
+	# A bad line: an error naming it, no output.
+	run -1 --separate-stderr llm-run --tokenizer "$d" --tokenize <<<$'"ok"\nnot json'
+	[ -z "$output" ]
+	[[ "$stderr" == "llm-run: <stdin>:2: "* ]]
+	run -2 llm-run --tokenize
+	run -2 llm-run --tokenizer "$d" --tokenize --skip-special
+	run -2 llm-run --tokenizer "$d" -m "$d" --tokenize
+}
+
+@test "--tokenize gives the Hugging Face ids of the DeepSeek tokenizer" {
+	tok="$(fixture_tokenizer_dir)/tokenizer.json"
+	[ -e "$tok" ] || skip "no ../shared tokenizer fixture"
+	F="$PROJECT_ROOT/tests/fixtures/tokenizer"
+	[ -e "$F/ds-r1-distill-qwen.ids.jsonl" ] || skip "no tokenizer goldens"
+	llm-run --tokenizer "$tok" --tokenize <"$F/corpus.jsonl" >"$T/ids"
+	cmp "$T/ids" "$F/ds-r1-distill-qwen.ids.jsonl"
+	llm-run --tokenizer "$tok" --tokenize --add-special <"$F/corpus.jsonl" >"$T/ids"
+	cmp "$T/ids" "$F/ds-r1-distill-qwen.ids-special.jsonl"
+}
+
+@test "a chat sends only the new tokens of each turn through prefill_kv" {
+	d=$(fixture_linked c256 -C 256)
+	printf 'hello\nagain\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template qwen2 -n 5 --json <"$T/in"
+	[ "${#lines[@]}" -eq 2 ]
+	t1=${lines[0]} t2=${lines[1]}
+	n1=$(jq '.prompt_tokens | length' <<<"$t1")
+	[ "$(jq .reused_tokens <<<"$t1")" -eq 0 ]
+	[ "$(jq .context_tokens <<<"$t1")" -eq $((n1 + 4)) ]
+	# Turn 2 keeps all of turn 1 in the cache: the prompt and the four
+	# replies fed back; it sends the fifth, then the rest of the template.
+	[ "$(jq .reused_tokens <<<"$t2")" -eq $((n1 + 4)) ]
+	want=$(printf '%s' "$(jq -j .text <<<"$t1" | tail -c 1)"$'<|im_end|>\n<|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n' |
+		jq -Rs . | llm-run -m "$d" --tokenize)
+	[ "$(jq -c .prompt_tokens <<<"$t2")" = "$want" ]
+	# Through prefill_kv only: no call at position 0 in turn 2.
+	run -0 --separate-stderr llm-run -v -m "$d" -i --chat-template qwen2 -n 5 <"$T/in"
+	[ "$(grep -c 'prefill pos 0' <<<"$stderr")" -eq 1 ]
+	[ "$(grep -c "prefill_kv pos $((n1 + 4)) " <<<"$stderr")" -eq 1 ]
+	[ "${lines[0]}" = "$(jq -r .text <<<"$t1")" ]
+}
+
+@test "a chat reply is the greedy continuation of the whole conversation" {
+	d=$(fixture_linked a)
+	printf 'hi\nthere\n' | llm-run -m "$d" -i --chat-template llama2 -n 3 --json >"$T/j" 2>/dev/null
+	t1=$(sed -n 1p "$T/j") t2=$(sed -n 2p "$T/j")
+	# Turn 2's context: what the cache kept, then what was sent.
+	ids=$(jq -r '.prompt_tokens | join(",")' <<<"$t1"),$(jq -r '.generated_tokens[:2] | join(",")' <<<"$t1")
+	k=$(jq .reused_tokens <<<"$t2")
+	all=$(echo "$ids" | cut -d, -f1-"$k"),$(jq -r '.prompt_tokens | join(",")' <<<"$t2")
+	run -0 --separate-stderr llm-run -m "$d" --json --tokens "$all" -n 3
+	[ "$(jq -c .generated_tokens <<<"$output")" = "$(jq -c .generated_tokens <<<"$t2")" ]
+}
+
+@test "/reset clears the conversation and the cache, keeping the system prompt" {
+	d=$(fixture_linked c256 -C 256)
+	printf 'one\n/reset\ntwo\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 --system SYS -n 2 --json <"$T/in"
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq .reused_tokens <<<"${lines[1]}")" -eq 0 ]
+	text=$(jq -c .prompt_tokens <<<"${lines[1]}" | llm-run -m "$d" --detokenize)
+	[ "$text" = '"<s> [INST] <<SYS>>\nSYS\n<</SYS>>\n\ntwo [/INST]"' ]
+}
+
+@test "deepseek-r1 history without reasoning: the cache is cut after the last common added token" {
+	fixture_copy "$(fixture_linked c256 -C 256)" "$T/d"
+	# No prefix space; <s> becomes <｜Assistant｜>; after a newline (10)
+	# the model counts 11..20, which now spell "a</think>b".
+	retok "$T/d" "$(swap_ids 11 97 12 60 13 47 14 116 15 104 16 105 17 110 18 107 19 62 20 98) |
+		.pre_tokenizer.add_prefix_space = false | .added_tokens[0].content = \"<｜Assistant｜>\""
+	printf 'hi\nagain\n' | llm-run -m "$T/d" -i --chat-template deepseek-r1 -n 10 --json >"$T/j" 2>/dev/null
+	t1=$(sed -n 1p "$T/j") t2=$(sed -n 2p "$T/j")
+	[ "$(jq -r .text <<<"$t1")" = "a</think>b" ]
+	# The cache keeps everything up to <｜Assistant｜> (256) of turn 1 ...
+	k=$(jq '.prompt_tokens | index(256) + 1' <<<"$t1")
+	[ "$(jq .reused_tokens <<<"$t2")" -eq "$k" ]
+	# ... and turn 2 sends the reply without its reasoning.
+	text=$(jq -c .prompt_tokens <<<"$t2" | llm-run --tokenizer "$T/d" --detokenize)
+	[ "$text" = '"b<｜end▁of▁sentence｜><｜User｜>again<｜Assistant｜><think>\n"' ]
+}
+
+@test "a full context drops the oldest exchanges, keeps the system prompt and goes on" {
+	d=$(fixture_linked c256 -C 256)
+	for i in 1 2 3 4 5 6 7 8 9 10; do echo "m$i"; done >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 --system S -n 4 --json <"$T/in"
+	[ "${#lines[@]}" -eq 10 ]
+	dropped=0
+	for l in "${lines[@]}"; do
+		[ "$(jq .context_tokens <<<"$l")" -le 256 ]
+		[ "$(jq -r .stop <<<"$l")" = length ]
+		if [ "$(jq .dropped_messages <<<"$l")" -gt 0 ]; then
+			dropped=1
+			# Sent again from the start, with the system prompt first and
+			# at most half the context.
+			[ "$(jq .reused_tokens <<<"$l")" -eq 0 ]
+			[ "$(jq '.prompt_tokens | length' <<<"$l")" -le 128 ]
+			text=$(jq -c .prompt_tokens <<<"$l" | llm-run -m "$d" --detokenize)
+			[[ "$text" == '"<s> [INST] <<SYS>>\nS\n<</SYS>>'* ]]
+			[[ "$text" != *"m1 ["* ]]
+		fi
+	done
+	[ "$dropped" -eq 1 ]
+}
+
+@test "a message that cannot fit the context is reported and skipped" {
+	d=$(fixture_linked a)
+	printf '%s\nshort\n' "$(printf 'x%.0s' $(seq 80))" >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 4 --json <"$T/in"
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(jq .turn <<<"${lines[0]}")" -eq 1 ]
+	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" max_context 64" ]]
+}
+
+@test "a chat needs a template: named, in model.json or recognised" {
+	d=$(fixture_linked a)
+	run -1 --separate-stderr llm-run -m "$d" -i </dev/null
+	[ "$stderr" = "llm-run: $d: no chat template recognised: give --chat-template" ]
+	run -2 llm-run -m "$d" -i --chat-template chatml
+	run -2 llm-run -m "$d" -i -p x
+	run -2 llm-run -m "$d" -i --logits "$T/l"
+	run -2 llm-run -m "$d" -p x --system S
+	# A template recognised beside the tokenizer.
+	fixture_copy "$(fixture_linked c256 -C 256)" "$T/d"
+	echo '{"chat_template": "{{ '"'"'<|im_start|>'"'"' }}", "bos_token": null}' >"$T/d/tokenizer_config.json"
+	run -0 --separate-stderr llm-run -m "$T/d" -i -n 1 --json <<<hi
+	text=$(jq -c .prompt_tokens <<<"$output" | llm-run -m "$d" --detokenize)
+	[[ "$text" == '" <|im_start|>system\nYou are a helpful assistant.'* ]]
+}
+
+@test "lines ending in a backslash continue the message; empty lines are skipped" {
+	d=$(fixture_linked c256 -C 256)
+	printf 'a\\\nb\n\n\nc' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama3 -n 1 --json <"$T/in"
+	[ "${#lines[@]}" -eq 2 ]
+	text=$(jq -c .prompt_tokens <<<"${lines[0]}" | llm-run -m "$d" --detokenize)
+	[[ "$text" == *'a\nb<|eot_id|>'* ]]
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama3 -n 1 <"$T/in"
+	[[ "$stderr" == "llm-run: chat: 2 turns, "* ]]
+}
+
+@test "Ctrl-C in a chat stops the reply; at the prompt it ends the chat with exit 0" {
+	d=$(endless a)
+	mkfifo "$T/fifo"
+	llm-run -m "$d" -i --chat-template llama2 -n 100000000 <"$T/fifo" >"$T/o" 2>"$T/e" 3>&- &
+	pid=$!
+	exec {fd}>"$T/fifo"
+	echo one >&$fd
+	wait_for "$T/o" 0
+	kill -INT $pid
+	wait_for "$T/o" 1
+	# The second reply has begun when the output grows.
+	n=$(stat -c %s "$T/o")
+	echo two >&$fd
+	wait_bytes "$T/o" "$n"
+	kill -INT $pid
+	wait_for "$T/o" 2
+	kill -INT $pid
+	stop_job $pid
+	exec {fd}>&-
+	[ "$(wc -l <"$T/o")" -eq 2 ]
+	[[ "$(cat "$T/e")" == "llm-run: chat: 2 turns, "* ]]
+}
+
+@test "the examples of the man page run" {
+	mkdir "$T/x" && cd "$T/x"
+	# A model whose bundle carries a ChatML tokenizer_config.json.
+	fixture_copy "$(fixture c256 -C 256)" out
+	echo '{"chat_template": "{{ '"'"'<|im_start|>'"'"' }}", "bos_token": null, "eos_token": "<|im_end|>"}' \
+		>out/tokenizer_config.json
+	perl -0pi -e 's/"files": \[\s*"tokenizer.json"\s*\]/"files": ["tokenizer.json", "tokenizer_config.json"]/' out/model.json
+	llm-link out >&2
+	echo 'Once upon a time' >prompt.txt
+	cp "$PROJECT_ROOT/tests/fixtures/chat/system-turns.json" chat.json
+	n=0
+	while IFS= read -r cmd; do
+		run -0 bash -c "$cmd" </dev/null
+		n=$((n + 1))
+	done < <(sed -n 's/^\.Dl \$ //p' "$PROJECT_ROOT/man/llm-run.1" | sed 's/\\e/\\/g; s/\\(dq/"/g')
+	[ "$n" -ge 8 ]
+	[ -s logits.f32 ]
 }

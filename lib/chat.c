@@ -1,0 +1,588 @@
+/* chat.c: see chat.h. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+#include "json.h"
+#include "tokenizer.h"
+
+/* The DeepSeek markers: fullwidth vertical bars (U+FF5C) and U+2581. */
+#define DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+#define DS_TOOL_OUTPUTS_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81outputs\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DS_TOOL_OUTPUTS_END "<\xef\xbd\x9c" "tool\xe2\x96\x81outputs\xe2\x96\x81" "end\xef\xbd\x9c>"
+#define DS_TOOL_OUTPUT_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81output\xe2\x96\x81" "begin\xef\xbd\x9c>"
+#define DS_TOOL_OUTPUT_END "<\xef\xbd\x9c" "tool\xe2\x96\x81output\xe2\x96\x81" "end\xef\xbd\x9c>"
+
+static const struct {
+	const char *name, *bos, *eos, *eot;
+} templates[LLM_CHAT_COUNT] = {
+	[LLM_CHAT_DEEPSEEK_R1] = {"deepseek-r1", DS_BOS, DS_EOS, DS_EOS},
+	[LLM_CHAT_QWEN2] = {"qwen2", "", "<|im_end|>", "<|im_end|>"},
+	[LLM_CHAT_LLAMA3] = {"llama3", "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"},
+	[LLM_CHAT_LLAMA2] = {"llama2", "<s>", "</s>", "</s>"},
+};
+
+const char *
+llm_chat_name(int tmpl)
+{
+	return tmpl >= 0 && tmpl < LLM_CHAT_COUNT ? templates[tmpl].name : NULL;
+}
+
+int
+llm_chat_find(const char *name)
+{
+	for (int i = 0; i < LLM_CHAT_COUNT; i++)
+		if (strcmp(name, templates[i].name) == 0)
+			return i;
+	return -1;
+}
+
+int
+llm_chat_recognise(const char *t)
+{
+	if (!t)
+		return -1;
+	if (strstr(t, DS_ASSISTANT))
+		return LLM_CHAT_DEEPSEEK_R1;
+	if (strstr(t, "<|start_header_id|>"))
+		return LLM_CHAT_LLAMA3;
+	if (strstr(t, "<|im_start|>"))
+		return LLM_CHAT_QWEN2;
+	if (strstr(t, "[INST]"))
+		return LLM_CHAT_LLAMA2;
+	return -1;
+}
+
+const char *
+llm_chat_default_bos(int tmpl)
+{
+	return templates[tmpl].bos;
+}
+
+const char *
+llm_chat_default_eos(int tmpl)
+{
+	return templates[tmpl].eos;
+}
+
+const char *
+llm_chat_end_of_turn(int tmpl)
+{
+	return templates[tmpl].eot;
+}
+
+void
+llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len)
+{
+	struct llm_chat_msg *m;
+
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 8;
+		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
+	}
+	m = &c->msgs[c->n++];
+	m->role = llm_xstrdup(role);
+	m->content = llm_xmalloc(len + 1);
+	memcpy(m->content, content, len);
+	m->content[len] = 0;
+	m->len = len;
+}
+
+void
+llm_chat_remove(struct llm_chat *c, size_t i, size_t count)
+{
+	for (size_t k = i; k < i + count; k++) {
+		free(c->msgs[k].role);
+		free(c->msgs[k].content);
+	}
+	if (c->n > i + count)
+		memmove(c->msgs + i, c->msgs + i + count, (c->n - i - count) * sizeof(*c->msgs));
+	c->n -= count;
+}
+
+void
+llm_chat_free(struct llm_chat *c)
+{
+	llm_chat_remove(c, 0, c->n);
+	free(c->msgs);
+	memset(c, 0, sizeof(*c));
+}
+
+int
+llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name)
+{
+	json_t *root = llm_json_loadb(text, len, name), *m;
+	size_t i;
+
+	if (!root)
+		return -1;
+	if (!json_is_array(root) || json_array_size(root) == 0) {
+		json_decref(root);
+		return llm_seterr("%s: expected a JSON array of messages", name);
+	}
+	json_array_foreach(root, i, m) {
+		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content"); /* borrowed */
+		if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
+			json_decref(root);
+			return llm_seterr("%s: message %zu: expected {\"role\": string, \"content\": string}", name, i);
+		}
+		llm_chat_add(c, json_string_value(role), json_string_value(content), json_string_length(content));
+	}
+	json_decref(root);
+	return 0;
+}
+
+/* JavaScript white space (WhiteSpace and LineTerminator of ECMA-262): what
+ * String.prototype.trim removes. */
+static int
+js_space(uint32_t cp)
+{
+	return (cp >= 0x09 && cp <= 0x0d) || cp == 0x20 || cp == 0xa0 || cp == 0x1680 ||
+	    (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f ||
+	    cp == 0x3000 || cp == 0xfeff;
+}
+
+/* s[*b, *e) trimmed of JavaScript white space at both ends. */
+static void
+js_trim(const char *s, size_t *b, size_t *e)
+{
+	uint32_t cp;
+	size_t k;
+
+	while (*b < *e && (k = llm_utf8_decode(s + *b, *e - *b, &cp)) > 0 && js_space(cp))
+		*b += k;
+	while (*e > *b) {
+		size_t st = *e - 1;
+		while (st > *b && ((unsigned char)s[st] & 0xc0) == 0x80)
+			st--;
+		if ((k = llm_utf8_decode(s + st, *e - st, &cp)) == 0 || st + k != *e || !js_space(cp))
+			break;
+		*e = st;
+	}
+}
+
+static void
+add_trimmed(struct llm_buf *out, const char *s, size_t n)
+{
+	size_t b = 0, e = n;
+	js_trim(s, &b, &e);
+	llm_buf_add(out, s + b, e - b);
+}
+
+/* JavaScript's `s == false`: Number(s) is +0 or -0 (ECMA-262
+ * StringToNumber: white space trimmed; empty is 0; decimal with an
+ * optional sign, or 0x / 0o / 0b digits; Infinity; else NaN). */
+static int
+js_loosely_false(const char *s, size_t n)
+{
+	size_t b = 0, e = n, i;
+	int base = 0;
+
+	js_trim(s, &b, &e);
+	if (b == e)
+		return 1;
+	if (e - b > 2 && s[b] == '0') {
+		char x = s[b + 1] | 0x20;
+		base = x == 'x' ? 16 : x == 'o' ? 8 : x == 'b' ? 2 : 0;
+	}
+	if (base) {
+		int zero = 1;
+		for (i = b + 2; i < e; i++) {
+			int c = (unsigned char)s[i], d = c >= '0' && c <= '9' ? c - '0' :
+			    (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : 99;
+			if (d >= base)
+				return 0;
+			zero &= d == 0;
+		}
+		return zero;
+	}
+	/* StrDecimalLiteral: [+-] (digits [. digits] | . digits) [e [+-] digits] */
+	i = b;
+	if (s[i] == '+' || s[i] == '-')
+		i++;
+	size_t nd = 0;
+	while (i < e && s[i] >= '0' && s[i] <= '9')
+		i++, nd++;
+	if (i < e && s[i] == '.') {
+		i++;
+		while (i < e && s[i] >= '0' && s[i] <= '9')
+			i++, nd++;
+	}
+	if (nd == 0)
+		return 0;       /* NaN, or Infinity: not 0 either way */
+	if (i < e && (s[i] | 0x20) == 'e') {
+		size_t ne = 0;
+		i++;
+		if (i < e && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < e && s[i] >= '0' && s[i] <= '9')
+			i++, ne++;
+		if (ne == 0)
+			return 0;
+	}
+	if (i != e)
+		return 0;
+	/* A valid literal: its value, rounded as JavaScript rounds (to
+	 * nearest double; tiny values underflow to 0). */
+	char *copy = llm_xmalloc(e - b + 1), *end;
+	memcpy(copy, s + b, e - b);
+	copy[e - b] = 0;
+	errno = 0;
+	double v = strtod(copy, &end);
+	free(copy);
+	return v == 0;
+}
+
+static int
+is(const struct llm_chat_msg *m, const char *role)
+{
+	return strcmp(m->role, role) == 0;
+}
+
+static void
+put(struct llm_buf *out, const char *s)
+{
+	llm_buf_puts(out, s);
+}
+
+static void
+put_content(struct llm_buf *out, const struct llm_chat_msg *m)
+{
+	llm_buf_add(out, m->content, m->len);
+}
+
+/* The last occurrence of needle in s[0, n), or NULL. */
+static const char *
+last_of(const char *s, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	for (size_t i = n >= k ? n - k + 1 : 0; i-- > 0;)
+		if (memcmp(s + i, needle, k) == 0)
+			return s + i;
+	return NULL;
+}
+
+static void
+render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct llm_buf *out)
+{
+	const struct llm_chat_msg *sys = NULL;
+	int is_tool = 0, is_output_first = 1;
+
+	for (size_t i = 0; i < c->n; i++)
+		if (is(&c->msgs[i], "system"))
+			sys = &c->msgs[i];
+	put(out, bos);
+	if (sys)
+		put_content(out, sys);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct llm_chat_msg *m = &c->msgs[i];
+		if (is(m, "user")) {
+			is_tool = 0;
+			put(out, DS_USER);
+			put_content(out, m);
+		} else if (is(m, "assistant")) {
+			if (is_tool) {
+				put(out, DS_TOOL_OUTPUTS_END);
+				put_content(out, m);
+				put(out, DS_EOS);
+				is_tool = 0;
+			} else {
+				/* content.split('</think>')[-1] */
+				const char *t = last_of(m->content, m->len, "</think>");
+				const char *p = t ? t + 8 : m->content;
+				put(out, DS_ASSISTANT);
+				llm_buf_add(out, p, m->len - (size_t)(p - m->content));
+				put(out, DS_EOS);
+			}
+		} else if (is(m, "tool")) {
+			is_tool = 1;
+			put(out, is_output_first ? DS_TOOL_OUTPUTS_BEGIN DS_TOOL_OUTPUT_BEGIN : "\n" DS_TOOL_OUTPUT_BEGIN);
+			put_content(out, m);
+			put(out, DS_TOOL_OUTPUT_END);
+			is_output_first = 0;
+		}
+	}
+	if (is_tool)
+		put(out, DS_TOOL_OUTPUTS_END);
+	if (gen && !is_tool)
+		put(out, DS_ASSISTANT "<think>\n");
+}
+
+static void
+render_qwen2(const struct llm_chat *c, int gen, struct llm_buf *out)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct llm_chat_msg *m = &c->msgs[i];
+		if (i == 0 && !is(&c->msgs[0], "system"))
+			put(out, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n");
+		put(out, "<|im_start|>");
+		put(out, m->role);
+		put(out, "\n");
+		put_content(out, m);
+		put(out, "<|im_end|>\n");
+	}
+	if (gen)
+		put(out, "<|im_start|>assistant\n");
+}
+
+static void
+render_llama3(const struct llm_chat *c, int gen, const char *bos, struct llm_buf *out)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		const struct llm_chat_msg *m = &c->msgs[i];
+		if (i == 0)
+			put(out, bos);
+		put(out, "<|start_header_id|>");
+		put(out, m->role);
+		put(out, "<|end_header_id|>\n\n");
+		add_trimmed(out, m->content, m->len);
+		put(out, "<|eot_id|>");
+	}
+	if (gen)
+		put(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+static int
+render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct llm_buf *out)
+{
+	const struct llm_chat_msg *sys = NULL;
+	size_t first = 0;
+
+	if (c->n > 0 && is(&c->msgs[0], "system")) {
+		first = 1;
+		/* `system_message != false` in JavaScript. */
+		if (!js_loosely_false(c->msgs[0].content, c->msgs[0].len))
+			sys = &c->msgs[0];
+	}
+	for (size_t i = first; i < c->n; i++) {
+		const struct llm_chat_msg *m = &c->msgs[i];
+		if (is(m, "user") != ((i - first) % 2 == 0))
+			return llm_seterr("chat template 'llama2': "
+			    "Conversation roles must alternate user/assistant/user/assistant/...");
+		struct llm_buf content = {0};
+		if (i == first && sys) {
+			put(&content, "<<SYS>>\n");
+			put_content(&content, sys);
+			put(&content, "\n<</SYS>>\n\n");
+		}
+		put_content(&content, m);
+		if (is(m, "user")) {
+			put(out, bos);
+			put(out, "[INST] ");
+			add_trimmed(out, content.p, content.len);
+			put(out, " [/INST]");
+		} else if (is(m, "assistant")) {
+			put(out, " ");
+			add_trimmed(out, content.p, content.len);
+			put(out, " ");
+			put(out, eos);
+		}
+		llm_buf_free(&content);
+	}
+	return 0;
+}
+
+int
+llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, const char *eos, struct llm_buf *out)
+{
+	struct llm_buf b = {0};
+
+	switch (tmpl) {
+	case LLM_CHAT_DEEPSEEK_R1:
+		render_deepseek(c, gen, bos, &b);
+		break;
+	case LLM_CHAT_QWEN2:
+		render_qwen2(c, gen, &b);
+		break;
+	case LLM_CHAT_LLAMA3:
+		render_llama3(c, gen, bos, &b);
+		break;
+	case LLM_CHAT_LLAMA2:
+		if (render_llama2(c, bos, eos, &b) < 0) {
+			llm_buf_free(&b);
+			return -1;
+		}
+		break;
+	default:
+		return llm_seterr("unknown chat template %d", tmpl);
+	}
+	llm_buf_add(out, b.p ? b.p : "", b.len);
+	llm_buf_free(&b);
+	return 0;
+}
+
+/* The stream. */
+
+void
+llm_stream_init(struct llm_stream *s, char **stop, size_t nstop)
+{
+	memset(s, 0, sizeof(*s));
+	s->stop = stop;
+	s->nstop = nstop;
+	for (size_t i = 0; i < nstop; i++)
+		if (strlen(stop[i]) > s->maxstop)
+			s->maxstop = strlen(stop[i]);
+}
+
+void
+llm_stream_free(struct llm_stream *s)
+{
+	llm_buf_free(&s->raw);
+	llm_buf_free(&s->text);
+}
+
+/* Bytes at the end of p[0, n) that begin a UTF-8 character still missing
+ * bytes (a lead byte and valid continuation bytes so far), else 0. */
+static size_t
+incomplete_tail(const unsigned char *p, size_t n)
+{
+	for (size_t k = 1; k <= 3 && k <= n; k++) {
+		unsigned char b = p[n - k];
+		if ((b & 0xc0) == 0x80)
+			continue;
+		size_t need = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+		if (need <= k)
+			return 0;
+		if (k >= 2) {
+			/* The second byte's range depends on the lead. */
+			unsigned char c = p[n - k + 1];
+			unsigned char lo = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
+			unsigned char hi = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
+			if (c < lo || c > hi)
+				return 0;
+		}
+		return k;
+	}
+	return 0;
+}
+
+static void
+release(struct llm_stream *s, size_t upto, struct llm_buf *out)
+{
+	size_t before = s->text.len;
+
+	if (upto <= s->done)
+		return;
+	llm_utf8_lossy(s->raw.p + s->done, upto - s->done, &s->text);
+	llm_buf_add(out, s->text.p + before, s->text.len - before);
+	s->done = upto;
+}
+
+int
+llm_stream_push(struct llm_stream *s, const char *p, size_t n, struct llm_buf *out)
+{
+	size_t end, hold;
+
+	if (s->stopped)
+		return 1;
+	if (n)
+		llm_buf_add(&s->raw, p, n);
+	end = s->raw.len;
+	/* A stop string can only start at or after done: everything before
+	 * was released because no stop string could start there. */
+	size_t first = SIZE_MAX;
+	for (size_t i = 0; i < s->nstop; i++) {
+		size_t k = strlen(s->stop[i]);
+		if (k == 0)
+			continue;
+		for (size_t j = s->done; j + k <= end && j < first; j++)
+			if (memcmp(s->raw.p + j, s->stop[i], k) == 0) {
+				first = j;
+				break;
+			}
+	}
+	if (first != SIZE_MAX) {
+		release(s, first, out);
+		s->stopped = 1;
+		return 1;
+	}
+	/* Hold back the longest tail that is a proper prefix of a stop string
+	 * and an incomplete character. */
+	hold = end;
+	for (size_t j = end > s->maxstop ? end - s->maxstop + 1 : 0; j < end && hold == end; j++) {
+		if (j < s->done)
+			continue;
+		for (size_t i = 0; i < s->nstop; i++)
+			if (strlen(s->stop[i]) > end - j && memcmp(s->raw.p + j, s->stop[i], end - j) == 0) {
+				hold = j;
+				break;
+			}
+	}
+	size_t u = end - incomplete_tail((const unsigned char *)s->raw.p, end);
+	if (u < hold)
+		hold = u;
+	release(s, hold, out);
+	return 0;
+}
+
+void
+llm_stream_finish(struct llm_stream *s, struct llm_buf *out)
+{
+	if (!s->stopped)
+		release(s, s->raw.len, out);
+}
+
+/* The cache record. */
+
+void
+llm_chat_cache_push(struct llm_chat_cache *c, int64_t id, const char *bytes, size_t len, int cut)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 256;
+		c->ids = llm_xreallocarray(c->ids, c->cap, sizeof(*c->ids));
+		c->end = llm_xreallocarray(c->end, c->cap, sizeof(*c->end));
+		c->cut = llm_xreallocarray(c->cut, c->cap, sizeof(*c->cut));
+	}
+	if (len)
+		llm_buf_add(&c->text, bytes, len);
+	c->ids[c->n] = id;
+	c->end[c->n] = c->text.len;
+	c->cut[c->n] = (unsigned char)(cut != 0);
+	c->n++;
+}
+
+size_t
+llm_chat_cache_reuse(const struct llm_chat_cache *c, const char *text, size_t len)
+{
+	size_t l = 0, k;
+
+	while (l < len && l < c->text.len && text[l] == c->text.p[l])
+		l++;
+	for (k = c->n; k > 0; k--)
+		if (c->cut[k - 1] && c->end[k - 1] <= l)
+			break;
+	return k;
+}
+
+size_t
+llm_chat_cache_prev_cut(const struct llm_chat_cache *c, size_t keep)
+{
+	size_t k = keep;
+	while (k > 0 && !(k < keep && c->cut[k - 1]))
+		k--;
+	return k;
+}
+
+void
+llm_chat_cache_truncate(struct llm_chat_cache *c, size_t n)
+{
+	if (n >= c->n)
+		return;
+	c->n = n;
+	c->text.len = n ? c->end[n - 1] : 0;
+}
+
+void
+llm_chat_cache_free(struct llm_chat_cache *c)
+{
+	free(c->ids);
+	free(c->end);
+	free(c->cut);
+	llm_buf_free(&c->text);
+	memset(c, 0, sizeof(*c));
+}

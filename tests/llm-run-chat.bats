@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# The chat templates of llm-run (lib/chat.c) against goldens rendered by
+# @huggingface/jinja from the real template texts (tests/tools/make-chat-
+# golden): every conversation of tests/fixtures/chat/*.json, with and
+# without the generation prompt, through `llm-run --render`.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	F="$PROJECT_ROOT/tests/fixtures/chat"
+	T=$BATS_TEST_TMPDIR
+}
+
+TEMPLATES="deepseek-r1 qwen2 llama3 llama2"
+
+# goldens TEMPLATE [llm-run options]: render every conversation with the
+# template and compare with its goldens, byte for byte; a template error
+# must be the golden .err message.  Prints how many cases differ.
+goldens() {
+	local t=$1 c name bad=0 n=0
+	shift
+	for c in "$F"/*.json; do
+		name=${c%.json}
+		if [ -e "$name.$t.err" ]; then
+			if llm-run "$@" --render "$c" >"$T/out" 2>"$T/err"; then
+				echo "$(basename "$c"): $t: rendered, expected an error"
+				bad=$((bad + 1))
+			elif [ "$(cat "$T/err")" != "llm-run: $c: chat template 'llama2': $(cat "$name.$t.err")" ] ||
+				[ -s "$T/out" ]; then
+				echo "$(basename "$c"): $t: $(cat "$T/err")"
+				bad=$((bad + 1))
+			fi
+			n=$((n + 1))
+			continue
+		fi
+		llm-run "$@" --render "$c" >"$T/out" || return 1
+		cmp -s "$T/out" "$name.$t.expected" || { echo "$(basename "$c"): $t: differs"; bad=$((bad + 1)); }
+		llm-run "$@" --render "$c" --no-gen-prompt >"$T/out" || return 1
+		cmp -s "$T/out" "$name.$t.nogen.expected" || { echo "$(basename "$c"): $t --no-gen-prompt: differs"; bad=$((bad + 1)); }
+		n=$((n + 2))
+	done
+	echo "$t: $n goldens, $bad differ" >&3
+	[ "$bad" -eq 0 ]
+}
+
+@test "every conversation has a golden for every template" {
+	n=0
+	for c in "$F"/*.json; do
+		for t in $TEMPLATES; do
+			name=${c%.json}
+			[ -e "$name.$t.err" ] || { [ -e "$name.$t.expected" ] && [ -e "$name.$t.nogen.expected" ]; }
+		done
+		n=$((n + 1))
+	done
+	[ "$n" -ge 10 ]
+	# System prompts and several turns are covered.
+	grep -l '"system"' "$F"/*.json | grep -q .
+	[ "$(jq '[.[] | select(.role == "user")] | length' "$F/system-turns.json")" -ge 3 ]
+}
+
+@test "the deepseek-r1 template renders every conversation as @huggingface/jinja does" {
+	goldens deepseek-r1 --chat-template deepseek-r1
+}
+
+@test "the qwen2 template renders every conversation as @huggingface/jinja does" {
+	goldens qwen2 --chat-template qwen2
+}
+
+@test "the llama3 template renders every conversation as @huggingface/jinja does" {
+	goldens llama3 --chat-template llama3
+}
+
+@test "the llama2 template renders every conversation as @huggingface/jinja does" {
+	goldens llama2 --chat-template llama2
+}
+
+@test "the DeepSeek tokenizer directory names its template and special tokens" {
+	dir=$(fixture_tokenizer_dir)
+	[ -e "$dir/tokenizer.json" ] || skip "no ../shared tokenizer fixture"
+	# Recognised from chat_template.jinja, bos_token from tokenizer_config.json.
+	goldens deepseek-r1 --tokenizer "$dir"
+	goldens deepseek-r1 --tokenizer "$dir/tokenizer.json"
+	# --chat-template overrides it, with the DeepSeek bos_token.
+	llm-run --tokenizer "$dir" --chat-template llama3 --render "$F/single.json" >"$T/out"
+	[ "$(cat "$T/out")" = "<｜begin▁of▁sentence｜><|start_header_id|>user<|end_header_id|>
+
+Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
+}
+
+@test "the rendered prompt is printed exactly, without a newline" {
+	run -0 llm-run --chat-template qwen2 --render "$F/single.json"
+	llm-run --chat-template qwen2 --render - <"$F/single.json" >"$T/out"
+	cmp "$T/out" "$F/single.qwen2.expected"
+	llm-run --chat-template llama2 --render "$F/single.json" >"$T/out"
+	[ "$(od -An -c "$T/out" | tr -d ' \n' | tail -c 7)" = "[/INST]" ]
+}
+
+@test "a bad conversation file is an error naming it, with no output" {
+	for bad in 'not json' '[]' '{}' '[{"role": "user"}]' '[{"role": "user", "content": 3}]'; do
+		printf '%s' "$bad" >"$T/c.json"
+		run -1 --separate-stderr llm-run --chat-template qwen2 --render "$T/c.json"
+		[ -z "$output" ]
+		[[ "$stderr" == "llm-run: $T/c.json"* ]]
+		[ "${#stderr_lines[@]}" -eq 1 ]
+	done
+	run -1 --separate-stderr llm-run --chat-template qwen2 --render "$T/nope.json"
+	[ "$stderr" = "llm-run: $T/nope.json: No such file or directory" ]
+}
+
+@test "--render needs a template; --no-gen-prompt needs --render" {
+	run -1 --separate-stderr llm-run --render "$F/single.json"
+	[ "$stderr" = "llm-run: $F/single.json: no chat template recognised: give --chat-template" ]
+	run -2 llm-run --chat-template nope --render "$F/single.json"
+	run -2 llm-run --chat-template qwen2 --no-gen-prompt
+	run -2 llm-run --chat-template qwen2 --render "$F/single.json" --tokenize
+}
+
+@test "the goldens are what @huggingface/jinja renders today" {
+	[ -e "$PROJECT_ROOT/tests/npm/node_modules/@huggingface/jinja/package.json" ] ||
+		skip "npm package @huggingface/jinja not installed (npm install --prefix tests/npm)"
+	command -v node >/dev/null || skip "no node"
+	run -0 "$PROJECT_ROOT/tests/tools/make-chat-golden" -o "$T/g"
+	for f in "$T"/g/*; do
+		cmp "$f" "$F/$(basename "$f")"
+	done
+	[ "$(ls "$T/g" | wc -l)" -eq "$(ls "$F" | grep -cv '\.json$')" ]
+}

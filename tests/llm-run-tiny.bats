@@ -1,0 +1,109 @@
+#!/usr/bin/env bats
+# llm-run on a real compiled model: the tiny random Qwen2 checkpoint with
+# the DeepSeek-R1-Distill tokenizer and chat template, built once for the
+# file through pipelines/model.mk (context 256, prefill chunk 16).  Chat
+# turns are checked against fresh runs of their whole context, and a long
+# scripted chat against the context policy and its memory use.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	local d=$BATS_FILE_TMPDIR
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$d/ck" \
+		OUT="$d/out" IMPORT_FLAGS="--max-context 256 --prefill-chunk 16" >&2
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	M=$BATS_FILE_TMPDIR/out/model.llm
+	T=$BATS_TEST_TMPDIR
+	F=$PROJECT_ROOT/tests/fixtures/chat
+}
+
+@test "the model's chat template is the one llm-import recognised" {
+	[ "$(jq -r .tokenizer.chat_template "$BATS_FILE_TMPDIR/out/model.json")" = deepseek-r1 ]
+	llm-run -m "$M" --render "$F/system-turns.json" >"$T/out"
+	cmp "$T/out" "$F/system-turns.deepseek-r1.expected"
+}
+
+@test "the first chat turn is the rendered conversation, encoded once, with one BOS" {
+	run -0 --separate-stderr llm-run -m "$M" -t 1 -i --system 'Be brief.' -n 2 --json <<<'Hello there'
+	echo '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello there"}]' >"$T/c.json"
+	want=$(llm-run -m "$M" --render "$T/c.json" | jq -Rs . | llm-run -m "$M" --tokenize)
+	[ "$(jq -c .prompt_tokens <<<"$output")" = "$want" ]
+	bos=$(jq .tokenizer.bos_id "$BATS_FILE_TMPDIR/out/model.json")
+	[ "$(jq ".prompt_tokens[0] == $bos and ([.prompt_tokens[] | select(. == $bos)] | length == 1)" <<<"$output")" = true ]
+}
+
+@test "each chat turn reuses the cache and replies as a fresh run of its whole context" {
+	printf '%s\n' 'Hello there' 'What did I say?' 'And now, once more?' 'Last.' >"$T/in"
+	llm-run -m "$M" -t 1 -i -n 6 --json <"$T/in" >"$T/j" 2>/dev/null
+	[ "$(wc -l <"$T/j")" -eq 4 ]
+	cache=""
+	while read -r turn; do
+		k=$(jq .reused_tokens <<<"$turn")
+		sent=$(jq -r '.prompt_tokens | join(",")' <<<"$turn")
+		if [ "$k" -gt 0 ]; then
+			cache=$(echo "$cache" | cut -d, -f1-"$k"),$sent
+		else
+			cache=$sent
+		fi
+		# Turns after the first keep some of the cache.
+		[ "$(jq .turn <<<"$turn")" -eq 1 ] || [ "$k" -gt 0 ]
+		n=$(jq '.generated_tokens | length' <<<"$turn")
+		fresh=$(llm-run -m "$M" -t 1 --json --tokens "$cache" -n "$n" 2>/dev/null | jq -c .generated_tokens)
+		[ "$fresh" = "$(jq -c .generated_tokens <<<"$turn")" ]
+		[ "$(jq .context_tokens <<<"$turn")" -eq $(($(echo "$cache" | tr , '\n' | wc -l) + n - 1)) ]
+		# The cache then holds the replies fed back (all but the last).
+		fed=$(jq -r '.generated_tokens[:-1] | join(",")' <<<"$turn")
+		cache=$cache${fed:+,$fed}
+	done <"$T/j"
+}
+
+@test "a 200-turn chat stays in the context, drops old turns and keeps a flat RSS" {
+	for i in $(seq 200); do echo "Message $i: tell me about topic $((i * 7 % 13)), briefly."; done >"$T/in"
+	llm-run -m "$M" -t 1 -i --system 'You are terse.' -n 8 --json <"$T/in" >"$T/j" 2>"$T/e"
+	[ "$(wc -l <"$T/j")" -eq 200 ]
+	[ ! -s "$T/e" ]
+	[ "$(jq -s 'map(.context_tokens) | max' "$T/j")" -le 256 ]
+	[ "$(jq -s 'map(select(.dropped_messages > 0)) | length' "$T/j")" -ge 10 ]
+	# Most turns send only their new tokens.
+	[ "$(jq -s 'map(select(.reused_tokens > 0)) | length' "$T/j")" -ge 150 ]
+	r100=$(sed -n 100p "$T/j" | jq .timings.rss_kb)
+	r200=$(sed -n 200p "$T/j" | jq .timings.rss_kb)
+	echo "RSS: turn 1 $(head -1 "$T/j" | jq .timings.rss_kb) KiB, turn 100 $r100 KiB, turn 200 $r200 KiB" >&3
+	# Bounded by the context; what still grows is the tokenizer's word
+	# cache (bounded too), filled by the random replies.
+	[ "$r200" -le $((r100 + 2048)) ]
+}
+
+@test "the streamed text is the Hugging Face decoding of the generated tokens" {
+	for seed in 1 2 3; do
+		llm-run -m "$M" -t 1 --temp 1 --seed $seed -n 48 -p 'Once upon a time' >"$T/o" 2>/dev/null
+		llm-run -m "$M" -t 1 --temp 1 --seed $seed -n 48 -p 'Once upon a time' --json >"$T/j" 2>/dev/null
+		jq -c .generated_tokens "$T/j" | llm-run -m "$M" --detokenize --skip-special >"$T/d"
+		# Same tokens; the text printed, as JSON, and decoded all agree.
+		[ "$(jq -Rs . <"$T/o")" = "$(jq -c '.text + "\n"' "$T/j")" ] ||
+			[ "$(jq -Rs . <"$T/o")" = "$(jq -c '.text' "$T/j")" ]
+		[ "$(jq -c .text "$T/j")" = "$(cat "$T/d")" ]
+	done
+}
+
+@test "sampling on the compiled model is reproducible with a seed" {
+	opts=(-m "$M" -t 1 --json --tokens 1,2,3 -n 24 --temp 0.8 --top-k 40 --top-p 0.95 --min-p 0.05
+		--repeat-penalty 1.1 --repeat-last-n 16)
+	a=$(llm-run "${opts[@]}" --seed 7 2>/dev/null | jq -c .generated_tokens)
+	[ "$a" = "$(llm-run "${opts[@]}" --seed 7 2>/dev/null | jq -c .generated_tokens)" ]
+	[ "$a" != "$(llm-run "${opts[@]}" --seed 8 2>/dev/null | jq -c .generated_tokens)" ]
+}
+
+@test "--bench measures the compiled model" {
+	run -0 --separate-stderr llm-run -m "$M" -t 1 --bench pp=32,tg=8,reps=2 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp32","tg8"]' ]
+	[ "$(jq 'all(.[]; .tokens_per_s > 0)' <<<"$output")" = true ]
+}
