@@ -29,42 +29,15 @@ O = build$(SANITIZE:1=/san)
 B = bin$(SANITIZE:1=/san)
 T = tests/tools$(SANITIZE:1=/san)
 
-LIBHDR = lib/util.h \
-	lib/dtype.h \
-	lib/json.h \
-	lib/spawn.h \
-	lib/safetensors.h \
-	lib/hfconfig.h \
-	lib/model.h \
-	lib/family.h \
-	lib/emit.h \
-	lib/pack.h \
-	lib/weights.h \
-	lib/bundle.h \
-	lib/runtime.h \
-	lib/tokenizer.h \
-	lib/lower.h \
-	lib/gguf.h \
-	lib/sample.h \
-	lib/chat.h
-LIBOBJ = $(O)/lib/util.o \
-	$(O)/lib/dtype.o \
-	$(O)/lib/json.o \
-	$(O)/lib/spawn.o \
-	$(O)/lib/safetensors.o \
-	$(O)/lib/hfconfig.o \
-	$(O)/lib/model.o \
-	$(O)/lib/family.o \
-	$(O)/lib/emit.o \
-	$(O)/lib/pack.o \
-	$(O)/lib/weights.o \
-	$(O)/lib/bundle.o \
-	$(O)/lib/runtime.o \
-	$(O)/lib/tokenizer.o \
-	$(O)/lib/lower.o \
-	$(O)/lib/gguf.o \
-	$(O)/lib/sample.o \
-	$(O)/lib/chat.o
+LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
+	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
+	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
+	lib/source.h lib/ggufmeta.h
+LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
+	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
+	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
+	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
+	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -76,32 +49,15 @@ MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
 IRHDR = lib/ir.h lib/split.h lib/verifypart.h
 IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
 
-PROGS = $(B)/llm-import \
-	$(B)/llm-pack-weights \
-	$(B)/llm-link \
-	$(B)/llm-run \
-	$(B)/llm-lower \
-	$(B)/llm-split \
-	$(B)/llm-verify-partition
-TOOLS = $(T)/mkmodel \
-	$(T)/refmodel \
-	$(T)/cmpf32 \
-	$(T)/mkrunmodel \
-	$(T)/tokcheck \
-	$(T)/bwprobe
-UNITS = $(O)/tests/unit/test_util \
-	$(O)/tests/unit/test_dtype \
-	$(O)/tests/unit/test_json \
-	$(O)/tests/unit/test_spawn \
-	$(O)/tests/unit/test_safetensors \
-	$(O)/tests/unit/test_hfconfig \
+PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
+	$(B)/llm-split $(B)/llm-verify-partition
+TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe
+UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
+	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
-	$(O)/tests/unit/test_weights \
-	$(O)/tests/unit/test_bundle \
-	$(O)/tests/unit/test_tokenizer \
-	$(O)/tests/unit/test_gguf \
-	$(O)/tests/unit/test_sample \
-	$(O)/tests/unit/test_chat
+	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
+	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
+	$(O)/tests/unit/test_ggufmeta
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -134,6 +90,8 @@ $(O)/lib/lower.o: lib/lower.c
 $(O)/lib/gguf.o: lib/gguf.c
 $(O)/lib/sample.o: lib/sample.c
 $(O)/lib/chat.o: lib/chat.c
+$(O)/lib/source.o: lib/source.c
+$(O)/lib/ggufmeta.o: lib/ggufmeta.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -153,6 +111,9 @@ LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS
 $(IROBJ): $(IRHDR) $(LIBHDR) config.mk
 	@mkdir -p $(O)/lib
 	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
+$(O)/lib/ir.o: lib/ir.c
+$(O)/lib/split.o: lib/split.c
+$(O)/lib/verifypart.o: lib/verifypart.c
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
@@ -182,6 +143,7 @@ $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
 $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
+$(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
 
 # `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
 # (the files test_gguf builds, plus the head of stories260K when present);

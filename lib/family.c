@@ -1,7 +1,9 @@
 /* family.c: the family specs.  Qwen2 and Llama share the Hugging Face
- * tensor names; they differ in the q/k/v biases (always present in Qwen2,
- * config attention_bias in Llama). */
+ * tensor names and the GGUF ones; they differ in the q/k/v biases (always
+ * present in Qwen2, config attention_bias in Llama) and in the GGUF row
+ * order of q and k (permuted in Llama files only). */
 #include <stddef.h>
+#include <string.h>
 
 #include "family.h"
 
@@ -23,6 +25,25 @@
 	[LLM_ROLE_LM_HEAD] = "lm_head.weight", \
 }
 
+/* llama.cpp's tensor names (gguf-py constants.py, MODEL_TENSOR). */
+#define GGUF_NAMES { \
+	[LLM_ROLE_EMBED] = "token_embd.weight", \
+	[LLM_ROLE_ATTN_NORM] = "blk.%d.attn_norm.weight", \
+	[LLM_ROLE_WQ] = "blk.%d.attn_q.weight", \
+	[LLM_ROLE_WK] = "blk.%d.attn_k.weight", \
+	[LLM_ROLE_WV] = "blk.%d.attn_v.weight", \
+	[LLM_ROLE_BQ] = "blk.%d.attn_q.bias", \
+	[LLM_ROLE_BK] = "blk.%d.attn_k.bias", \
+	[LLM_ROLE_BV] = "blk.%d.attn_v.bias", \
+	[LLM_ROLE_WO] = "blk.%d.attn_output.weight", \
+	[LLM_ROLE_FFN_NORM] = "blk.%d.ffn_norm.weight", \
+	[LLM_ROLE_WGATE] = "blk.%d.ffn_gate.weight", \
+	[LLM_ROLE_WUP] = "blk.%d.ffn_up.weight", \
+	[LLM_ROLE_WDOWN] = "blk.%d.ffn_down.weight", \
+	[LLM_ROLE_FINAL_NORM] = "output_norm.weight", \
+	[LLM_ROLE_LM_HEAD] = "output.weight", \
+}
+
 #define RUNTIME_NAMES { \
 	[LLM_ROLE_EMBED] = "embed", \
 	[LLM_ROLE_ATTN_NORM] = "layers.%d.attn_norm", \
@@ -42,8 +63,8 @@
 }
 
 static const struct llm_family_spec specs[] = {
-	{"qwen2", {"Qwen2ForCausalLM"}, 1, RUNTIME_NAMES, HF_NAMES},
-	{"llama", {"LlamaForCausalLM"}, 0, RUNTIME_NAMES, HF_NAMES},
+	{"qwen2", {"Qwen2ForCausalLM"}, 1, RUNTIME_NAMES, HF_NAMES, GGUF_NAMES, 0},
+	{"llama", {"LlamaForCausalLM"}, 0, RUNTIME_NAMES, HF_NAMES, GGUF_NAMES, 1},
 };
 
 const struct llm_family_spec *
@@ -54,6 +75,16 @@ llm_family_spec(enum llm_family f)
 	case LLM_FAMILY_LLAMA: return &specs[1];
 	default: return NULL;
 	}
+}
+
+enum llm_family
+llm_family_by_name(const char *name)
+{
+	static const enum llm_family fam[] = {LLM_FAMILY_QWEN2, LLM_FAMILY_LLAMA};
+	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+		if (strcmp(llm_family_spec(fam[i])->name, name) == 0)
+			return fam[i];
+	return LLM_FAMILY_NONE;
 }
 
 int

@@ -1,6 +1,7 @@
 /* family.h: what differs between the supported model families, in one
- * place: where each runtime tensor comes from in a checkpoint.  Everything
- * else (sizes, biases, tying, RoPE base) comes from the config. */
+ * place: where each runtime tensor comes from in a checkpoint, a Hugging
+ * Face one or a GGUF file.  Everything else (sizes, biases, tying, RoPE
+ * base) comes from the config (config.json or the GGUF metadata). */
 #ifndef LLM_FAMILY_H
 #define LLM_FAMILY_H
 
@@ -27,15 +28,23 @@ enum llm_role {
 };
 
 struct llm_family_spec {
-	const char *name;                       /* "qwen2" */
+	const char *name;                       /* "qwen2"; also GGUF's general.architecture */
 	const char *architectures[4];           /* config.json architectures[0] */
 	int qkv_bias;                           /* always has q/k/v biases */
-	/* Runtime name and checkpoint name per role; "%d" is the layer. */
+	/* Runtime name and checkpoint names per role; "%d" is the layer. */
 	const char *runtime[LLM_ROLE_COUNT];
 	const char *hf[LLM_ROLE_COUNT];
+	const char *gguf[LLM_ROLE_COUNT];       /* llama.cpp's names */
+	/* GGUF stores the q and k projections (and biases) with the rows of
+	 * each head permuted for llama.cpp's RoPE (llama only): the plan
+	 * undoes it with the transform "unpermute_qk". */
+	int gguf_permuted_qk;
 };
 
 const struct llm_family_spec *llm_family_spec(enum llm_family f);
+/* The family whose spec is called name ("llama", "qwen2"), or
+ * LLM_FAMILY_NONE. */
+enum llm_family llm_family_by_name(const char *name);
 /* Per-layer roles are those between ATTN_NORM and WDOWN. */
 int llm_role_is_layer(enum llm_role r);
 

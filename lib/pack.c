@@ -1,11 +1,13 @@
 /* pack.c: see pack.h.
  *
- * Memory: a source tensor is read through the mapping of its safetensors
- * file a chunk at a time; after each chunk its pages are dropped from the
- * mapping again (MADV_DONTNEED; they stay in the page cache), so resident
- * memory stays near NSLOT chunks and their conversion buffers (16 MiB),
- * whatever the model size.  Data is written in host byte order, which must be little
- * endian (as safetensors and weights.bin are).
+ * Sources come through source.h: safetensors files or a GGUF file.
+ *
+ * Memory: a source tensor is read through the mapping of its file a chunk
+ * at a time; after each chunk its pages are dropped from the mapping again
+ * (MADV_DONTNEED; they stay in the page cache), so resident memory stays
+ * near NSLOT chunks and their conversion buffers (16 MiB), whatever the
+ * model size.  Data is written in host byte order, which must be little
+ * endian (as safetensors, GGUF and weights.bin are).
  *
  * Time: the FNV-1a checksums are byte-serial (about 4 cycles a byte) and
  * would cost as much as everything else together, so a second thread
@@ -25,7 +27,7 @@
 
 #include "json.h"
 #include "pack.h"
-#include "safetensors.h"
+#include "source.h"
 #include "util.h"
 #include "weights.h"
 
@@ -61,10 +63,10 @@ struct hasher {
 struct packer {
 	const struct llm_model *m;
 	const struct llm_pack_opts *o;
-	size_t nst;
-	struct llm_safetensors *st;       /* one per source.files entry */
-	const struct llm_st_tensor **src; /* per plan tensor; NULL if computed */
-	uint64_t *sum;                    /* per plan tensor checksum */
+	struct llm_source src_files;          /* the checkpoint (model.json source) */
+	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
+	int64_t *heads;                       /* per plan tensor: unpermute_qk heads, else 0 */
+	uint64_t *sum;                        /* per plan tensor checksum */
 	char *binpath, *jsonpath;
 	struct hasher hs;
 	/* Progress. */
@@ -98,44 +100,36 @@ open_sources(struct packer *k)
 {
 	const struct llm_model *m = k->m;
 
-	if (strcmp(m->source_kind, "safetensors") != 0)
+	if (!llm_source_kind_from_name(m->source_kind))
 		return llm_seterr("%s: source kind '%s' is not supported", m->path, m->source_kind);
 	if (m->nsource_files == 0)
 		return llm_seterr("%s: source.files is empty", m->path);
-	k->st = llm_xcalloc(m->nsource_files, sizeof(*k->st));
-	for (size_t i = 0; i < m->nsource_files; i++) {
-		char *p = llm_path_join(m->source_dir, m->source_files[i]);
-		int rc = llm_st_open(&k->st[i], p);
-		free(p);
-		if (rc < 0)
-			return -1;
-		k->nst = i + 1;
-	}
-	return 0;
+	return llm_source_open(&k->src_files, m->source_kind, m->source_dir, m->source_files, m->nsource_files);
 }
 
-/* The source tensor `name`, or NULL; a name in two source files is an
- * error (-1 through *err). */
-static const struct llm_st_tensor *
-find_source(struct packer *k, const char *name, const char **file, int *err)
+/* The "heads" of plan entry i (an unpermute_qk transform): a positive
+ * integer that divides the rows into heads of an even size. */
+static int
+plan_heads(struct packer *k, size_t i, const struct llm_plan_tensor *p, int64_t *out)
 {
-	const struct llm_st_tensor *t = NULL, *u;
-	const char *f = NULL;
+	const struct llm_model *m = k->m;
+	json_t *ts = json_object_get(json_object_get(m->root, "weights"), "tensors"); /* borrowed */
+	json_t *h = json_object_get(json_array_get(ts, i), "heads");                   /* borrowed */
 
-	*err = 0;
-	for (size_t i = 0; i < k->nst; i++) {
-		if (!(u = llm_st_find(&k->st[i], name)))
-			continue;
-		const char *g = k->st[i].files[u->file].path;
-		if (t) {
-			*err = llm_seterr("%s: tensor '%s' is also in %s", g, name, f);
-			return NULL;
-		}
-		t = u;
-		f = g;
-	}
-	*file = f;
-	return t;
+	if (!json_is_integer(h) || json_integer_value(h) <= 0)
+		return llm_seterr("%s: tensor '%s': transform 'unpermute_qk' needs a positive integer "
+		    "'heads'", m->path, p->name);
+	*out = json_integer_value(h);
+	if (p->shape[0] % *out || (p->shape[0] / *out) % 2)
+		return llm_seterr("%s: tensor '%s': %" PRId64 " rows do not split into %" PRId64
+		    " heads of an even size", m->path, p->name, p->shape[0], *out);
+	int64_t row = 1;
+	for (int d = 1; d < p->ndim; d++)
+		row *= p->shape[d];
+	if ((uint64_t)row > CHUNK)
+		return llm_seterr("%s: tensor '%s': rows of %" PRId64 " elements are too long to permute",
+		    m->path, p->name, row);
+	return 0;
 }
 
 /* Check every plan tensor against its source before writing anything. */
@@ -153,6 +147,7 @@ check_plan(struct packer *k)
 		return llm_seterr("%s: weights.header_bytes %" PRIu64 " (this program writes %d)",
 		    m->path, m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
 	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
+	k->heads = llm_xcalloc(m->ntensors, sizeof(*k->heads));
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *p = &m->tensors[i];
 		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0) {
@@ -171,20 +166,24 @@ check_plan(struct packer *k)
 			}
 			continue;
 		}
-		if (strcmp(p->transform, "copy") != 0)
+		int permute = strcmp(p->transform, "unpermute_qk") == 0;
+		if (strcmp(p->transform, "copy") != 0 && !permute)
 			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name,
 			    p->transform);
 		if (p->nsource != 1)
-			return llm_seterr("%s: tensor '%s': transform 'copy' takes one source, not %d",
-			    m->path, p->name, p->nsource);
-		const char *file;
-		const struct llm_st_tensor *t = find_source(k, p->source[0], &file, &err);
+			return llm_seterr("%s: tensor '%s': transform '%s' takes one source, not %d",
+			    m->path, p->name, p->transform, p->nsource);
+		if (permute && plan_heads(k, i, p, &k->heads[i]) < 0)
+			return -1;
+		const struct llm_source *s = &k->src_files;
+		const struct llm_source_tensor *t = llm_source_find(s, p->source[0], &err);
 		if (err)
 			return -1;
 		if (!t)
 			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
-			    k->nst == 1 ? k->st[0].files[0].path : m->source_dir, p->source[0], p->name,
+			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name,
 			    m->path);
+		const char *file = s->files[t->file].path;
 		if (t->ndim != p->ndim || memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t))) {
 			fmt_shape(a, sizeof(a), t->shape, t->ndim);
 			fmt_shape(b, sizeof(b), p->shape, p->ndim);
@@ -194,7 +193,7 @@ check_plan(struct packer *k)
 		if (t->dtype != LLM_DT_F32 && t->dtype != LLM_DT_F16 && t->dtype != LLM_DT_BF16 &&
 		    t->dtype != LLM_DT_F64)
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name,
-			    llm_dtype_st_name(t->dtype), llm_dtype_name(p->dtype));
+			    t->type_name, llm_dtype_name(p->dtype));
 		k->src[i] = t;
 	}
 	return 0;
@@ -239,16 +238,15 @@ up_to_date(struct packer *k)
 		say_why(k, "the plan changed");
 		goto out;
 	}
-	for (size_t i = 0; i < k->nst; i++)
-		for (int f = 0; f < k->st[i].nfiles; f++, n++) {
-			const struct llm_st_file *s = &k->st[i].files[f];
-			const struct llm_weights_source *o = &j.sources[n];
-			if (n >= j.nsources || strcmp(o->path, s->path) != 0 || o->size != s->size ||
-			    o->mtime_ns != s->mtime_ns || o->header_hash != s->header_hash) {
-				say_why(k, "source %s changed", s->path);
-				goto out;
-			}
+	for (; n < k->src_files.nfiles; n++) {
+		const struct llm_source_file *s = &k->src_files.files[n];
+		const struct llm_weights_source *o = &j.sources[n];
+		if (n >= j.nsources || strcmp(o->path, s->path) != 0 || o->size != s->size ||
+		    o->mtime_ns != s->mtime_ns || o->header_hash != s->header_hash) {
+			say_why(k, "source %s changed", s->path);
+			goto out;
 		}
+	}
 	if (n != j.nsources) {
 		say_why(k, "the source files changed");
 		goto out;
@@ -447,7 +445,7 @@ write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 
 static int
 write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
-    const struct llm_st_tensor *t)
+    const struct llm_source_tensor *t)
 {
 	size_t ss = llm_dtype_size(t->dtype), ds = llm_dtype_size(p->dtype);
 	size_t n = (size_t)t->nelem;
@@ -460,8 +458,7 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		if (t->dtype != p->dtype) {
 			if (llm_convert(s->buf, p->dtype, s->p, t->dtype, c) < 0)
 				return llm_seterr("%s: tensor '%s': cannot convert %s to %s",
-				    k->m->path, p->name, llm_dtype_st_name(t->dtype),
-				    llm_dtype_name(p->dtype));
+				    k->m->path, p->name, t->type_name, llm_dtype_name(p->dtype));
 			s->p = s->buf;
 		}
 		s->n = c * ds;
@@ -470,6 +467,49 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		if (slot_put(k, o, s) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* unpermute_qk: GGUF files of llama models store the q and k projections
+ * with the rows of each head interleaved for llama.cpp's RoPE, which
+ * rotates adjacent pairs; Hugging Face (and llm) rotate halves.  Output row
+ * r of head h (hd rows a head, half = hd/2) is source row
+ * h*hd + (r < half ? 2r : 2(r - half) + 1).  Rows are gathered a chunk at a
+ * time into the slot (or a staging buffer, when the dtype changes). */
+static int
+write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+    const struct llm_source_tensor *t)
+{
+	size_t ss = llm_dtype_size(t->dtype), ds = llm_dtype_size(p->dtype);
+	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / rows;
+	uint64_t hd = rows / (uint64_t)k->heads[ti], half = hd / 2;
+	uint64_t per = CHUNK / rowlen;
+	const uint8_t *src = t->data;
+	uint8_t *stage = t->dtype != p->dtype ? llm_xmalloc(CHUNK * ss) : NULL;
+
+	for (uint64_t r = 0; r < rows; r += per) {
+		uint64_t n = rows - r < per ? rows - r : per;
+		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
+		uint8_t *dst = stage ? stage : s->buf;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t h = (r + i) / hd, j = (r + i) % hd;
+			uint64_t from = h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+			memcpy(dst + i * rowlen * ss, src + from * rowlen * ss, rowlen * ss);
+		}
+		if (stage && llm_convert(s->buf, p->dtype, stage, t->dtype, n * rowlen) < 0) {
+			free(stage);
+			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name,
+			    t->type_name, llm_dtype_name(p->dtype));
+		}
+		s->p = s->buf;
+		s->n = n * rowlen * ds;
+		if (slot_put(k, o, s) < 0) {
+			free(stage);
+			return -1;
+		}
+	}
+	free(stage);
+	release(src, t->nbytes);
 	return 0;
 }
 
@@ -496,17 +536,16 @@ manifest(struct packer *k)
 	json_object_set_new(r, "file", json_string(m->weights_file));
 	json_object_set_new(r, "header_bytes", json_integer((json_int_t)m->header_bytes));
 	json_object_set_new(r, "data_bytes", json_integer((json_int_t)m->data_bytes));
-	for (size_t i = 0; i < k->nst; i++)
-		for (int f = 0; f < k->st[i].nfiles; f++) {
-			const struct llm_st_file *s = &k->st[i].files[f];
-			json_t *o = json_object();
-			json_object_set_new(o, "path", json_string(s->path));
-			json_object_set_new(o, "size", json_integer((json_int_t)s->size));
-			json_object_set_new(o, "mtime_ns", json_integer(s->mtime_ns));
-			llm_hex64(s->header_hash, hex);
-			json_object_set_new(o, "header_hash", json_string(hex));
-			json_array_append_new(files, o);
-		}
+	for (size_t i = 0; i < k->src_files.nfiles; i++) {
+		const struct llm_source_file *s = &k->src_files.files[i];
+		json_t *o = json_object();
+		json_object_set_new(o, "path", json_string(s->path));
+		json_object_set_new(o, "size", json_integer((json_int_t)s->size));
+		json_object_set_new(o, "mtime_ns", json_integer(s->mtime_ns));
+		llm_hex64(s->header_hash, hex);
+		json_object_set_new(o, "header_hash", json_string(hex));
+		json_array_append_new(files, o);
+	}
 	json_object_set_new(src, "files", files);
 	json_object_set_new(r, "source", src);
 	for (size_t i = 0; i < m->ntensors; i++) {
@@ -553,7 +592,8 @@ write_pair(struct packer *k)
 		/* model.c checked that offsets ascend and tensors do not overlap. */
 		if (put_zeros(&bin, p->offset - pos) < 0)
 			goto fail;
-		if ((k->src[i] ? write_copy(k, &bin, i, p, k->src[i]) : write_rope(k, &bin, i, p)) < 0)
+		if ((!k->src[i] ? write_rope(k, &bin, i, p) : k->heads[i] ? write_unpermuted(k, &bin, i, p, k->src[i]) :
+		    write_copy(k, &bin, i, p, k->src[i])) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}
@@ -620,10 +660,9 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 	rc = 0;
 out:
 	st->seconds = llm_now() - k.t0;
-	for (size_t i = 0; i < k.nst; i++)
-		llm_st_close(&k.st[i]);
-	free(k.st);
+	llm_source_close(&k.src_files);
 	free(k.src);
+	free(k.heads);
 	free(k.sum);
 	free(k.binpath);
 	free(k.jsonpath);

@@ -1,11 +1,13 @@
 /* pack.h: write weights.bin and weights.json from a model.json weight plan
- * and its safetensors sources (the body of llm-pack-weights).
+ * and its sources, safetensors files or a GGUF file (lib/source.h): the
+ * body of llm-pack-weights.
  *
  * Every plan tensor is checked against its source before anything is
  * written; then the tensors are streamed one at a time, in chunks, from
- * the mapped sources (converted to the plan dtype, or computed for the RoPE
- * tables), so memory stays O(chunk), not O(model).  Both outputs are
- * written atomically: a failure leaves the previous pair as it was. */
+ * the mapped sources (converted to the plan dtype, rows unpermuted for
+ * "unpermute_qk", or computed for the RoPE tables), so memory stays
+ * O(chunk), not O(model).  Both outputs are written atomically: a failure
+ * leaves the previous pair as it was. */
 #ifndef LLM_PACK_H
 #define LLM_PACK_H
 

@@ -1,4 +1,4 @@
-# pipelines/model.mk: a checkpoint to a runnable bundle, one rule per step:
+# pipelines/model.mk: a model to a runnable bundle, one rule per step:
 # import, pack, split, verify, lower (one job per kernel, so make -jN
 # lowers in parallel) and link.  A rebuild redoes only what changed:
 # llm-import and llm-split leave unchanged files alone, llm-pack-weights
@@ -6,9 +6,11 @@
 # cache makes an identical kernel free, across builds too.
 #
 #   make -f pipelines/model.mk MODEL=checkpoint OUT=build-dir [STRATEGY=layer] [-jN]
+#   make -f pipelines/model.mk MODEL=model.gguf OUT=build-dir ...
 #
 # Variables:
-#   MODEL         the Hugging Face checkpoint directory
+#   MODEL         the Hugging Face checkpoint directory, or a GGUF file
+#                 (a name ending in .gguf)
 #   OUT           the build directory: model.json, weights.bin, parts/
 #                 (llm-split), obj/ (llm-lower), libmodel.so, model.llm
 #   STRATEGY      llm-split's cut: none, layer (default) or stage
@@ -24,7 +26,12 @@ STRATEGY = layer
 IMPORT_FLAGS =
 LOWER_FLAGS =
 RUN_FLAGS = -p 'Once upon a time' -n 32
+# What llm-import reads: the GGUF file itself, or the checkpoint's files.
+ifneq ($(filter %.gguf,$(MODEL)),)
+MODEL_INPUTS = $(MODEL)
+else
 MODEL_INPUTS = $(MODEL)/config.json $(wildcard $(MODEL)/*.safetensors $(MODEL)/*.json)
+endif
 P = $(OUT)/parts
 
 all: $(OUT)/model.llm

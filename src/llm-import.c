@@ -1,24 +1,31 @@
 /* llm-import: the first step of the pipeline.  It reads a Hugging Face
  * checkpoint directory (config.json, generation_config.json, the
- * safetensors headers and the tokenizer files; no weight data) and writes
- * into OUTDIR the model manifest model.json (hyperparameters, dtypes,
- * limits, tokenizer facts, the weight plan with its fingerprint, the
- * phases and their ABI), the MLIR of the three phases (prefill.mlir,
- * prefill_kv.mlir, decode.mlir) and copies of the tokenizer files.
- * llm-pack-weights reads model.json next; llm-lower (or llm-split) the
- * MLIR.  Formats: share/doc/llm/formats.txt and ir.txt. */
+ * safetensors headers and the tokenizer files; no weight data) or a GGUF
+ * file (its metadata and tensor infos) and writes into OUTDIR the model
+ * manifest model.json (hyperparameters, dtypes, limits, tokenizer facts,
+ * the weight plan with its fingerprint, the phases and their ABI), the
+ * MLIR of the three phases (prefill.mlir, prefill_kv.mlir, decode.mlir)
+ * and the tokenizer files: copies of a checkpoint's, or, for a GGUF file,
+ * the tokenizer.json and tokenizer_config.json Hugging Face would have for
+ * its tokenizer.ggml.* metadata, so that the later steps see the same kind
+ * of build whatever the source.  llm-pack-weights reads model.json next;
+ * llm-lower (or llm-split) the MLIR.  Formats: share/doc/llm/formats.txt
+ * and ir.txt. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../lib/chat.h"
 #include "../lib/emit.h"
 #include "../lib/family.h"
+#include "../lib/ggufmeta.h"
 #include "../lib/hfconfig.h"
 #include "../lib/json.h"
 #include "../lib/model.h"
-#include "../lib/safetensors.h"
+#include "../lib/source.h"
 #include "../lib/util.h"
 
 #define DEFAULT_MAX_CONTEXT 4096
@@ -32,7 +39,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
-	    "                  [--dtype auto|f32|f16|bf16] [--kv-dtype f32|f16|bf16] model-dir\n");
+	    "                  [--dtype auto|f32|f16|bf16] [--kv-dtype f32|f16|bf16] model\n");
 }
 
 static enum llm_dtype
@@ -66,8 +73,10 @@ parse_count(const char *s, const char *opt)
 struct plan {
 	json_t *tensors;
 	uint64_t off;
-	const char *dir;
-	const struct llm_safetensors *st;
+	const char *dir;                    /* the checkpoint, for messages */
+	const char *meta;                   /* where the sizes come from */
+	const struct llm_source *src;
+	unsigned char *used;                /* per src tensor: in the plan */
 	enum llm_dtype wdt;
 };
 
@@ -81,7 +90,7 @@ shape_json(int n, const int64_t *s)
 }
 
 static void
-add_tensor(struct plan *p, const char *name, const char *source, const char *transform,
+add_tensor(struct plan *p, const char *name, const char *source, const char *transform, int64_t heads,
     enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	json_t *t = json_object(), *src = json_array();
@@ -95,6 +104,8 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *tra
 	json_object_set_new(t, "name", json_string(name));
 	json_object_set_new(t, "source", src);
 	json_object_set_new(t, "transform", json_string(transform));
+	if (heads)
+		json_object_set_new(t, "heads", json_integer(heads));
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(dt)));
 	json_object_set_new(t, "shape", shape_json(ndim, shape));
 	json_object_set_new(t, "offset", json_integer((json_int_t)p->off));
@@ -103,18 +114,26 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *tra
 	p->off += bytes;
 }
 
-/* A tensor copied from the checkpoint: check it exists with the shape the
- * config implies. */
+/* A tensor taken from the checkpoint (copied, or unpermuted when heads is
+ * not 0): check it exists with the shape the config implies. */
 static void
-add_source(struct plan *p, const char *name, const char *src, enum llm_dtype dt, int ndim, const int64_t *shape)
+add_source(struct plan *p, const char *name, const char *src, int64_t heads, enum llm_dtype dt, int ndim,
+    const int64_t *shape)
 {
-	const struct llm_st_tensor *t = llm_st_find(p->st, src);
+	int err;
+	const struct llm_source_tensor *t = llm_source_find(p->src, src, &err);
 	char want[128] = "", got[128] = "";
 
+	if (err)
+		llm_fatal("%s", llm_errmsg());
 	if (!t)
 		llm_fatal("%s: missing tensor '%s'", p->dir, src);
+	p->used[t - p->src->tensors] = 1;
+	if (p->src->kind == LLM_SOURCE_GGUF && !llm_dtype_is_float_weight(t->dtype))
+		llm_fatal("%s: tensor '%s' has type %s, which %s does not support yet", p->dir, src, t->type_name,
+		    llm_prog);
 	if (!llm_dtype_is_float_weight(t->dtype) && t->dtype != LLM_DT_F64)
-		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, llm_dtype_st_name(t->dtype));
+		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
 	int same = t->ndim == ndim;
 	for (int i = 0; i < ndim; i++) {
 		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", shape[i]);
@@ -123,8 +142,8 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_dtype dt,
 	for (int i = 0; i < t->ndim; i++)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
-		llm_fatal("%s: tensor '%s' has shape [%s], config.json implies [%s]", p->dir, src, got, want);
-	add_tensor(p, name, src, "copy", dt, ndim, shape);
+		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
+	add_tensor(p, name, src, heads ? "unpermute_qk" : "copy", heads, dt, ndim, shape);
 }
 
 static const char *
@@ -134,12 +153,33 @@ role_name(const char *f, int layer, char *buf, size_t n)
 	return buf;
 }
 
+/* The heads of a role stored permuted (GGUF llama q and k), else 0. */
+static int64_t
+permuted(const struct llm_family_spec *fs, int gguf, const struct llm_hfconfig *c, enum llm_role r)
+{
+	if (!gguf || !fs->gguf_permuted_qk)
+		return 0;
+	if (r == LLM_ROLE_WQ || r == LLM_ROLE_BQ)
+		return c->n_heads;
+	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
+		return c->n_kv_heads;
+	return 0;
+}
+
+/* The weight plan.  Source names are the checkpoint's (Hugging Face or
+ * GGUF); in a GGUF file of a llama model, q and k (and their biases) are
+ * stored permuted and get the transform unpermute_qk.  Every tensor of a
+ * GGUF file must be in the plan: one left over is a feature (a bias, RoPE
+ * frequency factors, ...) that the generated code would silently ignore. */
 static json_t *
-build_plan(const struct llm_hfconfig *c, const struct llm_safetensors *st, const char *dir,
+build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
     enum llm_dtype wdt, int64_t max_ctx, uint64_t *data_bytes)
 {
 	const struct llm_family_spec *fs = llm_family_spec(c->family);
-	struct plan p = {json_array(), 0, dir, st, wdt};
+	int gguf = src->kind == LLM_SOURCE_GGUF;
+	const char *const *names = gguf ? fs->gguf : fs->hf;
+	struct plan p = {json_array(), 0, dir, gguf ? "the metadata" : "config.json", src,
+		llm_xcalloc(src->ntensors + 1, 1), wdt};
 	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
 	int64_t shapes[LLM_ROLE_COUNT][2] = {
 		[LLM_ROLE_EMBED] = {c->vocab_size, d},
@@ -160,13 +200,14 @@ build_plan(const struct llm_hfconfig *c, const struct llm_safetensors *st, const
 #define ADD(role, layer) do { \
 	int nd_ = shapes[role][1] ? 2 : 1; \
 	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
-	    role_name(fs->hf[role], layer, hn, sizeof(hn)), nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+	    role_name(names[role], layer, hn, sizeof(hn)), permuted(fs, gguf, c, role), \
+	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, hd / 2};
-	add_tensor(&p, "rope.cos", NULL, "rope_cos", LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, "rope.sin", NULL, "rope_sin", LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.cos", NULL, "rope_cos", 0, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.sin", NULL, "rope_sin", 0, LLM_DT_F32, 2, rope_shape);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
 			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)
@@ -177,67 +218,107 @@ build_plan(const struct llm_hfconfig *c, const struct llm_safetensors *st, const
 	if (!c->tie_word_embeddings)
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
+	for (size_t i = 0; gguf && i < src->ntensors; i++)
+		if (!p.used[i])
+			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
+			    src->tensors[i].name, fs->name, llm_prog);
+	free(p.used);
 	*data_bytes = LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
 	return p.tensors;
 }
 
-/* Recognise a chat template by the markers of its family. */
-static const char *
-chat_template_name(const char *t)
+/* A tokenizer file to write into OUTDIR. */
+struct tokfile {
+	const char *name;
+	char *data;
+	size_t len;
+};
+
+/* model.json "tokenizer" from the files that will be written, the bos and
+ * eos ids, add_bos and the chat template's text (or NULL). */
+static json_t *
+tokenizer_section(const struct tokfile *tf, int ntf, int64_t bos_id, const int64_t *eos_ids, int n_eos,
+    int add_bos, const char *tmpl)
 {
-	if (!t)
-		return NULL;
-	if (strstr(t, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"))
-		return "deepseek-r1";
-	if (strstr(t, "<|start_header_id|>"))
-		return "llama3";
-	if (strstr(t, "<|im_start|>"))
-		return "qwen2";
-	if (strstr(t, "[INST]"))
-		return "llama2";
-	return NULL;
+	json_t *t = json_object(), *files = json_array(), *eos = json_array();
+
+	for (int i = 0; i < ntf; i++)
+		json_array_append_new(files, json_string(tf[i].name));
+	for (int i = 0; i < n_eos; i++)
+		json_array_append_new(eos, json_integer(eos_ids[i]));
+	int ct = llm_chat_recognise(tmpl);
+	const char *name = ct >= 0 ? llm_chat_name(ct) : NULL;
+	json_object_set_new(t, "files", files);
+	json_object_set_new(t, "bos_id", bos_id >= 0 ? json_integer(bos_id) : json_null());
+	json_object_set_new(t, "eos_ids", eos);
+	json_object_set_new(t, "add_bos", json_boolean(add_bos && bos_id >= 0));
+	json_object_set_new(t, "chat_template", name ? json_string(name) : json_null());
+	return t;
 }
 
+/* A checkpoint's tokenizer: the files present in dir, read whole, and
+ * model.json "tokenizer". */
 static json_t *
-tokenizer_json(const char *dir, const struct llm_hfconfig *c)
+hf_tokenizer(const char *dir, const struct llm_hfconfig *c, struct tokfile *tf, int *ntf)
 {
-	json_t *t = json_object(), *files = json_array(), *eos = json_array(), *tc = NULL;
+	json_t *tc = NULL, *t;
 	const char *tmpl = NULL;
-	char *jinja = NULL;
 	int add_bos = 0;
 
+	*ntf = 0;
 	for (size_t i = 0; i < LLM_NELEM(tokenizer_names); i++) {
 		char *p = llm_path_join(dir, tokenizer_names[i]);
-		if (llm_file_exists(p))
-			json_array_append_new(files, json_string(tokenizer_names[i]));
+		if (llm_file_exists(p)) {
+			struct tokfile *f = &tf[(*ntf)++];
+			f->name = tokenizer_names[i];
+			if (llm_read_file(p, &f->data, &f->len) < 0)
+				llm_fatal("%s", llm_errmsg());
+			if (strcmp(f->name, "tokenizer_config.json") == 0) {
+				if (!(tc = llm_json_loadb(f->data, f->len, p)))
+					llm_fatal("%s", llm_errmsg());
+				if (llm_json_bool_opt(tc, "add_bos_token", p, &add_bos) < 0 ||
+				    llm_json_str_opt(tc, "chat_template", p, &tmpl) < 0)
+					llm_fatal("%s", llm_errmsg());
+			}
+		}
 		free(p);
 	}
-	char *tcp = llm_path_join(dir, "tokenizer_config.json");
-	if (llm_file_exists(tcp)) {
-		if (!(tc = llm_json_load(tcp)))
-			llm_fatal("%s", llm_errmsg());
-		if (llm_json_bool_opt(tc, "add_bos_token", tcp, &add_bos) < 0 ||
-		    llm_json_str_opt(tc, "chat_template", tcp, &tmpl) < 0)
-			llm_fatal("%s", llm_errmsg());
-	}
-	free(tcp);
-	char *jp = llm_path_join(dir, "chat_template.jinja");
-	if (llm_file_exists(jp)) {
-		if (llm_read_file(jp, &jinja, NULL) < 0)
-			llm_fatal("%s", llm_errmsg());
-		tmpl = jinja;
-	}
-	free(jp);
-	for (int i = 0; i < c->n_eos; i++)
-		json_array_append_new(eos, json_integer(c->eos_ids[i]));
-	const char *name = chat_template_name(tmpl);
-	json_object_set_new(t, "files", files);
-	json_object_set_new(t, "bos_id", c->bos_id >= 0 ? json_integer(c->bos_id) : json_null());
-	json_object_set_new(t, "eos_ids", eos);
-	json_object_set_new(t, "add_bos", json_boolean(add_bos && c->bos_id >= 0));
-	json_object_set_new(t, "chat_template", name ? json_string(name) : json_null());
-	free(jinja);
+	for (int i = 0; i < *ntf; i++)
+		if (strcmp(tf[i].name, "chat_template.jinja") == 0)
+			tmpl = tf[i].data;
+	t = tokenizer_section(tf, *ntf, c->bos_id, c->eos_ids, c->n_eos, add_bos, tmpl);
 	json_decref(tc);
+	return t;
+}
+
+/* A GGUF file's tokenizer: tokenizer.json and tokenizer_config.json made
+ * from its metadata (none when it has no tokenizer), and model.json
+ * "tokenizer". */
+static json_t *
+gguf_tokenizer(const struct llm_gguf *g, const struct llm_hfconfig *c, struct tokfile *tf, int *ntf)
+{
+	struct llm_gguf_tokenizer gt;
+	json_t *j, *t;
+	int rc;
+
+	*ntf = 0;
+	if ((rc = llm_gguf_tokenizer_load(&gt, g)) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (rc == 1)
+		return tokenizer_section(tf, 0, c->bos_id, c->eos_ids, c->n_eos, 0, NULL);
+	j = llm_gguf_tokenizer_json(&gt);
+	tf[0].name = "tokenizer.json";
+	tf[0].data = llm_json_dumps(j);
+	tf[0].len = strlen(tf[0].data);
+	json_decref(j);
+	j = llm_gguf_tokenizer_config(&gt);
+	tf[1].name = "tokenizer_config.json";
+	tf[1].data = llm_json_dumps(j);
+	tf[1].len = strlen(tf[1].data);
+	json_decref(j);
+	*ntf = 2;
+	t = tokenizer_section(tf, *ntf, gt.v.bos_id, gt.eos_ids, gt.n_eos, gt.v.add_bos, gt.chat_template);
+	llm_gguf_tokenizer_free(&gt);
 	return t;
 }
 
@@ -270,9 +351,11 @@ main(int argc, char **argv)
 	const char *outdir = ".", *dir;
 	int64_t max_ctx = 0, chunk = DEFAULT_PREFILL_CHUNK;
 	enum llm_dtype wdt = LLM_DT_NONE, kvdt = LLM_DT_F32;
-	int verbose = 0, ch;
+	int verbose = 0, ch, gguf, ntf = 0;
 	struct llm_hfconfig cfg;
-	struct llm_safetensors st;
+	struct llm_source src;
+	struct tokfile tf[LLM_NELEM(tokenizer_names)];
+	struct stat sb;
 
 	llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
@@ -293,10 +376,15 @@ main(int argc, char **argv)
 	}
 	dir = argv[optind];
 
-	if (llm_hfconfig_load(&cfg, dir) < 0)
-		llm_fatal("%s", llm_errmsg());
-	if (llm_st_open(&st, dir) < 0)
-		llm_fatal("%s", llm_errmsg());
+	/* A file is a GGUF model; a directory (or nothing) a checkpoint. */
+	gguf = stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode);
+	if (gguf) {
+		if (llm_source_open_path(&src, dir) < 0 || llm_gguf_config(&cfg, src.gguf) < 0)
+			llm_fatal("%s", llm_errmsg());
+	} else {
+		if (llm_hfconfig_load(&cfg, dir) < 0 || llm_source_open_path(&src, dir) < 0)
+			llm_fatal("%s", llm_errmsg());
+	}
 	if (cfg.head_dim % 2)
 		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir, cfg.head_dim);
 	if (!max_ctx)
@@ -306,30 +394,42 @@ main(int argc, char **argv)
 		    dir, max_ctx, cfg.max_position_embeddings);
 	if (chunk > max_ctx)
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, chunk, max_ctx);
+	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
 	if (wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
-		const struct llm_st_tensor *e = llm_st_find(&st, llm_family_spec(cfg.family)->hf[LLM_ROLE_EMBED]);
+		int err;
+		const struct llm_source_tensor *e = llm_source_find(&src,
+		    gguf ? fs->gguf[LLM_ROLE_EMBED] : fs->hf[LLM_ROLE_EMBED], &err);
 		wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
 		    cfg.torch_dtype != LLM_DT_NONE ? cfg.torch_dtype : LLM_DT_F32;
 	}
 
 	/* model.json */
-	json_t *root = json_object(), *src = json_object(), *files = json_array();
+	json_t *root = json_object(), *srcj = json_object(), *files = json_array();
 	json_t *config = json_object(), *dtypes = json_object(), *limits = json_object();
 	json_t *kvc = json_object(), *weights = json_object(), *phases = json_array();
 	uint64_t data_bytes;
-	for (int i = 0; i < st.nfiles; i++) {
-		const char *f = strrchr(st.files[i].path, '/');
-		json_array_append_new(files, json_string(f ? f + 1 : st.files[i].path));
-	}
-	json_object_set_new(src, "kind", json_string("safetensors"));
-	/* The absolute path, so that later steps run from anywhere. */
+	json_object_set_new(srcj, "kind", json_string(llm_source_kind_name(src.kind)));
+	/* The absolute path, so that later steps run from anywhere; for a GGUF
+	 * file, its directory and its name, links resolved. */
 	char *absdir = realpath(dir, NULL);
 	if (!absdir)
 		llm_fatal("%s:", dir);
-	json_object_set_new(src, "dir", json_string(absdir));
+	if (gguf) {
+		char *d = llm_xstrdup(absdir), *slash = strrchr(d, '/');
+		json_array_append_new(files, json_string(slash + 1));
+		slash[slash == d] = 0; /* "/m.gguf" lies in "/" */
+		free(absdir);
+		absdir = d;
+	} else {
+		for (size_t i = 0; i < src.nfiles; i++) {
+			const char *f = strrchr(src.files[i].path, '/');
+			json_array_append_new(files, json_string(f ? f + 1 : src.files[i].path));
+		}
+	}
+	json_object_set_new(srcj, "dir", json_string(absdir));
 	free(absdir);
-	json_object_set_new(src, "files", files);
+	json_object_set_new(srcj, "files", files);
 
 	json_object_set_new(config, "hidden_size", json_integer(cfg.hidden_size));
 	json_object_set_new(config, "n_layers", json_integer(cfg.n_layers));
@@ -350,7 +450,8 @@ main(int argc, char **argv)
 	json_object_set_new(limits, "max_context", json_integer(max_ctx));
 	json_object_set_new(limits, "prefill_chunk", json_integer(chunk));
 
-	json_t *tensors = build_plan(&cfg, &st, dir, wdt, max_ctx, &data_bytes);
+	json_t *tensors = build_plan(&cfg, &src, dir, wdt, max_ctx, &data_bytes);
+	json_t *tok = gguf ? gguf_tokenizer(src.gguf, &cfg, tf, &ntf) : hf_tokenizer(dir, &cfg, tf, &ntf);
 	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
 	char fph[17];
 	llm_hex64(fp, fph);
@@ -392,11 +493,11 @@ main(int argc, char **argv)
 	json_object_set_new(root, "format", json_string(LLM_MODEL_FORMAT));
 	json_object_set_new(root, "family", json_string(cfg.family_name));
 	json_object_set_new(root, "architecture", json_string(cfg.architecture));
-	json_object_set_new(root, "source", src);
+	json_object_set_new(root, "source", srcj);
 	json_object_set_new(root, "config", config);
 	json_object_set_new(root, "dtypes", dtypes);
 	json_object_set_new(root, "limits", limits);
-	json_object_set_new(root, "tokenizer", tokenizer_json(dir, &cfg));
+	json_object_set_new(root, "tokenizer", tok);
 	json_object_set_new(root, "kv_cache", kvc);
 	json_object_set_new(root, "weights", weights);
 	json_object_set_new(root, "phases", phases);
@@ -436,26 +537,18 @@ main(int argc, char **argv)
 		llm_buf_free(&b);
 		free(p);
 	}
-	for (size_t i = 0; i < m.ntokenizer_files; i++) {
-		char *from = llm_path_join(dir, m.tokenizer_files[i]), *to = llm_path_join(outdir, m.tokenizer_files[i]);
-		char *data;
-		size_t len;
-		if (llm_read_file(from, &data, &len) < 0)
-			llm_fatal("%s", llm_errmsg());
-		if (same_contents(to, data, len)) {
+	for (int i = 0; i < ntf; i++) {
+		char *to = llm_path_join(outdir, tf[i].name);
+		if (same_contents(to, tf[i].data, tf[i].len)) {
 			kept++;
-			free(data);
-			free(from);
 			free(to);
 			continue;
 		}
 		if (llm_out_open(&outs[nout], to) < 0)
 			llm_fatal("%s", llm_errmsg());
-		if (fwrite(data, 1, len, outs[nout].fp) != len)
+		if (fwrite(tf[i].data, 1, tf[i].len, outs[nout].fp) != tf[i].len)
 			llm_fatal("%s: write error:", to);
 		nout++;
-		free(data);
-		free(from);
 		free(to);
 	}
 	if (llm_out_open(&outs[nout], mpath) < 0)
@@ -473,6 +566,8 @@ main(int argc, char **argv)
 	json_decref(root);
 	free(mtext);
 	free(mpath);
-	llm_st_close(&st);
+	for (int i = 0; i < ntf; i++)
+		free(tf[i].data);
+	llm_source_close(&src);
 	return LLM_EXIT_OK;
 }

@@ -1,9 +1,9 @@
 /* llm-pack-weights: write the runtime weights of a model.
  *
- * Reads model.json (written by llm-import) and the safetensors checkpoint
- * it names, and writes weights.bin (a 4096-byte header, then every tensor
- * of the weight plan at its offset, converted to the plan's dtype, plus the
- * precomputed RoPE tables) and weights.json (offsets, shapes, dtypes,
+ * Reads model.json (written by llm-import) and the checkpoint it names
+ * (safetensors files or a GGUF file), and writes weights.bin (a 4096-byte
+ * header, then every tensor of the weight plan at its offset, converted to
+ * the plan's dtype, plus the precomputed RoPE tables) and weights.json (offsets, shapes, dtypes,
  * checksums and the identity of the source files).  llm-run maps
  * weights.bin as it is.  When weights.json shows that weights.bin already
  * matches the plan and the sources, nothing is written. */

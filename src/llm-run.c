@@ -394,6 +394,24 @@ emit(const struct gen *g, struct llm_buf *out)
 	out->len = 0;
 }
 
+/* Whether the first generated token starts the text (the context is BOS
+ * alone) with a space that the tokenizer's decoder strips there, as
+ * SentencePiece decoding does ("▁Once" after BOS is "Once"): llama.cpp,
+ * llama2.c and Hugging Face print the story without it. */
+static int
+starts_document(const struct gen *g, int64_t id, const struct llm_buf *piece)
+{
+	struct llm_buf d = {0};
+	int strip;
+
+	if (piece->len == 0 || piece->p[0] != ' ')
+		return 0;
+	llm_tokenizer_decode(g->tok, &id, 1, 1, &d);
+	strip = d.len < piece->len && (d.len == 0 || d.p[0] != ' ');
+	llm_buf_free(&d);
+	return strip;
+}
+
 /* Generate from rt->logits (those of the last context token) until a
  * stop.  Every token fed through decode is recorded in cache with its
  * bytes (its ids are the repetition penalty's history).  t0 is when the
@@ -425,8 +443,11 @@ generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *
 			piece.len = 0;
 			if (!g->tok)
 				llm_buf_printf(&piece, "%s%" PRId64, r->n > 1 ? " " : "", next);
-			else if (!llm_tokenizer_is_special(g->tok, next))
+			else if (!llm_tokenizer_is_special(g->tok, next)) {
 				llm_tokenizer_token_bytes(g->tok, next, &piece);
+				if (r->n == 1 && cache->n == 1 && starts_document(g, next, &piece))
+					memmove(piece.p, piece.p + 1, --piece.len);
+			}
 			int stopped = llm_stream_push(&r->stream, piece.p, piece.len, &out);
 			emit(g, &out);
 			if (stopped) {

@@ -12,19 +12,26 @@
  * read: a bad line gives "tokcheck: <stdin>:N: message", exit 1 and no
  * output.  --bench FILE encodes FILE line by line (newlines included) and
  * prints bytes, tokens, wall and processor seconds and MB/s (bytes per
- * processor second) of encoding alone. */
+ * processor second) of encoding alone.
+ *
+ * The tokenizer is a tokenizer.json, or a GGUF file (a name ending in
+ * .gguf): its tokenizer.ggml.* arrays go straight to llm_tokenizer_build,
+ * so that tests can check the tokenizer.json llm-import writes for it
+ * against the tokenizer built from the same arrays. */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../../lib/gguf.h"
+#include "../../lib/ggufmeta.h"
 #include "../../lib/tokenizer.h"
 #include "../../lib/util.h"
 
 static const char usage_str[] =
-	"usage: tokcheck --tokenize [--add-special] tokenizer.json\n"
-	"       tokcheck --detokenize [--skip-special] tokenizer.json\n"
-	"       tokcheck --bench file tokenizer.json\n";
+	"usage: tokcheck --tokenize [--add-special] tokenizer.json|model.gguf\n"
+	"       tokcheck --detokenize [--skip-special] tokenizer.json|model.gguf\n"
+	"       tokcheck --bench file tokenizer.json|model.gguf\n";
 
 static _Noreturn void
 usage(int code)
@@ -122,7 +129,23 @@ main(int argc, char **argv)
 	    (skip_special && mode != MODE_DETOKENIZE))
 		usage(LLM_EXIT_USAGE);
 
-	struct llm_tokenizer *t = llm_tokenizer_load(argv[optind]);
+	const char *path = argv[optind];
+	size_t pl = strlen(path);
+	struct llm_tokenizer *t;
+	if (pl > 5 && strcmp(path + pl - 5, ".gguf") == 0) {
+		struct llm_gguf g;
+		struct llm_gguf_tokenizer gt;
+		int rc;
+		if (llm_gguf_open(&g, path) < 0 || (rc = llm_gguf_tokenizer_load(&gt, &g)) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (rc == 1)
+			llm_fatal("%s: no tokenizer", path);
+		t = llm_tokenizer_build(&gt.v, path);
+		llm_gguf_tokenizer_free(&gt);
+		llm_gguf_close(&g);
+	} else {
+		t = llm_tokenizer_load(path);
+	}
 	if (!t)
 		llm_fatal("%s", llm_errmsg());
 	if (mode == MODE_BENCH) {

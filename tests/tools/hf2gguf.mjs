@@ -1,0 +1,264 @@
+#!/usr/bin/env node
+// hf2gguf.mjs: write a GGUF file (version 3) from a small Hugging Face
+// checkpoint directory, as llama.cpp's convert_hf_to_gguf.py would, for the
+// tests of llm-import's GGUF path.  Node.js >= 20, no packages; tests only.
+//
+//   node hf2gguf.mjs [options] ckpt-dir out.gguf
+//
+// Reads config.json, model.safetensors (F32, F16 or BF16 tensors) and, when
+// present, tokenizer.json (byte-level BPE), tokenizer_config.json and
+// chat_template.jinja.  Writes the llama.cpp metadata (general.*, <arch>.*,
+// tokenizer.ggml.* with model "gpt2"), the tensors under llama.cpp's names
+// in their own type, and, for architecture llama, the q and k projections
+// with the rows of each head permuted the way convert_hf_to_gguf.py does
+// (gguf row h*hd + 2i + j = hf row h*hd + j*hd/2 + i), so that llm-import
+// has to undo it.  The vocabulary is padded to vocab_size with "[PADn]"
+// tokens of type 5 (unused), added tokens get type 3 (special) or 4.
+//
+// Options, to make the broken files of the error tests:
+//   --arch NAME         general.architecture (default: config model_type)
+//   --pre NAME          tokenizer.ggml.pre (default deepseek-r1-qwen)
+//   --no-tokenizer      no tokenizer.ggml.* keys
+//   --set KEY=VALUE     set a metadata key: an integer becomes u32 (i64 when
+//                       negative or large), a number with a point f32,
+//                       true/false bool, anything else a string
+//   --del KEY           leave a metadata key out
+//   --q8 NAME           store tensor NAME as Q8_0 (blocks of 32: f16 scale,
+//                       32 x i8)
+//   --drop NAME         leave tensor NAME out
+//   --extra NAME        add an F32 tensor NAME of 8 zeros
+//   --vocab N           keep the first N rows of the embedding and the LM
+//                       head only (small files; use with --no-tokenizer)
+
+import fs from "node:fs";
+import path from "node:path";
+
+const PROG = "hf2gguf.mjs";
+const USAGE = "usage: hf2gguf.mjs [--arch name] [--pre name] [--no-tokenizer] [--set key=value] " +
+  "[--del key] [--q8 tensor] [--drop tensor] [--extra tensor] [--vocab n] ckpt-dir out.gguf\n";
+
+function die(msg, code = 1) {
+  process.stderr.write(`${PROG}: ${msg}\n`);
+  process.exit(code);
+}
+
+const opt = { sets: [], dels: new Set(), q8: new Set(), drop: new Set(), extra: [], pre: "deepseek-r1-qwen" };
+const args = process.argv.slice(2), pos = [];
+for (let i = 0; i < args.length; i++) {
+  const a = args[i], next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`, 2));
+  if (a === "-h") { process.stdout.write(USAGE); process.exit(0); }
+  else if (a === "--arch") opt.arch = next();
+  else if (a === "--pre") opt.pre = next();
+  else if (a === "--no-tokenizer") opt.noTokenizer = true;
+  else if (a === "--set") { const s = next(), k = s.indexOf("="); opt.sets.push([s.slice(0, k), s.slice(k + 1)]); }
+  else if (a === "--del") opt.dels.add(next());
+  else if (a === "--q8") opt.q8.add(next());
+  else if (a === "--drop") opt.drop.add(next());
+  else if (a === "--extra") opt.extra.push(next());
+  else if (a === "--vocab") opt.vocab = Number(next());
+  else if (a.startsWith("-")) { process.stderr.write(USAGE); process.exit(2); }
+  else pos.push(a);
+}
+if (pos.length !== 2) { process.stderr.write(USAGE); process.exit(2); }
+const [dir, out] = pos;
+const readJson = (f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"));
+const exists = (f) => fs.existsSync(path.join(dir, f));
+
+// ---- the checkpoint --------------------------------------------------------
+
+const cfg = readJson("config.json");
+if (opt.vocab) cfg.vocab_size = opt.vocab;
+const st = fs.readFileSync(path.join(dir, "model.safetensors"));
+const hlen = Number(st.readBigUInt64LE(0));
+const header = JSON.parse(st.toString("utf8", 8, 8 + hlen));
+function hfTensor(name) {
+  const h = header[name];
+  if (!h) die(`${dir}: no tensor '${name}'`);
+  const [b, e] = h.data_offsets;
+  const t = { dtype: h.dtype, shape: h.shape, data: st.subarray(8 + hlen + b, 8 + hlen + e) };
+  if (opt.vocab && /embed_tokens|lm_head/.test(name)) {
+    t.data = t.data.subarray(0, (t.data.length / t.shape[0]) * opt.vocab);
+    t.shape = [opt.vocab, ...t.shape.slice(1)];
+  }
+  return t;
+}
+
+const arch = opt.arch ?? cfg.model_type;
+const D = cfg.hidden_size, L = cfg.num_hidden_layers, H = cfg.num_attention_heads;
+const KVH = cfg.num_key_value_heads ?? H, HD = cfg.head_dim ?? D / H;
+
+// HF -> GGUF row order of q/k (convert_hf_to_gguf.py LlamaModel.permute).
+function permute(t, heads) {
+  const rows = t.shape[0], hd = rows / heads, half = hd / 2;
+  const rb = t.data.length / rows, o = Buffer.alloc(t.data.length);
+  for (let h = 0; h < heads; h++)
+    for (let i = 0; i < half; i++)
+      for (let j = 0; j < 2; j++) {
+        const to = h * hd + 2 * i + j, from = h * hd + j * half + i;
+        t.data.copy(o, to * rb, from * rb, (from + 1) * rb);
+      }
+  return { ...t, data: o };
+}
+
+const f16buf = new Float32Array(1), u32v = new Uint32Array(f16buf.buffer);
+function toF32(t) {
+  const n = t.shape.reduce((a, b) => a * b, 1), o = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    if (t.dtype === "F32") o[i] = t.data.readFloatLE(4 * i);
+    else if (t.dtype === "BF16") { u32v[0] = t.data.readUInt16LE(2 * i) << 16; o[i] = f16buf[0]; }
+    else {
+      const h = t.data.readUInt16LE(2 * i), s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+      o[i] = e === 31 ? (m ? NaN : s * Infinity) : e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
+    }
+  }
+  return o;
+}
+// f32 -> f16 bits, round to nearest even (for the Q8_0 scales).
+function f16bits(x) {
+  const b = Buffer.alloc(2);
+  const s = x < 0 ? 0x8000 : 0, a = Math.abs(x);
+  if (a === 0) return s;
+  let e = Math.floor(Math.log2(a));
+  if (e < -14) e = -14;
+  let m = Math.round(a / 2 ** (e - 10));
+  if (m >= 2048) { m /= 2; e++; }
+  b.writeUInt16LE(m < 1024 ? s | m : s | ((e + 15) << 10) | (m - 1024));
+  return b.readUInt16LE(0);
+}
+function q8(t) {
+  const x = toF32(t), nb = x.length / 32, o = Buffer.alloc(nb * 34);
+  if (t.shape[t.shape.length - 1] % 32) die(`tensor rows of ${t.shape.at(-1)} are not blocks of 32`);
+  for (let b = 0; b < nb; b++) {
+    let amax = 0;
+    for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(x[32 * b + i]));
+    const d = amax / 127, id = d ? 1 / d : 0;
+    o.writeUInt16LE(f16bits(d), 34 * b);
+    for (let i = 0; i < 32; i++) o.writeInt8(Math.round(x[32 * b + i] * id), 34 * b + 2 + i);
+  }
+  return { type: 8, shape: t.shape, data: o };
+}
+
+const TYPES = { F32: 0, F16: 1, BF16: 30 };
+const tensors = [];
+function add(gname, hname, heads) {
+  if (opt.drop.has(gname) || !header[hname]) return;
+  let t = hfTensor(hname);
+  if (heads && arch === "llama") t = permute(t, heads);
+  tensors.push(opt.q8.has(gname) ? { name: gname, ...q8(t) } :
+    { name: gname, type: TYPES[t.dtype] ?? die(`dtype ${t.dtype}`), shape: t.shape, data: t.data });
+}
+add("token_embd.weight", "model.embed_tokens.weight");
+for (let l = 0; l < L; l++) {
+  const p = `model.layers.${l}.`, g = `blk.${l}.`;
+  add(g + "attn_norm.weight", p + "input_layernorm.weight");
+  add(g + "attn_q.weight", p + "self_attn.q_proj.weight", H);
+  add(g + "attn_k.weight", p + "self_attn.k_proj.weight", KVH);
+  add(g + "attn_v.weight", p + "self_attn.v_proj.weight");
+  add(g + "attn_q.bias", p + "self_attn.q_proj.bias", H);
+  add(g + "attn_k.bias", p + "self_attn.k_proj.bias", KVH);
+  add(g + "attn_v.bias", p + "self_attn.v_proj.bias");
+  add(g + "attn_output.weight", p + "self_attn.o_proj.weight");
+  add(g + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+  add(g + "ffn_gate.weight", p + "mlp.gate_proj.weight");
+  add(g + "ffn_up.weight", p + "mlp.up_proj.weight");
+  add(g + "ffn_down.weight", p + "mlp.down_proj.weight");
+}
+add("output_norm.weight", "model.norm.weight");
+if (!cfg.tie_word_embeddings) add("output.weight", "lm_head.weight");
+for (const name of opt.extra) tensors.push({ name, type: 0, shape: [8], data: Buffer.alloc(32) });
+
+// ---- metadata ----------------------------------------------------------------
+
+const kv = []; // [key, type, value]
+const u32 = (k, v) => kv.push([k, 4, v]), f32 = (k, v) => kv.push([k, 6, v]), str = (k, v) => kv.push([k, 8, v]);
+str("general.architecture", arch);
+str("general.name", path.basename(path.resolve(dir)));
+u32(`${arch}.block_count`, L);
+u32(`${arch}.context_length`, cfg.max_position_embeddings);
+u32(`${arch}.embedding_length`, D);
+u32(`${arch}.feed_forward_length`, cfg.intermediate_size);
+u32(`${arch}.attention.head_count`, H);
+u32(`${arch}.attention.head_count_kv`, KVH);
+f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
+f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
+u32(`${arch}.rope.dimension_count`, HD);
+
+if (!opt.noTokenizer && exists("tokenizer.json")) {
+  const tj = readJson("tokenizer.json"), V = cfg.vocab_size;
+  const toks = new Array(V).fill(null), types = new Array(V).fill(1);
+  for (const [s, id] of Object.entries(tj.model.vocab)) toks[id] = s;
+  for (const a of tj.added_tokens ?? []) { toks[a.id] = a.content; types[a.id] = a.special ? 3 : 4; }
+  for (let i = 0; i < V; i++) if (toks[i] === null) { toks[i] = `[PAD${i}]`; types[i] = 5; }
+  const merges = tj.model.merges.map((m) => (Array.isArray(m) ? m.join(" ") : m));
+  const tc = exists("tokenizer_config.json") ? readJson("tokenizer_config.json") : {};
+  const content = (t) => (t && typeof t === "object" ? t.content : t);
+  const idOf = (s) => (s == null ? -1 : toks.indexOf(s));
+  str("tokenizer.ggml.model", "gpt2");
+  str("tokenizer.ggml.pre", opt.pre);
+  kv.push(["tokenizer.ggml.tokens", 9, { type: 8, items: toks }]);
+  kv.push(["tokenizer.ggml.token_type", 9, { type: 5, items: types }]);
+  kv.push(["tokenizer.ggml.merges", 9, { type: 8, items: merges }]);
+  const bos = idOf(content(tc.bos_token)), eos = idOf(content(tc.eos_token)), pad = idOf(content(tc.pad_token));
+  if (bos >= 0) u32("tokenizer.ggml.bos_token_id", bos);
+  if (eos >= 0) u32("tokenizer.ggml.eos_token_id", eos);
+  if (pad >= 0) u32("tokenizer.ggml.padding_token_id", pad);
+  if (tc.add_bos_token !== undefined) kv.push(["tokenizer.ggml.add_bos_token", 7, !!tc.add_bos_token]);
+  if (tc.add_eos_token !== undefined) kv.push(["tokenizer.ggml.add_eos_token", 7, !!tc.add_eos_token]);
+  const tmpl = exists("chat_template.jinja") ? fs.readFileSync(path.join(dir, "chat_template.jinja"), "utf8")
+    : tc.chat_template;
+  if (typeof tmpl === "string") str("tokenizer.chat_template", tmpl);
+}
+for (const [k, v] of opt.sets) {
+  const i = kv.findIndex((e) => e[0] === k), e = [k, 8, v];
+  if (/^-?[0-9]+$/.test(v)) e.splice(1, 2, Number(v) < 0 || Number(v) >= 2 ** 32 ? 11 : 4, Number(v));
+  else if (/^-?[0-9]*\.[0-9]*(e-?[0-9]+)?$/.test(v)) e.splice(1, 2, 6, Number(v));
+  else if (v === "true" || v === "false") e.splice(1, 2, 7, v === "true");
+  if (i >= 0) kv[i] = e; else kv.push(e);
+}
+const meta = kv.filter(([k]) => !opt.dels.has(k));
+
+// ---- writing -------------------------------------------------------------------
+
+const parts = [];
+const w = {
+  u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v); parts.push(b); },
+  i32(v) { const b = Buffer.alloc(4); b.writeInt32LE(v); parts.push(b); },
+  u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); parts.push(b); },
+  i64(v) { const b = Buffer.alloc(8); b.writeBigInt64LE(BigInt(v)); parts.push(b); },
+  f32(v) { const b = Buffer.alloc(4); b.writeFloatLE(v); parts.push(b); },
+  str(s) { const b = Buffer.from(s, "utf8"); this.u64(b.length); parts.push(b); },
+};
+function value(type, v) {
+  switch (type) {
+    case 4: return w.u32(v);
+    case 5: return w.i32(v);
+    case 6: return w.f32(v);
+    case 7: return parts.push(Buffer.from([v ? 1 : 0]));
+    case 8: return w.str(v);
+    case 9: w.u32(v.type); w.u64(v.items.length); for (const x of v.items) value(v.type, x); return;
+    case 11: return w.i64(v);
+    default: die(`value type ${type}`);
+  }
+}
+w.parts = parts;
+parts.push(Buffer.from("GGUF", "latin1"));
+w.u32(3);
+w.u64(tensors.length);
+w.u64(meta.length);
+for (const [k, t, v] of meta) { w.str(k); w.u32(t); value(t, v); }
+let off = 0;
+const ALIGN = 32;
+for (const t of tensors) {
+  w.str(t.name);
+  w.u32(t.shape.length);
+  for (const d of t.shape.slice().reverse()) w.u64(d);
+  w.u32(t.type);
+  w.u64(off);
+  t.off = off;
+  off = Math.ceil((off + t.data.length) / ALIGN) * ALIGN;
+}
+let head = Buffer.concat(parts);
+head = Buffer.concat([head, Buffer.alloc((ALIGN - (head.length % ALIGN)) % ALIGN)]);
+const data = Buffer.alloc(off);
+for (const t of tensors) t.data.copy(data, t.off);
+fs.writeFileSync(out, Buffer.concat([head, data]));
