@@ -103,3 +103,13 @@ logits() {
 	run -2 make -f "$PROJECT_ROOT/pipelines/model.mk"
 	assert_output --partial "set MODEL"
 }
+
+@test "pipelines/model.sh, the plain shell version, builds a bundle with the same logits" {
+	build "$BATS_FILE_TMPDIR/tiny" "$T/mk" layer
+	run -0 --separate-stderr "$PROJECT_ROOT/pipelines/model.sh" "$BATS_FILE_TMPDIR/tiny" "$T/sh" layer
+	[ "$output" = "$T/sh/model.llm" ]
+	llm-run -m "$T/mk/model.llm" --tokens 1,2,3 -n 4 --logits "$T/a" >/dev/null 2>&1
+	llm-run -m "$T/sh/model.llm" --tokens 1,2,3 -n 4 --logits "$T/b" >/dev/null 2>&1
+	cmp "$T/a" "$T/b"
+	run -2 "$PROJECT_ROOT/pipelines/model.sh"
+}

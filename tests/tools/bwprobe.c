@@ -25,16 +25,18 @@ static void *
 reader(void *arg)
 {
 	struct part *w = arg;
-	/* Eight independent accumulators: the loop is bound by loads. */
-	float s[8] = {0};
+	/* 32 independent accumulators (four vectors' worth, whatever the
+	 * vector width), so that the loop is bound by loads, not by the
+	 * latency of the additions. */
+	float s[32] = {0};
 	size_t i;
-	for (i = 0; i + 8 <= w->n; i += 8)
-		for (int k = 0; k < 8; k++)
+	for (i = 0; i + 32 <= w->n; i += 32)
+		for (int k = 0; k < 32; k++)
 			s[k] += w->p[i + k];
 	for (; i < w->n; i++)
 		s[0] += w->p[i];
 	w->sum = 0;
-	for (int k = 0; k < 8; k++)
+	for (int k = 0; k < 32; k++)
 		w->sum += s[k];
 	return NULL;
 }
