@@ -23,6 +23,9 @@
 #include "../lib/model.h"
 #include "../lib/spawn.h"
 #include "../lib/util.h"
+
+/* The LLVM release whose runtime helpers are linked in. */
+#define LLM_LLVM_MAJOR 22
 #include "../lib/weights.h"
 
 #ifndef LLM_LLVM_BINDIR
@@ -216,6 +219,12 @@ main(int argc, char **argv)
 	}
 	arg(&l, "-lomp");
 	arg(&l, "-lm");
+	/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2, which
+	 * libgcc 12 lacks, for a bf16 KV cache): a static archive, linked
+	 * last so that only what the objects call is taken. */
+	char *builtins = llm_xasprintf("%s/clang/%d/lib/linux/libclang_rt.builtins-x86_64.a", libdir, LLM_LLVM_MAJOR);
+	if (llm_file_exists(builtins))
+		arg(&l, builtins);
 	run(l.v, verbose);
 
 	/* Check the exports and the plan of every phase. */
@@ -264,6 +273,7 @@ main(int argc, char **argv)
 	free(ldir);
 	free(rpath);
 	free(runner);
+	free(builtins);
 	free(libdir);
 	free(objdir);
 	free(libpath);
