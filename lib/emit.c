@@ -39,7 +39,31 @@ struct em {
 	const char *kvt;   /* KV cache element type */
 };
 
-/* Value names live until the process exits (one module per run). */
+/* The strings of one module (value names, types, op text) live in a
+ * pool freed when the module is written. */
+static char **pool;
+static size_t npool, cappool;
+
+static const char *
+keep(char *p)
+{
+	if (npool == cappool) {
+		cappool = cappool ? 2 * cappool : 1024;
+		pool = llm_xreallocarray(pool, cappool, sizeof(*pool));
+	}
+	return pool[npool++] = p;
+}
+
+static void
+pool_free(void)
+{
+	for (size_t i = 0; i < npool; i++)
+		free(pool[i]);
+	free(pool);
+	pool = NULL;
+	npool = cappool = 0;
+}
+
 static const char *
 fmt(const char *f, ...)
 {
@@ -49,7 +73,7 @@ fmt(const char *f, ...)
 	va_start(ap, f);
 	llm_buf_vprintf(&b, f, ap);
 	va_end(ap);
-	return b.p;
+	return keep(b.p);
 }
 
 static const char *
@@ -126,7 +150,7 @@ affine(int nd, const char *res)
 	for (int i = 0; i < nd; i++)
 		llm_buf_printf(&b, "%sd%d", i ? ", " : "", i);
 	llm_buf_printf(&b, ") -> (%s)>", res);
-	return b.p;
+	return keep(b.p);
 }
 
 /* A linalg.generic.  init: the out operand, or NULL for a fresh
@@ -621,5 +645,6 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"
 	    "    %%f = arith.constant %" PRId64 " : i64\n"
 	    "    func.return %%f : i64\n  }\n}\n", ph->entry, (int64_t)m->fingerprint);
+	pool_free();
 	return 0;
 }

@@ -484,7 +484,9 @@ main(int argc, char **argv)
 		}
 		json_object_set_new(p, "name", json_string(ph[i].name));
 		json_object_set_new(p, "entry", json_string(ph[i].entry));
-		json_object_set_new(p, "file", json_string(llm_xasprintf("%s.mlir", ph[i].name)));
+		char *file = llm_xasprintf("%s.mlir", ph[i].name);
+		json_object_set_new(p, "file", json_string(file));
+		free(file);
 		json_object_set_new(p, "tokens", json_integer(strcmp(ph[i].name, "decode") == 0 ? 1 : chunk));
 		json_object_set_new(p, "args", args);
 		json_array_append_new(phases, p);

@@ -146,7 +146,7 @@ same_tokenizer() {
 	echo "greedy: $output" >&3
 	# the first token is "\u2581Once": after BOS alone its space is dropped,
 	# as llama.cpp, llama2.c and Hugging Face's decoder do
-	[[ "$output" == "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball."* ]]
+	[[ "$output" == "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big,"* ]]
 	# the 40 ids are refmodel's greedy choices on the converted checkpoint
 	ids=$(llm-run -m "$o/model.llm" --tokens 1 -n 40 --json | jq -r '.generated_tokens | join(",")')
 	[ "$(tr , '\n' <<<"$ids" | wc -l)" -eq 40 ]
