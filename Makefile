@@ -169,11 +169,20 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
 # STYLE.md's memory rules allow.  ASAN_OPTIONS=detect_leaks=1 turns them on.
 SANENV_1 = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=print_stacktrace=1
 
+# The last line sums the unit tests and the bats suites: "N passed, N failed".
+BATS_FILES = tests/*.bats
 check: all $(UNITS)
 	@export $(SANENV_$(SANITIZE)) PATH; \
-	fail=0; for t in $(UNITS); do $$t || fail=1; done; \
+	fail=0; : >$(O)/check.log; \
+	for t in $(UNITS); do $$t >$(O)/unit.out || fail=1; cat $(O)/unit.out | tee -a $(O)/check.log; done; \
 	mandoc -T lint -W warning man/*.[0-9] || fail=1; \
-	LLM_BIN=$(PWD)/$(B) LLM_TOOLS=$(PWD)/$(T) bats tests/*.bats || fail=1; \
+	{ LLM_BIN=$(PWD)/$(B) LLM_TOOLS=$(PWD)/$(T) bats $(BATS_FILES); echo $$? >$(O)/bats.rc; } | tee $(O)/bats.tap; \
+	[ "$$(cat $(O)/bats.rc)" = 0 ] || fail=1; \
+	up=$$(awk '/ passed, / { p += $$(NF-3) } END { print p + 0 }' $(O)/check.log); \
+	uf=$$(awk '/ passed, / { f += $$(NF-1) } END { print f + 0 }' $(O)/check.log); \
+	bp=$$(grep -c '^ok ' $(O)/bats.tap || true); bf=$$(grep -c '^not ok ' $(O)/bats.tap || true); \
+	[ "$$uf" = 0 ] || fail=1; \
+	echo "check: $$((up + bp)) passed, $$((uf + bf)) failed"; \
 	exit $$fail
 
 install: all
