@@ -46,14 +46,6 @@ shown(const char *s)
 	return s;
 }
 
-static uint64_t
-le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 static int
 get_u64(const json_t *v, uint64_t *out)
@@ -187,7 +179,7 @@ load_file(struct llm_st_file *f, int fi, struct tlist *l)
 	if (f->map.len < 8)
 		return llm_seterr("%s: too short for a safetensors file (%zu bytes)",
 				  f->path, f->map.len);
-	n = le64(f->map.p);
+	n = llm_le64(f->map.p);
 	if (n > MAX_HEADER)
 		return llm_seterr("%s: header length %llu is absurd (limit %u bytes)",
 				  f->path, (unsigned long long)n, MAX_HEADER);

@@ -84,32 +84,36 @@ vformat(char *buf, size_t n, const char *fmt, va_list ap, int err)
 	}
 }
 
-void
-llm_warn(const char *fmt, ...)
+static void
+vwarn(const char *fmt, va_list ap, int err)
 {
 	char buf[2048];
-	int err = errno;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vformat(buf, sizeof(buf), fmt, ap, err);
-	va_end(ap);
 	fflush(stdout);
 	fprintf(stderr, "%s: %s\n", llm_prog, buf);
 }
 
 void
-llm_fatal(const char *fmt, ...)
+llm_warn(const char *fmt, ...)
 {
-	char buf[2048];
 	int err = errno;
 	va_list ap;
 
 	va_start(ap, fmt);
-	vformat(buf, sizeof(buf), fmt, ap, err);
+	vwarn(fmt, ap, err);
 	va_end(ap);
-	fflush(stdout);
-	fprintf(stderr, "%s: %s\n", llm_prog, buf);
+}
+
+void
+llm_fatal(const char *fmt, ...)
+{
+	int err = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap, err);
+	va_end(ap);
 	cleanup_tmps();
 	exit(LLM_EXIT_FAIL);
 }

@@ -90,6 +90,19 @@ int llm_mkdirs(const char *path);
 char *llm_path_join(const char *dir, const char *name);
 int llm_file_exists(const char *path);
 
+/* Little-endian integers in file headers, whatever the host order. */
+static inline uint32_t
+llm_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t
+llm_le64(const uint8_t *p)
+{
+	return (uint64_t)llm_le32(p) | (uint64_t)llm_le32(p + 4) << 32;
+}
+
 /* FNV-1a 64-bit, for fingerprints and identity hashes. */
 #define LLM_FNV_INIT 0xcbf29ce484222325ULL
 uint64_t llm_fnv1a(uint64_t h, const void *p, size_t n);

@@ -20,23 +20,6 @@ put64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> 8 * i);
 }
 
-static uint32_t
-get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 void
 llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint,
@@ -56,10 +39,10 @@ llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
 {
 	if (len < 32 || memcmp(p, LLM_WEIGHTS_MAGIC, 8) != 0)
 		return llm_seterr("%s: not a weights file (bad magic)", path);
-	h->version = get32(p + 8);
-	h->header_bytes = get32(p + 12);
-	h->fingerprint = get64(p + 16);
-	h->data_bytes = get64(p + 24);
+	h->version = llm_le32(p + 8);
+	h->header_bytes = llm_le32(p + 12);
+	h->fingerprint = llm_le64(p + 16);
+	h->data_bytes = llm_le64(p + 24);
 	if (h->version != LLM_WEIGHTS_VERSION)
 		return llm_seterr("%s: unsupported weights version %" PRIu32 " (this program reads %d)",
 		    path, h->version, LLM_WEIGHTS_VERSION);
