@@ -18,6 +18,7 @@
 #include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <utf8proc.h>
 
 #include "json.h"
@@ -273,11 +274,41 @@ hash_bytes(const void *p, size_t n)
 		s += 8;
 		n -= 8;
 	}
+	/* The last n < 8 bytes as a little-endian number, from two
+	 * overlapping loads (or three bytes): a byte-wise copy to the stack
+	 * and a wide load back costs a store-forwarding stall per key. */
 	uint64_t v = 0;
-	memcpy(&v, s, n);
+	if (n >= 4) {
+		uint32_t lo, hi;
+		memcpy(&lo, s, 4);
+		memcpy(&hi, s + n - 4, 4);
+		v = lo | (uint64_t)hi << (n - 4) * 8;
+	} else if (n) {
+		v = s[0] | (uint64_t)s[n / 2] << n / 2 * 8 | (uint64_t)s[n - 1] << (n - 1) * 8;
+	}
 	h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 29;
 	return h;
+}
+
+/* Memory for a hash table.  One of 2 MiB or more (a large vocabulary's,
+ * or its merges') is aligned to and asked to be backed by huge pages:
+ * filling and probing it is a cache miss per key anyway, and with 4 KiB
+ * pages a TLB miss and, the first time, a page fault as well. */
+static void *
+table_alloc(size_t n)
+{
+	size_t huge = (size_t)2 << 20;
+	if (n < huge)
+		return llm_xmalloc(n);
+	n = LLM_ALIGN_UP(n, huge);
+	void *p = aligned_alloc(huge, n);
+	if (!p)
+		llm_fatal("out of memory allocating %zu bytes", n);
+#ifdef MADV_HUGEPAGE
+	madvise(p, n, MADV_HUGEPAGE); /* only a hint: THP may be off */
+#endif
+	return p;
 }
 
 /* String -> int32 map whose keys live in a pool (below 4 GiB) addressed by
@@ -297,7 +328,7 @@ smap_init(struct smap *m, size_t want)
 	size_t cap = 64;
 	while (cap < want * 2)
 		cap *= 2;
-	m->e = llm_xmalloc(cap * sizeof(*m->e));
+	m->e = table_alloc(cap * sizeof(*m->e));
 	for (size_t i = 0; i < cap; i++)
 		m->e[i].off = UINT32_MAX;
 	m->cap = cap;
@@ -327,8 +358,9 @@ smap_get(const struct smap *m, const char *pool, const char *s, size_t len, uint
 	}
 }
 
-/* Insert (or replace the value of) the key at pool + off. */
-static void
+/* Insert (or replace the value of) the key at pool + off; 1 when the key
+ * was there already. */
+static int
 smap_put(struct smap *m, const char *pool, size_t off, size_t len, uint64_t h64, int32_t val)
 {
 	uint32_t h = (uint32_t)(h64 ^ h64 >> 32);
@@ -357,13 +389,23 @@ smap_put(struct smap *m, const char *pool, size_t off, size_t len, uint64_t h64,
 			e->len = (uint32_t)len;
 			e->val = val;
 			m->n++;
-			return;
+			return 0;
 		}
 		if (e->h == h && e->len == len && memcmp(pool + e->off, pool + off, len) == 0) {
 			e->val = val;
-			return;
+			return 1;
 		}
 	}
+}
+
+/* Start fetching the slot where a lookup of hash h64 begins: bulk loads
+ * issue these some keys ahead, so that the cache misses of a large table
+ * overlap instead of following one another. */
+static inline void
+smap_prefetch(const struct smap *m, uint64_t h64)
+{
+	uint32_t h = (uint32_t)(h64 ^ h64 >> 32);
+	__builtin_prefetch(&m->e[h & (m->cap - 1)]);
 }
 
 /* (left id, right id) -> (rank, merged id), one 16-byte entry per pair. */
@@ -389,7 +431,7 @@ pairmap_init(struct pairmap *m, size_t want)
 	size_t cap = 64;
 	while (cap < want * 2)
 		cap *= 2;
-	m->e = llm_xmalloc(cap * sizeof(*m->e));
+	m->e = table_alloc(cap * sizeof(*m->e));
 	for (size_t i = 0; i < cap; i++)
 		m->e[i].key = UINT64_MAX;
 	m->cap = cap;
@@ -431,6 +473,13 @@ pairmap_put(struct pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t id)
 		e->id = id;
 		return;
 	}
+}
+
+static inline void
+pairmap_prefetch(const struct pairmap *m, int32_t a, int32_t b)
+{
+	uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+	__builtin_prefetch(&m->e[pair_hash(k) & (m->cap - 1)]);
 }
 
 static inline int
@@ -979,18 +1028,19 @@ model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, 
 	if (ia < 0 || ib < 0)
 		return llm_seterr("%s: merge %u: token '%.*s' not in the vocabulary", t->name, r,
 			ia < 0 ? (int)alen : (int)blen, ia < 0 ? a : b);
-	struct llm_buf cat = {0};
-	llm_buf_add(&cat, a, alen);
-	llm_buf_add(&cat, b, blen);
-	int32_t id = model_find(t, cat.p, cat.len);
-	if (id < 0) {
-		llm_seterr("%s: merge %u: '%.*s' not in the vocabulary", t->name, r, (int)cat.len, cat.p);
-		llm_buf_free(&cat);
-		return -1;
-	}
-	llm_buf_free(&cat);
-	pairmap_put(&t->merges, ia, ib, r, id);
-	return 0;
+	char small[256];
+	size_t n = alen + blen;
+	char *cat = n <= sizeof(small) ? small : llm_xmalloc(n);
+	memcpy(cat, a, alen);
+	memcpy(cat + alen, b, blen);
+	int32_t id = model_find(t, cat, n);
+	if (id < 0)
+		llm_seterr("%s: merge %u: '%.*s' not in the vocabulary", t->name, r, (int)n, cat);
+	else
+		pairmap_put(&t->merges, ia, ib, r, id);
+	if (cat != small)
+		free(cat);
+	return id < 0 ? -1 : 0;
 }
 
 /* Tables derived from the vocabulary once it is complete. */
@@ -1149,10 +1199,17 @@ nfc_init(void)
 	uint8_t *u = llm_xcalloc(NFC_TABLE_MAX / 8, 1);
 #define SET_UNSAFE(c) (u[(c) >> 3] |= (uint8_t)(1u << ((c) & 7)))
 	for (utf8proc_int32_t c = 0x80; c < NFC_TABLE_MAX; c++) {
-		if (utf8proc_get_property(c)->combining_class) {
+		const utf8proc_property_t *pr = utf8proc_get_property(c);
+		if (pr->combining_class) {
 			SET_UNSAFE(c);
 			continue;
 		}
+		/* No canonical decomposition (none, or a compatibility one, and
+		 * not a Hangul syllable): utf8proc_decompose_char would give c
+		 * itself.  Most code points; skipping them saves most of the
+		 * time. */
+		if ((pr->decomp_seqindex == UINT16_MAX || pr->decomp_type) && !(c >= 0xac00 && c <= 0xd7a3))
+			continue;
 		utf8proc_int32_t buf[16];
 		int last = 0;
 		utf8proc_ssize_t n = utf8proc_decompose_char(c, buf, 16, UTF8PROC_DECOMPOSE, &last);
@@ -2501,21 +2558,11 @@ load_post(struct llm_tokenizer *t, const json_t *o)
 	return 0;
 }
 
+/* model.vocab and model.merges from the jansson tree (see also the fast
+ * reader below, which must mean the same). */
 static int
-load_model(struct llm_tokenizer *t, const json_t *m)
+load_vocab(struct llm_tokenizer *t, const json_t *vocab)
 {
-	const char *type = type_of(m);
-	const json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges"); /* borrowed */
-	if (!json_is_object(m))
-		return llm_seterr("%s: no 'model' object", t->name);
-	if (*type && strcmp(type, "BPE") != 0)
-		return llm_seterr("%s: unsupported model '%s' (only BPE)", t->name, type);
-	if (!json_is_object(vocab) || !json_is_array(merges))
-		return llm_seterr("%s: model: no 'vocab' object or 'merges' array", t->name);
-	const json_t *drop = json_object_get(m, "dropout"); /* borrowed */
-	if (json_is_number(drop) && json_number_value(drop) > 0)
-		return llm_seterr("%s: model: BPE dropout is not supported", t->name);
-
 	const char *k;
 	const json_t *v;
 	json_int_t maxid = -1;
@@ -2530,7 +2577,12 @@ load_model(struct llm_tokenizer *t, const json_t *m)
 	 * occur in a vocabulary it parsed. */
 	json_object_foreach((json_t *)vocab, k, v)
 		model_set(t, (int32_t)json_integer_value(v), k, strlen(k));
+	return 0;
+}
 
+static int
+load_merges(struct llm_tokenizer *t, const json_t *merges)
+{
 	size_t i;
 	const json_t *x;
 	pairmap_init(&t->merges, json_array_size(merges));
@@ -2557,6 +2609,28 @@ load_model(struct llm_tokenizer *t, const json_t *m)
 		if (model_merge(t, a, alen, b, blen, (uint32_t)i) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* The model; its vocab and merges unless have_vocab (read from the text
+ * already: the ones in m are then the empty stand-ins). */
+static int
+load_model(struct llm_tokenizer *t, const json_t *m, int have_vocab)
+{
+	const char *type = type_of(m);
+	const json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges"); /* borrowed */
+	if (!json_is_object(m))
+		return llm_seterr("%s: no 'model' object", t->name);
+	if (*type && strcmp(type, "BPE") != 0)
+		return llm_seterr("%s: unsupported model '%s' (only BPE)", t->name, type);
+	if (!json_is_object(vocab) || !json_is_array(merges))
+		return llm_seterr("%s: model: no 'vocab' object or 'merges' array", t->name);
+	const json_t *drop = json_object_get(m, "dropout"); /* borrowed */
+	if (json_is_number(drop) && json_number_value(drop) > 0)
+		return llm_seterr("%s: model: BPE dropout is not supported", t->name);
+
+	if (!have_vocab && (load_vocab(t, vocab) < 0 || load_merges(t, merges) < 0))
+		return -1;
 
 	const char *s;
 	size_t len;
@@ -2617,18 +2691,451 @@ load_added(struct llm_tokenizer *t, const json_t *a)
 	return 0;
 }
 
-struct llm_tokenizer *
-llm_tokenizer_load_json(const char *text, size_t len, const char *name)
+/* ---- model.vocab and model.merges straight from the text ----
+ *
+ * The vocabulary and the merges are nearly all of a tokenizer.json (11 MB
+ * for a 151k-token vocabulary), and a jansson tree of them, with a malloc'd
+ * node per string, costs more than all the rest of loading together.  So
+ * the loader first walks the text itself: it reads those two values
+ * straight into the model's tables and hands jansson the rest of the
+ * document, with them replaced by {} and [].  This reader accepts a subset
+ * of what jansson accepts and means the same by it: strings of valid UTF-8
+ * without control characters, escapes with paired surrogates (never
+ * \u0000, which jansson refuses in keys, and in strings without
+ * JSON_ALLOW_NUL), ids written as plain integers, no duplicate keys.  As
+ * the rest is valid JSON with a value where each of the two stood, the
+ * whole document is valid JSON too.  Whenever the reader declines (bad
+ * JSON, or anything load_vocab or load_merges would refuse) the document
+ * is loaded again the general way, so that every error message is the one
+ * jansson or the loaders give, word for word. */
+
+#define AHEAD 16 /* table lookups in flight while loading */
+
+static inline const char *
+jws(const char *p, const char *e)
 {
-	json_t *j = llm_json_loadb(text, len, name);
-	if (!j)
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+static int
+hex4(const char *p, uint32_t *v)
+{
+	uint32_t x = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+			c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		if (d < 0)
+			return -1;
+		x = x << 4 | (uint32_t)d;
+	}
+	*v = x;
+	return 0;
+}
+
+/* Decode the JSON string whose opening quote is at *pp, append it to out
+ * and leave *pp after the closing quote; -1 for a string that jansson
+ * refuses, and for \u0000. */
+static int
+jstring(const char **pp, const char *e, struct llm_buf *out)
+{
+	const char *p = *pp + 1;
+	for (;;) {
+		const char *run = p;
+		unsigned high = 0;
+		while (p < e && (uint8_t)*p >= 0x20 && *p != '"' && *p != '\\')
+			high |= (uint8_t)*p++;
+		if (p == e)
+			return -1;
+		if ((high & 0x80) && !llm_utf8_valid(run, (size_t)(p - run)))
+			return -1;
+		llm_buf_add(out, run, (size_t)(p - run));
+		if (*p == '"') {
+			*pp = p + 1;
+			return 0;
+		}
+		if (*p != '\\' || e - p < 2)
+			return -1; /* a control character, or the text ends */
+		char c[4];
+		size_t n = 1;
+		switch (p[1]) {
+		case '"': case '\\': case '/': c[0] = p[1]; break;
+		case 'b': c[0] = '\b'; break;
+		case 'f': c[0] = '\f'; break;
+		case 'n': c[0] = '\n'; break;
+		case 'r': c[0] = '\r'; break;
+		case 't': c[0] = '\t'; break;
+		case 'u': {
+			uint32_t cp, lo;
+			if (e - p < 6 || hex4(p + 2, &cp) < 0)
+				return -1;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (e - p < 12 || p[6] != '\\' || p[7] != 'u' || hex4(p + 8, &lo) < 0 ||
+				    lo < 0xdc00 || lo > 0xdfff)
+					return -1;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				p += 6;
+			} else if (cp == 0 || (cp >= 0xdc00 && cp <= 0xdfff)) {
+				return -1;
+			}
+			n = llm_utf8_encode(cp, c);
+			p += 4;
+			break;
+		}
+		default:
+			return -1;
+		}
+		llm_buf_add(out, c, n);
+		p += 2;
+	}
+}
+
+/* The end of the JSON value at p, found by following strings and nesting
+ * only (jansson checks the rest); NULL if the text ends first. */
+static const char *
+jskip(const char *p, const char *e)
+{
+	size_t depth = 0;
+	do {
+		if (p == e)
+			return NULL;
+		switch (*p) {
+		case '"':
+			for (p++; p < e && *p != '"'; p++)
+				if (*p == '\\' && ++p == e)
+					return NULL;
+			if (p == e)
+				return NULL;
+			p++;
+			break;
+		case '{': case '[':
+			depth++;
+			p++;
+			break;
+		case '}': case ']':
+			if (depth == 0)
+				return NULL;
+			depth--;
+			p++;
+			break;
+		default:
+			if (depth == 0) { /* a number, true, false or null */
+				const char *q = p;
+				while (p < e && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+				    *p == '-' || *p == '+' || *p == '.' || *p == 'E'))
+					p++;
+				return p > q ? p : NULL;
+			}
+			p++;
+		}
+	} while (depth > 0);
+	return p;
+}
+
+/* The key of an object member at p (after '{' or ',' and white space),
+ * decoded into key; returns the start of the member's value, or NULL. */
+static const char *
+jkey(const char *p, const char *e, struct llm_buf *key)
+{
+	key->len = 0;
+	if (p == e || *p != '"' || jstring(&p, e, key) < 0)
 		return NULL;
+	p = jws(p, e);
+	if (p == e || *p != ':')
+		return NULL;
+	return jws(p + 1, e);
+}
+
+/* After a value inside an object or array closed by close: 1 and *pp at
+ * the next one, 0 and *pp after the close, or -1. */
+static int
+jnext(const char **pp, const char *e, char close)
+{
+	const char *p = jws(*pp, e);
+	if (p < e && *p == ',') {
+		*pp = jws(p + 1, e);
+		return 1;
+	}
+	if (p < e && *p == close) {
+		*pp = p + 1;
+		return 0;
+	}
+	return -1;
+}
+
+/* The first step into an object or array at p: 1 and *pp at its first
+ * element, or 0 and *pp after it when it is empty. */
+static int
+jopen(const char **pp, const char *e, char close)
+{
+	const char *p = jws(*pp + 1, e);
+	if (p < e && *p == close) {
+		*pp = p + 1;
+		return 0;
+	}
+	*pp = p;
+	return 1;
+}
+
+static inline int
+key_is(const struct llm_buf *key, const char *s)
+{
+	size_t n = strlen(s);
+	return key->len == n && memcmp(key->p, s, n) == 0;
+}
+
+/* model.vocab at p ('{'): as load_vocab, or NULL.  Returns the end.  The
+ * keys go to the pool as they come; the table, which needs the largest id
+ * for its size, is filled once they are all read, AHEAD keys at a time. */
+static const char *
+read_vocab(struct llm_tokenizer *t, const char *p, const char *e)
+{
+	struct vent {
+		uint32_t len; /* the key's; keys follow each other in the pool */
+		int32_t id;
+	} *v = NULL;
+	size_t n = 0, cap = 0, base = t->pool.len;
+	int32_t maxid = -1;
+	int more = jopen(&p, e, '}');
+
+	while (more) {
+		if (p == e || *p != '"')
+			goto fail;
+		size_t off = t->pool.len;
+		if (jstring(&p, e, &t->pool) < 0)
+			goto fail;
+		size_t len = t->pool.len - off;
+		llm_buf_add(&t->pool, "", 1); /* NUL-terminated, as model_set does */
+		p = jws(p, e);
+		if (p == e || *p != ':')
+			goto fail;
+		p = jws(p + 1, e);
+		/* An id as jansson reads a valid one: 0 or [1-9][0-9]*.  Signs,
+		 * fractions and exponents are left to load_vocab. */
+		const char *q = p;
+		int64_t id = 0;
+		while (p < e && *p >= '0' && *p <= '9' && p - q < 10)
+			id = id * 10 + (*p++ - '0');
+		if (p == q || (*q == '0' && p - q > 1) || id >= INT32_MAX)
+			goto fail;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			v = llm_xreallocarray(v, cap, sizeof(*v));
+		}
+		v[n++] = (struct vent){(uint32_t)len, (int32_t)id};
+		if (id > maxid)
+			maxid = (int32_t)id;
+		if ((more = jnext(&p, e, '}')) < 0)
+			goto fail;
+	}
+	model_alloc(t, (size_t)maxid + 1);
+	uint64_t h[AHEAD];
+	size_t off = base, ahead = base; /* pool offsets of keys i - AHEAD and i */
+	for (size_t i = 0; i < n + AHEAD; i++) {
+		uint64_t *hi = &h[i % AHEAD]; /* key i - AHEAD's hash, then key i's */
+		if (i >= AHEAD) {
+			const struct vent *x = &v[i - AHEAD];
+			t->tok_off[x->id] = off;
+			t->tok_len[x->id] = x->len;
+			if (smap_put(&t->vocab, t->pool.p, off, x->len, *hi, x->id))
+				goto fail; /* a duplicate key */
+			off += x->len + 1;
+		}
+		if (i < n) {
+			*hi = hash_bytes(t->pool.p + ahead, v[i].len);
+			smap_prefetch(&t->vocab, *hi);
+			ahead += v[i].len + 1;
+		}
+	}
+	free(v);
+	return p;
+fail:
+	free(v);
+	return NULL;
+}
+
+/* A merge read and waiting for its lookups: left and right back to back,
+ * and the hashes of left, right and the two together. */
+struct pending {
+	struct llm_buf s;
+	size_t alen;
+	uint64_t h[3];
+};
+
+static int
+merge_ids(const struct llm_tokenizer *t, const struct pending *q, int32_t *r)
+{
+	r[0] = smap_get(&t->vocab, t->pool.p, q->s.p, q->alen, q->h[0]);
+	r[1] = smap_get(&t->vocab, t->pool.p, q->s.p + q->alen, q->s.len - q->alen, q->h[1]);
+	r[2] = smap_get(&t->vocab, t->pool.p, q->s.p, q->s.len, q->h[2]);
+	return r[0] < 0 || r[1] < 0 || r[2] < 0 ? -1 : 0;
+}
+
+/* model.merges at p ('['): as load_merges, or NULL.  Returns the end.
+ * Each merge is looked up when the one AHEAD after it has been read. */
+static const char *
+read_merges(struct llm_tokenizer *t, const char *p, const char *e)
+{
+	int32_t (*v)[3] = NULL; /* (n, 3): left, right and merged id */
+	size_t n = 0, cap = 0;
+	struct pending ring[AHEAD];
+	int more = jopen(&p, e, ']');
+
+	memset(ring, 0, sizeof(ring));
+	for (; more; n++) {
+		struct pending *q = &ring[n % AHEAD];
+		if (n >= AHEAD && merge_ids(t, q, v[n - AHEAD]) < 0)
+			goto fail;
+		q->s.len = 0;
+		if (p < e && *p == '"') { /* "left right" */
+			if (jstring(&p, e, &q->s) < 0)
+				goto fail;
+			char *sp = memchr(q->s.p, ' ', q->s.len);
+			if (!sp || memchr(sp + 1, ' ', q->s.len - (size_t)(sp + 1 - q->s.p)))
+				goto fail;
+			q->alen = (size_t)(sp - q->s.p);
+			memmove(sp, sp + 1, q->s.len - q->alen - 1);
+			q->s.len--;
+		} else if (p < e && *p == '[') { /* ["left", "right"] */
+			p = jws(p + 1, e);
+			if (p == e || *p != '"' || jstring(&p, e, &q->s) < 0)
+				goto fail;
+			q->alen = q->s.len;
+			p = jws(p, e);
+			if (p == e || *p != ',')
+				goto fail;
+			p = jws(p + 1, e);
+			if (p == e || *p != '"' || jstring(&p, e, &q->s) < 0)
+				goto fail;
+			p = jws(p, e);
+			if (p == e || *p != ']')
+				goto fail;
+			p++;
+		} else {
+			goto fail;
+		}
+		q->h[0] = hash_bytes(q->s.p, q->alen);
+		q->h[1] = hash_bytes(q->s.p + q->alen, q->s.len - q->alen);
+		q->h[2] = hash_bytes(q->s.p, q->s.len);
+		for (int k = 0; k < 3; k++)
+			smap_prefetch(&t->vocab, q->h[k]);
+		if (n == cap) {
+			cap = cap ? cap * 2 : 1024;
+			v = llm_xreallocarray(v, cap, sizeof(*v));
+		}
+		if ((more = jnext(&p, e, ']')) < 0)
+			goto fail;
+	}
+	for (size_t i = n > AHEAD ? n - AHEAD : 0; i < n; i++)
+		if (merge_ids(t, &ring[i % AHEAD], v[i]) < 0)
+			goto fail;
+	pairmap_init(&t->merges, n);
+	for (size_t i = 0; i < n; i++) {
+		if (i + AHEAD < n)
+			pairmap_prefetch(&t->merges, v[i + AHEAD][0], v[i + AHEAD][1]);
+		pairmap_put(&t->merges, v[i][0], v[i][1], (uint32_t)i, v[i][2]);
+	}
+	for (int k = 0; k < AHEAD; k++)
+		llm_buf_free(&ring[k].s);
+	free(v);
+	return p;
+fail:
+	for (int k = 0; k < AHEAD; k++)
+		llm_buf_free(&ring[k].s);
+	free(v);
+	return NULL;
+}
+
+/* Read the top-level model.vocab and model.merges of the document into t
+ * and append the rest of it to rest, with {} and [] in their place; -1
+ * (nothing said) to have the document loaded the general way. */
+static int
+read_model_text(struct llm_tokenizer *t, const char *text, size_t len, struct llm_buf *rest)
+{
+	const char *e = text + len, *p = jws(text, e), *copied = text;
+	const char *merges = NULL, *merges_end = NULL;
+	struct llm_buf key = {0};
+	int have_model = 0, have_vocab = 0, rc = -1, more, more_m;
+
+	if (p == e || *p != '{')
+		goto out;
+	more = jopen(&p, e, '}');
+	while (more) {
+		if (!(p = jkey(p, e, &key)))
+			goto out;
+		if (!key_is(&key, "model") || p == e || *p != '{') {
+			if (!(p = jskip(p, e)))
+				goto out;
+		} else if (have_model++) {
+			goto out;
+		} else {
+			more_m = jopen(&p, e, '}');
+			while (more_m) {
+				if (!(p = jkey(p, e, &key)))
+					goto out;
+				if (key_is(&key, "vocab")) {
+					if (have_vocab++ || p == e || *p != '{')
+						goto out;
+					llm_buf_add(rest, copied, (size_t)(p - copied));
+					llm_buf_add(rest, "{}", 2);
+					if (!(p = read_vocab(t, p, e)))
+						goto out;
+					copied = p;
+				} else if (key_is(&key, "merges")) {
+					if (merges || p == e || *p != '[')
+						goto out;
+					llm_buf_add(rest, copied, (size_t)(p - copied));
+					llm_buf_add(rest, "[]", 2);
+					merges = p;
+					/* Merges need the vocabulary: read them now if it
+					 * came first, else once the object is done. */
+					if (!(p = have_vocab ? read_merges(t, p, e) : jskip(p, e)))
+						goto out;
+					merges_end = have_vocab ? NULL : p;
+					copied = p;
+				} else if (!(p = jskip(p, e))) {
+					goto out;
+				}
+				if ((more_m = jnext(&p, e, '}')) < 0)
+					goto out;
+			}
+		}
+		if ((more = jnext(&p, e, '}')) < 0)
+			goto out;
+	}
+	if (!have_vocab || !merges || (merges_end && read_merges(t, merges, merges_end) != merges_end))
+		goto out;
+	llm_buf_add(rest, copied, (size_t)(e - copied));
+	rc = 0;
+out:
+	llm_buf_free(&key);
+	return rc;
+}
+
+/* Load a document, reading the vocabulary and merges from the text when
+ * fast (NULL, nothing said, if that declines) or through jansson. */
+static struct llm_tokenizer *
+load_doc(const char *text, size_t len, const char *name, int fast)
+{
 	struct llm_tokenizer *t = tok_new(name);
+	struct llm_buf rest = {0};
+	json_t *j = NULL;
+	if (fast) {
+		if (read_model_text(t, text, len, &rest) < 0)
+			goto fail;
+		j = llm_json_loadb(rest.p, rest.len, name);
+	} else {
+		j = llm_json_loadb(text, len, name);
+	}
+	if (!j)
+		goto fail;
 	if (!json_is_object(j)) {
 		llm_seterr("%s: not a JSON object", name);
 		goto fail;
 	}
-	if (load_model(t, json_object_get(j, "model")) < 0 ||
+	if (load_model(t, json_object_get(j, "model"), fast) < 0 ||
 	    load_normalizer(t, json_object_get(j, "normalizer")) < 0 ||
 	    load_pretokenizer(t, json_object_get(j, "pre_tokenizer")) < 0 ||
 	    load_decoder(t, json_object_get(j, "decoder")) < 0 ||
@@ -2636,16 +3143,33 @@ llm_tokenizer_load_json(const char *text, size_t len, const char *name)
 	    load_added(t, json_object_get(j, "added_tokens")) < 0 || finish(t) < 0)
 		goto fail;
 	json_decref(j);
+	llm_buf_free(&rest);
 	return t;
 fail:
 	json_decref(j);
+	llm_buf_free(&rest);
 	llm_tokenizer_free(t);
 	return NULL;
 }
 
 struct llm_tokenizer *
+llm_tokenizer_load_json(const char *text, size_t len, const char *name)
+{
+	struct llm_tokenizer *t = load_doc(text, len, name, 1);
+	return t ? t : load_doc(text, len, name, 0);
+}
+
+struct llm_tokenizer *
 llm_tokenizer_load(const char *path)
 {
+	/* Mapped rather than read: no copy, and the pages are the page
+	 * cache's.  A file that cannot be mapped is read, for the message. */
+	struct llm_map m;
+	if (llm_map_file(&m, path) == 0) {
+		struct llm_tokenizer *t = llm_tokenizer_load_json((const char *)m.p, m.len, path);
+		llm_unmap(&m);
+		return t;
+	}
 	char *text;
 	size_t len;
 	if (llm_read_file(path, &text, &len) < 0)
