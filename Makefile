@@ -51,7 +51,7 @@ IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition
-TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe
+TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -125,6 +125,7 @@ $(T)/cmpf32: tests/tools/cmpf32.c
 $(T)/tokcheck: tests/tools/tokcheck.c
 $(T)/mkrunmodel: tests/tools/mkrunmodel.c
 $(T)/bwprobe: tests/tools/bwprobe.c
+$(T)/fmaprobe: tests/tools/fmaprobe.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit

@@ -84,6 +84,26 @@ map_weights(struct llm_runtime *rt)
 	return 0;
 }
 
+/* The weights' pages, mapped before the first phase needs them: the
+ * first prefill of a fresh process would otherwise take a page fault per
+ * 64 KiB of weights (0.15 s for 3.5 GB here).  Runs beside the tokenizer
+ * load; a read per page, the kernel's fault-around maps the rest. */
+static void *
+prefault_main(void *arg)
+{
+	struct llm_runtime *rt = arg;
+	const volatile uint8_t *p = rt->weights;
+	size_t n = (size_t)rt->model.data_bytes, step = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned sum = 0;
+
+	for (size_t i = 0; i < n; i += step) {
+		if ((i & ((1u << 24) - 1)) == 0 && atomic_load_explicit(&rt->stop_prefault, memory_order_relaxed))
+			break;
+		sum += p[i];
+	}
+	return (void *)(uintptr_t)sum;
+}
+
 static int
 load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 {
@@ -176,6 +196,9 @@ llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runt
 	rt->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
 	if (!rt->tokens || !rt->logits)
 		llm_fatal("out of memory");
+	/* Best effort: without the thread the first phase faults them in. */
+	if (o->prefault && pthread_create(&rt->prefault, NULL, prefault_main, rt) == 0)
+		rt->prefaulting = 1;
 	return 0;
 fail:
 	llm_runtime_close(rt);
@@ -185,6 +208,10 @@ fail:
 void
 llm_runtime_close(struct llm_runtime *rt)
 {
+	if (rt->prefaulting) {
+		atomic_store(&rt->stop_prefault, 1);
+		pthread_join(rt->prefault, NULL);
+	}
 	if (rt->kv)
 		munmap(rt->kv, rt->kv_map);
 	free(rt->tokens);

@@ -9,6 +9,8 @@
 #ifndef LLM_RUNTIME_H
 #define LLM_RUNTIME_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bundle.h"
@@ -29,6 +31,7 @@ enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_COUNT };
 struct llm_runtime_opts {
 	int threads;            /* OpenMP threads; 0: the OpenMP default */
 	int verbose;            /* each phase call on stderr */
+	int prefault;           /* map the weights' pages in a background thread */
 };
 
 struct llm_runtime {
@@ -49,6 +52,9 @@ struct llm_runtime {
 	int64_t pos;                    /* positions filled in the cache */
 	int64_t calls[LLM_PH_COUNT];
 	int verbose;
+	pthread_t prefault;             /* joined by llm_runtime_close */
+	int prefaulting;
+	atomic_int stop_prefault;
 };
 
 /* 0, or -1 with llm_errmsg naming the file at fault. */

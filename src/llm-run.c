@@ -66,6 +66,10 @@ usage_msg(const char *msg)
 	usage();
 }
 
+/* When main started: the origin of the time to first token from the
+ * start of the process. */
+static double t_start;
+
 /* Ctrl-C: generation stops after the current step. */
 static volatile sig_atomic_t interrupted;
 
@@ -503,13 +507,17 @@ end_line(const struct gen *g, const struct result *r)
 		write_out("\n", 1);
 }
 
+/* load < 0: no load time (a chat turn); from_start < 0: no time to
+ * first token from the start of the process. */
 static json_t *
-timings_json(double load, const struct result *r, int64_t nprefill, double t_prefill)
+timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill)
 {
 	json_t *tm = json_object();
 	if (load >= 0)
 		json_object_set_new(tm, "load_ms", json_real(load * 1e3));
 	json_object_set_new(tm, "ttft_ms", json_real(r->t_first * 1e3));
+	if (from_start >= 0)
+		json_object_set_new(tm, "ttft_from_start_ms", json_real(from_start * 1e3));
 	json_object_set_new(tm, "prefill_tokens", json_integer(nprefill));
 	json_object_set_new(tm, "prefill_ms", json_real(t_prefill * 1e3));
 	json_object_set_new(tm, "prefill_tps", json_real(rate((double)nprefill, t_prefill)));
@@ -596,7 +604,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(text, len));
 		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "timings", timings_json(t_load, &r, (int64_t)nids, t_prefill));
+		json_object_set_new(o, "timings", timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids,
+		    t_prefill));
 		print_json(o);
 	} else {
 		end_line(g, &r);
@@ -724,7 +733,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "text", json_stringn(reply, rlen));
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "context_tokens", json_integer(rt->pos));
-		json_object_set_new(o, "timings", timings_json(-1, &r, (int64_t)nids, t_prefill));
+		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
 		print_json(o);
 	} else {
 		if (!rlen || reply[rlen - 1] != '\n')
@@ -870,13 +879,17 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	llm_chat_cache_free(&c.cache);
 }
 
-/* --bench [pp=N,tg=N,reps=N]: like llama-bench, random tokens, no
- * sampling and no tokenizer.  pp: prefill of N tokens from position 0;
- * tg: N decode steps after one prompt token; each run reps times after
- * one warm-up run, the rate is the mean over the runs with its sample
- * standard deviation. */
+/* --bench [pp=N,tg=N,depth=N,reps=N]: like llama-bench, random tokens, no
+ * sampling and no tokenizer.  pp: a prefill of N tokens at position depth
+ * (through prefill_kv when depth > 0); tg: N decode steps after depth
+ * tokens, or after one prompt token when depth is 0.  Each test runs reps
+ * times after one warm-up run; the rate is the mean over the runs with
+ * its sample standard deviation.  The depth tokens are prefilled once,
+ * untimed, and every run rewinds the cache to them: the phases write
+ * positions [pos, pos + n) only, so the first depth positions stay as
+ * they were. */
 struct bench_spec {
-	int64_t pp, tg, reps;
+	int64_t pp, tg, depth, reps;
 };
 
 static void
@@ -889,30 +902,51 @@ parse_bench(const char *s, struct bench_spec *b)
 		int64_t *dst = NULL;
 		if (t[k] == '=')
 			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp : k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
+			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth :
 			    k == 4 && strncmp(t, "reps", 4) == 0 ? &b->reps : NULL;
 		if (!dst)
-			usage_msg(llm_xasprintf("--bench: '%s' is not pp=N, tg=N or reps=N", t));
+			usage_msg(llm_xasprintf("--bench: '%s' is not pp=N, tg=N, depth=N or reps=N", t));
 		*dst = parse_int("--bench", t + k + 1, dst == &b->reps, 1 << 24);
 	}
 	free(copy);
+}
+
+/* n random ids of the vocabulary. */
+static void
+bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		tokens[i] = (int64_t)(llm_rng_next(rng) % (uint64_t)rt->vocab);
 }
 
 static void
 run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, uint64_t seed, int json)
 {
 	struct llm_rng rng;
+	int64_t d = b->depth;
 	int64_t n = b->pp > b->tg + 1 ? b->pp : b->tg + 1;
-	int64_t *tokens = llm_xreallocarray(NULL, (size_t)n, sizeof(*tokens));
+	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > d ? n : d), sizeof(*tokens));
 	json_t *arr = json_array();
 	struct {
 		const char *kind;
 		int64_t n;
 	} tests[2] = {{"pp", b->pp}, {"tg", b->tg}};
 
-	if (b->pp > rt->max_context || b->tg + 1 > rt->max_context)
-		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 " does not fit max_context %" PRId64, model, b->pp,
-		    b->tg, rt->max_context);
+	/* tg needs one token of context before its first decode step. */
+	if (d + b->pp > rt->max_context || (d > 0 ? d : 1) + b->tg > rt->max_context) {
+		char depth[32] = "";
+		if (d > 0)
+			snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
+		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64, model,
+		    b->pp, b->tg, depth, rt->max_context);
+	}
 	llm_rng_seed(&rng, seed);
+	if (d > 0 && (b->pp > 0 || b->tg > 0)) {
+		bench_tokens(&rng, rt, tokens, d);
+		llm_runtime_reset(rt);
+		if (llm_runtime_prefill(rt, tokens, d) < 0)
+			llm_fatal("%s: %s", model, llm_errmsg());
+	}
 	if (!json)
 		printf("| model | test | t/s |\n| --- | ---: | ---: |\n");
 	for (int t = 0; t < 2; t++) {
@@ -921,20 +955,26 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 			continue;
 		for (int64_t rep = -1; rep < b->reps; rep++) {
 			double t0, secs;
-			for (int64_t i = 0; i < n; i++)
-				tokens[i] = (int64_t)(llm_rng_next(&rng) % (uint64_t)rt->vocab);
-			llm_runtime_reset(rt);
+			int64_t first = 0;
+			bench_tokens(&rng, rt, tokens, n);
+			if (d == 0)
+				llm_runtime_reset(rt);
+			else if (llm_runtime_rewind(rt, d) < 0)
+				llm_fatal("%s: %s", model, llm_errmsg());
 			if (t == 0) {
 				t0 = llm_now();
 				if (llm_runtime_prefill(rt, tokens, tests[t].n) < 0)
 					llm_fatal("%s: %s", model, llm_errmsg());
 				secs = llm_now() - t0;
 			} else {
-				if (llm_runtime_prefill(rt, tokens, 1) < 0)
-					llm_fatal("%s: %s", model, llm_errmsg());
+				if (d == 0) {
+					if (llm_runtime_prefill(rt, tokens, 1) < 0)
+						llm_fatal("%s: %s", model, llm_errmsg());
+					first = 1;
+				}
 				t0 = llm_now();
-				for (int64_t i = 1; i <= tests[t].n; i++)
-					if (llm_runtime_decode(rt, tokens[i]) < 0)
+				for (int64_t i = 0; i < tests[t].n; i++)
+					if (llm_runtime_decode(rt, tokens[first + i]) < 0)
 						llm_fatal("%s: %s", model, llm_errmsg());
 				secs = llm_now() - t0;
 			}
@@ -948,10 +988,13 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 		double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
 		double sd = var > 0 ? sqrt(var) : 0;
 		char name[64];
-		snprintf(name, sizeof(name), "%s%" PRId64, tests[t].kind, tests[t].n);
+		if (d > 0)
+			snprintf(name, sizeof(name), "%s%" PRId64 " @ d%" PRId64, tests[t].kind, tests[t].n, d);
+		else
+			snprintf(name, sizeof(name), "%s%" PRId64, tests[t].kind, tests[t].n);
 		if (json)
-			json_array_append_new(arr, json_pack("{s:s,s:f,s:f}", "test", name, "tokens_per_s", mean,
-			    "stddev", sd));
+			json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f}", "test", name, "depth", (json_int_t)d,
+			    "tokens_per_s", mean, "stddev", sd));
 		else
 			printf("| %s | %s | %.2f ± %.2f |\n", model, name, mean, sd);
 	}
@@ -1011,13 +1054,14 @@ main(int argc, char **argv)
 	const char *logits_path = NULL, *tokenizer_path = NULL, *template_name = NULL, *system = NULL;
 	const char *render_path = NULL, *bench_arg = NULL;
 	struct llm_sampler_params sp = LLM_SAMPLER_DEFAULTS;
-	struct bench_spec bench = {512, 64, 3};
+	struct bench_spec bench = {512, 64, 0, 3};
 	char **stop = NULL;
 	size_t nstop = 0;
 	int64_t max_new = 128, threads = 0;
 	int json = 0, verbose = 0, ch, seeded = 0, add_special = 0, skip_special = 0, no_gen = 0;
 	enum mode mode = M_NONE;
 
+	t_start = llm_now();
 	llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "f:him:n:p:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -1197,7 +1241,7 @@ main(int argc, char **argv)
 
 	/* Open the model. */
 	struct llm_runtime rt;
-	struct llm_runtime_opts ro = {(int)threads, verbose};
+	struct llm_runtime_opts ro = {(int)threads, verbose, 1};
 	struct source src = {NULL, -1, NULL, NULL};
 	double t_load = llm_now();
 	if (llm_runtime_open(&rt, model, &ro) < 0)

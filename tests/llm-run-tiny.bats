@@ -107,3 +107,38 @@ setup() {
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp32","tg8"]' ]
 	[ "$(jq 'all(.[]; .tokens_per_s > 0)' <<<"$output")" = true ]
 }
+
+@test "--bench at a depth runs prefill_kv and decode after the depth on the compiled model" {
+	# Context 256, chunk 16: a depth of 200 leaves room for pp32 and tg8.
+	run -0 --separate-stderr llm-run -m "$M" -t 1 --bench pp=32,tg=8,depth=200,reps=2 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp32 @ d200","tg8 @ d200"]' ]
+	[ "$(jq 'all(.[]; .depth == 200 and .tokens_per_s > 0)' <<<"$output")" = true ]
+	run -1 --separate-stderr llm-run -m "$M" --bench pp=32,tg=8,depth=240
+	[ "$stderr" = "llm-run: $M: --bench pp=32,tg=8,depth=240 does not fit max_context 256" ]
+}
+
+@test "bench-model reports every figure that fits the model's context" {
+	run -0 --separate-stderr bench-model -r 1 -t 1 "$M"
+	# The header, the separator, one row for the model, one line of probes.
+	[ "${#lines[@]}" -eq 4 ]
+	IFS='|' read -r _ name pp16 pp128 pp512 gf d1500 tg gbs tgd ttft _ <<<"${lines[2]}"
+	[ "$(echo $name)" = "2L d64 bf16" ]
+	for v in "$pp16" "$pp128" "$tg"; do awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }'; done
+	# Context 256: no pp512 and no runs at depths 1500 and 2048.
+	for v in "$pp512" "$gf" "$d1500" "$tgd"; do [ "$(echo $v)" = - ]; done
+	[[ $gbs =~ ^\ [0-9.]+\ \([0-9]+%\)\ $ ]]
+	[[ $ttft =~ ^\ [0-9]+\ \([0-9]+\)\ $ ]]
+	[[ ${lines[3]} =~ ^out:\ read\ probe\ [0-9.]+\ /\ [0-9.]+\ GB/s,\ FMA\ probe\ [0-9.]+\ /\ [0-9.]+\ GFLOP/s ]]
+}
+
+@test "the probes print their figures and refuse bad options" {
+	run -0 bwprobe -t 1 -m 16 -r 1
+	[[ $output =~ ^read_GBps\ [0-9.]+\ [0-9.]+\ threads\ 1\ MiB\ 16$ ]]
+	run -0 fmaprobe -t 1 -r 1
+	[[ $output =~ ^fma_GFLOPs\ [0-9.]+\ [0-9.]+\ threads\ 1$ ]]
+	run -2 fmaprobe -x
+	run -2 fmaprobe extra
+	run -1 fmaprobe -t 0
+	run -0 fmaprobe -h
+	[ "$output" = "usage: fmaprobe [-t threads] [-r repeats]" ]
+}

@@ -507,7 +507,7 @@ stop_job() {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench pp=8,tg=4,reps=2 --json
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8","tg4"]' ]
-	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and (keys == ["stddev","test","tokens_per_s"]))' <<<"$output")" = true ]
+	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and .depth == 0 and (keys == ["depth","stddev","test","tokens_per_s"]))' <<<"$output")" = true ]
 	run -0 --separate-stderr llm-run -m "$d" --bench=pp=4,tg=0,reps=1
 	[ "${lines[0]}" = "| model | test | t/s |" ]
 	[[ "${lines[2]}" =~ ^\|\ $d\ \|\ pp4\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
@@ -529,6 +529,70 @@ stop_job() {
 	run -2 llm-run -m "$d" --bench qq=1
 	run -2 llm-run -m "$d" --bench reps=0
 	run -2 llm-run -m "$d" --bench -p x
+}
+
+@test "--bench depth=N names its tests like llama-bench and reports the depth in JSON" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench pp=8,tg=4,depth=20,reps=2 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8 @ d20","tg4 @ d20"]' ]
+	[ "$(jq 'all(.[]; .depth == 20 and .tokens_per_s > 0 and .stddev >= 0)' <<<"$output")" = true ]
+	run -0 --separate-stderr llm-run -m "$d" --bench pp=4,tg=2,depth=7,reps=1
+	[ "${lines[0]}" = "| model | test | t/s |" ]
+	[[ "${lines[2]}" =~ ^\|\ $d\ \|\ pp4\ @\ d7\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[[ "${lines[3]}" =~ ^\|\ $d\ \|\ tg2\ @\ d7\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[ "${#lines[@]}" -eq 4 ]
+}
+
+@test "--bench depth=N prefills the depth once and starts every run at position N" {
+	d=$(fixture_linked a)
+	# The depth of 6 tokens: prefill 4 at 0, prefill_kv 2 at 4, once.
+	# Then, for the warm-up and 2 runs each: pp8 as two chunks of S = 4
+	# at positions 6 and 10; tg4 as decode steps at positions 6 to 9.
+	run -0 --separate-stderr llm-run -v -m "$d" --bench pp=8,tg=4,depth=6,reps=2
+	calls=$(grep -E ' (prefill|prefill_kv|decode) pos ' <<<"$stderr" | sed 's/^llm-run: //' | sort | uniq -c |
+		awk '{ $1 = $1; print }')
+	want=$(printf '%s\n' '3 decode pos 6 n_tokens 1' '3 decode pos 7 n_tokens 1' '3 decode pos 8 n_tokens 1' \
+		'3 decode pos 9 n_tokens 1' '1 prefill pos 0 n_tokens 4' '3 prefill_kv pos 10 n_tokens 4' \
+		'1 prefill_kv pos 4 n_tokens 2' '3 prefill_kv pos 6 n_tokens 4')
+	[ "$calls" = "$want" ]
+	# depth=0 is the plain benchmark: every run starts from position 0.
+	run -0 --separate-stderr llm-run -v -m "$d" --bench pp=4,tg=2,depth=0,reps=1
+	[ "$(grep -c 'prefill pos 0 n_tokens 4' <<<"$stderr")" -eq 2 ]
+	[ "$(grep -c 'prefill pos 0 n_tokens 1' <<<"$stderr")" -eq 2 ]
+	[ "$(grep -c 'decode pos' <<<"$stderr")" -eq 4 ]
+}
+
+@test "--bench refuses a depth that leaves no room for its tests, and a bad depth" {
+	d=$(fixture_linked a)
+	# max_context 64: pp at depth 60 needs 60 + 8 positions, tg 60 + 5.
+	run -1 --separate-stderr llm-run -m "$d" --bench pp=8,tg=0,depth=60
+	one_error
+	[ "$stderr" = "llm-run: $d: --bench pp=8,tg=0,depth=60 does not fit max_context 64" ]
+	run -1 --separate-stderr llm-run -m "$d" --bench pp=0,tg=5,depth=60
+	one_error
+	[ "$stderr" = "llm-run: $d: --bench pp=0,tg=5,depth=60 does not fit max_context 64" ]
+	# Exactly full is allowed: 56 + 8 and 60 + 4 positions.
+	run -0 --separate-stderr llm-run -m "$d" --bench pp=8,tg=0,depth=56,reps=1 --json
+	[ "$(jq -r '.[0].test' <<<"$output")" = "pp8 @ d56" ]
+	run -0 --separate-stderr llm-run -m "$d" --bench pp=0,tg=4,depth=60,reps=1 --json
+	[ "$(jq -r '.[0].test' <<<"$output")" = "tg4 @ d60" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench depth=x
+	[ "${stderr_lines[0]}" = "llm-run: --bench: 'x' is not an integer" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench depth=-1
+	[ "${stderr_lines[0]}" = "llm-run: --bench: '-1' is out of range [0, 16777216]" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench dpth=1
+	[ "${stderr_lines[0]}" = "llm-run: --bench: 'dpth=1' is not pp=N, tg=N, depth=N or reps=N" ]
+}
+
+@test "--json gives the time to first token from the start of the process" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d/model.llm" --json -p 'Hello' -n 4
+	# It covers the load and the time from the prompt to the first token,
+	# which covers the prefill.
+	[ "$(jq '.timings | (.ttft_from_start_ms >= .load_ms + .ttft_ms) and (.ttft_from_start_ms >= .prefill_ms) and (.ttft_ms >= .prefill_ms) and (.prefill_ms > 0)' <<<"$output")" = true ]
+	# A chat turn has no load: no time from the start either.
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 2 --json <<<'hi'
+	[ "$(jq '.timings | has("ttft_from_start_ms") or has("load_ms")' <<<"$output")" = false ]
 }
 
 @test "--tokenize and --detokenize read JSON lines with the model's tokenizer" {
