@@ -309,7 +309,9 @@ add(struct em *e, const char *a, const char *b, struct rows r, int64_t n)
 
 /* Rotate-half RoPE of xp [R, nh*HD] with cos/sin rows pos..pos+R-1.
  * q (nh = H): out [KVH, G, R, HD] f32 (query head = h*G + g).
- * k (nh = KVH): out [KVH, R, 2, HD/2] in the cache element type. */
+ * k (nh = KVH): out [KVH, 2, HD/2, R] in the cache element type: keys are
+ * cached transposed, positions last, so that attention scores are outer
+ * products with the keys in vector lanes. */
 static const char *
 rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 {
@@ -342,7 +344,7 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
 		top(e, x2, fmt("tensor.extract_slice %s[0, 0, 1, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
 		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
-		osh = fmt("tensor<%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, R, h2, elt);
+		osh = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, elt);
 	}
 	const char *ct = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
 	/* out = c == 0 ? x1*cos - x2*sin : x2*cos + x1*sin */
@@ -357,7 +359,7 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 	    "      %%p4 = arith.mulf %%a0, %%a3 : f32\n"
 	    "      %%r1 = arith.addf %%p3, %%p4 : f32\n"
 	    "%s",
-	    is_q ? 3 : 2,
+	    is_q ? 3 : 1,
 	    strcmp(elt, "f32") == 0 ? "      %r = arith.select %is0, %r0, %r1 : f32\n"
 	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n      %%r = arith.truncf %%rs : f32 to %s\n", elt));
 	if (is_q) {
@@ -370,14 +372,14 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 		top(e, res, fmt("tensor.collapse_shape %s [[0], [1], [2], [3, 4]]", ot),
 		    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", osh, kvh, g, R, hd));
 	} else {
-		/* dims (h, s, c, j) */
+		/* dims (h, c, j, s) */
 		ot = generic(e, "rope", "kr", 4,
-		    (struct gin[]){{x1, sh3, "d1, d0, d3", "f32"}, {x2, sh3, "d1, d0, d3", "f32"},
-		        {cs, ct, "d1, d3", "f32"}, {sn, ct, "d1, d3", "f32"}},
+		    (struct gin[]){{x1, sh3, "d3, d0, d2", "f32"}, {x2, sh3, "d3, d0, d2", "f32"},
+		        {cs, ct, "d3, d2", "f32"}, {sn, ct, "d3, d2", "f32"}},
 		    NULL, osh, e->R.dyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
 		    /* the body's output element type is the cache's */
 		    body);
-		/* [KVH, R, 2, HD/2]: inserted as is into the cache viewed with
+		/* [KVH, 2, HD/2, R]: inserted as is into the cache viewed with
 		 * the same split, so no copy is needed. */
 		res = ot;
 	}
@@ -400,8 +402,9 @@ fill(struct em *e, const char *type, const char *dyn, int nd, const char *value)
 	return r;
 }
 
-/* Grouped-query attention of q [KVH, G, R, HD] over the cache rows
- * [0, L) of kc, vc [KVH, C, HD]; row s of the chunk sees keys t <= pos + s.
+/* Grouped-query attention of q [KVH, G, R, HD] over the cache positions
+ * [0, L) of kc [KVH, HD, C] and vc [KVH, C, HD]; row s of the chunk sees
+ * keys t <= pos + s.
  * Returns [R, H*HD] with query head h*G + g at columns of block h*G + g. */
 static const char *
 attention(struct em *e, const char *q, const char *kc, const char *vc)
@@ -411,6 +414,8 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	const char *R = e->R.t, *kvt = e->kvt;
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
 	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
+	const char *ckt = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, C, kvt);
+	const char *lkt = fmt("tensor<%" PRId64 "x%" PRId64 "x?x%s>", kvh, hd, kvt);
 	const char *qt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", kvh, g, R, hd);
 	const char *st = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx?xf32>", kvh, g, R);
 	const char *rt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sxf32>", kvh, g, R);
@@ -424,14 +429,14 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	    "      %lim = arith.addi %si, %pos : index\n"
 	    "      %ok = arith.cmpi ule, %ti, %lim : index\n";
 
-	top(e, kt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %%L, %" PRId64 "] [1, 1, 1]", kc, kvh, hd),
-	    fmt(": %s to %s", ct, lt));
+	top(e, kt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %" PRId64 ", %%L] [1, 1, 1]", kc, kvh, hd),
+	    fmt(": %s to %s", ckt, lkt));
 	top(e, vt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %%L, %" PRId64 "] [1, 1, 1]", vc, kvh, hd),
 	    fmt(": %s to %s", ct, lt));
-	/* scores (h, g, s, t) = sum_d q(h, g, s, d) k(h, t, d) */
+	/* scores (h, g, s, t) = sum_d q(h, g, s, d) k(h, d, t) */
 	const char *z = fill(e, st, sdyn, 4, "0.0");
 	const char *sc = generic(e, "attn", "scores", 2,
-	    (struct gin[]){{q, qt, "d0, d1, d2, d4", "f32"}, {kt, lt, "d0, d3, d4", kvt}},
+	    (struct gin[]){{q, qt, "d0, d1, d2, d4", "f32"}, {kt, lkt, "d0, d4, d3", kvt}},
 	    z, st, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
 	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
 		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", kw, kn));
@@ -482,10 +487,10 @@ cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 {
 	const struct llm_model_config *c = e->c;
 	int64_t plane = c->n_kv_heads * e->m->max_context * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
-	/* Keys are viewed with the head dim split in halves, as RoPE writes
-	 * them; values plain. */
+	/* Keys are transposed, [KVH, HD, C], and viewed with the head dim
+	 * split in the halves RoPE writes; values plain, [KVH, C, HD]. */
 	const char *ty = which ? fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, e->m->max_context, c->head_dim, e->kvt)
-	    : fmt("%" PRId64 "x%" PRId64 "x2x%" PRId64 "x%s", c->n_kv_heads, e->m->max_context, c->head_dim / 2, e->kvt);
+	    : fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, e->m->max_context, e->kvt);
 	const char *o = cindex(e, which ? "voff" : "koff", ((int64_t)l * 2 + which) * plane);
 
 	*mem = val(e, which ? "vm" : "km");
@@ -537,14 +542,15 @@ layer(struct em *e, const char *x, int l)
 
 	/* Write the chunk's keys and values into the cache in place. */
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, e->kvt);
-	const char *ct4 = fmt("tensor<%" PRId64 "x%" PRId64 "x2x%" PRId64 "x%s>", kvh, C, h2, e->kvt);
-	const char *ktt = fmt("tensor<%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, R, h2, e->kvt);
+	const char *ctk = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, C, e->kvt);
+	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s>", kvh, h2, C, e->kvt);
+	const char *ktt = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, e->kvt);
 	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
-	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0, 0] [%" PRId64 ", %s, 2, %" PRId64 "] [1, 1, 1, 1]",
-	    kr, kc, kvh, Rd, h2), fmt(": %s into %s", ktt, ct4));
+	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, 0, 0, %%pos] [%" PRId64 ", 2, %" PRId64 ", %s] [1, 1, 1, 1]",
+	    kr, kc, kvh, h2, Rd), fmt(": %s into %s", ktt, ct4));
 	top(e, vc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr, vc, kvh, Rd, hd),
 	    fmt(": %s into %s", vtt, ct));
-	top(e, kall, fmt("tensor.collapse_shape %s [[0], [1], [2, 3]]", kc2), fmt(": %s into %s", ct4, ct));
+	top(e, kall, fmt("tensor.collapse_shape %s [[0], [1, 2], [3]]", kc2), fmt(": %s into %s", ct4, ctk));
 	const char *att = attention(e, qr, kall, vc2);
 	top(e, NULL, fmt("bufferization.materialize_in_destination %s in restrict writable %s", kc2, km),
 	    fmt(": (%s, memref<%s) -> ()", ct4, ct4 + strlen("tensor<")));

@@ -456,7 +456,7 @@ main(int argc, char **argv)
 	char fph[17];
 	llm_hex64(fp, fph);
 
-	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,position,head_dim"));
+	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
 	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(kvdt)));
 	json_object_set_new(kvc, "bytes", json_integer(cfg.n_layers * 2 * cfg.n_kv_heads * max_ctx * cfg.head_dim *
 	    (int64_t)llm_dtype_size(kvdt)));

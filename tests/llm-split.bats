@@ -129,7 +129,10 @@ kernels() {
 	# The KV cache is updated in place inside the kernel.
 	run -0 grep -c 'bufferization.materialize_in_destination' "$k"
 	assert_output 2
-	run -0 grep -c 'memref<2x64x2x8xf32>' "$T/p/decode/glue.mlir"
+	# The glue views the cache: keys transposed [KVH, 2, HD/2, C], values [KVH, C, HD].
+	run -0 grep -c 'memref<2x2x8x64xf32>' "$T/p/decode/glue.mlir"
+	[ "$output" -gt 0 ]
+	run -0 grep -c 'memref<2x64x16xf32>' "$T/p/decode/glue.mlir"
 	[ "$output" -gt 0 ]
 	run -0 grep -c '^module attributes {llm.kind = "decode"} {$' "$k"
 	assert_output 1

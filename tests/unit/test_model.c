@@ -20,7 +20,7 @@ manifest(void)
 	    " \"limits\": {\"max_context\": 32, \"prefill_chunk\": 4},"
 	    " \"tokenizer\": {\"files\": [\"tokenizer.json\"], \"bos_id\": 1, \"eos_ids\": [2, 3], \"add_bos\": true,"
 	    "   \"chat_template\": null},"
-	    " \"kv_cache\": {\"layout\": \"layer,kv,kv_head,position,head_dim\", \"dtype\": \"f32\", \"bytes\": 1024},"
+	    " \"kv_cache\": {\"layout\": \"layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)\", \"dtype\": \"f32\", \"bytes\": 1024},"
 	    " \"weights\": {\"file\": \"weights.bin\", \"header_bytes\": 4096, \"alignment\": 64, \"data_bytes\": 256,"
 	    "   \"fingerprint\": \"0000000000000000\", \"tensors\": ["
 	    "   {\"name\": \"embed\", \"source\": [\"model.embed_tokens.weight\"], \"transform\": \"copy\","

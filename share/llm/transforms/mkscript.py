@@ -12,13 +12,13 @@ comments of each sequence):
                        per register tile, k lanes, k block (0: no k blocking)
   EW                   last-dim tile of elementwise ops
   RKV                  lanes of last-dim reductions (norm sums, softmax max/sum)
-  AT_MR, AT_NR, AT_KV, AT_DT  attention: query rows and keys per scores tile,
-                       head_dim lanes, head_dim tile of P.V"""
+  AT_MR, AT_NT, AT_DT  attention: query rows and keys (in vector lanes) per
+                       scores tile, head_dim tile of P.V"""
 import sys
 kind = sys.argv[1]
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
-         EW=64, RKV=8, AT_MR=6, AT_NR=2, AT_KV=8, AT_DT=16)                         # last-dim tile of elementwise ops, lanes of row reductions
+         EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16)                         # last-dim tile of elementwise ops, lanes of row reductions
 for a in sys.argv[2:]:
     k, v = a.split("="); P[k] = int(v)
 A = "!transform.any_op"
@@ -73,7 +73,6 @@ if P["GM_KV"] != P["GV_KV"]:
     ksplit("ksplit_gemm", 3, P["GM_KV"])
 for n in (2, 3, 4):
     ksplit(f"ksplit_red{n}", n, P["RKV"])
-ksplit("ksplit_att", 5, P["AT_KV"])
 
 # ---- GEMV: matmul with R = 1 and head ----
 e(f"""  // y[1, n] = sum_k x[1, k] * W[n, k] (W in its [N, K] layout): chunks of
@@ -287,13 +286,32 @@ e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}})
     }}
     transform.yield %c0 : {A}
   }}
+  transform.named_sequence @m_att_keys(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.match.operation_name %c0 ["linalg.generic"] : {A}
+    transform.match.structured %c0 : {A} {{
+    ^bb0(%c: {A}):
+      %rank = transform.match.structured.rank %c : ({A}) -> !transform.param<i64>
+      %n = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      %z = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %d3 = transform.match.structured.dim %c[3] : ({A}) -> !transform.param<i64>
+      transform.match.param.cmpi gt %d3, %z : !transform.param<i64>
+      transform.match.structured.yield
+    }}
+    transform.yield %c0 : {A}
+  }}
   transform.named_sequence @m_att_any(%c0: {A} {{transform.readonly}}) -> {A} {{
     transform.match.operation_name %c0 ["linalg.generic"] : {A}
     transform.yield %c0 : {A}
   }}
+  // Partial tiles of scores: the last rows of a chunk one at a time with
+  // full tiles of keys; the last keys one row and one key at a time.
+  transform.named_sequence @att_rows(%t: {A} {{transform.consumed}}) {{
+    %t2, %l = transform.structured.tile_using_for %t tile_sizes [0, 0, 1] : ({A}) -> {res(2)}
+    transform.yield
+  }}
   transform.named_sequence @att_rest(%t: {A} {{transform.consumed}}) {{
     %t2, %l:2 = transform.structured.tile_using_for %t tile_sizes [0, 0, 1, 1] : ({A}) -> {res(3)}
-    transform.include @ksplit_att failures(propagate) (%t2) : ({A}) -> ()
     transform.yield
   }}
   transform.named_sequence @pv_rest(%t: {A} {{transform.consumed}}) {{
@@ -304,52 +322,64 @@ e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}})
     transform.yield
   }}""")
 if kind == "prefill":
-    e(f"""  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, t, d], a small
-  // GEMM per head: register tiles of {P['AT_MR']} rows by {P['AT_NR']} keys, d in {P['AT_KV']} lanes.
-  // Rows and keys are dynamic: partial tiles are peeled and done one by one.
+    e(f"""  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, d, t] (keys
+  // cached transposed), a small GEMM per head, the heads (h, g) shared out
+  // over the threads: outer products over d into register tiles of
+  // {P['AT_MR']} rows by {P['AT_NT']} keys (the keys in vector lanes).  Rows and keys are
+  // dynamic: partial tiles are peeled.
   transform.named_sequence @scores(%t: {A} {{transform.consumed}}) {{
-    %t2, %l:4 = transform.structured.tile_using_for %t tile_sizes [1, 1, {P['AT_MR']}, {P['AT_NR']}] : ({A}) -> {res(5)}
-    transform.include @peel failures(suppress) (%l#3) : ({A}) -> ()
-    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
-    transform.apply_patterns to %l#0 {{
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, {P['AT_MR']}, {P['AT_NT']}, 1] : ({A}) -> {res(4)}
+    transform.annotate %l#2 "llm.kloop" : {A}
+    transform.include @peel failures(suppress) (%l#1) : ({A}) -> ()
+    transform.include @peel failures(suppress) (%l#0) : ({A}) -> ()
+    transform.apply_patterns to %fa {{
       transform.apply_patterns.canonicalization
     }} : {A}
-    %r = transform.foreach_match in %l#0
-        @m_att_static -> @ksplit_att, @m_att_any -> @att_rest : ({A}) -> {A}
+    %r = transform.foreach_match in %fa
+        @m_att_static -> @nothing, @m_att_keys -> @att_rows, @m_att_any -> @att_rest : ({A}) -> {A}
     transform.yield
   }}
-  // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d]: outer products, a
-  // {P['AT_MR']} x {P['AT_DT']} tile of o in registers, one position t at a time.
+  // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d], the heads shared out over
+  // the threads: outer products, a {P['AT_MR']} x {P['AT_DT']} tile of o in registers, one
+  // position t at a time.
   transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
-    %t2, %l:5 = transform.structured.tile_using_for %t tile_sizes [1, 1, {P['AT_MR']}, {P['AT_DT']}, 1] : ({A}) -> {res(6)}
-    transform.annotate %l#4 "llm.kloop" : {A}
-    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
-    transform.apply_patterns to %l#0 {{
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, {P['AT_MR']}, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
+    transform.annotate %l#2 "llm.kloop" : {A}
+    transform.include @peel failures(suppress) (%l#0) : ({A}) -> ()
+    transform.apply_patterns to %fa {{
       transform.apply_patterns.canonicalization
     }} : {A}
-    %r = transform.foreach_match in %l#0
+    %r = transform.foreach_match in %fa
         @m_att_static -> @nothing, @m_att_any -> @pv_rest : ({A}) -> {A}
     transform.yield
   }}""")
 else:
-    e(f"""  // Attention scores s[h, g, 0, t] = sum_d q[h, g, 0, d] k[h, t, d]: all
-  // query heads of a KV head ({{g}}) by {P['AT_NR']} keys per register tile, d in
-  // {P['AT_KV']} lanes; a partial last tile of keys is peeled and done one by one.
+    e(f"""  // Attention scores s[h, g, 0, t] = sum_d q[h, g, 0, d] k[h, d, t] (keys
+  // cached transposed), the KV heads (h) shared out over the threads: outer
+  // products over d into register tiles of all query heads of a KV head
+  // ({{g}}) by {P['AT_NT']} keys (in vector lanes); a partial last tile of keys is
+  // peeled and done one key at a time.
   transform.named_sequence @scores(%t: {A} {{transform.consumed}}) {{
-    %t2, %l:3 = transform.structured.tile_using_for %t tile_sizes [1, 0, 1, {P['AT_NR']}] : ({A}) -> {res(4)}
-    transform.include @peel failures(suppress) (%l#2) : ({A}) -> ()
-    transform.apply_patterns to %l#0 {{
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1] : ({A}) -> ({A}, {A})
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, {P['AT_NT']}, 1] : ({A}) -> {res(4)}
+    transform.annotate %l#2 "llm.kloop" : {A}
+    transform.include @peel failures(suppress) (%l#1) : ({A}) -> ()
+    transform.apply_patterns to %fa {{
       transform.apply_patterns.canonicalization
     }} : {A}
-    %r = transform.foreach_match in %l#0
-        @m_att_static -> @ksplit_att, @m_att_any -> @att_rest : ({A}) -> {A}
+    %r = transform.foreach_match in %fa
+        @m_att_static -> @nothing, @m_att_any -> @att_rest : ({A}) -> {A}
     transform.yield
   }}
-  // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d]: outer products, all query
-  // heads of a KV head by {P['AT_DT']} of d in registers, one position t at a time.
+  // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d], the KV heads shared out
+  // over the threads: outer products, all query heads of a KV head by {P['AT_DT']}
+  // of d in registers, one position t at a time.
   transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
-    %t2, %l:4 = transform.structured.tile_using_for %t tile_sizes [1, 0, 1, {P['AT_DT']}, 1] : ({A}) -> {res(5)}
-    transform.annotate %l#3 "llm.kloop" : {A}
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1] : ({A}) -> ({A}, {A})
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
+    transform.annotate %l#2 "llm.kloop" : {A}
     transform.yield
   }}""")
 

@@ -1,6 +1,6 @@
 // prefill.mlir: the transform script of llm-lower for prefill modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py prefill > prefill.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NR=2 AT_KV=8 AT_DT=16.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
@@ -90,26 +90,6 @@ module attributes {transform.with_named_sequence} {
     ^bb0(%r: !transform.any_op):
       %rk = transform.structured.match ops{["linalg.generic"]} in %r : (!transform.any_op) -> !transform.any_op
       %rk2, %rkl = transform.structured.tile_using_for %rk tile_sizes [0, 0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    }
-    transform.yield
-  }
-  // Reduction over the last dim of a rank-5 tile in 8 lanes: a vector
-  // accumulator lives in registers over the whole loop and is reduced once
-  // at the end.  Ragged last columns, if any, are peeled and done one at a
-  // time (short bf16 vectors would need a truncation routine at run time).
-  transform.named_sequence @ksplit_att(%t: !transform.any_op {transform.consumed}) {
-    %i, %s, %c, %lk = transform.structured.tile_reduction_using_for %t by tile_sizes = [0, 0, 0, 0, 8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.annotate %lk "llm.kloop" : !transform.any_op
-    %rest = transform.sequence %lk : (!transform.any_op) -> !transform.any_op failures(suppress) {
-    ^bb0(%l: !transform.any_op):
-      %lf = transform.cast %l : !transform.any_op to !transform.op<"scf.for">
-      %m, %r = transform.loop.peel %lf : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
-      transform.yield %r : !transform.any_op
-    }
-    transform.foreach %rest : !transform.any_op {
-    ^bb0(%r: !transform.any_op):
-      %rk = transform.structured.match ops{["linalg.generic"]} in %r : (!transform.any_op) -> !transform.any_op
-      %rk2, %rkl = transform.structured.tile_using_for %rk tile_sizes [0, 0, 0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     }
     transform.yield
   }
@@ -409,13 +389,32 @@ module attributes {transform.with_named_sequence} {
     }
     transform.yield %c0 : !transform.any_op
   }
+  transform.named_sequence @m_att_keys(%c0: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %c0 ["linalg.generic"] : !transform.any_op
+    transform.match.structured %c0 : !transform.any_op {
+    ^bb0(%c: !transform.any_op):
+      %rank = transform.match.structured.rank %c : (!transform.any_op) -> !transform.param<i64>
+      %n = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %rank, %n : !transform.param<i64>
+      %z = transform.param.constant 0 : i64 -> !transform.param<i64>
+      %d3 = transform.match.structured.dim %c[3] : (!transform.any_op) -> !transform.param<i64>
+      transform.match.param.cmpi gt %d3, %z : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %c0 : !transform.any_op
+  }
   transform.named_sequence @m_att_any(%c0: !transform.any_op {transform.readonly}) -> !transform.any_op {
     transform.match.operation_name %c0 ["linalg.generic"] : !transform.any_op
     transform.yield %c0 : !transform.any_op
   }
+  // Partial tiles of scores: the last rows of a chunk one at a time with
+  // full tiles of keys; the last keys one row and one key at a time.
+  transform.named_sequence @att_rows(%t: !transform.any_op {transform.consumed}) {
+    %t2, %l = transform.structured.tile_using_for %t tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
   transform.named_sequence @att_rest(%t: !transform.any_op {transform.consumed}) {
     %t2, %l:2 = transform.structured.tile_using_for %t tile_sizes [0, 0, 1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-    transform.include @ksplit_att failures(propagate) (%t2) : (!transform.any_op) -> ()
     transform.yield
   }
   transform.named_sequence @pv_rest(%t: !transform.any_op {transform.consumed}) {
@@ -425,30 +424,36 @@ module attributes {transform.with_named_sequence} {
   transform.named_sequence @nothing(%t: !transform.any_op {transform.readonly}) {
     transform.yield
   }
-  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, t, d], a small
-  // GEMM per head: register tiles of 6 rows by 2 keys, d in 8 lanes.
-  // Rows and keys are dynamic: partial tiles are peeled and done one by one.
+  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, d, t] (keys
+  // cached transposed), a small GEMM per head, the heads (h, g) shared out
+  // over the threads: outer products over d into register tiles of
+  // 6 rows by 16 keys (the keys in vector lanes).  Rows and keys are
+  // dynamic: partial tiles are peeled.
   transform.named_sequence @scores(%t: !transform.any_op {transform.consumed}) {
-    %t2, %l:4 = transform.structured.tile_using_for %t tile_sizes [1, 1, 6, 2] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%l#3) : (!transform.any_op) -> ()
-    transform.include @peel failures(suppress) (%l#2) : (!transform.any_op) -> ()
-    transform.apply_patterns to %l#0 {
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 6, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    transform.annotate %l#2 "llm.kloop" : !transform.any_op
+    transform.include @peel failures(suppress) (%l#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%l#0) : (!transform.any_op) -> ()
+    transform.apply_patterns to %fa {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    %r = transform.foreach_match in %l#0
-        @m_att_static -> @ksplit_att, @m_att_any -> @att_rest : (!transform.any_op) -> !transform.any_op
+    %r = transform.foreach_match in %fa
+        @m_att_static -> @nothing, @m_att_keys -> @att_rows, @m_att_any -> @att_rest : (!transform.any_op) -> !transform.any_op
     transform.yield
   }
-  // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d]: outer products, a
-  // 6 x 16 tile of o in registers, one position t at a time.
+  // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d], the heads shared out over
+  // the threads: outer products, a 6 x 16 tile of o in registers, one
+  // position t at a time.
   transform.named_sequence @pv(%t: !transform.any_op {transform.consumed}) {
-    %t2, %l:5 = transform.structured.tile_using_for %t tile_sizes [1, 1, 6, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.annotate %l#4 "llm.kloop" : !transform.any_op
-    transform.include @peel failures(suppress) (%l#2) : (!transform.any_op) -> ()
-    transform.apply_patterns to %l#0 {
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 6, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    transform.annotate %l#2 "llm.kloop" : !transform.any_op
+    transform.include @peel failures(suppress) (%l#0) : (!transform.any_op) -> ()
+    transform.apply_patterns to %fa {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    %r = transform.foreach_match in %l#0
+    %r = transform.foreach_match in %fa
         @m_att_static -> @nothing, @m_att_any -> @pv_rest : (!transform.any_op) -> !transform.any_op
     transform.yield
   }
