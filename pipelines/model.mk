@@ -48,8 +48,9 @@ $(OUT)/model.json: $(MODEL_INPUTS)
 	$(LLM)llm-import $(IMPORT_FLAGS) -o $(OUT) $(MODEL)
 
 # llm-pack-weights leaves an up-to-date weights.bin alone; the stamp
-# records that it was checked, so that the bundle is not relinked.
-$(OUT)/weights.stamp: $(OUT)/model.json
+# records that it was checked, so that the bundle is not relinked.  A
+# weights.bin deleted since (the bundle holds the weights) is packed again.
+$(OUT)/weights.stamp: $(OUT)/model.json $(if $(wildcard $(OUT)/weights.bin),,FORCE)
 	$(LLM)llm-pack-weights $(OUT)/model.json
 	@touch $@
 
@@ -82,5 +83,7 @@ $(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
 run: $(OUT)/model.llm
 	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)
 
-.PHONY: all run
+FORCE:
+
+.PHONY: all run FORCE
 .DELETE_ON_ERROR:

@@ -87,6 +87,19 @@ logits() {
 	[ "$(stat -c %Y "$T/out2/model.llm")" = "$before" ]
 }
 
+@test "a weights.bin deleted after the build is packed again by the next one" {
+	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	logits "$T/out" "$T/before.f32"
+	rm "$T/out/weights.bin"
+	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+	assert_output --partial "llm-pack-weights"
+	refute_output --partial "llm-lower"
+	[ -s "$T/out/weights.bin" ]
+	logits "$T/out" "$T/after.f32"
+	cmp "$T/before.f32" "$T/after.f32"
+}
+
 @test "an identical kernel is taken from the lowering cache, across builds" {
 	export LLM_CACHE_DIR="$T/cache"
 	build "$BATS_FILE_TMPDIR/tiny" "$T/a" layer
