@@ -21,13 +21,62 @@ struct part {
 	double sum;
 };
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* Eight 8-lane accumulators, 64 floats a step: loads, not the latency of
+ * the additions nor the issue width, bound the loop.  (The portable loop
+ * below, compiled for SSE2, reads 35-45% less than this on the
+ * development machine: the probe must not be slower than the kernels it
+ * is held against.) */
+__attribute__((target("avx2"))) static int
+reader_avx2(struct part *w)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2"))
+		return -1;
+	__m256 a[8];
+	for (int k = 0; k < 8; k++)
+		a[k] = _mm256_setzero_ps();
+	size_t i;
+	for (i = 0; i + 64 <= w->n; i += 64) {
+		a[0] = _mm256_add_ps(a[0], _mm256_loadu_ps(w->p + i));
+		a[1] = _mm256_add_ps(a[1], _mm256_loadu_ps(w->p + i + 8));
+		a[2] = _mm256_add_ps(a[2], _mm256_loadu_ps(w->p + i + 16));
+		a[3] = _mm256_add_ps(a[3], _mm256_loadu_ps(w->p + i + 24));
+		a[4] = _mm256_add_ps(a[4], _mm256_loadu_ps(w->p + i + 32));
+		a[5] = _mm256_add_ps(a[5], _mm256_loadu_ps(w->p + i + 40));
+		a[6] = _mm256_add_ps(a[6], _mm256_loadu_ps(w->p + i + 48));
+		a[7] = _mm256_add_ps(a[7], _mm256_loadu_ps(w->p + i + 56));
+	}
+	__m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])),
+	    _mm256_add_ps(_mm256_add_ps(a[4], a[5]), _mm256_add_ps(a[6], a[7])));
+	float o[8];
+	_mm256_storeu_ps(o, s);
+	w->sum = 0;
+	for (int k = 0; k < 8; k++)
+		w->sum += o[k];
+	for (; i < w->n; i++)
+		w->sum += w->p[i];
+	return 0;
+}
+#else
+static int
+reader_avx2(struct part *w)
+{
+	(void)w;
+	return -1;
+}
+#endif
+
 static void *
 reader(void *arg)
 {
 	struct part *w = arg;
-	/* 32 independent accumulators (four vectors' worth, whatever the
-	 * vector width), so that the loop is bound by loads, not by the
-	 * latency of the additions. */
+	if (reader_avx2(w) == 0)
+		return NULL;
+	/* 32 independent accumulators, so that the loop is bound by loads,
+	 * not by the latency of the additions. */
 	float s[32] = {0};
 	size_t i;
 	for (i = 0; i + 32 <= w->n; i += 32)
