@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// hf2gguf.mjs: write a GGUF file (version 3) from a small Hugging Face
-// checkpoint directory, as llama.cpp's convert_hf_to_gguf.py would, for the
-// tests of llm-import's GGUF path.  Node.js >= 20, no packages; tests only.
+// hf2gguf.mjs: write a GGUF file (version 3) from a Hugging Face checkpoint
+// directory, as llama.cpp's convert_hf_to_gguf.py would, for the tests of
+// llm-import's GGUF path and for llama.cpp itself (tests/tools/llamacpp-bench,
+// with --llamacpp).  Node.js >= 20, no packages; tests only.
 //
 //   node hf2gguf.mjs [options] ckpt-dir out.gguf
 //
-// Reads config.json, model.safetensors (F32, F16 or BF16 tensors) and, when
+// Reads config.json, model.safetensors or, without it, the shards that
+// model.safetensors.index.json names (F32, F16 or BF16 tensors) and, when
 // present, tokenizer.json (byte-level BPE), tokenizer_config.json and
 // chat_template.jinja.  Writes the llama.cpp metadata (general.*, <arch>.*,
 // tokenizer.ggml.* with model "gpt2"), the tensors under llama.cpp's names
@@ -14,10 +16,25 @@
 // (gguf row h*hd + 2i + j = hf row h*hd + j*hd/2 + i), so that llm-import
 // has to undo it.  The vocabulary is padded to vocab_size with "[PADn]"
 // tokens of type 5 (unused), added tokens get type 3 (special) or 4.
+// Tensors are read (fs.readSync at their offset) and written one at a
+// time, so checkpoints above 2 GiB work; the file appears only when
+// complete (out.gguf.tmp.PID, renamed).
+//
+//   --llamacpp          the file convert_hf_to_gguf.py --outtype auto writes
+//                       for llama.cpp to run (tests/tools/llamacpp-bench):
+//                       1-D tensors and *_norm.weight as F32 (llama.cpp's
+//                       CPU kernels abort on F16/BF16 there; without the
+//                       option they keep the checkpoint's dtype, which
+//                       llm-import's tests exercise), general.file_type set
+//                       (LlamaFileType of the first matrix after the
+//                       embedding: 0 F32, 1 F16, 7 Q8_0, 32 BF16), and
+//                       tokenizer.json required unless --no-tokenizer
 //
 // Options, to make the broken files of the error tests:
 //   --arch NAME         general.architecture (default: config model_type)
-//   --pre NAME          tokenizer.ggml.pre (default deepseek-r1-qwen)
+//   --pre NAME          tokenizer.ggml.pre (default deepseek-r1-qwen: what
+//                       convert_hf_to_gguf.py's hash check names the
+//                       tokenizer mkmodel copies, for either family)
 //   --no-tokenizer      no tokenizer.ggml.* keys
 //   --set KEY=VALUE     set a metadata key: an integer becomes u32 (i64 when
 //                       negative or large), a number with a point f32,
@@ -34,12 +51,16 @@ import fs from "node:fs";
 import path from "node:path";
 
 const PROG = "hf2gguf.mjs";
-const USAGE = "usage: hf2gguf.mjs [--arch name] [--pre name] [--no-tokenizer] [--set key=value] " +
+const USAGE = "usage: hf2gguf.mjs [--llamacpp] [--arch name] [--pre name] [--no-tokenizer] [--set key=value] " +
   "[--del key] [--q8 tensor] [--drop tensor] [--extra tensor] [--vocab n] ckpt-dir out.gguf\n";
 
 function die(msg, code = 1) {
   process.stderr.write(`${PROG}: ${msg}\n`);
   process.exit(code);
+}
+// why: a system error's message without node's "ENOENT: " and ", open 'path'".
+function why(e) {
+  return e.code ? e.message.replace(/^[A-Z0-9_]+: /, "").replace(/, [a-z]+ '.*'$/, "") : e.message;
 }
 
 const opt = { sets: [], dels: new Set(), q8: new Set(), drop: new Set(), extra: [], pre: "deepseek-r1-qwen" };
@@ -47,6 +68,7 @@ const args = process.argv.slice(2), pos = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i], next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`, 2));
   if (a === "-h") { process.stdout.write(USAGE); process.exit(0); }
+  else if (a === "--llamacpp") opt.llamacpp = true;
   else if (a === "--arch") opt.arch = next();
   else if (a === "--pre") opt.pre = next();
   else if (a === "--no-tokenizer") opt.noTokenizer = true;
@@ -61,26 +83,75 @@ for (let i = 0; i < args.length; i++) {
 }
 if (pos.length !== 2) { process.stderr.write(USAGE); process.exit(2); }
 const [dir, out] = pos;
-const readJson = (f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"));
+const readJson = (f) => {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"));
+  } catch (e) {
+    die(`${path.join(dir, f)}: ${why(e)}`);
+  }
+};
 const exists = (f) => fs.existsSync(path.join(dir, f));
 
 // ---- the checkpoint --------------------------------------------------------
 
 const cfg = readJson("config.json");
 if (opt.vocab) cfg.vocab_size = opt.vocab;
-const st = fs.readFileSync(path.join(dir, "model.safetensors"));
-const hlen = Number(st.readBigUInt64LE(0));
-const header = JSON.parse(st.toString("utf8", 8, 8 + hlen));
+
+// The safetensors headers: name -> { file, dtype, shape, begin, end }, the
+// data's byte range in the file.  model.safetensors first, as transformers
+// looks for it before the index.
+const files = exists("model.safetensors") || !exists("model.safetensors.index.json") ? ["model.safetensors"]
+  : [...new Set(Object.values(readJson("model.safetensors.index.json").weight_map ?? {}))];
+const header = new Map(), fds = new Map();
+for (const f of files) {
+  const p = path.join(dir, f);
+  let fd;
+  try {
+    fd = fs.openSync(p, "r");
+  } catch (e) {
+    die(`${p}: ${why(e)}`);
+  }
+  fds.set(f, fd);
+  const size = fs.fstatSync(fd).size, b8 = Buffer.alloc(8);
+  if (fs.readSync(fd, b8, 0, 8, 0) !== 8) die(`${p}: not a safetensors file`);
+  const hlen = Number(b8.readBigUInt64LE(0));
+  if (hlen < 2 || 8 + hlen > size) die(`${p}: not a safetensors file`);
+  const hb = Buffer.alloc(hlen);
+  fs.readSync(fd, hb, 0, hlen, 8);
+  let hdr;
+  try {
+    hdr = JSON.parse(hb.toString("utf8"));
+  } catch {
+    die(`${p}: bad safetensors header`);
+  }
+  for (const [name, h] of Object.entries(hdr)) {
+    if (name === "__metadata__") continue;
+    const [b, e] = h.data_offsets;
+    if (8 + hlen + e > size) die(`${p}: tensor '${name}' runs past the end of the file`);
+    header.set(name, { file: f, dtype: h.dtype, shape: h.shape, begin: 8 + hlen + b, end: 8 + hlen + e });
+  }
+}
+// hfTensor: a tensor's dtype, shape and byte count (--vocab applied), data
+// not read.
 function hfTensor(name) {
-  const h = header[name];
+  const h = header.get(name);
   if (!h) die(`${dir}: no tensor '${name}'`);
-  const [b, e] = h.data_offsets;
-  const t = { dtype: h.dtype, shape: h.shape, data: st.subarray(8 + hlen + b, 8 + hlen + e) };
+  const t = { name, dtype: h.dtype, shape: h.shape, begin: h.begin, bytes: h.end - h.begin, file: h.file };
   if (opt.vocab && /embed_tokens|lm_head/.test(name)) {
-    t.data = t.data.subarray(0, (t.data.length / t.shape[0]) * opt.vocab);
+    t.bytes = Math.min(t.bytes, (t.bytes / t.shape[0]) * opt.vocab);
     t.shape = [opt.vocab, ...t.shape.slice(1)];
   }
   return t;
+}
+// load: the tensor's bytes, in reads of at most 1 GiB.
+function load(t) {
+  const buf = Buffer.alloc(t.bytes);
+  for (let o = 0; o < buf.length;) {
+    const n = fs.readSync(fds.get(t.file), buf, o, Math.min(buf.length - o, 1 << 30), t.begin + o);
+    if (n <= 0) die(`${path.join(dir, t.file)}: short read`);
+    o += n;
+  }
+  return buf;
 }
 
 const arch = opt.arch ?? cfg.model_type;
@@ -88,28 +159,29 @@ const D = cfg.hidden_size, L = cfg.num_hidden_layers, H = cfg.num_attention_head
 const KVH = cfg.num_key_value_heads ?? H, HD = cfg.head_dim ?? D / H;
 
 // HF -> GGUF row order of q/k (convert_hf_to_gguf.py LlamaModel.permute).
-function permute(t, heads) {
-  const rows = t.shape[0], hd = rows / heads, half = hd / 2;
-  const rb = t.data.length / rows, o = Buffer.alloc(t.data.length);
+function permute(buf, rows, heads) {
+  const hd = rows / heads, half = hd / 2;
+  const rb = buf.length / rows, o = Buffer.alloc(buf.length);
   for (let h = 0; h < heads; h++)
     for (let i = 0; i < half; i++)
       for (let j = 0; j < 2; j++) {
         const to = h * hd + 2 * i + j, from = h * hd + j * half + i;
-        t.data.copy(o, to * rb, from * rb, (from + 1) * rb);
+        buf.copy(o, to * rb, from * rb, (from + 1) * rb);
       }
-  return { ...t, data: o };
+  return o;
 }
 
-const f16buf = new Float32Array(1), u32v = new Uint32Array(f16buf.buffer);
-function toF32(t) {
-  const n = t.shape.reduce((a, b) => a * b, 1), o = new Float32Array(n);
+// f32Bytes: the elements of buf (dtype F32, F16 or BF16) as little-endian
+// f32, bit for bit (NaN payloads kept).
+function f32Bytes(buf, dtype) {
+  if (dtype === "F32") return buf;
+  const n = buf.length / 2, o = Buffer.alloc(4 * n);
   for (let i = 0; i < n; i++) {
-    if (t.dtype === "F32") o[i] = t.data.readFloatLE(4 * i);
-    else if (t.dtype === "BF16") { u32v[0] = t.data.readUInt16LE(2 * i) << 16; o[i] = f16buf[0]; }
-    else {
-      const h = t.data.readUInt16LE(2 * i), s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
-      o[i] = e === 31 ? (m ? NaN : s * Infinity) : e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15);
-    }
+    const h = buf.readUInt16LE(2 * i);
+    if (dtype === "BF16") { o.writeUInt32LE((h << 16) >>> 0, 4 * i); continue; }
+    const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+    if (e === 31) o.writeUInt32LE(((h & 0x8000) << 16 | 0x7f800000 | m << 13) >>> 0, 4 * i);
+    else o.writeFloatLE(e === 0 ? s * m * 2 ** -24 : s * (1 + m / 1024) * 2 ** (e - 15), 4 * i);
   }
   return o;
 }
@@ -125,27 +197,35 @@ function f16bits(x) {
   b.writeUInt16LE(m < 1024 ? s | m : s | ((e + 15) << 10) | (m - 1024));
   return b.readUInt16LE(0);
 }
-function q8(t) {
-  const x = toF32(t), nb = x.length / 32, o = Buffer.alloc(nb * 34);
-  if (t.shape[t.shape.length - 1] % 32) die(`tensor rows of ${t.shape.at(-1)} are not blocks of 32`);
-  for (let b = 0; b < nb; b++) {
+function q8(buf, dtype) {
+  const b = f32Bytes(buf, dtype), nb = b.length / 128, o = Buffer.alloc(nb * 34);
+  for (let k = 0; k < nb; k++) {
+    const x = new Float32Array(32);
     let amax = 0;
-    for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs(x[32 * b + i]));
+    for (let i = 0; i < 32; i++) amax = Math.max(amax, Math.abs((x[i] = b.readFloatLE(128 * k + 4 * i))));
     const d = amax / 127, id = d ? 1 / d : 0;
-    o.writeUInt16LE(f16bits(d), 34 * b);
-    for (let i = 0; i < 32; i++) o.writeInt8(Math.round(x[32 * b + i] * id), 34 * b + 2 + i);
+    o.writeUInt16LE(f16bits(d), 34 * k);
+    for (let i = 0; i < 32; i++) o.writeInt8(Math.round(x[i] * id), 34 * k + 2 + i);
   }
-  return { type: 8, shape: t.shape, data: o };
+  return o;
 }
 
-const TYPES = { F32: 0, F16: 1, BF16: 30 };
+// The tensors to write, in order: { name, type, shape, bytes, src?, heads?,
+// as: "raw" | "f32" | "q8" }; their data is read only when written.
+const TYPES = { F32: 0, F16: 1, BF16: 30 }, Q8_0 = 8;
 const tensors = [];
 function add(gname, hname, heads) {
-  if (opt.drop.has(gname) || !header[hname]) return;
-  let t = hfTensor(hname);
-  if (heads && arch === "llama") t = permute(t, heads);
-  tensors.push(opt.q8.has(gname) ? { name: gname, ...q8(t) } :
-    { name: gname, type: TYPES[t.dtype] ?? die(`dtype ${t.dtype}`), shape: t.shape, data: t.data });
+  if (opt.drop.has(gname) || !header.has(hname)) return;
+  const t = hfTensor(hname);
+  if (!(t.dtype in TYPES)) die(`${path.join(dir, t.file)}: tensor '${hname}': dtype ${t.dtype} is not F32, F16 or BF16`);
+  const n = t.shape.reduce((a, b) => a * b, 1);
+  const e = { name: gname, shape: t.shape, src: t, heads: heads && arch === "llama" ? heads : 0 };
+  if (opt.q8.has(gname)) {
+    if (t.shape.at(-1) % 32) die(`${dir}: tensor '${hname}': rows of ${t.shape.at(-1)} are not blocks of 32`);
+    tensors.push({ ...e, type: Q8_0, bytes: (n / 32) * 34, as: "q8" });
+  } else if (opt.llamacpp && (t.shape.length <= 1 || gname.endsWith("_norm.weight")))
+    tensors.push({ ...e, type: TYPES.F32, bytes: 4 * n, as: "f32" });
+  else tensors.push({ ...e, type: TYPES[t.dtype], bytes: t.bytes, as: "raw" });
 }
 add("token_embd.weight", "model.embed_tokens.weight");
 for (let l = 0; l < L; l++) {
@@ -165,7 +245,15 @@ for (let l = 0; l < L; l++) {
 }
 add("output_norm.weight", "model.norm.weight");
 if (!cfg.tie_word_embeddings) add("output.weight", "lm_head.weight");
-for (const name of opt.extra) tensors.push({ name, type: 0, shape: [8], data: Buffer.alloc(32) });
+for (const name of opt.extra) tensors.push({ name, type: TYPES.F32, shape: [8], bytes: 32, as: "zeros" });
+
+// tensorData: tensor t's bytes as written.
+function tensorData(t) {
+  if (t.as === "zeros") return Buffer.alloc(t.bytes);
+  let b = load(t.src);
+  if (t.heads) b = permute(b, t.shape[0], t.heads);
+  return t.as === "q8" ? q8(b, t.src.dtype) : t.as === "f32" ? f32Bytes(b, t.src.dtype) : b;
+}
 
 // ---- metadata ----------------------------------------------------------------
 
@@ -173,6 +261,11 @@ const kv = []; // [key, type, value]
 const u32 = (k, v) => kv.push([k, 4, v]), f32 = (k, v) => kv.push([k, 6, v]), str = (k, v) => kv.push([k, 8, v]);
 str("general.architecture", arch);
 str("general.name", path.basename(path.resolve(dir)));
+if (opt.llamacpp) {
+  // LlamaFileType of the matrices' type (llama.cpp names the model by it).
+  const m = tensors.find((t) => t.shape.length === 2 && t.name !== "token_embd.weight");
+  u32("general.file_type", m ? { 0: 0, 1: 1, [Q8_0]: 7, 30: 32 }[m.type] : 0);
+}
 u32(`${arch}.block_count`, L);
 u32(`${arch}.context_length`, cfg.max_position_embeddings);
 u32(`${arch}.embedding_length`, D);
@@ -183,8 +276,11 @@ f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
 f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
 u32(`${arch}.rope.dimension_count`, HD);
 
+if (opt.llamacpp && !opt.noTokenizer && !exists("tokenizer.json"))
+  die(`${dir}: no tokenizer.json (llama.cpp needs the vocabulary)`);
 if (!opt.noTokenizer && exists("tokenizer.json")) {
   const tj = readJson("tokenizer.json"), V = cfg.vocab_size;
+  if (tj.model?.type !== "BPE") die(`${path.join(dir, "tokenizer.json")}: not a BPE tokenizer`);
   const toks = new Array(V).fill(null), types = new Array(V).fill(1);
   for (const [s, id] of Object.entries(tj.model.vocab)) toks[id] = s;
   for (const a of tj.added_tokens ?? []) { toks[a.id] = a.content; types[a.id] = a.special ? 3 : 4; }
@@ -219,6 +315,7 @@ const meta = kv.filter(([k]) => !opt.dels.has(k));
 
 // ---- writing -------------------------------------------------------------------
 
+// The header: magic, version 3, counts, metadata, tensor infos, padding.
 const parts = [];
 const w = {
   u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v); parts.push(b); },
@@ -240,25 +337,48 @@ function value(type, v) {
     default: die(`value type ${type}`);
   }
 }
-w.parts = parts;
+const ALIGN = 32, pad32 = (n) => Math.ceil(n / ALIGN) * ALIGN;
 parts.push(Buffer.from("GGUF", "latin1"));
 w.u32(3);
 w.u64(tensors.length);
 w.u64(meta.length);
 for (const [k, t, v] of meta) { w.str(k); w.u32(t); value(t, v); }
 let off = 0;
-const ALIGN = 32;
 for (const t of tensors) {
   w.str(t.name);
   w.u32(t.shape.length);
   for (const d of t.shape.slice().reverse()) w.u64(d);
   w.u32(t.type);
   w.u64(off);
-  t.off = off;
-  off = Math.ceil((off + t.data.length) / ALIGN) * ALIGN;
+  off = pad32(off + t.bytes);
 }
-let head = Buffer.concat(parts);
-head = Buffer.concat([head, Buffer.alloc((ALIGN - (head.length % ALIGN)) % ALIGN)]);
-const data = Buffer.alloc(off);
-for (const t of tensors) t.data.copy(data, t.off);
-fs.writeFileSync(out, Buffer.concat([head, data]));
+const head = Buffer.concat(parts);
+
+// The data, each tensor padded to ALIGN, into out.tmp.PID, renamed when
+// complete.
+const tmp = `${out}.tmp.${process.pid}`;
+let fd;
+try {
+  fd = fs.openSync(tmp, "w");
+} catch (e) {
+  die(`${out}: ${why(e)}`);
+}
+process.on("exit", (code) => {
+  if (code) try { fs.unlinkSync(tmp); } catch { /* renamed or gone */ }
+});
+try {
+  let at = 0;
+  const put = (b) => { for (let o = 0; o < b.length;) o += fs.writeSync(fd, b, o, b.length - o, at + o); at += b.length; };
+  put(head);
+  put(Buffer.alloc(pad32(at) - at));
+  for (const t of tensors) {
+    const b = tensorData(t);
+    if (b.length !== t.bytes) die(`${dir}: tensor '${t.name}': ${b.length} bytes, not ${t.bytes}`);
+    put(b);
+    put(Buffer.alloc(pad32(at) - at));
+  }
+  fs.closeSync(fd);
+  fs.renameSync(tmp, out);
+} catch (e) {
+  die(`${out}: ${why(e)}`);
+}
