@@ -200,9 +200,10 @@ generic(struct em *e, const char *sched, const char *hint, int nin, const struct
 	return r;
 }
 
-/* A typed view of the weights at the plan offset of tensor `name`. */
+/* A typed view of the weights at the plan offset of tensor `name`, of its
+ * own shape, or of `shape` ("AxBx...x", the same elements) when not NULL. */
 static const char *
-wview(struct em *e, const char *name, const char **elt)
+wview_as(struct em *e, const char *name, const char *shape_as, const char **elt)
 {
 	const struct llm_plan_tensor *t = llm_model_tensor(e->m, name);
 	struct llm_buf shape = {0};
@@ -210,8 +211,11 @@ wview(struct em *e, const char *name, const char **elt)
 
 	if (!t)
 		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, name);
-	for (int i = 0; i < t->ndim; i++)
-		llm_buf_printf(&shape, "%" PRId64 "x", t->shape[i]);
+	if (shape_as)
+		llm_buf_puts(&shape, shape_as);
+	else
+		for (int i = 0; i < t->ndim; i++)
+			llm_buf_printf(&shape, "%" PRId64 "x", t->shape[i]);
 	ty = fmt("%s%s", shape.p, elt_of(t->dtype));
 	llm_buf_free(&shape);
 	o = cindex(e, "off", (int64_t)t->offset);
@@ -222,6 +226,12 @@ wview(struct em *e, const char *name, const char **elt)
 	if (elt)
 		*elt = elt_of(t->dtype);
 	return tv;
+}
+
+static const char *
+wview(struct em *e, const char *name, const char **elt)
+{
+	return wview_as(e, name, NULL, elt);
 }
 
 static const char *
@@ -262,20 +272,74 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
 		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn));
 }
 
-/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]). */
+/* Rows of W per GEMV chunk and per stream (see gemv). */
+#define GEMV_CHUNK 64
+#define GEMV_STREAM 8
+
+/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for a single row (decode, and
+ * the LM head): a matrix-vector product bound by reading W.  W is viewed
+ * as [n/64, 8, 8, k] (chunk c, stream j, row h of the stream; row
+ * 64c + 8j + h) and the product iterates (r, c, h, j, k), so that a tile of
+ * rows j = 0..7 at one h reads 8 streams that each run on through 8
+ * consecutive rows of W (24 KiB of bf16 at k = 1536) instead of ending
+ * with every row: the hardware prefetchers keep up with long streams
+ * only (a bf16 GEMV read 17 GB/s with one row a stream, 24 GB/s with 8,
+ * side by side; share/doc/llm/ir.txt).  Each row's sum is computed as in
+ * linear(): the results are the same bits. */
+static const char *
+gemv(struct em *e, const char *x, int64_t k, const char *w_name, const char *b_name)
+{
+	const struct llm_plan_tensor *pt = llm_model_tensor(e->m, w_name);
+	int64_t n = pt->shape[0], nc = n / GEMV_CHUNK, ns = GEMV_CHUNK / GEMV_STREAM;
+	const char *shape = fmt("%" PRId64 "x%" PRId64 "x%dx", nc, ns, GEMV_STREAM);
+	const char *wt, *w = wview_as(e, w_name, fmt("%s%" PRId64 "x", shape, k), &wt);
+	const char *yt = fmt("tensor<1x%s" "f32>", shape);
+	const char *init, *wn, *y, *yc;
+
+	const char *wcode = widen("%a1", wt, "%wf", &wn);
+	if (b_name) {
+		const char *bt, *bv = wview_as(e, b_name, shape, &bt), *bn;
+		const char *code = widen("%a0", bt, "%r", &bn);
+		init = generic(e, "fill", "bias", 1, (struct gin[]){{bv, fmt("tensor<%s%s>", shape, bt), "d1, d2, d3", bt}},
+		    NULL, yt, "", "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
+		    *code ? code
+		          : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
+	} else
+		init = generic(e, "fill", "zero", 0, NULL, NULL, yt, "", "d0, d1, d2, d3", 4,
+		    "parallel, parallel, parallel, parallel", "      %r = arith.constant 0.0 : f32\n");
+	y = generic(e, "gemv", "mv", 2,
+	    (struct gin[]){{x, fmt("tensor<1x%" PRId64 "xf32>", k), "d0, d4", "f32"},
+	        {w, fmt("tensor<%s%" PRId64 "x%s>", shape, k, wt), "d1, d3, d2, d4", wt}},
+	    init, yt, NULL, "d0, d1, d3, d2", 5, "parallel, parallel, parallel, parallel, reduction",
+	    fmt("%s"
+		"      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
+		wcode, wn));
+	yc = val(e, "mvc");
+	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", y),
+	    fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
+	return yc;
+}
+
+/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to gemv()
+ * when W's rows come in whole chunks. */
 static const char *
 linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
     const char *sched)
 {
-	const char *wt, *w = wview(e, w_name, &wt);
 	const struct llm_plan_tensor *pt = llm_model_tensor(e->m, w_name);
+	if (!pt)
+		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, w_name);
+	if (pt->shape[1] != k)
+		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
+	if (strcmp(r.t, "1") == 0 && pt->shape[0] % GEMV_CHUNK == 0)
+		return gemv(e, x, k, w_name, b_name);
+	const char *wt, *w = wview(e, w_name, &wt);
 	int64_t n = pt->shape[0];
 	const char *yt = tensor2(r, n, "f32");
 	const char *init, *wn;
 
 	const char *wcode = widen("%a1", wt, "%wf", &wn);
-	if (pt->shape[1] != k)
-		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
 	if (b_name) {
 		const char *bt, *bv = wview(e, b_name, &bt), *bn;
 		const char *code = widen("%a0", bt, "%r", &bn);

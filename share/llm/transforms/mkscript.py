@@ -71,6 +71,7 @@ def ksplit(name, n, kv):
     transform.yield
   }}""")
 ksplit("ksplit_gemv", 3, P["GV_KV"])
+ksplit("ksplit_gemv5", 5, P["GV_KV"])
 if P["GM_KV"] != P["GV_KV"]:
     ksplit("ksplit_gemm", 3, P["GM_KV"])
 for n in (2, 3, 4):
@@ -92,6 +93,25 @@ e(f"""  // y[1, n] = sum_k x[1, k] * W[n, k] (W in its [N, K] layout): chunks of
     transform.foreach %all : {A} {{
     ^bb0(%x: {A}):
       transform.include @ksplit_gemv failures(propagate) (%x) : ({A}) -> ()
+    }}
+    transform.yield
+  }}""")
+
+e(f"""  // The single-row products in streams (class gemv, share/doc/llm/ir.txt):
+  // y[0, c, j, h] = sum_k x[0, k] * W[c, j, h, k], iterated (r, c, h, j, k).  One
+  // chunk c (64 rows of W) per scf.forall iteration, then for each row h of
+  // the streams a register tile of {P['GV_NR']} streams j (rows 8 apart) with k in
+  // {P['GV_KV']} lanes: the {P['GV_NR']} rows a tile reads run on into the next h, so the
+  // hardware prefetchers see long streams.
+  transform.named_sequence @gemv_s(%mm: {A} {{transform.consumed}}) {{
+    %fill = transform.get_producer_of_operand %mm[2] : ({A}) -> {A}
+    %t1, %forall = transform.structured.tile_using_forall %mm tile_sizes [0, 1] : ({A}) -> ({A}, {A})
+    %f1, %forall2 = transform.structured.fuse_into_containing_op %fill into %forall : ({A}, {A}) -> ({A}, {A})
+    %t2, %lh, %lj = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, {P['GV_NR']}] : ({A}) -> ({A}, {A}, {A})
+    %tiles = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "gemv"}} in %forall2 : ({A}) -> {A}
+    transform.foreach %tiles : {A} {{
+    ^bb0(%x: {A}):
+      transform.include @ksplit_gemv5 failures(propagate) (%x) : ({A}) -> ()
     }}
     transform.yield
   }}""")
@@ -408,6 +428,11 @@ for c in gv:
     transform.foreach %{c} : {A} {{
     ^bb0(%m: {A}):
       transform.include @gemv failures(propagate) (%m) : ({A}) -> ()
+    }}""")
+e(f"""    %gemv = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "gemv"}} in %root : ({A}) -> {A}
+    transform.foreach %gemv : {A} {{
+    ^bb0(%m: {A}):
+      transform.include @gemv_s failures(propagate) (%m) : ({A}) -> ()
     }}""")
 e(f"""    %r = transform.foreach_match in %root
         @m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,

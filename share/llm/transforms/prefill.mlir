@@ -33,6 +33,26 @@ module attributes {transform.with_named_sequence} {
     }
     transform.yield
   }
+  // Reduction over the last dim of a rank-5 tile in 8 lanes: a vector
+  // accumulator lives in registers over the whole loop and is reduced once
+  // at the end.  Ragged last columns, if any, are peeled and done one at a
+  // time (short bf16 vectors would need a truncation routine at run time).
+  transform.named_sequence @ksplit_gemv5(%t: !transform.any_op {transform.consumed}) {
+    %i, %s, %c, %lk = transform.structured.tile_reduction_using_for %t by tile_sizes = [0, 0, 0, 0, 8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    transform.annotate %lk "llm.kloop" : !transform.any_op
+    %rest = transform.sequence %lk : (!transform.any_op) -> !transform.any_op failures(suppress) {
+    ^bb0(%l: !transform.any_op):
+      %lf = transform.cast %l : !transform.any_op to !transform.op<"scf.for">
+      %m, %r = transform.loop.peel %lf : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+      transform.yield %r : !transform.any_op
+    }
+    transform.foreach %rest : !transform.any_op {
+    ^bb0(%r: !transform.any_op):
+      %rk = transform.structured.match ops{["linalg.generic"]} in %r : (!transform.any_op) -> !transform.any_op
+      %rk2, %rkl = transform.structured.tile_using_for %rk tile_sizes [0, 0, 0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    }
+    transform.yield
+  }
   // Reduction over the last dim of a rank-2 tile in 8 lanes: a vector
   // accumulator lives in registers over the whole loop and is reduced once
   // at the end.  Ragged last columns, if any, are peeled and done one at a
@@ -108,6 +128,24 @@ module attributes {transform.with_named_sequence} {
     transform.foreach %all : !transform.any_op {
     ^bb0(%x: !transform.any_op):
       transform.include @ksplit_gemv failures(propagate) (%x) : (!transform.any_op) -> ()
+    }
+    transform.yield
+  }
+  // The single-row products in streams (class gemv, share/doc/llm/ir.txt):
+  // y[0, c, j, h] = sum_k x[0, k] * W[c, j, h, k], iterated (r, c, h, j, k).  One
+  // chunk c (64 rows of W) per scf.forall iteration, then for each row h of
+  // the streams a register tile of 8 streams j (rows 8 apart) with k in
+  // 8 lanes: the 8 rows a tile reads run on into the next h, so the
+  // hardware prefetchers see long streams.
+  transform.named_sequence @gemv_s(%mm: !transform.any_op {transform.consumed}) {
+    %fill = transform.get_producer_of_operand %mm[2] : (!transform.any_op) -> !transform.any_op
+    %t1, %forall = transform.structured.tile_using_forall %mm tile_sizes [0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %f1, %forall2 = transform.structured.fuse_into_containing_op %fill into %forall : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t2, %lh, %lj = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, 8] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %tiles = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "gemv"} in %forall2 : (!transform.any_op) -> !transform.any_op
+    transform.foreach %tiles : !transform.any_op {
+    ^bb0(%x: !transform.any_op):
+      transform.include @ksplit_gemv5 failures(propagate) (%x) : (!transform.any_op) -> ()
     }
     transform.yield
   }
@@ -479,6 +517,11 @@ module attributes {transform.with_named_sequence} {
     transform.foreach %head : !transform.any_op {
     ^bb0(%m: !transform.any_op):
       transform.include @gemv failures(propagate) (%m) : (!transform.any_op) -> ()
+    }
+    %gemv = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "gemv"} in %root : (!transform.any_op) -> !transform.any_op
+    transform.foreach %gemv : !transform.any_op {
+    ^bb0(%m: !transform.any_op):
+      transform.include @gemv_s failures(propagate) (%m) : (!transform.any_op) -> ()
     }
     %r = transform.foreach_match in %root
         @m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,
