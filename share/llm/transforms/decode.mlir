@@ -1,6 +1,6 @@
 // decode.mlir: the transform script of llm-lower for decode modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py decode > decode.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
@@ -408,10 +408,12 @@ module attributes {transform.with_named_sequence} {
   }
   // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d], the KV heads shared out
   // over the threads: outer products, all query heads of a KV head by 16
-  // of d in registers, one position t at a time.
+  // of d in registers, one position t at a time, in blocks of 64 positions: the d tiles of a block
+  // re-read its rows of v from L1 (64 x 512 B at HD = 128), not from memory.
   transform.named_sequence @pv(%t: !transform.any_op {transform.consumed}) {
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    %t1b, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, 64] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t2, %l:3 = transform.structured.tile_using_for %t1b tile_sizes [0, 0, 1, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
     transform.annotate %l#2 "llm.kloop" : !transform.any_op
     transform.yield
   }

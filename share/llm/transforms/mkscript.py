@@ -15,12 +15,13 @@ comments of each sequence):
   AT_MR, AT_NT, AT_DT  attention: query rows and keys (in vector lanes) per
                        scores tile, head_dim tile of P.V
   AT_DB                decode scores: head_dim block (rows of the transposed keys
-                       read together)"""
+                       read together)
+  AT_VB                decode P.V: positions per block (0: none)"""
 import sys
 kind = sys.argv[1]
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
-         EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8)                         # last-dim tile of elementwise ops, lanes of row reductions
+         EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8, AT_VB=64)                         # last-dim tile of elementwise ops, lanes of row reductions
 for a in sys.argv[2:]:
     k, v = a.split("="); P[k] = int(v)
 A = "!transform.any_op"
@@ -343,6 +344,15 @@ e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}})
   transform.named_sequence @nothing(%t: {A} {{transform.readonly}}) {{
     transform.yield
   }}""")
+if P["AT_VB"]:
+    VB_NOTE = (f", in blocks of {P['AT_VB']} positions: the d tiles of a block\n"
+               f"  // re-read its rows of v from L1 ({P['AT_VB']} x 512 B at HD = 128), not from memory")
+    VB_TILE = (f"    %t1b, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, {P['AT_VB']}] "
+               f": ({A}) -> ({A}, {A})\n")
+else:
+    VB_NOTE = ""
+    VB_TILE = ""
+PV_IN = "%t1b" if P["AT_VB"] else "%t1"
 if kind == "prefill":
     e(f"""  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, d, t] (keys
   // cached transposed), a small GEMM per head, the heads (h, g) shared out
@@ -400,10 +410,10 @@ else:
   }}
   // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d], the KV heads shared out
   // over the threads: outer products, all query heads of a KV head by {P['AT_DT']}
-  // of d in registers, one position t at a time.
+  // of d in registers, one position t at a time{VB_NOTE}.
   transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1] : ({A}) -> ({A}, {A})
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 1, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
+{VB_TILE}    %t2, %l:3 = transform.structured.tile_using_for {PV_IN} tile_sizes [0, 0, 1, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
     transform.annotate %l#2 "llm.kloop" : {A}
     transform.yield
   }}""")

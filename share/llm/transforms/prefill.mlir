@@ -1,6 +1,6 @@
 // prefill.mlir: the transform script of llm-lower for prefill modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py prefill > prefill.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
