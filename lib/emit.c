@@ -293,7 +293,7 @@ gemv(struct em *e, const char *x, int64_t k, const char *w_name, const char *b_n
 	int64_t n = pt->shape[0], nc = n / GEMV_CHUNK, ns = GEMV_CHUNK / GEMV_STREAM;
 	const char *shape = fmt("%" PRId64 "x%" PRId64 "x%dx", nc, ns, GEMV_STREAM);
 	const char *wt, *w = wview_as(e, w_name, fmt("%s%" PRId64 "x", shape, k), &wt);
-	const char *yt = fmt("tensor<1x%s" "f32>", shape);
+	const char *yt = fmt("tensor<1x%sf32>", shape);
 	const char *init, *wn, *y, *yc;
 
 	const char *wcode = widen("%a1", wt, "%wf", &wn);
