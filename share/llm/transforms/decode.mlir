@@ -409,7 +409,7 @@ module attributes {transform.with_named_sequence} {
   // o[h, g, 0, d] = sum_t p[h, g, 0, t] v[h, t, d], the KV heads shared out
   // over the threads: outer products, all query heads of a KV head by 16
   // of d in registers, one position t at a time, in blocks of 64 positions: the d tiles of a block
-  // re-read its rows of v from L1 (64 x 512 B at HD = 128), not from memory.
+  // re-read its rows of v (64 x 512 B at HD = 128) from L1/L2, not from memory.
   transform.named_sequence @pv(%t: !transform.any_op {transform.consumed}) {
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %t1b, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, 64] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)

@@ -346,7 +346,7 @@ e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}})
   }}""")
 if P["AT_VB"]:
     VB_NOTE = (f", in blocks of {P['AT_VB']} positions: the d tiles of a block\n"
-               f"  // re-read its rows of v from L1 ({P['AT_VB']} x 512 B at HD = 128), not from memory")
+               f"  // re-read its rows of v ({P['AT_VB']} x 512 B at HD = 128) from L1/L2, not from memory")
     VB_TILE = (f"    %t1b, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, {P['AT_VB']}] "
                f": ({A}) -> ({A}, {A})\n")
 else:
