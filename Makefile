@@ -124,8 +124,8 @@ $(T)/mkmodel: tests/tools/mkmodel.c
 $(T)/cmpf32: tests/tools/cmpf32.c
 $(T)/tokcheck: tests/tools/tokcheck.c
 $(T)/mkrunmodel: tests/tools/mkrunmodel.c
-$(T)/bwprobe: tests/tools/bwprobe.c
-$(T)/fmaprobe: tests/tools/fmaprobe.c
+$(T)/bwprobe: tests/tools/bwprobe.c tests/tools/probe.h
+$(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit

@@ -141,4 +141,8 @@ setup() {
 	run -1 fmaprobe -t 0
 	run -0 fmaprobe -h
 	[ "$output" = "usage: fmaprobe [-t threads] [-r repeats]" ]
+	run -2 bwprobe -m 16 extra
+	run -1 bwprobe -m 8
+	run -0 bwprobe -h
+	[ "$output" = "usage: bwprobe [-t threads] [-m MiB] [-r repeats]" ]
 }

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../../lib/util.h"
+#include "probe.h"
 
 struct part {
 	const float *p;
@@ -90,42 +90,12 @@ reader(void *arg)
 	return NULL;
 }
 
-static int
-cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 int
 main(int argc, char **argv)
 {
-	int64_t threads = 2, mib = 1024, reps = 5;
-	int c;
-
-	llm_setprog(argv[0]);
-	while ((c = getopt(argc, argv, "hm:r:t:")) != -1) {
-		switch (c) {
-		case 'h':
-			printf("usage: bwprobe [-t threads] [-m MiB] [-r repeats]\n");
-			return 0;
-		case 'm':
-			if (llm_parse_i64(optarg, 16, 1 << 20, &mib) < 0)
-				llm_fatal("-m: %s", llm_errmsg());
-			break;
-		case 'r':
-			if (llm_parse_i64(optarg, 1, 1000, &reps) < 0)
-				llm_fatal("-r: %s", llm_errmsg());
-			break;
-		case 't':
-			if (llm_parse_i64(optarg, 1, 256, &threads) < 0)
-				llm_fatal("-t: %s", llm_errmsg());
-			break;
-		default:
-			fprintf(stderr, "usage: bwprobe [-t threads] [-m MiB] [-r repeats]\n");
-			return 2;
-		}
-	}
+	struct probe_opts o = {2, 5, 1024};
+	probe_options(argc, argv, "usage: bwprobe [-t threads] [-m MiB] [-r repeats]", &o);
+	int64_t threads = o.threads, reps = o.reps, mib = o.mib;
 	size_t n = (size_t)mib << 18; /* floats */
 	float *buf = llm_xmalloc(n * sizeof(float));
 	for (size_t i = 0; i < n; i++)
@@ -146,8 +116,7 @@ main(int argc, char **argv)
 		}
 		gbps[r] = (double)(n * sizeof(float)) / (llm_now() - t0) / 1e9;
 	}
-	qsort(gbps, (size_t)reps, sizeof(double), cmp_d);
-	printf("read_GBps %.1f %.1f threads %lld MiB %lld%s\n", gbps[reps - 1], gbps[reps / 2],
-	    (long long)threads, (long long)mib, check == 0 ? " (check 0?)" : "");
+	probe_report("read_GBps", gbps, reps, threads);
+	printf(" MiB %lld%s\n", (long long)mib, check == 0 ? " (check 0?)" : "");
 	return 0;
 }

@@ -12,9 +12,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "../../lib/util.h"
+#include "probe.h"
 
 #define ITERS 20000000L
 #define CHAINS 12
@@ -76,42 +76,12 @@ supported(void)
 }
 #endif
 
-static int
-cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 int
 main(int argc, char **argv)
 {
-	int64_t threads = 2, reps = 5;
-	int c;
-
-	llm_setprog(argv[0]);
-	while ((c = getopt(argc, argv, "hr:t:")) != -1) {
-		switch (c) {
-		case 'h':
-			printf("usage: fmaprobe [-t threads] [-r repeats]\n");
-			return 0;
-		case 'r':
-			if (llm_parse_i64(optarg, 1, 1000, &reps) < 0)
-				llm_fatal("-r: %s", llm_errmsg());
-			break;
-		case 't':
-			if (llm_parse_i64(optarg, 1, 256, &threads) < 0)
-				llm_fatal("-t: %s", llm_errmsg());
-			break;
-		default:
-			fprintf(stderr, "usage: fmaprobe [-t threads] [-r repeats]\n");
-			return 2;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "usage: fmaprobe [-t threads] [-r repeats]\n");
-		return 2;
-	}
+	struct probe_opts o = {2, 5, -1};
+	probe_options(argc, argv, "usage: fmaprobe [-t threads] [-r repeats]", &o);
+	int64_t threads = o.threads, reps = o.reps;
 	if (!supported())
 		llm_fatal("this CPU has no AVX2 and FMA: no probe for it");
 	double *gf = llm_xcalloc((size_t)reps, sizeof(double)), check = 0;
@@ -128,9 +98,8 @@ main(int argc, char **argv)
 		/* 2 flops per lane, 8 lanes, CHAINS chains, ITERS steps, threads */
 		gf[r] = 16.0 * CHAINS * (double)ITERS * (double)threads / (llm_now() - t0) / 1e9;
 	}
-	qsort(gf, (size_t)reps, sizeof(double), cmp_d);
-	printf("fma_GFLOPs %.1f %.1f threads %lld%s\n", gf[reps - 1], gf[reps / 2], (long long)threads,
-	    check == 0 ? " (check 0?)" : "");
+	probe_report("fma_GFLOPs", gf, reps, threads);
+	printf("%s\n", check == 0 ? " (check 0?)" : "");
 	free(gf);
 	free(tid);
 	free(w);
