@@ -7,7 +7,9 @@ parameters: one tiling recipe is instantiated per rank and per tile size.
 Parameters (measured on the 2-vCPU Zen3, AVX2, 16 ymm registers; see the
 comments of each sequence):
   GV_NC, GV_NR, GV_KV  GEMV: W rows per scf.forall chunk, W rows per register
-                       tile, k lanes (vector accumulators kept over the whole row)
+                       tile, k lanes (vector accumulators kept over the whole row);
+                       class gemv has its chunks of 64 rows (8 streams of 8)
+                       in its IR (lib/emit.c), GV_NR must divide 8 there
   GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
                        per register tile, k lanes, k block (0: no k blocking)
   EW                   last-dim tile of elementwise ops
