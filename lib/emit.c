@@ -272,6 +272,35 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
 		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn));
 }
 
+/* The output initialiser of a product: zeros, or the bias `b_name`
+ * viewed as `bshape` ("AxBx...x") and broadcast by `bmap`.  yt, dyn, omap,
+ * nd and iters as for generic(). */
+static const char *
+product_init(struct em *e, const char *b_name, const char *bshape, const char *bmap, const char *yt,
+    const char *dyn, const char *omap, int nd, const char *iters)
+{
+	if (!b_name)
+		return generic(e, "fill", "zero", 0, NULL, NULL, yt, dyn, omap, nd, iters,
+		    "      %r = arith.constant 0.0 : f32\n");
+	const char *bt, *bv = wview_as(e, b_name, bshape, &bt), *bn;
+	const char *code = widen("%a0", bt, "%r", &bn);
+	/* x + -0.0 == x for every x: the body forwards the bias. */
+	return generic(e, "fill", "bias", 1, (struct gin[]){{bv, fmt("tensor<%s%s>", bshape, bt), bmap, bt}},
+	    NULL, yt, dyn, omap, nd, iters,
+	    *code ? code : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
+}
+
+/* The body of a product: o + x * widened W (%a0 = x, %a1 = W). */
+static const char *
+product_body(const char *wt)
+{
+	const char *wn, *wcode = widen("%a1", wt, "%wf", &wn);
+	return fmt("%s"
+		   "      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		   "      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
+	    wcode, wn);
+}
+
 /* Rows of W per GEMV chunk and per stream (see gemv). */
 #define GEMV_CHUNK 64
 #define GEMV_STREAM 8
@@ -287,35 +316,20 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
  * side by side; share/doc/llm/ir.txt).  Each row's sum is computed as in
  * linear(): the results are the same bits. */
 static const char *
-gemv(struct em *e, const char *x, int64_t k, const char *w_name, const char *b_name)
+gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, const char *b_name)
 {
-	const struct llm_plan_tensor *pt = llm_model_tensor(e->m, w_name);
-	int64_t n = pt->shape[0], nc = n / GEMV_CHUNK, ns = GEMV_CHUNK / GEMV_STREAM;
+	int64_t nc = n / GEMV_CHUNK, ns = GEMV_CHUNK / GEMV_STREAM;
 	const char *shape = fmt("%" PRId64 "x%" PRId64 "x%dx", nc, ns, GEMV_STREAM);
 	const char *wt, *w = wview_as(e, w_name, fmt("%s%" PRId64 "x", shape, k), &wt);
 	const char *yt = fmt("tensor<1x%sf32>", shape);
-	const char *init, *wn, *y, *yc;
-
-	const char *wcode = widen("%a1", wt, "%wf", &wn);
-	if (b_name) {
-		const char *bt, *bv = wview_as(e, b_name, shape, &bt), *bn;
-		const char *code = widen("%a0", bt, "%r", &bn);
-		init = generic(e, "fill", "bias", 1, (struct gin[]){{bv, fmt("tensor<%s%s>", shape, bt), "d1, d2, d3", bt}},
-		    NULL, yt, "", "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-		    *code ? code
-		          : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
-	} else
-		init = generic(e, "fill", "zero", 0, NULL, NULL, yt, "", "d0, d1, d2, d3", 4,
-		    "parallel, parallel, parallel, parallel", "      %r = arith.constant 0.0 : f32\n");
-	y = generic(e, "gemv", "mv", 2,
+	const char *iters = "parallel, parallel, parallel, parallel";
+	const char *init = product_init(e, b_name, shape, "d1, d2, d3", yt, "", "d0, d1, d2, d3", 4, iters);
+	const char *y = generic(e, "gemv", "mv", 2,
 	    (struct gin[]){{x, fmt("tensor<1x%" PRId64 "xf32>", k), "d0, d4", "f32"},
 	        {w, fmt("tensor<%s%" PRId64 "x%s>", shape, k, wt), "d1, d3, d2, d4", wt}},
 	    init, yt, NULL, "d0, d1, d3, d2", 5, "parallel, parallel, parallel, parallel, reduction",
-	    fmt("%s"
-		"      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
-		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
-		wcode, wn));
-	yc = val(e, "mvc");
+	    product_body(wt));
+	const char *yc = val(e, "mvc");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", y),
 	    fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
 	return yc;
@@ -332,34 +346,17 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, w_name);
 	if (pt->shape[1] != k)
 		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
-	if (strcmp(r.t, "1") == 0 && pt->shape[0] % GEMV_CHUNK == 0)
-		return gemv(e, x, k, w_name, b_name);
-	const char *wt, *w = wview(e, w_name, &wt);
 	int64_t n = pt->shape[0];
+	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0)
+		return gemv(e, x, n, k, w_name, b_name);
+	const char *wt, *w = wview(e, w_name, &wt);
 	const char *yt = tensor2(r, n, "f32");
-	const char *init, *wn;
-
-	const char *wcode = widen("%a1", wt, "%wf", &wn);
-	if (b_name) {
-		const char *bt, *bv = wview(e, b_name, &bt), *bn;
-		const char *code = widen("%a0", bt, "%r", &bn);
-		/* x + -0.0 == x for every x: the body forwards the bias. */
-		init = generic(e, "fill", "bias", 1,
-		    (struct gin[]){{bv, fmt("tensor<%" PRId64 "x%s>", n, bt), "d1", bt}},
-		    NULL, yt, r.dyn, "d0, d1", 2, "parallel, parallel",
-		    *code ? code
-		          : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
-	} else
-		init = generic(e, "fill", "zero", 0, NULL, NULL, yt, r.dyn, "d0, d1", 2, "parallel, parallel",
-		    "      %r = arith.constant 0.0 : f32\n");
+	const char *init = product_init(e, b_name, fmt("%" PRId64 "x", n), "d1", yt, r.dyn, "d0, d1", 2,
+	    "parallel, parallel");
 	return generic(e, sched, "mm", 2,
 	    (struct gin[]){{x, tensor2(r, k, "f32"), "d0, d2", "f32"},
 	        {w, fmt("tensor<%" PRId64 "x%" PRId64 "x%s>", n, k, wt), "d1, d2", wt}},
-	    init, yt, NULL, "d0, d1", 3, "parallel, parallel, reduction",
-	    fmt("%s"
-		"      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
-		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
-		wcode, wn));
+	    init, yt, NULL, "d0, d1", 3, "parallel, parallel, reduction", product_body(wt));
 }
 
 static const char *
