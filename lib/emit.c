@@ -471,7 +471,7 @@ static const char *
 attention(struct em *e, const char *q, const char *kc, const char *vc)
 {
 	const struct llm_model_config *c = e->c;
-	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim, C = e->m->max_context;
+	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim, C = llm_kv_positions(e->m->max_context);
 	const char *R = e->R.t, *kvt = e->kvt;
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
 	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
@@ -501,25 +501,27 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	    z, st, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
 	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
 		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", kw, kn));
-	const char *ms = generic(e, "attn", "masked", 1, (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}},
-	    NULL, st, sdyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-	    fmt("%s      %%scale = arith.constant %.17g : f32\n"
-		"      %%x = arith.mulf %%a0, %%scale : f32\n"
-		"      %%neg = arith.constant -1.0e30 : f32\n"
-		"      %%r = arith.select %%ok, %%x, %%neg : f32\n", mask, 1.0 / sqrt((double)hd)));
+	/* Softmax over t of the scaled scores, keys t > pos + s masked: the
+	 * scale and the mask are applied where the scores are read (rowmax,
+	 * probs), not in a pass of their own; class "softmax" shares the
+	 * heads out over the threads. */
+	const char *scaled = fmt("%s      %%scale = arith.constant %.17g : f32\n"
+	    "      %%x = arith.mulf %%a0, %%scale : f32\n", mask, 1.0 / sqrt((double)hd));
 	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
-	const char *mx = generic(e, "attn", "rowmax", 1, (struct gin[]){{ms, st, "d0, d1, d2, d3", "f32"}},
+	const char *mx = generic(e, "softmax", "rowmax", 1, (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}},
 	    m0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
-	    "      %r = arith.maximumf %a0, %o : f32\n");
-	const char *p = generic(e, "attn", "probs", 2,
-	    (struct gin[]){{ms, st, "d0, d1, d2, d3", "f32"}, {mx, rt, "d0, d1, d2", "f32"}},
+	    fmt("%s      %%neg = arith.constant -1.0e30 : f32\n"
+		"      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
+		"      %%r = arith.maximumf %%xm, %%o : f32\n", scaled));
+	const char *p = generic(e, "softmax", "probs", 2,
+	    (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}, {mx, rt, "d0, d1, d2", "f32"}},
 	    NULL, st, sdyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-	    fmt("%s      %%dd = arith.subf %%a0, %%a1 : f32\n"
+	    fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
 		"      %%ex = math.exp %%dd : f32\n"
 		"      %%zf = arith.constant 0.0 : f32\n"
-		"      %%r = arith.select %%ok, %%ex, %%zf : f32\n", mask));
+		"      %%r = arith.select %%ok, %%ex, %%zf : f32\n", scaled));
 	const char *l0 = fill(e, rt, e->R.dyn, 3, "0.0");
-	const char *l = generic(e, "attn", "rowsum", 1, (struct gin[]){{p, st, "d0, d1, d2, d3", "f32"}},
+	const char *l = generic(e, "softmax", "rowsum", 1, (struct gin[]){{p, st, "d0, d1, d2, d3", "f32"}},
 	    l0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
 	    "      %r = arith.addf %o, %a0 : f32\n");
 	/* out (h, g, s, d) = sum_t p(h, g, s, t) v(h, t, d) */
@@ -547,11 +549,12 @@ static void
 cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 {
 	const struct llm_model_config *c = e->c;
-	int64_t plane = c->n_kv_heads * e->m->max_context * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
+	int64_t C = llm_kv_positions(e->m->max_context);
+	int64_t plane = c->n_kv_heads * C * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
 	/* Keys are transposed, [KVH, HD, C], and viewed with the head dim
 	 * split in the halves RoPE writes; values plain, [KVH, C, HD]. */
-	const char *ty = which ? fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, e->m->max_context, c->head_dim, e->kvt)
-	    : fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, e->m->max_context, e->kvt);
+	const char *ty = which ? fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, C, c->head_dim, e->kvt)
+	    : fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, C, e->kvt);
 	const char *o = cindex(e, which ? "voff" : "koff", ((int64_t)l * 2 + which) * plane);
 
 	*mem = val(e, which ? "vm" : "km");
@@ -565,6 +568,7 @@ layer(struct em *e, const char *x, int l)
 {
 	const struct llm_model_config *c = e->c;
 	int64_t d = c->hidden_size, hd = c->head_dim, h2 = hd / 2, kvh = c->n_kv_heads, C = e->m->max_context;
+	int64_t Cp = llm_kv_positions(C);
 	int bias = c->attention_bias;
 	const char *R = e->R.t, *Rd = e->R.dyn[0] ? "%R" : "1";
 
@@ -602,9 +606,9 @@ layer(struct em *e, const char *x, int l)
 	    : fmt("      %%r = arith.truncf %%a0 : f32 to %s\n", e->kvt));
 
 	/* Write the chunk's keys and values into the cache in place. */
-	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, e->kvt);
-	const char *ctk = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, C, e->kvt);
-	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s>", kvh, h2, C, e->kvt);
+	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, Cp, hd, e->kvt);
+	const char *ctk = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, Cp, e->kvt);
+	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s>", kvh, h2, Cp, e->kvt);
 	const char *ktt = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, e->kvt);
 	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
 	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, 0, 0, %%pos] [%" PRId64 ", 2, %" PRId64 ", %s] [1, 1, 1, 1]",

@@ -340,6 +340,12 @@ fail:
 	return -1;
 }
 
+int64_t
+llm_kv_positions(int64_t max_context)
+{
+	return (max_context + 15) / 16 * 16 + 16;
+}
+
 void
 llm_model_free(struct llm_model *m)
 {

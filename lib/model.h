@@ -64,6 +64,12 @@ struct llm_model {
 	struct llm_phase phases[LLM_MAX_PHASES];
 };
 
+/* Positions in a row of the KV cache for max_context C: C rounded up to
+ * 16 and 16 more, so that the rows of a head (HD of them for the
+ * transposed keys) are not a power of two apart and a tile of keys read
+ * down the head dim does not fall into one set of the caches. */
+int64_t llm_kv_positions(int64_t max_context);
+
 /* Load and validate (format, types, offsets aligned, inside data_bytes and
  * not overlapping, byte sizes equal shape x dtype, fingerprint equal to
  * the recomputed one).  0, or -1 with llm_errmsg "path: ...". */

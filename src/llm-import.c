@@ -458,7 +458,8 @@ main(int argc, char **argv)
 
 	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
 	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(kvdt)));
-	json_object_set_new(kvc, "bytes", json_integer(cfg.n_layers * 2 * cfg.n_kv_heads * max_ctx * cfg.head_dim *
+	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(max_ctx)));
+	json_object_set_new(kvc, "bytes", json_integer(cfg.n_layers * 2 * cfg.n_kv_heads * llm_kv_positions(max_ctx) * cfg.head_dim *
 	    (int64_t)llm_dtype_size(kvdt)));
 	json_object_set_new(weights, "file", json_string("weights.bin"));
 	json_object_set_new(weights, "header_bytes", json_integer(LLM_WEIGHTS_HEADER_BYTES));

@@ -57,8 +57,9 @@ setup() {
 	[ "$(jq -c '.tokenizer.eos_ids' "$j")" = "[151643]" ]
 	[ "$(jq -r '.tokenizer.bos_id' "$j")" = "151646" ]
 	[ "$(jq -r '.tokenizer.chat_template' "$j")" = "deepseek-r1" ]
-	# kv bytes = L * 2 * KVH * C * HD * 4
-	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 4096 * 16 * 4))" ]
+	# kv bytes = L * 2 * KVH * P * HD * 4, P = C rounded up to 16, + 16
+	[ "$(jq -r .kv_cache.positions "$j")" = 4112 ]
+	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 4112 * 16 * 4))" ]
 }
 
 @test "the weight plan is aligned, ordered, typed and sized" {
@@ -130,8 +131,8 @@ setup() {
 	j="$BATS_TEST_TMPDIR/out/model.json"
 	[ "$(jq -c '[.limits.max_context,.limits.prefill_chunk,.dtypes.weights,.dtypes.kv]' "$j")" = '[256,32,"f16","bf16"]' ]
 	[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | .dtype' "$j")" = f16 ]
-	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 256 * 16 * 2))" ]
-	grep -q 'memref<2x256x16xbf16>' "$BATS_TEST_TMPDIR/out/decode.mlir"
+	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 272 * 16 * 2))" ]
+	grep -q 'memref<2x272x16xbf16>' "$BATS_TEST_TMPDIR/out/decode.mlir"
 	for p in prefill prefill_kv decode; do
 		run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/$p.mlir" -o /dev/null
 	done

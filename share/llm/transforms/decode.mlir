@@ -1,6 +1,6 @@
 // decode.mlir: the transform script of llm-lower for decode modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py decode > decode.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64 AT_PB=64 AT_PR=4.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
@@ -430,6 +430,8 @@ module attributes {transform.with_named_sequence} {
     transform.annotate %rope_ew "llm.ew" : !transform.any_op
     %attn_ew = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "attn"} in %root : (!transform.any_op) -> !transform.any_op
     transform.annotate %attn_ew "llm.ew" : !transform.any_op
+    %softmax_ew = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "softmax"} in %root : (!transform.any_op) -> !transform.any_op
+    transform.annotate %softmax_ew "llm.ew" : !transform.any_op
     %matmul = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "matmul"} in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %matmul : !transform.any_op {
     ^bb0(%m: !transform.any_op):

@@ -18,12 +18,13 @@ comments of each sequence):
                        scores tile, head_dim tile of P.V
   AT_DB                decode scores: head_dim block (rows of the transposed keys
                        read together)
-  AT_VB                decode P.V: positions per block (0: none)"""
+  AT_VB                decode P.V: positions per block (0: none)
+  AT_PB, AT_PR         prefill P.V: positions per block, query rows per tile"""
 import sys
 kind = sys.argv[1]
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
-         EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8, AT_VB=64)                         # last-dim tile of elementwise ops, lanes of row reductions
+         EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8, AT_VB=64, AT_PB=64, AT_PR=4)                         # last-dim tile of elementwise ops, lanes of row reductions
 for a in sys.argv[2:]:
     k, v = a.split("="); P[k] = int(v)
 A = "!transform.any_op"
@@ -264,6 +265,38 @@ for n in range(2, 5):
     }}
     transform.yield %c0 : {A}
   }}""")
+if kind == "prefill":
+    e(f"""  // Softmax of prefill attention (class softmax, rank 4 [h, g, r, t]): the
+  // heads (h, g) shared out over the threads, then tiled as any rank-4 op.
+  // Decode's are a few thousand elements a head: left on one thread there.
+  transform.named_sequence @m_soft(%c0: {A} {{transform.readonly}}) {{
+    transform.include @m_other failures(propagate) (%c0) : ({A}) -> ()
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %m = transform.structured.match attributes{{llm.sched = "softmax"}} in %c0 : ({A}) -> {A}
+    %n = transform.num_associations %m : ({A}) -> !transform.param<i64>
+    transform.match.param.cmpi eq %n, %one : !transform.param<i64>
+    transform.yield
+  }}
+  transform.named_sequence @m_soft_par(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_soft failures(propagate) (%c0) : ({A}) -> ()
+    %c = transform.include @m_par4 failures(propagate) (%c0) : ({A}) -> {A}
+    transform.yield %c : {A}
+  }}
+  transform.named_sequence @m_soft_red(%c0: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_soft failures(propagate) (%c0) : ({A}) -> ()
+    %c = transform.include @m_red4 failures(propagate) (%c0) : ({A}) -> {A}
+    transform.yield %c : {A}
+  }}
+  transform.named_sequence @soft_par(%t: {A} {{transform.consumed}}) {{
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
+    transform.include @ew4 failures(propagate) (%t1) : ({A}) -> ()
+    transform.yield
+  }}
+  transform.named_sequence @soft_red(%t: {A} {{transform.consumed}}) {{
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
+    transform.include @red4 failures(propagate) (%t1) : ({A}) -> ()
+    transform.yield
+  }}""")
 # attention contractions (rank 5, reduction last): scores reduce over head_dim (static),
 # pv over the positions (dynamic)
 e(f"""  transform.named_sequence @m_red5_static(%c0: {A} {{transform.readonly}}) -> {A} {{
@@ -359,14 +392,18 @@ if kind == "prefill":
     e(f"""  // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, d, t] (keys
   // cached transposed), a small GEMM per head, the heads (h, g) shared out
   // over the threads: outer products over d into register tiles of
-  // {P['AT_MR']} rows by {P['AT_NT']} keys (the keys in vector lanes).  Rows and keys are
-  // dynamic: partial tiles are peeled.
+  // {P['AT_MR']} rows by {P['AT_NT']} keys (the keys in vector lanes), loops keys then
+  // rows, so that a tile of keys (HD x {P['AT_NT']}) stays in L1 while all the rows of
+  // the chunk pass it (rows of the cache are not a power of two apart:
+  // kv_cache.positions).  Rows and keys are dynamic: partial tiles are peeled.
   transform.named_sequence @scores(%t: {A} {{transform.consumed}}) {{
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, {P['AT_MR']}, {P['AT_NT']}, 1] : ({A}) -> {res(4)}
-    transform.annotate %l#2 "llm.kloop" : {A}
-    transform.include @peel failures(suppress) (%l#1) : ({A}) -> ()
-    transform.include @peel failures(suppress) (%l#0) : ({A}) -> ()
+    %t2, %lt = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, {P['AT_NT']}] : ({A}) -> ({A}, {A})
+    %t3, %lr = transform.structured.tile_using_for %t2 tile_sizes [0, 0, {P['AT_MR']}] : ({A}) -> ({A}, {A})
+    %t4, %ld = transform.structured.tile_using_for %t3 tile_sizes [0, 0, 0, 0, 1] : ({A}) -> ({A}, {A})
+    transform.annotate %ld "llm.kloop" : {A}
+    transform.include @peel failures(suppress) (%lr) : ({A}) -> ()
+    transform.include @peel failures(suppress) (%lt) : ({A}) -> ()
     transform.apply_patterns to %fa {{
       transform.apply_patterns.canonicalization
     }} : {A}
@@ -375,11 +412,13 @@ if kind == "prefill":
     transform.yield
   }}
   // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d], the heads shared out over
-  // the threads: outer products, a {P['AT_MR']} x {P['AT_DT']} tile of o in registers, one
-  // position t at a time.
+  // the threads: positions in blocks of {P['AT_PB']}, and in a block outer products, a
+  // {P['AT_PR']} x {P['AT_DT']} tile of o in registers, one position t at a time: a block of
+  // v ({P['AT_PB']} x HD) stays in L1/L2 while every row tile of the chunk passes it.
   transform.named_sequence @pv(%t: {A} {{transform.consumed}}) {{
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : ({A}) -> ({A}, {A})
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, {P['AT_MR']}, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
+    %t2, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, {P['AT_PB']}] : ({A}) -> ({A}, {A})
+    %t3, %l:3 = transform.structured.tile_using_for %t2 tile_sizes [0, 0, {P['AT_PR']}, {P['AT_DT']}, 1] : ({A}) -> {res(4)}
     transform.annotate %l#2 "llm.kloop" : {A}
     transform.include @peel failures(suppress) (%l#0) : ({A}) -> ()
     transform.apply_patterns to %fa {{
@@ -421,7 +460,7 @@ else:
   }}""")
 
 # ---- main ----
-classes = ["gather", "fill", "eltwise", "rowsum", "rope", "attn"]
+classes = ["gather", "fill", "eltwise", "rowsum", "rope", "attn", "softmax"]
 e(f"""  transform.named_sequence @__transform_main(%root: {A} {{transform.consumed}}) {{""")
 for c in classes:
     e(f"""    %{c}_ew = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "{c}"}} in %root : ({A}) -> {A}
@@ -446,8 +485,9 @@ e(f"""    %gemv = transform.structured.match ops{{["linalg.generic"]}} attribute
     ^bb0(%m: {A}):
       transform.include @gemv_s failures(propagate) (%m) : ({A}) -> ()
     }}""")
+soft = "@m_soft_par -> @soft_par, @m_soft_red -> @soft_red,\n        " if kind == "prefill" else ""
 e(f"""    %r = transform.foreach_match in %root
-        @m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,
+        {soft}@m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,
         @m_red2 -> @red2, @m_red3 -> @red3, @m_red4 -> @red4,
         @m_red5_static -> @scores, @m_red5 -> @pv : ({A}) -> {A}""")
 e(f"""    %fv = transform.structured.match ops{{["func.func"]}} in %r : ({A}) -> {A}

@@ -1,6 +1,6 @@
 // prefill.mlir: the transform script of llm-lower for prefill modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py prefill > prefill.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64 AT_PB=64 AT_PR=4.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
@@ -382,6 +382,37 @@ module attributes {transform.with_named_sequence} {
     }
     transform.yield %c0 : !transform.any_op
   }
+  // Softmax of prefill attention (class softmax, rank 4 [h, g, r, t]): the
+  // heads (h, g) shared out over the threads, then tiled as any rank-4 op.
+  // Decode's are a few thousand elements a head: left on one thread there.
+  transform.named_sequence @m_soft(%c0: !transform.any_op {transform.readonly}) {
+    transform.include @m_other failures(propagate) (%c0) : (!transform.any_op) -> ()
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %m = transform.structured.match attributes{llm.sched = "softmax"} in %c0 : (!transform.any_op) -> !transform.any_op
+    %n = transform.num_associations %m : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %n, %one : !transform.param<i64>
+    transform.yield
+  }
+  transform.named_sequence @m_soft_par(%c0: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.include @m_soft failures(propagate) (%c0) : (!transform.any_op) -> ()
+    %c = transform.include @m_par4 failures(propagate) (%c0) : (!transform.any_op) -> !transform.any_op
+    transform.yield %c : !transform.any_op
+  }
+  transform.named_sequence @m_soft_red(%c0: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.include @m_soft failures(propagate) (%c0) : (!transform.any_op) -> ()
+    %c = transform.include @m_red4 failures(propagate) (%c0) : (!transform.any_op) -> !transform.any_op
+    transform.yield %c : !transform.any_op
+  }
+  transform.named_sequence @soft_par(%t: !transform.any_op {transform.consumed}) {
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @ew4 failures(propagate) (%t1) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @soft_red(%t: !transform.any_op {transform.consumed}) {
+    %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @red4 failures(propagate) (%t1) : (!transform.any_op) -> ()
+    transform.yield
+  }
   transform.named_sequence @m_red5_static(%c0: !transform.any_op {transform.readonly}) -> !transform.any_op {
     transform.include @m_other failures(propagate) (%c0) : (!transform.any_op) -> ()
     transform.match.structured %c0 : !transform.any_op {
@@ -465,14 +496,18 @@ module attributes {transform.with_named_sequence} {
   // Attention scores s[h, g, r, t] = sum_d q[h, g, r, d] k[h, d, t] (keys
   // cached transposed), a small GEMM per head, the heads (h, g) shared out
   // over the threads: outer products over d into register tiles of
-  // 6 rows by 16 keys (the keys in vector lanes).  Rows and keys are
-  // dynamic: partial tiles are peeled.
+  // 6 rows by 16 keys (the keys in vector lanes), loops keys then
+  // rows, so that a tile of keys (HD x 16) stays in L1 while all the rows of
+  // the chunk pass it (rows of the cache are not a power of two apart:
+  // kv_cache.positions).  Rows and keys are dynamic: partial tiles are peeled.
   transform.named_sequence @scores(%t: !transform.any_op {transform.consumed}) {
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 6, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
-    transform.annotate %l#2 "llm.kloop" : !transform.any_op
-    transform.include @peel failures(suppress) (%l#1) : (!transform.any_op) -> ()
-    transform.include @peel failures(suppress) (%l#0) : (!transform.any_op) -> ()
+    %t2, %lt = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 16] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t3, %lr = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 6] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t4, %ld = transform.structured.tile_using_for %t3 tile_sizes [0, 0, 0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %ld "llm.kloop" : !transform.any_op
+    transform.include @peel failures(suppress) (%lr) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%lt) : (!transform.any_op) -> ()
     transform.apply_patterns to %fa {
       transform.apply_patterns.canonicalization
     } : !transform.any_op
@@ -481,11 +516,13 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
   // o[h, g, r, d] = sum_t p[h, g, r, t] v[h, t, d], the heads shared out over
-  // the threads: outer products, a 6 x 16 tile of o in registers, one
-  // position t at a time.
+  // the threads: positions in blocks of 64, and in a block outer products, a
+  // 4 x 16 tile of o in registers, one position t at a time: a block of
+  // v (64 x HD) stays in L1/L2 while every row tile of the chunk passes it.
   transform.named_sequence @pv(%t: !transform.any_op {transform.consumed}) {
     %t1, %fa = transform.structured.tile_using_forall %t tile_sizes [1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %t2, %l:3 = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 6, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    %t2, %lb = transform.structured.tile_using_for %t1 tile_sizes [0, 0, 0, 0, 64] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t3, %l:3 = transform.structured.tile_using_for %t2 tile_sizes [0, 0, 4, 16, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
     transform.annotate %l#2 "llm.kloop" : !transform.any_op
     transform.include @peel failures(suppress) (%l#0) : (!transform.any_op) -> ()
     transform.apply_patterns to %fa {
@@ -508,6 +545,8 @@ module attributes {transform.with_named_sequence} {
     transform.annotate %rope_ew "llm.ew" : !transform.any_op
     %attn_ew = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "attn"} in %root : (!transform.any_op) -> !transform.any_op
     transform.annotate %attn_ew "llm.ew" : !transform.any_op
+    %softmax_ew = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "softmax"} in %root : (!transform.any_op) -> !transform.any_op
+    transform.annotate %softmax_ew "llm.ew" : !transform.any_op
     %mm = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "matmul"} in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %mm : !transform.any_op {
     ^bb0(%m: !transform.any_op):
@@ -524,6 +563,7 @@ module attributes {transform.with_named_sequence} {
       transform.include @gemv_s failures(propagate) (%m) : (!transform.any_op) -> ()
     }
     %r = transform.foreach_match in %root
+        @m_soft_par -> @soft_par, @m_soft_red -> @soft_red,
         @m_par1 -> @ew1, @m_par2 -> @ew2, @m_par3 -> @ew3, @m_par4 -> @ew4, @m_par5 -> @ew5,
         @m_red2 -> @red2, @m_red3 -> @red3, @m_red4 -> @red4,
         @m_red5_static -> @scores, @m_red5 -> @pv : (!transform.any_op) -> !transform.any_op
