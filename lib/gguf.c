@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "gguf.h"
+#include "quant.h"
 
 /* Tensor data is handed out in place, as little-endian bytes. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -1005,9 +1006,9 @@ llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor 
 	char b[300];
 
 	if (t->ggml_type == LLM_GGML_F32 || t->ggml_type == LLM_GGML_F16 ||
-	    t->ggml_type == LLM_GGML_BF16)
+	    t->ggml_type == LLM_GGML_BF16 || llm_quant_supported(t->ggml_type))
 		return 0;
-	return llm_seterr("%s: tensor '%s' has type %s, which %s does not support yet",
-			  g->path, shown(b, sizeof(b), t->name, strlen(t->name)),
-			  llm_ggml_type_name(t->ggml_type), llm_prog);
+	return llm_seterr("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, "
+			  "BF16, %s)", g->path, shown(b, sizeof(b), t->name, strlen(t->name)),
+			  llm_ggml_type_name(t->ggml_type), llm_prog, llm_quant_supported_names());
 }

@@ -223,8 +223,9 @@ int llm_gguf_val_f64(const struct llm_gguf_value *v, double *out);
 
 /* Tensor by name, or NULL. */
 const struct llm_gguf_tensor *llm_gguf_find_tensor(const struct llm_gguf *g, const char *name);
-/* 0 if t is F32, F16 or BF16 (what llm can load today); else -1 with
- * "file: tensor 'x' has type Q4_K, which <prog> does not support yet". */
+/* 0 if t is F32, F16, BF16 or a block type that quant.h decodes; else -1
+ * with "file: tensor 'x' has type IQ2_XS, which <prog> does not support
+ * (it reads ...)". */
 int llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor *t);
 
 /* Names for messages: "u8" .. "f64", "string", "array"; "F32", "Q4_K" ..;

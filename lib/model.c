@@ -161,6 +161,10 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 		return -1;
 	if (json_array_size(src) > LLM_MAX_SOURCES)
 		return llm_seterr("%s: too many sources", c);
+	json_t *qt = json_object_get(t, "quant");
+	if (qt && (!json_is_string(qt) || json_array_size(src) != 1))
+		return llm_seterr("%s: 'quant' must be a string, on a tensor with one source", c);
+	p->quant = qt ? json_string_value(qt) : NULL;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
 		json_t *s = json_array_get(src, (size_t)j);

@@ -25,7 +25,9 @@ struct llm_plan_tensor {
 	const char *name;       /* borrowed from root */
 	int nsource;
 	const char *source[LLM_MAX_SOURCES];
-	const char *transform;  /* "copy", "rope_cos", "rope_sin" */
+	const char *transform;  /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
+	const char *quant;      /* the source's ggml block type ("Q4_K"), when
+	                         * it is block-quantized; else NULL */
 	enum llm_dtype dtype;
 	int ndim;
 	int64_t shape[4];

@@ -67,6 +67,7 @@ struct packer {
 	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
 	int64_t *heads;                       /* per plan tensor: unpermute_qk heads, else 0 */
 	uint64_t *sum;                        /* per plan tensor checksum */
+	float *stage;                         /* CHUNK f32: decoded blocks */
 	char *binpath, *jsonpath;
 	struct hasher hs;
 	/* Progress. */
@@ -190,10 +191,12 @@ check_plan(struct packer *k)
 			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s",
 			    file, t->name, a, b, p->name, m->path);
 		}
-		if (t->dtype != LLM_DT_F32 && t->dtype != LLM_DT_F16 && t->dtype != LLM_DT_BF16 &&
-		    t->dtype != LLM_DT_F64)
+		if (!llm_source_tensor_readable(t))
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name,
 			    t->type_name, llm_dtype_name(p->dtype));
+		if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
+			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)",
+			    file, t->name, t->type_name, m->path, p->quant ? p->quant : "not quantized");
 		k->src[i] = t;
 	}
 	return 0;
@@ -443,27 +446,34 @@ write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 	return 0;
 }
 
+/* The bytes of n elements of t (whole blocks). */
+static size_t
+src_bytes(const struct llm_source_tensor *t, uint64_t n)
+{
+	return (size_t)(n / t->blck * t->bsize);
+}
+
 static int
 write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
 {
-	size_t ss = llm_dtype_size(t->dtype), ds = llm_dtype_size(p->dtype);
+	size_t ds = llm_dtype_size(p->dtype);
 	size_t n = (size_t)t->nelem;
 	const uint8_t *src = t->data;
 
 	for (size_t i = 0; i < n; i += CHUNK) {
 		size_t c = n - i < CHUNK ? n - i : CHUNK;
 		struct slot *s = slot_get(&k->hs, ti, i == 0, i + c == n);
-		s->p = src + i * ss;
+		s->p = src + src_bytes(t, i);
 		if (t->dtype != p->dtype) {
-			if (llm_convert(s->buf, p->dtype, s->p, t->dtype, c) < 0)
+			if (llm_source_read(t, s->p, c, p->dtype, s->buf, k->stage) < 0)
 				return llm_seterr("%s: tensor '%s': cannot convert %s to %s",
 				    k->m->path, p->name, t->type_name, llm_dtype_name(p->dtype));
 			s->p = s->buf;
 		}
 		s->n = c * ds;
-		s->rel = src + i * ss;
-		s->reln = c * ss;
+		s->rel = src + src_bytes(t, i);
+		s->reln = src_bytes(t, c);
 		if (slot_put(k, o, s) < 0)
 			return -1;
 	}
@@ -474,18 +484,20 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
  * with the rows of each head interleaved for llama.cpp's RoPE, which
  * rotates adjacent pairs; Hugging Face (and llm) rotate halves.  Output row
  * r of head h (hd rows a head, half = hd/2) is source row
- * h*hd + (r < half ? 2r : 2(r - half) + 1).  Rows are gathered a chunk at a
- * time into the slot (or a staging buffer, when the dtype changes). */
+ * h*hd + (r < half ? 2r : 2(r - half) + 1).  Rows (whole blocks of a
+ * quantized type: a row is whole blocks) are gathered a chunk at a time
+ * into the slot, or into a staging buffer when the type changes. */
 static int
 write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
 {
-	size_t ss = llm_dtype_size(t->dtype), ds = llm_dtype_size(p->dtype);
+	size_t ds = llm_dtype_size(p->dtype);
 	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / rows;
+	size_t rb = src_bytes(t, rowlen);
 	uint64_t hd = rows / (uint64_t)k->heads[ti], half = hd / 2;
 	uint64_t per = CHUNK / rowlen;
 	const uint8_t *src = t->data;
-	uint8_t *stage = t->dtype != p->dtype ? llm_xmalloc(CHUNK * ss) : NULL;
+	uint8_t *stage = t->dtype != p->dtype ? llm_xmalloc(CHUNK * sizeof(double)) : NULL;
 
 	for (uint64_t r = 0; r < rows; r += per) {
 		uint64_t n = rows - r < per ? rows - r : per;
@@ -494,9 +506,9 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t h = (r + i) / hd, j = (r + i) % hd;
 			uint64_t from = h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
-			memcpy(dst + i * rowlen * ss, src + from * rowlen * ss, rowlen * ss);
+			memcpy(dst + i * rb, src + from * rb, rb);
 		}
-		if (stage && llm_convert(s->buf, p->dtype, stage, t->dtype, n * rowlen) < 0) {
+		if (stage && llm_source_read(t, stage, n * rowlen, p->dtype, s->buf, k->stage) < 0) {
 			free(stage);
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name,
 			    t->type_name, llm_dtype_name(p->dtype));
@@ -655,6 +667,7 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 		rc = 0;
 		goto out;
 	}
+	k.stage = llm_xmalloc(CHUNK * sizeof(float));
 	if (llm_mkdirs(outdir) < 0 || write_pair(&k) < 0)
 		goto out;
 	rc = 0;
@@ -663,6 +676,7 @@ out:
 	llm_source_close(&k.src_files);
 	free(k.src);
 	free(k.heads);
+	free(k.stage);
 	free(k.sum);
 	free(k.binpath);
 	free(k.jsonpath);

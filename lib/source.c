@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "quant.h"
 #include "source.h"
 #include "util.h"
 
@@ -55,6 +56,9 @@ add_st(struct llm_source *s, const struct llm_safetensors *st)
 		o->name = t->name;
 		o->dtype = t->dtype;
 		o->type_name = llm_dtype_st_name(t->dtype);
+		o->quant = -1;
+		o->blck = 1;
+		o->bsize = (uint32_t)llm_dtype_size(t->dtype);
 		o->ndim = t->ndim;
 		for (int d = 0; d < t->ndim && d < LLM_SOURCE_MAX_DIMS; d++)
 			o->shape[d] = t->shape[d];
@@ -84,6 +88,8 @@ add_gguf(struct llm_source *s, const struct llm_gguf *g)
 		o->name = t->name;
 		o->dtype = t->dtype;
 		o->type_name = llm_ggml_type_name(t->ggml_type);
+		o->quant = t->dtype == LLM_DT_NONE && llm_quant_supported(t->ggml_type) ? (int32_t)t->ggml_type : -1;
+		llm_ggml_type_block(t->ggml_type, &o->blck, &o->bsize);
 		o->ndim = t->n_dims;
 		for (int d = 0; d < t->n_dims; d++)
 			o->shape[d] = t->shape[d];
@@ -221,4 +227,21 @@ llm_source_find(const struct llm_source *s, const char *name, int *err)
 		return NULL;
 	}
 	return &s->tensors[lo];
+}
+
+int
+llm_source_tensor_readable(const struct llm_source_tensor *t)
+{
+	return t->quant >= 0 || llm_dtype_is_float_weight(t->dtype) || t->dtype == LLM_DT_F64;
+}
+
+int
+llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt,
+    void *dst, float *stage)
+{
+	if (t->quant < 0)
+		return llm_convert(dst, dt, src, t->dtype, n);
+	float *f = dt == LLM_DT_F32 ? dst : stage;
+	llm_dequantize((uint32_t)t->quant, src, f, n);
+	return f == dst ? 0 : llm_convert(dst, dt, f, LLM_DT_F32, n);
 }

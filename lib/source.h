@@ -32,6 +32,10 @@ struct llm_source_tensor {
 	enum llm_dtype dtype;      /* LLM_DT_NONE: a type llm cannot read
 	                            * (a GGUF block type; type_name says which) */
 	const char *type_name;     /* as the format spells it: "BF16", "Q4_K" */
+	int32_t quant;             /* a ggml block type llm decodes (quant.h),
+	                            * when dtype is LLM_DT_NONE; else -1 */
+	uint32_t blck, bsize;      /* elements and bytes per block: 1 and the
+	                            * element size, or quant's block */
 	int ndim;
 	int64_t shape[LLM_SOURCE_MAX_DIMS]; /* row-major, outermost first */
 	uint64_t nelem;
@@ -75,6 +79,17 @@ int llm_source_open(struct llm_source *s, const char *kind, const char *dir, con
  * model.safetensors, see llm_st_open) or a GGUF file. */
 int llm_source_open_path(struct llm_source *s, const char *path);
 void llm_source_close(struct llm_source *s);
+
+/* 1 if t's elements can be read as floats: f32, f16, bf16 or f64, or a
+ * block type that quant.h decodes. */
+int llm_source_tensor_readable(const struct llm_source_tensor *t);
+/* Convert n elements stored as t stores them (whole blocks of t->blck, at
+ * src: a part of t->data, or rows of it gathered elsewhere) into dst as dt
+ * (a float weight type).  A block type is decoded to f32 as ggml does,
+ * into dst when dt is f32, else into stage (n floats), then converted.
+ * 0, or -1 for a pair llm_convert cannot do. */
+int llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt,
+    void *dst, float *stage);
 
 /* The tensor called name, or NULL when there is none (*err 0, no message);
  * a name found in two files is an error (NULL, *err -1, llm_errmsg set). */

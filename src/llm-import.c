@@ -25,6 +25,7 @@
 #include "../lib/hfconfig.h"
 #include "../lib/json.h"
 #include "../lib/model.h"
+#include "../lib/quant.h"
 #include "../lib/source.h"
 #include "../lib/util.h"
 
@@ -90,7 +91,8 @@ shape_json(int n, const int64_t *s)
 }
 
 static void
-add_tensor(struct plan *p, const char *name, const char *source, const char *transform, int64_t heads,
+add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
+    int64_t heads,
     enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	json_t *t = json_object(), *src = json_array();
@@ -103,6 +105,8 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *tra
 	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
 	json_object_set_new(t, "name", json_string(name));
 	json_object_set_new(t, "source", src);
+	if (quant)
+		json_object_set_new(t, "quant", json_string(quant));
 	json_object_set_new(t, "transform", json_string(transform));
 	if (heads)
 		json_object_set_new(t, "heads", json_integer(heads));
@@ -129,10 +133,10 @@ add_source(struct plan *p, const char *name, const char *src, int64_t heads, enu
 	if (!t)
 		llm_fatal("%s: missing tensor '%s'", p->dir, src);
 	p->used[t - p->src->tensors] = 1;
-	if (p->src->kind == LLM_SOURCE_GGUF && !llm_dtype_is_float_weight(t->dtype))
-		llm_fatal("%s: tensor '%s' has type %s, which %s does not support yet", p->dir, src, t->type_name,
-		    llm_prog);
-	if (!llm_dtype_is_float_weight(t->dtype) && t->dtype != LLM_DT_F64)
+	if (p->src->kind == LLM_SOURCE_GGUF && !llm_source_tensor_readable(t))
+		llm_fatal("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, BF16, "
+		    "%s)", p->dir, src, t->type_name, llm_prog, llm_quant_supported_names());
+	if (!llm_source_tensor_readable(t))
 		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
 	int same = t->ndim == ndim;
 	for (int i = 0; i < ndim; i++) {
@@ -143,7 +147,8 @@ add_source(struct plan *p, const char *name, const char *src, int64_t heads, enu
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
 		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
-	add_tensor(p, name, src, heads ? "unpermute_qk" : "copy", heads, dt, ndim, shape);
+	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
+	    dt, ndim, shape);
 }
 
 static const char *
@@ -206,8 +211,8 @@ build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const cha
 
 	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, hd / 2};
-	add_tensor(&p, "rope.cos", NULL, "rope_cos", 0, LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, "rope.sin", NULL, "rope_sin", 0, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.cos", NULL, NULL, "rope_cos", 0, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.sin", NULL, NULL, "rope_sin", 0, LLM_DT_F32, 2, rope_shape);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
 			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)

@@ -293,9 +293,10 @@ same_tokenizer() {
 	refuse "$g" "unsupported architecture 'gpt2' (llama and qwen2 are supported)"
 }
 
-@test "a quantized tensor is refused by name and type" {
-	g=$(small --q8 blk.1.attn_v.weight)
-	refuse "$g" "tensor 'blk.1.attn_v.weight' has type Q8_0, which llm-import does not support yet"
+@test "a tensor of a type llm does not decode is refused by name and type" {
+	g=$(small --iq4nl blk.1.attn_v.weight)
+	refuse "$g" "tensor 'blk.1.attn_v.weight' has type IQ4_NL, which llm-import does not support "\
+"(it reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)"
 }
 
 @test "a missing metadata key is a clear error" {
@@ -361,7 +362,8 @@ same_tokenizer() {
 	rm "$T/out/weights.bin" "$T/out/weights.json"
 	small --q8 blk.0.attn_k.weight >/dev/null
 	run -1 llm-pack-weights "$T/out/model.json"
-	assert_output "llm-pack-weights: $g: tensor 'blk.0.attn_k.weight': cannot convert Q8_0 to f32"
+	assert_output "llm-pack-weights: $g: tensor 'blk.0.attn_k.weight' is Q8_0, but $T/out/model.json says "\
+"not quantized (run llm-import again)"
 	[ ! -e "$T/out/weights.bin" ]
 	[ ! -e "$T/out/weights.json" ]
 }

@@ -42,6 +42,8 @@
 //   --del KEY           leave a metadata key out
 //   --q8 NAME           store tensor NAME as Q8_0 (blocks of 32: f16 scale,
 //                       32 x i8)
+//   --iq4nl NAME        store tensor NAME as IQ4_NL (a type llm does not
+//                       decode), all bytes zero
 //   --drop NAME         leave tensor NAME out
 //   --extra NAME        add an F32 tensor NAME of 8 zeros
 //   --vocab N           keep the first N rows of the embedding and the LM
@@ -52,7 +54,7 @@ import path from "node:path";
 
 const PROG = "hf2gguf.mjs";
 const USAGE = "usage: hf2gguf.mjs [--llamacpp] [--arch name] [--pre name] [--no-tokenizer] [--set key=value] " +
-  "[--del key] [--q8 tensor] [--drop tensor] [--extra tensor] [--vocab n] ckpt-dir out.gguf\n";
+  "[--del key] [--q8 tensor] [--iq4nl tensor] [--drop tensor] [--extra tensor] [--vocab n] ckpt-dir out.gguf\n";
 
 function die(msg, code = 1) {
   process.stderr.write(`${PROG}: ${msg}\n`);
@@ -63,7 +65,7 @@ function why(e) {
   return e.code ? e.message.replace(/^[A-Z0-9_]+: /, "").replace(/, [a-z]+ '.*'$/, "") : e.message;
 }
 
-const opt = { sets: [], dels: new Set(), q8: new Set(), drop: new Set(), extra: [], pre: "deepseek-r1-qwen" };
+const opt = { sets: [], dels: new Set(), q8: new Set(), iq4nl: new Set(), drop: new Set(), extra: [], pre: "deepseek-r1-qwen" };
 const args = process.argv.slice(2), pos = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i], next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`, 2));
@@ -75,6 +77,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === "--set") { const s = next(), k = s.indexOf("="); opt.sets.push([s.slice(0, k), s.slice(k + 1)]); }
   else if (a === "--del") opt.dels.add(next());
   else if (a === "--q8") opt.q8.add(next());
+  else if (a === "--iq4nl") opt.iq4nl.add(next());
   else if (a === "--drop") opt.drop.add(next());
   else if (a === "--extra") opt.extra.push(next());
   else if (a === "--vocab") opt.vocab = Number(next());
@@ -212,7 +215,7 @@ function q8(buf, dtype) {
 
 // The tensors to write, in order: { name, type, shape, bytes, src?, heads?,
 // as: "raw" | "f32" | "q8" }; their data is read only when written.
-const TYPES = { F32: 0, F16: 1, BF16: 30 }, Q8_0 = 8;
+const TYPES = { F32: 0, F16: 1, BF16: 30 }, Q8_0 = 8, IQ4_NL = 20;
 const tensors = [];
 function add(gname, hname, heads) {
   if (opt.drop.has(gname) || !header.has(hname)) return;
@@ -223,6 +226,9 @@ function add(gname, hname, heads) {
   if (opt.q8.has(gname)) {
     if (t.shape.at(-1) % 32) die(`${dir}: tensor '${hname}': rows of ${t.shape.at(-1)} are not blocks of 32`);
     tensors.push({ ...e, type: Q8_0, bytes: (n / 32) * 34, as: "q8" });
+  } else if (opt.iq4nl.has(gname)) {
+    if (t.shape.at(-1) % 32) die(`${dir}: tensor '${hname}': rows of ${t.shape.at(-1)} are not blocks of 32`);
+    tensors.push({ ...e, type: IQ4_NL, bytes: (n / 32) * 18, as: "zeros" });
   } else if (opt.llamacpp && (t.shape.length <= 1 || gname.endsWith("_norm.weight")))
     tensors.push({ ...e, type: TYPES.F32, bytes: 4 * n, as: "f32" });
   else tensors.push({ ...e, type: TYPES[t.dtype], bytes: t.bytes, as: "raw" });

@@ -11,6 +11,7 @@
 // Nothing is fetched or built after that: getLlama({ build: "never" }).
 //
 //   llamacpp-bench.mjs [-v] [-n n_gen] [-p n_prompt] [-r reps] [-t threads] model.gguf...
+//   llamacpp-bench.mjs -- --where      (install, print the package directory)
 //
 // The tests are llama-bench's (tools/llama-bench/llama-bench.cpp), called
 // through the package's native addon, which wraps llama_decode directly:
@@ -98,6 +99,12 @@ const pos = [];
   pos.push(...args.slice(i));
 }
 
+// --where: install the package if needed and print its directory (for
+// tests/tools/ggml-ref, which builds a C tool against its libraries).
+if (pos.length === 1 && pos[0] === "--where") {
+  process.stdout.write(install() + "\n");
+  process.exit(0);
+}
 if (pos.length === 0) usage();
 if (opt.prompt === 0 && opt.gen === 0) {
   process.stderr.write(`${PROG}: -p and -n are both 0: nothing to measure\n`);

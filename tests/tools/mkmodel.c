@@ -72,6 +72,10 @@ static const struct preset presets[] = {
 	/* A small model with the real vocabulary and tokenizer. */
 	{"tiny", 64, 2, 4, 2, 128, 151936, 4096, 0, "1e-06", "10000.0",
 	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG},
+	/* tiny with rows of 256 (hidden 256, FFN 512): what llama.cpp's
+	 * k-quants need, so that a Q4_K_M of it holds Q4_K and Q6_K. */
+	{"tiny-k", 256, 2, 4, 2, 512, 151936, 4096, 0, "1e-06", "10000.0",
+	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG},
 	/* Qwen/Qwen2.5-0.5B. */
 	{"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1, "1e-06", "1000000.0",
 	 151643, 151643, 24, 32768, "4.40.1",
@@ -138,7 +142,8 @@ help(void)
 	    "  -L, --layers N              number of decoder layers (default: the preset's)\n"
 	    "  -o, --output DIR            output directory (created; replaced files are\n"
 	    "                              renamed into an existing one)\n"
-	    "  -p, --preset NAME           tiny (default), qwen2.5-0.5b, ds-r1-distill-qwen-1.5b\n"
+	    "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
+	    "                              ds-r1-distill-qwen-1.5b\n"
 	    "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
 	    "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
 	    "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
@@ -761,7 +766,7 @@ main(int argc, char **argv)
 					m.p = &presets[i];
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
-				    "tiny, qwen2.5-0.5b or ds-r1-distill-qwen-1.5b");
+				    "tiny, tiny-k, qwen2.5-0.5b or ds-r1-distill-qwen-1.5b");
 			break;
 		case 's':
 			if (llm_parse_i64(optarg, 0, INT64_MAX, &v) < 0)

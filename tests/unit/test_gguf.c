@@ -457,16 +457,21 @@ T_TEST(tensor_infos_and_data)
 	for (size_t i = 0; i < t->nbytes; i++)
 		T_CHECK(((const uint8_t *)t->data)[i] == pattern_at(t->offset + i));
 
-	/* Block types: recognised, sized, refused for loading by name. */
+	/* Block types: recognised, sized, loadable when quant.h decodes them;
+	 * the others refused by name. */
 	T_CHECK((t = llm_gguf_find_tensor(&g, "w.q8")) && t->ggml_type == LLM_GGML_Q8_0 &&
 		t->dtype == LLM_DT_NONE && t->nelem == 64 && t->nbytes == 68);
-	llm_setprog("llm-import");
-	T_CHECK(llm_gguf_tensor_loadable(&g, t) == -1);
-	T_CHECKF(strcmp(llm_errmsg() + strlen(path),
-			": tensor 'w.q8' has type Q8_0, which llm-import does not support yet") == 0,
-		 "%s", llm_errmsg());
+	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
 	T_CHECK((t = llm_gguf_find_tensor(&g, "w.q4k")) && t->nbytes == 144 && t->rel_offset == 320);
-	T_CHECK(llm_gguf_tensor_loadable(&g, t) == -1 && strstr(llm_errmsg(), "has type Q4_K, which"));
+	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
+	struct llm_gguf_tensor iq = *t;
+	iq.ggml_type = LLM_GGML_IQ2_XS;
+	llm_setprog("llm-import");
+	T_CHECK(llm_gguf_tensor_loadable(&g, &iq) == -1);
+	T_CHECKF(strcmp(llm_errmsg() + strlen(path),
+			": tensor 'w.q4k' has type IQ2_XS, which llm-import does not support (it reads "
+			"F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)") == 0,
+		 "%s", llm_errmsg());
 	T_CHECK(llm_gguf_find_tensor(&g, "w") == NULL && llm_gguf_find_tensor(&g, "") == NULL);
 
 	/* Source identity. */

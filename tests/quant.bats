@@ -1,0 +1,182 @@
+#!/usr/bin/env bats
+# Block-quantized GGUF files (Q8_0, Q4_0, Q4_K_M, ...): llm-import takes
+# them and llm-pack-weights decodes their tensors (lib/quant.c).  The
+# oracle is llama.cpp itself, the build the npm package node-llama-cpp
+# ships, through tests/tools/ggml-ref: its dequantize_row_* for the bits
+# of every block type, its llama_model_quantize for the test files (made
+# here from mkmodel checkpoints, nothing committed), and its forward pass
+# for the logits.  The suite skips with a message when that package
+# cannot be installed (no npm registry).
+#
+# The tiny-k preset has rows of 256 and 512, so that llama.cpp's k-quant
+# mixes hold Q2_K .. Q6_K (on the tiny preset's rows of 64 it falls back
+# to other types).
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	if ! ggml-ref check q8_0 /dev/null /dev/null >"$BATS_FILE_TMPDIR/ggml-ref.log" 2>&1; then
+		touch "$BATS_FILE_TMPDIR/no-llamacpp"
+	fi
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	T=$BATS_TEST_TMPDIR
+	H="$PROJECT_ROOT/tests/tools/hf2gguf.mjs"
+	LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/"
+	V=151936
+}
+
+need_llamacpp() {
+	[ ! -e "$BATS_FILE_TMPDIR/no-llamacpp" ] ||
+		skip "llama.cpp (npm node-llama-cpp) could not be had: $(tail -1 "$BATS_FILE_TMPDIR/ggml-ref.log")"
+}
+
+# small FAMILY: a tiny-k checkpoint as an F32 GGUF with a 1024-token
+# embedding and no tokenizer (for import and pack), made once per file.
+small() {
+	local d="$BATS_FILE_TMPDIR/ck-$1" g="$BATS_FILE_TMPDIR/small-$1.gguf"
+	[ -d "$d" ] || mkmodel --preset tiny-k --family "$1" --seed 5 -o "$d" >&2
+	[ -f "$g" ] || node "$H" --llamacpp --no-tokenizer --vocab 1024 "$d" "$g" >&2
+	echo "$g"
+}
+
+# full: the tiny-k llama checkpoint as an F32 GGUF with its tokenizer (for a
+# bundle), made once per file.
+full() {
+	local d="$BATS_FILE_TMPDIR/ck-llama" g="$BATS_FILE_TMPDIR/full.gguf"
+	[ -d "$d" ] || mkmodel --preset tiny-k --family llama --seed 5 -o "$d" >&2
+	[ -f "$g" ] || node "$H" --llamacpp "$d" "$g" >&2
+	echo "$g"
+}
+
+# data DIR: weights.bin of DIR without its header (which holds the plan's
+# fingerprint: the plans of a quantized file and of its decoded copy
+# differ in their "quant" keys only).
+data() {
+	tail -c +4097 "$1/weights.bin"
+}
+
+# types GGUF-DIR: the block types of the plan, with their counts.
+types() {
+	jq -r '[.weights.tensors[] | .quant // empty] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' \
+		"$1/model.json"
+}
+
+@test "every block type decodes as ggml's dequantize_row_* does, bit for bit" {
+	need_llamacpp
+	# Random bytes: every bit pattern is a block (scales of any sign,
+	# subnormal, infinite or NaN included).
+	for tb in q4_0:18 q4_1:20 q5_0:22 q5_1:24 q8_0:34 q2_K:84 q3_K:110 q4_K:144 q5_K:176 q6_K:210; do
+		t=${tb%:*}
+		head -c $((${tb#*:} * 2048)) /dev/urandom >"$T/$t.bin"
+		dequant "$t" "$T/$t.bin" "$T/$t.f32"
+		run -0 ggml-ref check "$t" "$T/$t.bin" "$T/$t.f32"
+		echo "$output" >&3
+	done
+}
+
+@test "files quantized by llama.cpp import and pack to ggml's own decoding of them, for every mix" {
+	need_llamacpp
+	g=$(small llama)
+	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		llm-import -o "$T/q" "$T/q.gguf" >/dev/null
+		llm-import -o "$T/d" "$T/d.gguf" >/dev/null
+		echo "$f: $(types "$T/q")" >&3
+		[ -z "$(types "$T/d")" ]
+		[ "$(jq -r .dtypes.weights "$T/q/model.json")" = f32 ]
+		llm-pack-weights "$T/q/model.json" >/dev/null
+		llm-pack-weights "$T/d/model.json" >/dev/null
+		cmp <(data "$T/q") <(data "$T/d")
+		rm -r "$T/q" "$T/d"
+	done
+}
+
+@test "the k-quant mixes hold the types llama-quantize chose; q and k are unpermuted after decoding" {
+	need_llamacpp
+	g=$(small llama)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
+	llm-import -o "$T/q" "$T/q.gguf" >/dev/null
+	[ "$(types "$T/q")" = "Q4_K 13, Q6_K 3" ]
+	run jq -r '.weights.tensors[] | select(.name == "layers.0.wq") | "\(.quant) \(.transform)"' "$T/q/model.json"
+	[ "$output" = "Q4_K unpermute_qk" ]
+	run jq -r '.weights.tensors[] | select(.name == "lm_head") | .quant' "$T/q/model.json"
+	[ "$output" = "Q6_K" ]
+	# norms stay F32 in the file and in the plan
+	run jq -r '[.weights.tensors[] | select(.name | endswith("norm")) | .quant] | unique | join(",")' \
+		"$T/q/model.json"
+	[ "$output" = "" ]
+}
+
+@test "a quantized qwen2 file (q/k/v biases) packs to ggml's decoding, in f32 and in bf16" {
+	need_llamacpp
+	g=$(small qwen2)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
+	ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+	for dt in f32 bf16; do
+		llm-import --dtype "$dt" -o "$T/q-$dt" "$T/q.gguf" >/dev/null
+		llm-import --dtype "$dt" -o "$T/d-$dt" "$T/d.gguf" >/dev/null
+		llm-pack-weights "$T/q-$dt/model.json" >/dev/null
+		llm-pack-weights "$T/d-$dt/model.json" >/dev/null
+		cmp <(data "$T/q-$dt") <(data "$T/d-$dt")
+	done
+	[ "$(stat -c %s "$T/q-bf16/weights.bin")" -lt "$(stat -c %s "$T/q-f32/weights.bin")" ]
+}
+
+@test "a Q4_K_M bundle gives refmodel's and llama.cpp's logits on the decoded weights; llama.cpp on the Q4_K_M file is within 5%" {
+	need_llamacpp
+	g=$(full)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
+	ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b" \
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" -j2 >&2
+	gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens 1,2,3,4,5 -n 16 --logits "$T/run.f32" --json |
+		jq -r '.generated_tokens[0:15] | join(",")')
+	ids="1,2,3,4,5,$gen"
+	# refmodel (double precision) on the checkpoint of the decoded weights
+	node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
+	refmodel --all --tokens "$ids" -o "$T/ref.f32" "$T/hf"
+	tail -c $((16 * V * 4)) "$T/ref.f32" >"$T/ref16.f32"
+	run -0 cmpf32 -a 1e-4 "$T/ref16.f32" "$T/run.f32"
+	echo "refmodel: $output" >&3
+	# llama.cpp on the decoded (F32) file: the same computation in f32
+	ggml-ref logits "$T/d.gguf" "$ids" "$T/lcd.f32"
+	tail -c $((16 * V * 4)) "$T/lcd.f32" >"$T/lcd16.f32"
+	run -0 cmpf32 -a 1e-4 -c "$V" "$T/lcd16.f32" "$T/run.f32"
+	echo "llama.cpp F32: $output" >&3
+	# llama.cpp on the Q4_K_M file quantizes the activations to 8 bits per
+	# block for its dot products (Q8_K): about 1% of the logits' scale
+	# apart; 5% would be an error in the weights, not that rounding.
+	ggml-ref logits "$T/q.gguf" "$ids" "$T/lcq.f32"
+	tail -c $((16 * V * 4)) "$T/lcq.f32" >"$T/lcq16.f32"
+	run -0 cmpf32 -r 0.05 -c "$V" "$T/lcq16.f32" "$T/run.f32"
+	echo "llama.cpp Q4_K_M: $output" >&3
+}
+
+@test "a truncated quantized file is refused at import, naming the tensor; nothing is written" {
+	need_llamacpp
+	g=$(small llama)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_0
+	size=$(stat -c %s "$T/q.gguf")
+	head -c $((size - 100)) "$T/q.gguf" >"$T/cut.gguf"
+	run -1 llm-import -o "$T/out" "$T/cut.gguf"
+	assert_output --regexp "^llm-import: $T/cut.gguf: tensor '[^']+'.*"
+	[ "${#lines[@]}" -eq 1 ]
+	[ ! -e "$T/out" ]
+}
+
+@test "the plan's block type is checked against the file at pack time" {
+	need_llamacpp
+	g=$(small llama)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
+	llm-import -o "$T/out" "$T/q.gguf" >/dev/null
+	ggml-ref quantize "$g" "$T/q.gguf" Q5_K_M
+	run -1 llm-pack-weights "$T/out/model.json"
+	assert_output --regexp "^llm-pack-weights: $T/q.gguf: tensor '[^']+' is Q5_K, but $T/out/model.json says Q4_K \(run llm-import again\)$"
+	[ ! -e "$T/out/weights.bin" ]
+}

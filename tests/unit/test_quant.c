@@ -1,0 +1,141 @@
+/* Unit tests for lib/quant.c: block layouts decoded by hand-built blocks
+ * whose values are known (tests/quant.bats checks every type against
+ * ggml's own decoder bit for bit, on random and on llama-quantize's
+ * blocks). */
+#include <math.h>
+#include <stdint.h>
+
+#include "../../lib/gguf.h"
+#include "../../lib/quant.h"
+#include "../../lib/util.h"
+#include "t.h"
+
+#define F16_ONE 0x3c00  /* 1.0 */
+#define F16_HALF 0x3800 /* 0.5 */
+#define F16_TWO 0x4000  /* 2.0 */
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+T_TEST(supported_types_and_names)
+{
+	T_CHECK(llm_quant_supported(LLM_GGML_Q4_0) && llm_quant_supported(LLM_GGML_Q8_0) &&
+		llm_quant_supported(LLM_GGML_Q4_K) && llm_quant_supported(LLM_GGML_Q6_K));
+	T_CHECK(!llm_quant_supported(LLM_GGML_F32) && !llm_quant_supported(LLM_GGML_Q8_1) &&
+		!llm_quant_supported(LLM_GGML_IQ4_NL) && !llm_quant_supported(LLM_GGML_Q8_K) &&
+		!llm_quant_supported(9999));
+	T_CHECK(strcmp(llm_quant_supported_names(),
+		       "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K") == 0);
+}
+
+T_TEST(q8_0_and_q4_0)
+{
+	uint8_t b[2 * 34];
+	float y[64];
+
+	put16(b, F16_HALF);
+	for (int j = 0; j < 32; j++)
+		b[2 + j] = (uint8_t)(int8_t)(j - 16);
+	put16(b + 34, F16_TWO);
+	for (int j = 0; j < 32; j++)
+		b[36 + j] = (uint8_t)(j % 2 ? 127 : -128);
+	llm_dequantize(LLM_GGML_Q8_0, b, y, 64);
+	for (int j = 0; j < 32; j++)
+		T_CHECKF(y[j] == 0.5f * (float)(j - 16), "%d: %g", j, y[j]);
+	T_CHECK(y[32] == -256.0f && y[33] == 254.0f);
+
+	/* Q4_0: element j in the low nibble of byte j, j+16 in the high one. */
+	uint8_t q[18];
+	put16(q, F16_ONE);
+	for (int j = 0; j < 16; j++)
+		q[2 + j] = (uint8_t)(j | (15 - j) << 4);
+	llm_dequantize(LLM_GGML_Q4_0, q, y, 32);
+	for (int j = 0; j < 16; j++)
+		T_CHECK(y[j] == (float)(j - 8) && y[j + 16] == (float)(7 - j));
+}
+
+T_TEST(q5_0_fifth_bits)
+{
+	uint8_t b[22] = {0};
+	float y[32];
+
+	put16(b, F16_ONE);
+	/* qh bit j: element j; bit j+16: element j+16.  Set bits 0 and 16. */
+	b[2] = 1;
+	b[4] = 1;
+	llm_dequantize(LLM_GGML_Q5_0, b, y, 32);
+	T_CHECK(y[0] == 0.0f && y[16] == 0.0f); /* 16 - 16 */
+	T_CHECK(y[1] == -16.0f && y[17] == -16.0f && y[31] == -16.0f);
+}
+
+T_TEST(q4_k_scales_and_minimums)
+{
+	uint8_t b[144] = {0};
+	float y[256];
+
+	put16(b, F16_ONE);      /* d */
+	put16(b + 2, F16_HALF); /* dmin */
+	/* Sub-blocks 0..3: scale j+1, minimum 2 (6 bits in bytes j, j+4);
+	 * 4..7: scale 40 + j (low 4 bits in byte j+4, top 2 bits in the top
+	 * of byte j-4), minimum 0. */
+	for (int j = 0; j < 4; j++) {
+		int sc = 40 + j + 4;
+		b[4 + j] = (uint8_t)((j + 1) | (sc >> 4) << 6);
+		b[4 + j + 4] = 2;
+		b[4 + j + 8] = (uint8_t)(sc & 15);
+	}
+	/* codes: low nibble 3, high nibble 5 everywhere */
+	memset(b + 16, 0x53, 128);
+	llm_dequantize(LLM_GGML_Q4_K, b, y, 256);
+	/* sub-block j: even j takes the low nibbles, odd j the high ones */
+	T_CHECK(y[0] == 1.0f * 3 - 1.0f);    /* sc 1, min 2 * 0.5 */
+	T_CHECK(y[32] == 2.0f * 5 - 1.0f);   /* sc 2 */
+	T_CHECK(y[64] == 3.0f * 3 - 1.0f && y[96] == 4.0f * 5 - 1.0f);
+	T_CHECKF(y[128] == 44.0f * 3 && y[255] == 47.0f * 5, "%g %g", y[128], y[255]);
+}
+
+T_TEST(q6_k_layout)
+{
+	uint8_t b[210] = {0};
+	float y[256];
+
+	/* all codes 32 + 1 (low nibble 1, high bits 2 -> 33): x = d * scale */
+	memset(b, 0x11, 128);
+	memset(b + 128, 0xaa, 64);
+	for (int k = 0; k < 16; k++)
+		b[192 + k] = (uint8_t)(int8_t)(k - 8);
+	put16(b + 208, F16_TWO);
+	llm_dequantize(LLM_GGML_Q6_K, b, y, 256);
+	/* element 128h + 32s + l has scale 8h + 2s + l/16 */
+	for (int e = 0; e < 256; e++) {
+		int h = e / 128, s = e % 128 / 32, l = e % 32;
+		T_CHECKF(y[e] == 2.0f * (float)(8 * h + 2 * s + l / 16 - 8), "%d: %g", e, y[e]);
+	}
+}
+
+T_TEST(nan_and_inf_scales_propagate)
+{
+	uint8_t b[34] = {0};
+	float y[32];
+
+	put16(b, 0x7c00); /* +inf */
+	b[2] = 1;
+	llm_dequantize(LLM_GGML_Q8_0, b, y, 32);
+	T_CHECK(isinf(y[0]) && isnan(y[1])); /* inf * 1, inf * 0 */
+}
+
+int
+main(void)
+{
+	T_RUN(supported_types_and_names);
+	T_RUN(q8_0_and_q4_0);
+	T_RUN(q5_0_fifth_bits);
+	T_RUN(q4_k_scales_and_minimums);
+	T_RUN(q6_k_layout);
+	T_RUN(nan_and_inf_scales_propagate);
+	return T_DONE();
+}
