@@ -3,8 +3,8 @@
 # runs the unit tests, the bats suites and mandoc -T lint.
 # SANITIZE=1 builds everything with ASan+UBSan into build/san and bin/san.
 
--include config.mk
-
+# Defaults first; config.mk (written by ./configure) comes after them and
+# wins.
 LLVM_BINDIR = /usr/lib/llvm-22/bin
 LLVM_LIBDIR = /usr/lib/llvm-22/lib
 LLVM_INCDIR = /usr/lib/llvm-22/include
@@ -23,6 +23,8 @@ ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl
 DEPS_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc
+
+-include config.mk
 
 # Object and program directories (separate for sanitizer builds).
 O = build$(SANITIZE:1=/san)

@@ -126,3 +126,13 @@ logits() {
 	cmp "$T/a" "$T/b"
 	run -2 "$PROJECT_ROOT/pipelines/model.sh"
 }
+
+@test "the Makefile takes config.mk's settings over its own defaults" {
+	cd "$BATS_TEST_TMPDIR"
+	printf 'LLVM_BINDIR = /opt/llvm/bin\nPREFIX = /opt/llm\nDEPS_LIBS = -lfoo\n' >config.mk
+	run -0 make -pn -f "$PROJECT_ROOT/Makefile" config.mk
+	assert_line "LLVM_BINDIR = /opt/llvm/bin"
+	assert_line "PREFIX = /opt/llm"
+	assert_line "DEPS_LIBS = -lfoo"
+	assert_line "BINDIR = \$(PREFIX)/bin"
+}
