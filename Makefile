@@ -158,9 +158,9 @@ $(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
 # tests/fuzz/README says how to run it.
 FUZZ_CC = clang-22
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS)
-FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c lib/gguf.c lib/util.c lib/dtype.c
+FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c lib/gguf.c lib/util.c lib/dtype.c lib/quant.c
 fuzz: build/fuzz/fuzz_gguf build/fuzz/seeds/.done
-build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRC) lib/gguf.h lib/util.h lib/dtype.h
+build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRC) lib/gguf.h lib/util.h lib/dtype.h lib/quant.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
 build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf

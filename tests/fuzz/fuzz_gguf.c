@@ -5,12 +5,14 @@
  * out only values and tensors inside the input (every byte is read, so
  * ASan catches an escape) and satisfy the invariants gguf.h promises; a
  * failed one must leave a one-line message naming the input.  Nothing is
- * written.  Build and run: see tests/fuzz/README. */
+ * written.  Tensors of a block type lib/quant.c decodes have their first
+ * blocks decoded.  Build and run: see tests/fuzz/README. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../lib/gguf.h"
+#include "../../lib/quant.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
@@ -72,7 +74,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* Sorted name index: neighbours strictly ordered. */
 			CHECK(strcmp(g.tensor_sorted[i - 1]->name, g.tensor_sorted[i]->name) < 0);
 		}
-		(void)llm_gguf_tensor_loadable(&g, t);
+		if (llm_gguf_tensor_loadable(&g, t) == 0 && llm_quant_supported(t->ggml_type)) {
+			/* The first blocks (at most 1024 elements) decode
+			 * inside the tensor's bytes. */
+			float out[1024];
+			uint64_t n = t->nelem < 1024 ? t->nelem : 1024 / blck * blck;
+			llm_dequantize(t->ggml_type, t->data, out, (size_t)n);
+			for (uint64_t j = 0; j < n; j++)
+				sink += out[j] == out[j];
+		}
 	}
 	/* Every typed getter on every key: each either converts or refuses
 	 * with a message naming the input and the key. */
