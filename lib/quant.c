@@ -28,28 +28,41 @@ half(const uint8_t *p)
 	return llm_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
 }
 
+/* Each splitter takes one block's bytes and writes its codes q (one per
+ * element, as small integers), the scale s of every group of G elements
+ * (G: the table below) and, for the types with minimums, the offset m of
+ * every group; the value of element e of group g is then
+ *
+ *	x = s[g] * q[e]        or        x = s[g] * q[e] + m[g]
+ *
+ * rounded after the product and after the sum, which is ggml's formula
+ * for every type (a minimum ggml subtracts is stored negated: x - m and
+ * x + (-m) are the same IEEE operation). */
+
 /* Q4_0, 18 bytes: f16 d, 16 bytes of 4-bit codes q (element j in the low
  * nibble of byte j, element j+16 in its high nibble); x = (q - 8) * d. */
 static void
-dq_q4_0(const uint8_t *b, float *y)
+sp_q4_0(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b);
+	(void)m;
+	s[0] = half(b);
 	const uint8_t *qs = b + 2;
 	for (int j = 0; j < QK / 2; j++) {
-		y[j] = (float)((qs[j] & 15) - 8) * d;
-		y[j + QK / 2] = (float)((qs[j] >> 4) - 8) * d;
+		q[j] = (int8_t)((qs[j] & 15) - 8);
+		q[j + QK / 2] = (int8_t)((qs[j] >> 4) - 8);
 	}
 }
 
 /* Q4_1, 20 bytes: f16 d, f16 m, codes as Q4_0; x = q * d + m. */
 static void
-dq_q4_1(const uint8_t *b, float *y)
+sp_q4_1(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b), m = half(b + 2);
+	s[0] = half(b);
+	m[0] = half(b + 2);
 	const uint8_t *qs = b + 4;
 	for (int j = 0; j < QK / 2; j++) {
-		y[j] = (float)(qs[j] & 15) * d + m;
-		y[j + QK / 2] = (float)(qs[j] >> 4) * d + m;
+		q[j] = (int8_t)(qs[j] & 15);
+		q[j + QK / 2] = (int8_t)(qs[j] >> 4);
 	}
 }
 
@@ -61,63 +74,60 @@ le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static void
+five_bits(const uint8_t *qs, uint32_t qh, int bias, int8_t *q)
+{
+	for (int j = 0; j < QK / 2; j++) {
+		q[j] = (int8_t)(((qs[j] & 15) | ((qh >> j) & 1) << 4) - bias);
+		q[j + QK / 2] = (int8_t)(((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - bias);
+	}
+}
+
 /* Q5_0, 22 bytes: f16 d, u32 qh, 16 bytes of low nibbles; x = (q - 16) * d. */
 static void
-dq_q5_0(const uint8_t *b, float *y)
+sp_q5_0(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b);
-	uint32_t qh = le32(b + 2);
-	const uint8_t *qs = b + 6;
-	for (int j = 0; j < QK / 2; j++) {
-		int lo = (int)((qs[j] & 15) | ((qh >> j) & 1) << 4);
-		int hi = (int)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-		y[j] = (float)(lo - 16) * d;
-		y[j + QK / 2] = (float)(hi - 16) * d;
-	}
+	(void)m;
+	s[0] = half(b);
+	five_bits(b + 6, le32(b + 2), 16, q);
 }
 
 /* Q5_1, 24 bytes: f16 d, f16 m, u32 qh, low nibbles; x = q * d + m. */
 static void
-dq_q5_1(const uint8_t *b, float *y)
+sp_q5_1(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b), m = half(b + 2);
-	uint32_t qh = le32(b + 4);
-	const uint8_t *qs = b + 8;
-	for (int j = 0; j < QK / 2; j++) {
-		int lo = (int)((qs[j] & 15) | ((qh >> j) & 1) << 4);
-		int hi = (int)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-		y[j] = (float)lo * d + m;
-		y[j + QK / 2] = (float)hi * d + m;
-	}
+	s[0] = half(b);
+	m[0] = half(b + 2);
+	five_bits(b + 8, le32(b + 4), 0, q);
 }
 
 /* Q8_0, 34 bytes: f16 d, 32 int8 codes; x = q * d. */
 static void
-dq_q8_0(const uint8_t *b, float *y)
+sp_q8_0(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b);
-	for (int j = 0; j < QK; j++)
-		y[j] = (float)(int8_t)b[2 + j] * d;
+	(void)m;
+	s[0] = half(b);
+	memcpy(q, b + 2, QK);
 }
 
 /* Q2_K, 84 bytes: 16 bytes of sub-block scale (low nibble) and minimum
  * (high nibble), 64 bytes of 2-bit codes, f16 d, f16 dmin.  Element
  * 128h + 32s + l (h < 2, s < 4, l < 32) is bits 2s..2s+1 of code byte
- * 32h + l; its sub-block (16 elements) is 8h + 2s + l/16;
+ * 32h + l; its sub-block (16 elements, the group) is 8h + 2s + l/16;
  * x = (d * sc) * q - dmin * m. */
 static void
-dq_q2_k(const uint8_t *b, float *y)
+sp_q2_k(const uint8_t *b, int8_t *q, float *s, float *m)
 {
 	const uint8_t *sc = b, *qs = b + 16;
 	float d = half(b + 80), dmin = half(b + 82);
+	for (int g = 0; g < 16; g++) {
+		s[g] = d * (float)(sc[g] & 15);
+		m[g] = -(dmin * (float)(sc[g] >> 4));
+	}
 	for (int h = 0; h < 2; h++)
-		for (int s = 0; s < 4; s++)
-			for (int l = 0; l < 32; l++) {
-				uint8_t c = sc[8 * h + 2 * s + l / 16];
-				float dl = d * (float)(c & 15), ml = dmin * (float)(c >> 4);
-				int q = (qs[32 * h + l] >> (2 * s)) & 3;
-				y[128 * h + 32 * s + l] = dl * (float)q - ml;
-			}
+		for (int j = 0; j < 4; j++)
+			for (int l = 0; l < 32; l++)
+				q[128 * h + 32 * j + l] = (int8_t)((qs[32 * h + l] >> (2 * j)) & 3);
 }
 
 /* Q3_K, 110 bytes: 32 bytes of high bits (hmask), 64 bytes of 2-bit codes,
@@ -127,39 +137,47 @@ dq_q2_k(const uint8_t *b, float *y)
  * nibble) or byte k-8 (high nibble), high 2 bits from byte 8 + k%4 at bit
  * 2(k/4); x = (d * (scale - 32)) * code. */
 static void
-dq_q3_k(const uint8_t *b, float *y)
+sp_q3_k(const uint8_t *b, int8_t *q, float *s, float *m)
 {
+	(void)m;
 	const uint8_t *hm = b, *qs = b + 32, *ps = b + 96;
 	float d = half(b + 108);
-	float dl[16];
 	for (int k = 0; k < 16; k++) {
 		int lo = k < 8 ? ps[k] & 15 : ps[k - 8] >> 4;
 		int hi = (ps[8 + k % 4] >> (2 * (k / 4))) & 3;
-		dl[k] = d * (float)((lo | hi << 4) - 32);
+		s[k] = d * (float)((lo | hi << 4) - 32);
 	}
 	for (int h = 0; h < 2; h++)
-		for (int s = 0; s < 4; s++)
+		for (int j = 0; j < 4; j++)
 			for (int l = 0; l < 32; l++) {
-				int q = (qs[32 * h + l] >> (2 * s)) & 3;
-				if (!(hm[l] & (1 << (4 * h + s))))
-					q -= 4;
-				y[128 * h + 32 * s + l] = dl[8 * h + 2 * s + l / 16] * (float)q;
+				int c = (qs[32 * h + l] >> (2 * j)) & 3;
+				if (!(hm[l] & (1 << (4 * h + j))))
+					c -= 4;
+				q[128 * h + 32 * j + l] = (int8_t)c;
 			}
 }
 
 /* The 6-bit scale and minimum of sub-block j (0..7) of Q4_K/Q5_K from
  * their 12 packed bytes: j < 4 in the low 6 bits of bytes j and j+4;
  * otherwise 4 bits from byte j+4 (scale: low nibble, minimum: high)
- * and 2 from the top of byte j-4 (scale) or byte j (minimum). */
+ * and 2 from the top of byte j-4 (scale) or byte j (minimum).  The group
+ * of 32 elements then has s = d * sc and m = -(dmin * min). */
 static void
-scale_min_k4(const uint8_t *q, int j, int *sc, int *m)
+scales_k4(const uint8_t *b, float *s, float *m)
 {
-	if (j < 4) {
-		*sc = q[j] & 63;
-		*m = q[j + 4] & 63;
-	} else {
-		*sc = (q[j + 4] & 15) | (q[j - 4] >> 6) << 4;
-		*m = (q[j + 4] >> 4) | (q[j] >> 6) << 4;
+	float d = half(b), dmin = half(b + 2);
+	const uint8_t *ps = b + 4;
+	for (int j = 0; j < 8; j++) {
+		int sc, mn;
+		if (j < 4) {
+			sc = ps[j] & 63;
+			mn = ps[j + 4] & 63;
+		} else {
+			sc = (ps[j + 4] & 15) | (ps[j - 4] >> 6) << 4;
+			mn = (ps[j + 4] >> 4) | (ps[j] >> 6) << 4;
+		}
+		s[j] = d * (float)sc;
+		m[j] = -(dmin * (float)mn);
 	}
 }
 
@@ -168,78 +186,80 @@ scale_min_k4(const uint8_t *q, int j, int *sc, int *m)
  * (j even) or high nibbles (j odd) of code bytes 32(j/2)..;
  * x = (d * sc) * q - dmin * m. */
 static void
-dq_q4_k(const uint8_t *b, float *y)
+sp_q4_k(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b), dmin = half(b + 2);
-	const uint8_t *ps = b + 4, *qs = b + 16;
-	for (int j = 0; j < 8; j++) {
-		int sc, m;
-		scale_min_k4(ps, j, &sc, &m);
-		float dl = d * (float)sc, ml = dmin * (float)m;
-		const uint8_t *q = qs + 32 * (j / 2);
-		for (int l = 0; l < 32; l++)
-			y[32 * j + l] = dl * (float)(j & 1 ? q[l] >> 4 : q[l] & 15) - ml;
-	}
+	scales_k4(b, s, m);
+	const uint8_t *qs = b + 16;
+	for (int j = 0; j < 8; j++)
+		for (int l = 0; l < 32; l++) {
+			uint8_t c = qs[32 * (j / 2) + l];
+			q[32 * j + l] = (int8_t)(j & 1 ? c >> 4 : c & 15);
+		}
 }
 
 /* Q5_K, 176 bytes: as Q4_K, with 32 bytes of fifth bits (qh) before the
  * codes: element l of sub-block j has its fifth bit in bit j of qh[l]. */
 static void
-dq_q5_k(const uint8_t *b, float *y)
+sp_q5_k(const uint8_t *b, int8_t *q, float *s, float *m)
 {
-	float d = half(b), dmin = half(b + 2);
-	const uint8_t *ps = b + 4, *qh = b + 16, *qs = b + 48;
-	for (int j = 0; j < 8; j++) {
-		int sc, m;
-		scale_min_k4(ps, j, &sc, &m);
-		float dl = d * (float)sc, ml = dmin * (float)m;
-		const uint8_t *q = qs + 32 * (j / 2);
+	scales_k4(b, s, m);
+	const uint8_t *qh = b + 16, *qs = b + 48;
+	for (int j = 0; j < 8; j++)
 		for (int l = 0; l < 32; l++) {
-			int v = (j & 1 ? q[l] >> 4 : q[l] & 15) + (qh[l] >> j & 1) * 16;
-			y[32 * j + l] = dl * (float)v - ml;
+			uint8_t c = qs[32 * (j / 2) + l];
+			q[32 * j + l] = (int8_t)((j & 1 ? c >> 4 : c & 15) + (qh[l] >> j & 1) * 16);
 		}
-	}
 }
 
 /* Q6_K, 210 bytes: 128 bytes of low nibbles (ql), 64 bytes of high 2-bit
  * pairs (qh), 16 int8 scales, f16 d.  In half h (128 elements), element
  * 32s + l (s < 4, l < 32) takes the low (s even) or high (s odd) nibble
- * of ql[64h + 32(s%2) + l] and bits 2s..2s+1 of qh[32h + l]; its scale is
- * 8h + 2s + l/16; x = (d * scale) * (code - 32). */
+ * of ql[64h + 32(s%2) + l] and bits 2s..2s+1 of qh[32h + l]; its scale
+ * (group of 16) is 8h + 2s + l/16; x = (d * scale) * (code - 32). */
 static void
-dq_q6_k(const uint8_t *b, float *y)
+sp_q6_k(const uint8_t *b, int8_t *q, float *s, float *m)
 {
+	(void)m;
 	const uint8_t *ql = b, *qh = b + 128;
 	const int8_t *sc = (const int8_t *)(b + 192);
 	float d = half(b + 208);
+	for (int g = 0; g < 16; g++)
+		s[g] = d * (float)sc[g];
 	for (int h = 0; h < 2; h++)
-		for (int s = 0; s < 4; s++)
+		for (int j = 0; j < 4; j++)
 			for (int l = 0; l < 32; l++) {
-				uint8_t lo = ql[64 * h + 32 * (s % 2) + l];
-				int q = (s < 2 ? lo & 15 : lo >> 4) | ((qh[32 * h + l] >> (2 * s)) & 3) << 4;
-				float dl = d * (float)sc[8 * h + 2 * s + l / 16];
-				y[128 * h + 32 * s + l] = dl * (float)(q - 32);
+				uint8_t lo = ql[64 * h + 32 * (j % 2) + l];
+				int c = (j < 2 ? lo & 15 : lo >> 4) | ((qh[32 * h + l] >> (2 * j)) & 3) << 4;
+				q[128 * h + 32 * j + l] = (int8_t)(c - 32);
 			}
 }
 
 static const struct {
 	uint32_t type;
-	void (*block)(const uint8_t *, float *);
-} decoders[] = {
-	{LLM_GGML_Q4_0, dq_q4_0}, {LLM_GGML_Q4_1, dq_q4_1}, {LLM_GGML_Q5_0, dq_q5_0},
-	{LLM_GGML_Q5_1, dq_q5_1}, {LLM_GGML_Q8_0, dq_q8_0}, {LLM_GGML_Q2_K, dq_q2_k},
-	{LLM_GGML_Q3_K, dq_q3_k}, {LLM_GGML_Q4_K, dq_q4_k}, {LLM_GGML_Q5_K, dq_q5_k},
-	{LLM_GGML_Q6_K, dq_q6_k},
+	int group;  /* elements per scale */
+	int mins;   /* 1: groups have an offset */
+	void (*split)(const uint8_t *, int8_t *, float *, float *);
+} types[] = {
+	{LLM_GGML_Q4_0, 32, 0, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, sp_q4_1}, {LLM_GGML_Q5_0, 32, 0, sp_q5_0},
+	{LLM_GGML_Q5_1, 32, 1, sp_q5_1}, {LLM_GGML_Q8_0, 32, 0, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, sp_q2_k},
+	{LLM_GGML_Q3_K, 16, 0, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, sp_q4_k}, {LLM_GGML_Q5_K, 32, 1, sp_q5_k},
+	{LLM_GGML_Q6_K, 16, 0, sp_q6_k},
 };
-#define NDECODERS (sizeof(decoders) / sizeof(decoders[0]))
+#define NTYPES (sizeof(types) / sizeof(types[0]))
+
+static int
+find(uint32_t t)
+{
+	for (size_t i = 0; i < NTYPES; i++)
+		if (types[i].type == t)
+			return (int)i;
+	return -1;
+}
 
 int
 llm_quant_supported(uint32_t t)
 {
-	for (size_t i = 0; i < NDECODERS; i++)
-		if (decoders[i].type == t)
-			return 1;
-	return 0;
+	return find(t) >= 0;
 }
 
 const char *
@@ -247,23 +267,129 @@ llm_quant_supported_names(void)
 {
 	static char names[128];
 	if (!names[0])
-		for (size_t i = 0, l = 0; i < NDECODERS && l < sizeof(names); i++)
+		for (size_t i = 0, l = 0; i < NTYPES && l < sizeof(names); i++)
 			l += (size_t)snprintf(names + l, sizeof(names) - l, "%s%s", i ? ", " : "",
-			    llm_ggml_type_name(decoders[i].type));
+			    llm_ggml_type_name(types[i].type));
 	return names;
+}
+
+int
+llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, float *m)
+{
+	uint32_t blck = 1, size = 0;
+	float none[QK_K / 16];
+	int ti = find(t);
+
+	if (ti < 0 || !llm_ggml_type_block(t, &blck, &size))
+		return -1;
+	const uint8_t *p = src;
+	size_t G = (size_t)types[ti].group;
+	for (size_t e = 0; e + blck <= n; e += blck, p += size)
+		types[ti].split(p, q + e, s + e / G, types[ti].mins ? m + e / G : none);
+	return 0;
 }
 
 void
 llm_dequantize(uint32_t t, const void *src, float *dst, size_t n)
 {
+	int8_t q[QK_K];
+	float s[QK_K / 16], m[QK_K / 16];
 	uint32_t blck = 1, size = 0;
-	size_t i = 0;
+	int ti = find(t);
 
-	while (i < NDECODERS && decoders[i].type != t)
-		i++;
-	if (i == NDECODERS || !llm_ggml_type_block(t, &blck, &size))
+	if (ti < 0 || !llm_ggml_type_block(t, &blck, &size))
 		return;
 	const uint8_t *p = src;
-	for (size_t e = 0; e + blck <= n; e += blck, p += size)
-		decoders[i].block(p, dst + e);
+	size_t G = (size_t)types[ti].group;
+	for (size_t e = 0; e + blck <= n; e += blck, p += size) {
+		types[ti].split(p, q, s, m);
+		for (size_t j = 0; j < blck; j++)
+			dst[e + j] = types[ti].mins ? s[j / G] * (float)q[j] + m[j / G] : s[j / G] * (float)q[j];
+	}
+}
+
+/* ---- the tiled int8 layout ---- */
+
+int
+llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
+{
+	int ti = find(t);
+	if (ti < 0)
+		return -1;
+	l->rows = LLM_QTILE_ROWS;
+	l->group = types[ti].group;
+	l->mins = types[ti].mins;
+	return 0;
+}
+
+void
+llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME])
+{
+	snprintf(out, LLM_QLAYOUT_NAME, "i8-r%d-g%d%s", l->rows, l->group, l->mins ? "-min" : "");
+}
+
+int
+llm_qlayout_parse(const char *s, struct llm_qlayout *l)
+{
+	char again[LLM_QLAYOUT_NAME];
+	int r, g, n = 0;
+
+	if (sscanf(s, "i8-r%d-g%d%n", &r, &g, &n) != 2 || r != LLM_QTILE_ROWS || (g != 16 && g != 32))
+		return -1;
+	l->rows = r;
+	l->group = g;
+	l->mins = strcmp(s + n, "-min") == 0;
+	if (!l->mins && s[n])
+		return -1;
+	llm_qlayout_name(l, again);
+	return strcmp(again, s) == 0 ? 0 : -1;
+}
+
+int
+llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return rows > 0 && cols > 0 && rows % l->rows == 0 && cols % l->group == 0;
+}
+
+uint64_t
+llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	(void)l;
+	return (uint64_t)rows * (uint64_t)cols;
+}
+
+uint64_t
+llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return llm_qlayout_scales_at(l, rows, cols) + (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float);
+}
+
+int
+llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, int8_t *codes,
+    float *scales, float *mins, int8_t *q, float *s, float *m)
+{
+	uint32_t blck = 1, size = 0;
+	int64_t G = l->group, ng = cols / G, R = l->rows;
+
+	if (!llm_ggml_type_block(t, &blck, &size) || cols % blck)
+		return -1;
+	size_t rowbytes = (size_t)(cols / blck) * size;
+	for (int64_t r = 0; r < R; r++) {
+		if (llm_quant_split(t, (const uint8_t *)src + (size_t)r * rowbytes, (size_t)cols, q, s, m) < 0)
+			return -1;
+		for (int64_t g = 0; g < ng; g++) {
+			memcpy(codes + (g * R + r) * G, q + g * G, (size_t)G);
+			scales[g * R + r] = s[g];
+			if (l->mins)
+				mins[g * R + r] = m[g];
+		}
+	}
+	return 0;
+}
+
+uint64_t
+llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return llm_qlayout_mins_at(l, rows, cols) +
+	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float) : 0);
 }

@@ -1,5 +1,7 @@
 /* quant.h: ggml's block-quantized tensor types (the ones GGUF files of
- * llama.cpp's Q8_0, Q4_0, Q4_K_M, ... mixes hold), decoded to f32.
+ * llama.cpp's Q8_0, Q4_0, Q4_K_M, ... mixes hold): decoded to f32, or
+ * split into int8 codes and f32 group scales (and offsets) for the tiled
+ * layout the generated code reads.
  *
  * A block of blck elements (32, or 256 for the k-quants) is stored in a
  * fixed number of bytes: integer codes plus f16 (and, for the k-quants,
@@ -7,8 +9,12 @@
  * lib/gguf.c (llm_ggml_type_block); the layouts and formulas are in
  * share/doc/llm/formats.txt ("Block-quantized GGUF tensors").
  *
- * The decoded values equal ggml's own dequantize_row_* bit for bit (the
- * same f32 operations in the same order, no contraction into FMAs);
+ * Every type is, exactly, groups of G elements (G = 32, or 16 for Q2_K,
+ * Q3_K and Q6_K) with an f32 scale s, small integer codes q and, for the
+ * types with minimums (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K), an f32 offset m:
+ * x = s*q (+ m), rounded after the product and after the sum.  The decoded
+ * values equal ggml's own dequantize_row_* bit for bit (the same f32
+ * operations in the same order, no contraction into FMAs);
  * tests/quant.bats checks that against the libggml that llama.cpp ships. */
 #ifndef LLM_QUANT_H
 #define LLM_QUANT_H
@@ -25,5 +31,41 @@ const char *llm_quant_supported_names(void);
 /* Decode the first n elements of the blocks at src (type t, supported;
  * n a multiple of its block size) into dst. */
 void llm_dequantize(uint32_t t, const void *src, float *dst, size_t n);
+
+/* The codes q[n], group scales s[n/G] and (types with minimums) offsets
+ * m[n/G] of the first n elements of the blocks at src.  -1 if t is not
+ * supported. */
+int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, float *m);
+
+/* The tiled int8 layout of a quantized [rows, cols] matrix in weights.bin
+ * (plan key "layout", formats.txt): tiles of R = 8 consecutive rows;
+ * codes int8 [rows/R][cols/G][R][G], then scales f32 [rows/R][cols/G][R],
+ * then, with minimums, offsets f32 in the same order.  A tile's group of
+ * R x G codes is one contiguous piece, read by one register tile of the
+ * GEMV, so a tile's rows are one sequential stream.  Named
+ * "i8-r8-g32", "i8-r8-g16", with "-min" when there are offsets. */
+#define LLM_QTILE_ROWS 8
+#define LLM_QLAYOUT_NAME 32
+struct llm_qlayout {
+	int rows, group, mins;
+};
+/* The layout of ggml type t; -1 if t is not supported. */
+int llm_qlayout_of(uint32_t t, struct llm_qlayout *l);
+void llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME]);
+/* 0, or -1 if s is not a layout name. */
+int llm_qlayout_parse(const char *s, struct llm_qlayout *l);
+/* 1 if a [rows, cols] matrix is whole tiles and groups. */
+int llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols);
+/* Byte offsets (from the tensor's offset) of the scales and offsets, and
+ * the size of the whole tensor. */
+uint64_t llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
+uint64_t llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
+uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols);
+/* One tile: R rows of cols elements of type t, consecutive at src, into
+ * codes [cols/G][R][G], scales [cols/G][R] and mins (with minimums);
+ * q[cols], s[cols/G], m[cols/G] are scratch.  -1 on an unsupported type
+ * or cols not whole blocks. */
+int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, int8_t *codes,
+    float *scales, float *mins, int8_t *q, float *s, float *m);
 
 #endif
