@@ -335,8 +335,126 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
 	return yc;
 }
 
+/* The three parts of a matrix in the tiled int8 layout (quant.h) as
+ * tensors: codes [n/8, k/G, 8, G] i8, scales and (with minimums) offsets
+ * [n/8, k/G, 8] f32, at their offsets inside the tensor's bytes. */
+struct qparts {
+	const char *codes, *scales, *mins;
+	const char *ct, *st; /* their tensor types */
+	int64_t nt, ng, R, G;
+};
+
+static const char *
+view_at(struct em *e, uint64_t off, const char *ty)
+{
+	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm"), *tv = val(e, "w");
+	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
+	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
+	return tv;
+}
+
+static struct qparts
+qview(struct em *e, const struct llm_plan_tensor *t)
+{
+	struct qparts q;
+	int64_t n = t->shape[0], k = t->shape[1];
+	q.R = t->ql.rows;
+	q.G = t->ql.group;
+	q.nt = n / q.R;
+	q.ng = k / q.G;
+	const char *cs = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.G);
+	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf32", q.nt, q.ng, q.R);
+	q.ct = fmt("tensor<%s>", cs);
+	q.st = fmt("tensor<%s>", ss);
+	q.codes = view_at(e, t->offset, cs);
+	q.scales = view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
+	q.mins = t->ql.mins ? view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k), ss) : NULL;
+	return q;
+}
+
+/* The weight value `res` of a code in a body: s * sitofp(q) (+ m), with
+ * %aQ, %aS, %aM the code, scale and offset (am < 0: none); each
+ * operation rounded, as ggml decodes (lib/quant.c): the weights are
+ * exactly the decoded ones. */
+static const char *
+qvalue_body(int aq, int as, int am, const char *res)
+{
+	if (am < 0)
+		return fmt("      %%qf = arith.sitofp %%a%d : i8 to f32\n"
+			   "      %s = arith.mulf %%a%d, %%qf : f32\n", aq, res, as);
+	return fmt("      %%qf = arith.sitofp %%a%d : i8 to f32\n"
+		   "      %%qs = arith.mulf %%a%d, %%qf : f32\n"
+		   "      %s = arith.addf %%qs, %%a%d : f32\n", aq, as, res, am);
+}
+
+/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row, W in the tiled
+ * int8 layout: class "qmv" accumulates a lane per element of a group,
+ * acc[0, t, h, l] = sum_g x[0, g, l] * w[t, g, h, l] (iterators r, t, g,
+ * h, l = parallel x2, reduction, parallel x2), then class "qsum" adds the
+ * G lanes of each row (onto the bias).  A register tile is one tile's
+ * group, 8 x G codes in one piece: the tiles are one stream
+ * (share/doc/llm/ir.txt). */
+static const char *
+qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name)
+{
+	int64_t n = pt->shape[0], k = pt->shape[1];
+	struct qparts q = qview(e, pt);
+	const char *xe = val(e, "qx");
+	const char *xt = fmt("tensor<1x%" PRId64 "x%" PRId64 "xf32>", q.ng, q.G);
+	top(e, xe, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [1, %" PRId64 ", %" PRId64 "]", x, q.ng, q.G),
+	    fmt(": tensor<1x%" PRId64 "xf32> into %s", k, xt));
+	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.G);
+	const char *az = generic(e, "qfill", "qz", 0, NULL, NULL, at, "", "d0, d1, d2, d3", 4,
+	    "parallel, parallel, parallel, parallel", "      %r = arith.constant 0.0 : f32\n");
+	struct gin in[4] = {
+		{xe, xt, "d0, d2, d4", "f32"},
+		{q.codes, q.ct, "d1, d2, d3, d4", "i8"},
+		{q.scales, q.st, "d1, d2, d3", "f32"},
+		{q.mins, q.st, "d1, d2, d3", "f32"},
+	};
+	const char *acc = generic(e, "qmv", "qa", q.mins ? 4 : 3, in, az, at, NULL, "d0, d1, d3, d4", 5,
+	    "parallel, parallel, reduction, parallel, parallel",
+	    fmt("%s      %%p = arith.mulf %%a0, %%wq fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
+		qvalue_body(1, 2, q.mins ? 3 : -1, "%wq")));
+	const char *shape = fmt("%" PRId64 "x%" PRId64 "x", q.nt, q.R);
+	const char *yt = fmt("tensor<1x%sf32>", shape);
+	const char *init = product_init(e, b_name, shape, "d1, d2", yt, "", "d0, d1, d2", 3,
+	    "parallel, parallel, parallel");
+	const char *y = generic(e, "qsum", "qy", 1, (struct gin[]){{acc, at, "d0, d1, d2, d3", "f32"}}, init, yt,
+	    NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
+	    "      %r = arith.addf %o, %a0 : f32\n");
+	const char *yc = val(e, "qyc");
+	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y), fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
+	return yc;
+}
+
+/* W [n, k] f32 decoded from the tiled int8 layout, for the products of
+ * many rows (prefill): class "dequant", w[t, h, g, l] = s * q (+ m) read
+ * in the tile order, collapsed to [n, k].  The values are the decoded
+ * weights exactly, so a prefill computes what it computes on them. */
+static const char *
+qdequant(struct em *e, const struct llm_plan_tensor *pt)
+{
+	int64_t n = pt->shape[0], k = pt->shape[1];
+	struct qparts q = qview(e, pt);
+	const char *wt = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.G);
+	struct gin in[3] = {
+		{q.codes, q.ct, "d0, d2, d1, d3", "i8"},
+		{q.scales, q.st, "d0, d2, d1", "f32"},
+		{q.mins, q.st, "d0, d2, d1", "f32"},
+	};
+	const char *w = generic(e, "dequant", "dq", q.mins ? 3 : 2, in, NULL, wt, "", "d0, d1, d2, d3", 4,
+	    "parallel, parallel, parallel, parallel", qvalue_body(0, 1, q.mins ? 2 : -1, "%r"));
+	const char *wc = val(e, "dqc");
+	top(e, wc, fmt("tensor.collapse_shape %s [[0, 1], [2, 3]]", w),
+	    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "xf32>", wt, n, k));
+	return wc;
+}
+
 /* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to gemv()
- * when W's rows come in whole chunks. */
+ * when W's rows come in whole chunks, or to qgemv() when W is quantized
+ * (prefill decodes a quantized W first: qdequant()). */
 static const char *
 linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
     const char *sched)
@@ -347,9 +465,11 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	if (pt->shape[1] != k)
 		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
 	int64_t n = pt->shape[0];
-	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0)
+	if (pt->layout && strcmp(r.t, "1") == 0)
+		return qgemv(e, x, pt, b_name);
+	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0 && !pt->layout)
 		return gemv(e, x, n, k, w_name, b_name);
-	const char *wt, *w = wview(e, w_name, &wt);
+	const char *wt = "f32", *w = pt->layout ? qdequant(e, pt) : wview(e, w_name, &wt);
 	const char *yt = tensor2(r, n, "f32");
 	const char *init = product_init(e, b_name, fmt("%" PRId64 "x", n), "d1", yt, r.dyn, "d0, d1", 2,
 	    "parallel, parallel");

@@ -70,16 +70,23 @@ get_arr(json_t *o, const char *key, const char *ctx, json_t **out)
 	return 0;
 }
 
+/* A float dtype, or (codes, int8 = 1) i8. */
 static int
-get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
+get_dtype_of(json_t *o, const char *key, const char *ctx, int int8, enum llm_dtype *out)
 {
 	const char *s;
 	if (llm_json_str(o, key, ctx, &s) < 0)
 		return -1;
 	*out = llm_dtype_from_name(s);
-	if (*out != LLM_DT_F32 && *out != LLM_DT_F16 && *out != LLM_DT_BF16)
+	if (*out != LLM_DT_F32 && *out != LLM_DT_F16 && *out != LLM_DT_BF16 && !(int8 && *out == LLM_DT_I8))
 		return llm_seterr("%s: key '%s': unsupported dtype '%s'", ctx, key, s);
 	return 0;
+}
+
+static int
+get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
+{
+	return get_dtype_of(o, key, ctx, 0, out);
 }
 
 static int
@@ -156,7 +163,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	snprintf(c, sizeof(c), "%s: tensor '%s'", ctx, p->name);
 	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
 	    llm_json_str(t, "transform", c, &p->transform) < 0 ||
-	    get_dtype(t, "dtype", c, &p->dtype) < 0 ||
+	    get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
 	    get_u64(t, "offset", c, &p->offset) < 0 || get_u64(t, "bytes", c, &p->bytes) < 0)
 		return -1;
 	if (json_array_size(src) > LLM_MAX_SOURCES)
@@ -165,6 +172,10 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (qt && (!json_is_string(qt) || json_array_size(src) != 1))
 		return llm_seterr("%s: 'quant' must be a string, on a tensor with one source", c);
 	p->quant = qt ? json_string_value(qt) : NULL;
+	json_t *lt = json_object_get(t, "layout");
+	if (lt && (!json_is_string(lt) || llm_qlayout_parse(json_string_value(lt), &p->ql) < 0))
+		return llm_seterr("%s: 'layout' must be a tiled layout name such as \"i8-r8-g32\"", c);
+	p->layout = lt ? json_string_value(lt) : NULL;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
 		json_t *s = json_array_get(src, (size_t)j);
@@ -185,7 +196,20 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 			return llm_seterr("%s: size overflows", c);
 		n *= (uint64_t)p->shape[j];
 	}
-	if (n != p->bytes)
+	if (p->layout) {
+		if (p->dtype != LLM_DT_I8 || p->ndim != 2 || !p->quant ||
+		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
+			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 and a matrix of "
+			    "whole %d-row tiles and %d-column groups", c, p->layout, p->ql.rows, p->ql.group);
+		if (n > UINT64_MAX / 2)
+			return llm_seterr("%s: size overflows", c);
+		n = llm_qlayout_bytes(&p->ql, p->shape[0], p->shape[1]);
+		if (n != p->bytes)
+			return llm_seterr("%s: bytes %" PRIu64 " != the size of layout %s, %" PRIu64, c,
+			    p->bytes, p->layout, n);
+	} else if (p->dtype == LLM_DT_I8)
+		return llm_seterr("%s: dtype i8 needs a 'layout'", c);
+	else if (n != p->bytes)
 		return llm_seterr("%s: bytes %" PRIu64 " != shape x dtype size %" PRIu64, c, p->bytes, n);
 	if (p->offset % m->alignment)
 		return llm_seterr("%s: offset %" PRIu64 " is not %" PRIu64 "-byte aligned", c, p->offset, m->alignment);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "quant.h"
 
 #define LLM_MODEL_FORMAT "llm-model/1"
 #define LLM_WEIGHTS_HEADER_BYTES 4096
@@ -28,6 +29,10 @@ struct llm_plan_tensor {
 	const char *transform;  /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
 	const char *quant;      /* the source's ggml block type ("Q4_K"), when
 	                         * it is block-quantized; else NULL */
+	const char *layout;     /* NULL: dense, dtype elements in row-major
+	                         * order; else the tiled layout (quant.h,
+	                         * "i8-r8-g32"), dtype i8, ndim 2 */
+	struct llm_qlayout ql;  /* the layout parsed (when layout is set) */
 	enum llm_dtype dtype;
 	int ndim;
 	int64_t shape[4];

@@ -197,6 +197,16 @@ check_plan(struct packer *k)
 		if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
 			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)",
 			    file, t->name, t->type_name, m->path, p->quant ? p->quant : "not quantized");
+		if (p->layout) {
+			struct llm_qlayout want;
+			char name[LLM_QLAYOUT_NAME];
+			if (llm_qlayout_of((uint32_t)t->quant, &want) < 0)
+				return llm_seterr("%s: tensor '%s': no tiled layout for %s", file, t->name, t->type_name);
+			llm_qlayout_name(&want, name);
+			if (strcmp(name, p->layout) != 0)
+				return llm_seterr("%s: tensor '%s' (%s) has layout %s, but %s says %s (run llm-import "
+				    "again)", file, t->name, t->type_name, name, m->path, p->layout);
+		}
 		k->src[i] = t;
 	}
 	return 0;
@@ -480,6 +490,18 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 	return 0;
 }
 
+/* The source row of output row r of plan entry ti: r, or under
+ * unpermute_qk (heads, see write_unpermuted) the row it comes from. */
+static uint64_t
+source_row(const struct packer *k, size_t ti, const struct llm_plan_tensor *p, uint64_t r)
+{
+	if (!k->heads[ti])
+		return r;
+	uint64_t hd = (uint64_t)p->shape[0] / (uint64_t)k->heads[ti], half = hd / 2;
+	uint64_t h = r / hd, j = r % hd;
+	return h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+}
+
 /* unpermute_qk: GGUF files of llama models store the q and k projections
  * with the rows of each head interleaved for llama.cpp's RoPE, which
  * rotates adjacent pairs; Hugging Face (and llm) rotate halves.  Output row
@@ -494,7 +516,6 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 	size_t ds = llm_dtype_size(p->dtype);
 	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / rows;
 	size_t rb = src_bytes(t, rowlen);
-	uint64_t hd = rows / (uint64_t)k->heads[ti], half = hd / 2;
 	uint64_t per = CHUNK / rowlen;
 	const uint8_t *src = t->data;
 	uint8_t *stage = t->dtype != p->dtype ? llm_xmalloc(CHUNK * sizeof(double)) : NULL;
@@ -503,11 +524,8 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 		uint64_t n = rows - r < per ? rows - r : per;
 		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
 		uint8_t *dst = stage ? stage : s->buf;
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t h = (r + i) / hd, j = (r + i) % hd;
-			uint64_t from = h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
-			memcpy(dst + i * rb, src + from * rb, rb);
-		}
+		for (uint64_t i = 0; i < n; i++)
+			memcpy(dst + i * rb, src + source_row(k, ti, p, r + i) * rb, rb);
 		if (stage && llm_source_read(t, stage, n * rowlen, p->dtype, s->buf, k->stage) < 0) {
 			free(stage);
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name,
@@ -523,6 +541,72 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 	free(stage);
 	release(src, t->nbytes);
 	return 0;
+}
+
+/* A block-quantized matrix in the tiled layout (quant.h): the codes of
+ * as many 8-row tiles as a slot holds at a time (rows gathered through
+ * source_row, so unpermute_qk works the same), then the scales and the
+ * offsets, kept in memory until the codes are written (a 16th or an 8th
+ * of the codes' size, as f32). */
+static int
+write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+    const struct llm_source_tensor *t)
+{
+	const struct llm_qlayout *l = &p->ql;
+	int64_t rows = p->shape[0], cols = p->shape[1], R = l->rows;
+	size_t rb = src_bytes(t, (uint64_t)cols), ngr = (size_t)(cols / l->group);
+	size_t per = CHUNK * sizeof(float) / ((size_t)R * (size_t)cols), nsc = (size_t)rows * ngr;
+	const uint8_t *src = t->data;
+	uint8_t *rowsbuf = llm_xmalloc((size_t)R * rb);
+	int8_t *q = llm_xmalloc((size_t)cols);
+	float *sc = llm_xmalloc(nsc * sizeof(float)), *mn = l->mins ? llm_xmalloc(nsc * sizeof(float)) : NULL;
+	float *s1 = llm_xmalloc(ngr * sizeof(float)), *m1 = llm_xmalloc(ngr * sizeof(float));
+	int rc = -1;
+
+	if (per < 1)
+		per = 1;
+	for (int64_t t0 = 0; t0 < rows / R; t0 += (int64_t)per) {
+		int64_t nt = rows / R - t0 < (int64_t)per ? rows / R - t0 : (int64_t)per;
+		struct slot *s = slot_get(&k->hs, ti, t0 == 0, 0);
+		for (int64_t i = 0; i < nt; i++) {
+			int64_t tile = t0 + i;
+			for (int64_t r = 0; r < R; r++)
+				memcpy(rowsbuf + (size_t)r * rb, src + source_row(k, ti, p, (uint64_t)(tile * R + r)) * rb, rb);
+			if (llm_qlayout_tile(l, (uint32_t)t->quant, rowsbuf, cols,
+			    (int8_t *)s->buf + (size_t)(i * R * cols), sc + (size_t)tile * (size_t)R * ngr,
+			    mn ? mn + (size_t)tile * (size_t)R * ngr : NULL, q, s1, m1) < 0) {
+				llm_seterr("%s: tensor '%s': cannot split %s into codes and scales", k->m->path,
+				    p->name, t->type_name);
+				goto out;
+			}
+		}
+		s->p = s->buf;
+		s->n = (size_t)(nt * R * cols);
+		if (slot_put(k, o, s) < 0)
+			goto out;
+	}
+	for (int part = 0; part < (mn ? 2 : 1); part++) {
+		const float *a = part ? mn : sc;
+		for (size_t i = 0; i < nsc; i += CHUNK) {
+			size_t c = nsc - i < CHUNK ? nsc - i : CHUNK;
+			struct slot *s = slot_get(&k->hs, ti, 0, i + c == nsc && part == (mn ? 1 : 0));
+			memcpy(s->buf, a + i, c * sizeof(float));
+			s->p = s->buf;
+			s->n = c * sizeof(float);
+			if (slot_put(k, o, s) < 0)
+				goto out;
+		}
+	}
+	release(src, t->nbytes);
+	rc = 0;
+out:
+	free(rowsbuf);
+	free(q);
+	free(sc);
+	free(mn);
+	free(s1);
+	free(m1);
+	return rc;
 }
 
 static json_t *
@@ -565,6 +649,8 @@ manifest(struct packer *k)
 		json_t *o = json_object();
 		json_object_set_new(o, "name", json_string(p->name));
 		json_object_set_new(o, "dtype", json_string(llm_dtype_name(p->dtype)));
+		if (p->layout)
+			json_object_set_new(o, "layout", json_string(p->layout));
 		json_object_set_new(o, "shape", shape_json(p->shape, p->ndim));
 		json_object_set_new(o, "offset", json_integer((json_int_t)p->offset));
 		json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
@@ -604,8 +690,8 @@ write_pair(struct packer *k)
 		/* model.c checked that offsets ascend and tensors do not overlap. */
 		if (put_zeros(&bin, p->offset - pos) < 0)
 			goto fail;
-		if ((!k->src[i] ? write_rope(k, &bin, i, p) : k->heads[i] ? write_unpermuted(k, &bin, i, p, k->src[i]) :
-		    write_copy(k, &bin, i, p, k->src[i])) < 0)
+		if ((!k->src[i] ? write_rope(k, &bin, i, p) : p->layout ? write_tiled(k, &bin, i, p, k->src[i]) :
+		    k->heads[i] ? write_unpermuted(k, &bin, i, p, k->src[i]) : write_copy(k, &bin, i, p, k->src[i])) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}

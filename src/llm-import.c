@@ -79,6 +79,8 @@ struct plan {
 	const struct llm_source *src;
 	unsigned char *used;                /* per src tensor: in the plan */
 	enum llm_dtype wdt;
+	int keep_quant;                     /* --dtype auto: matrices of linear
+	                                     * layers stay block-quantized */
 };
 
 static json_t *
@@ -92,14 +94,17 @@ shape_json(int n, const int64_t *s)
 
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
-    int64_t heads,
+    int64_t heads, const struct llm_qlayout *ql,
     enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	json_t *t = json_object(), *src = json_array();
 	uint64_t bytes = llm_dtype_size(dt);
+	char lname[LLM_QLAYOUT_NAME];
 
 	for (int i = 0; i < ndim; i++)
 		bytes *= (uint64_t)shape[i];
+	if (ql)
+		bytes = llm_qlayout_bytes(ql, shape[0], shape[1]);
 	if (source)
 		json_array_append_new(src, json_string(source));
 	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
@@ -110,6 +115,10 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	json_object_set_new(t, "transform", json_string(transform));
 	if (heads)
 		json_object_set_new(t, "heads", json_integer(heads));
+	if (ql) {
+		llm_qlayout_name(ql, lname);
+		json_object_set_new(t, "layout", json_string(lname));
+	}
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(dt)));
 	json_object_set_new(t, "shape", shape_json(ndim, shape));
 	json_object_set_new(t, "offset", json_integer((json_int_t)p->off));
@@ -119,11 +128,14 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 }
 
 /* A tensor taken from the checkpoint (copied, or unpermuted when heads is
- * not 0): check it exists with the shape the config implies. */
+ * not 0): check it exists with the shape the config implies.  The matrix
+ * of a linear layer (linear) in a block type keeps it, in the tiled int8
+ * layout, when the plan says so and the shape is whole tiles. */
 static void
-add_source(struct plan *p, const char *name, const char *src, int64_t heads, enum llm_dtype dt, int ndim,
-    const int64_t *shape)
+add_source(struct plan *p, const char *name, const char *src, int64_t heads, int linear, enum llm_dtype dt,
+    int ndim, const int64_t *shape)
 {
+	struct llm_qlayout ql;
 	int err;
 	const struct llm_source_tensor *t = llm_source_find(p->src, src, &err);
 	char want[128] = "", got[128] = "";
@@ -147,8 +159,10 @@ add_source(struct plan *p, const char *name, const char *src, int64_t heads, enu
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
 		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
+	int keep = linear && p->keep_quant && t->quant >= 0 && llm_qlayout_of((uint32_t)t->quant, &ql) == 0 &&
+	    llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
-	    dt, ndim, shape);
+	    keep ? &ql : NULL, keep ? LLM_DT_I8 : dt, ndim, shape);
 }
 
 static const char *
@@ -178,13 +192,13 @@ permuted(const struct llm_family_spec *fs, int gguf, const struct llm_hfconfig *
  * frequency factors, ...) that the generated code would silently ignore. */
 static json_t *
 build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
-    enum llm_dtype wdt, int64_t max_ctx, uint64_t *data_bytes)
+    enum llm_dtype wdt, int keep_quant, int64_t max_ctx, uint64_t *data_bytes)
 {
 	const struct llm_family_spec *fs = llm_family_spec(c->family);
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
 	struct plan p = {json_array(), 0, dir, gguf ? "the metadata" : "config.json", src,
-		llm_xcalloc(src->ntensors + 1, 1), wdt};
+		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant};
 	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
 	int64_t shapes[LLM_ROLE_COUNT][2] = {
 		[LLM_ROLE_EMBED] = {c->vocab_size, d},
@@ -206,13 +220,13 @@ build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const cha
 	int nd_ = shapes[role][1] ? 2 : 1; \
 	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
 	    role_name(names[role], layer, hn, sizeof(hn)), permuted(fs, gguf, c, role), \
-	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+	    nd_ == 2 && role != LLM_ROLE_EMBED, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, hd / 2};
-	add_tensor(&p, "rope.cos", NULL, NULL, "rope_cos", 0, LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, "rope.sin", NULL, NULL, "rope_sin", 0, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.cos", NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, "rope.sin", NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
 	for (int l = 0; l < c->n_layers; l++)
 		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
 			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)
@@ -400,6 +414,7 @@ main(int argc, char **argv)
 	if (chunk > max_ctx)
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, chunk, max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
+	int keep_quant = wdt == LLM_DT_NONE;
 	if (wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
@@ -455,7 +470,7 @@ main(int argc, char **argv)
 	json_object_set_new(limits, "max_context", json_integer(max_ctx));
 	json_object_set_new(limits, "prefill_chunk", json_integer(chunk));
 
-	json_t *tensors = build_plan(&cfg, &src, dir, wdt, max_ctx, &data_bytes);
+	json_t *tensors = build_plan(&cfg, &src, dir, wdt, keep_quant, max_ctx, &data_bytes);
 	json_t *tok = gguf ? gguf_tokenizer(src.gguf, &cfg, tf, &ntf) : hf_tokenizer(dir, &cfg, tf, &ntf);
 	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
 	char fph[17];

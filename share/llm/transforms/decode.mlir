@@ -1,6 +1,6 @@
 // decode.mlir: the transform script of llm-lower for decode modules (share/doc/llm/ir.txt).
 // Written by mkscript.py in this directory (python3 mkscript.py decode > decode.mlir);
-// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64 AT_PB=64 AT_PR=4.
+// edit that, not this.  Parameters: GV_NC=64 GV_NR=8 GV_KV=8 QV_NT=1 GM_NC=64 GM_NR=2 GM_MR=6 GM_KV=8 GM_KC=512 EW=64 RKV=8 AT_MR=6 AT_NT=16 AT_DT=16 AT_DB=8 AT_VB=64 AT_PB=64 AT_PR=4.
 // Every linalg op is tiled by its llm.sched class to tiles of static shape,
 // which vectorise; the partial tiles of dynamic or ragged dimensions are
 // peeled off and left to scalar loops, so the result is correct for any
@@ -147,6 +147,94 @@ module attributes {transform.with_named_sequence} {
     ^bb0(%x: !transform.any_op):
       transform.include @ksplit_gemv5 failures(propagate) (%x) : (!transform.any_op) -> ()
     }
+    transform.yield
+  }
+  transform.named_sequence @m_is_qmv(%c: !transform.any_op {transform.readonly}) {
+    transform.match.operation_name %c ["linalg.generic"] : !transform.any_op
+    %m = transform.structured.match attributes{llm.sched = "qmv"} in %c : (!transform.any_op) -> !transform.any_op
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %nm = transform.num_associations %m : (!transform.any_op) -> !transform.param<i64>
+    transform.match.param.cmpi eq %nm, %one : !transform.param<i64>
+    transform.yield
+  }
+  // The qmv op of a quantized single-row product with 3 inputs (x, codes,
+  // scales), fused into a forall: operand 3 is a slice of
+  // its zero fill.
+  transform.named_sequence @m_qmv3(%c: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.include @m_is_qmv failures(propagate) (%c) : (!transform.any_op) -> ()
+    transform.match.structured %c : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %n = transform.match.structured.num_inputs %s : (!transform.any_op) -> !transform.param<i64>
+      %want = transform.param.constant 3 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %n, %want : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %c : !transform.any_op
+  }
+  transform.named_sequence @qmv_tile3(%mm: !transform.any_op {transform.consumed}) {
+    %zs = transform.get_producer_of_operand %mm[3] : (!transform.any_op) -> !transform.any_op
+    %z = transform.get_producer_of_operand %zs[0] : (!transform.any_op) -> !transform.any_op
+    %fa = transform.get_parent_op %mm {op_name = "scf.forall"} : (!transform.any_op) -> !transform.any_op
+    %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %lg "llm.kloop" : !transform.any_op
+    transform.apply_patterns to %lg {
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+  // The qmv op of a quantized single-row product with 4 inputs (x, codes,
+  // scales, offsets), fused into a forall: operand 4 is a slice of
+  // its zero fill.
+  transform.named_sequence @m_qmv4(%c: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.include @m_is_qmv failures(propagate) (%c) : (!transform.any_op) -> ()
+    transform.match.structured %c : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %n = transform.match.structured.num_inputs %s : (!transform.any_op) -> !transform.param<i64>
+      %want = transform.param.constant 4 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %n, %want : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %c : !transform.any_op
+  }
+  transform.named_sequence @qmv_tile4(%mm: !transform.any_op {transform.consumed}) {
+    %zs = transform.get_producer_of_operand %mm[4] : (!transform.any_op) -> !transform.any_op
+    %z = transform.get_producer_of_operand %zs[0] : (!transform.any_op) -> !transform.any_op
+    %fa = transform.get_parent_op %mm {op_name = "scf.forall"} : (!transform.any_op) -> !transform.any_op
+    %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %lg "llm.kloop" : !transform.any_op
+    transform.apply_patterns to %lg {
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+  // The single-row products of a quantized W (classes qfill, qmv, qsum;
+  // share/doc/llm/ir.txt): acc[0, t, h, l] = sum_g x[0, g, l] * w[t, g, h, l]
+  // in G lanes, then y[0, t, h] = sum_l acc[0, t, h, l].  1 tile(s) of 8 rows
+  // of W per scf.forall iteration (OpenMP threads), the lane sum's
+  // initialiser, the qmv op and its zero fill fused into it; the groups g
+  // become a loop carrying the [8, G] accumulator (a tile's group of codes
+  // is 8 x G contiguous bytes, so the tiles are one stream), with the unit
+  // dims folded away so that the body vectorises to elementwise FMAs and
+  // no contraction is formed.
+  transform.named_sequence @qgemv(%ys: !transform.any_op {transform.consumed}) {
+    %acc = transform.get_producer_of_operand %ys[0] : (!transform.any_op) -> !transform.any_op
+    %init = transform.get_producer_of_operand %ys[1] : (!transform.any_op) -> !transform.any_op
+    %t1, %forall = transform.structured.tile_using_forall %ys tile_sizes [0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %i1, %f2 = transform.structured.fuse_into_containing_op %init into %forall : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %a1, %f3 = transform.structured.fuse_into_containing_op %acc into %f2 : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4 : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+  // A quantized W decoded to f32 for the products of many rows (class
+  // dequant): one tile of 8 rows per scf.forall iteration, a group of G
+  // values at a time.
+  transform.named_sequence @dequant(%d: !transform.any_op {transform.consumed}) {
+    %t1, %forall = transform.structured.tile_using_forall %d tile_sizes [1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t2, %l:2 = transform.structured.tile_using_for %t1 tile_sizes [0, 1, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     transform.yield
   }
   // Matcher prologue: a linalg.generic of the classes scheduled by rank
@@ -441,6 +529,16 @@ module attributes {transform.with_named_sequence} {
     transform.foreach %head : !transform.any_op {
     ^bb0(%m: !transform.any_op):
       transform.include @gemv failures(propagate) (%m) : (!transform.any_op) -> ()
+    }
+    %qsum = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "qsum"} in %root : (!transform.any_op) -> !transform.any_op
+    transform.foreach %qsum : !transform.any_op {
+    ^bb0(%m: !transform.any_op):
+      transform.include @qgemv failures(propagate) (%m) : (!transform.any_op) -> ()
+    }
+    %dq = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "dequant"} in %root : (!transform.any_op) -> !transform.any_op
+    transform.foreach %dq : !transform.any_op {
+    ^bb0(%m: !transform.any_op):
+      transform.include @dequant failures(propagate) (%m) : (!transform.any_op) -> ()
     }
     %gemv = transform.structured.match ops{["linalg.generic"]} attributes{llm.sched = "gemv"} in %root : (!transform.any_op) -> !transform.any_op
     transform.foreach %gemv : !transform.any_op {

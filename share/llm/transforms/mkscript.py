@@ -12,6 +12,8 @@ comments of each sequence):
                        in its IR (lib/emit.c), GV_NR must divide 8 there
   GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
                        per register tile, k lanes, k block (0: no k blocking)
+  QV_NT                quantized GEMV (classes qmv, qsum): 8-row tiles of W per
+                       scf.forall iteration
   EW                   last-dim tile of elementwise ops
   RKV                  lanes of last-dim reductions (norm sums, softmax max/sum)
   AT_MR, AT_NT, AT_DT  attention: query rows and keys (in vector lanes) per
@@ -23,6 +25,7 @@ comments of each sequence):
 import sys
 kind = sys.argv[1]
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
+         QV_NT=1,                             # quantized GEMV: 8-row tiles of W per forall iteration
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
          EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8, AT_VB=64, AT_PB=64, AT_PR=4)                         # last-dim tile of elementwise ops, lanes of row reductions
 for a in sys.argv[2:]:
@@ -117,6 +120,69 @@ e(f"""  // The single-row products in streams (class gemv, share/doc/llm/ir.txt)
     ^bb0(%x: {A}):
       transform.include @ksplit_gemv5 failures(propagate) (%x) : ({A}) -> ()
     }}
+    transform.yield
+  }}""")
+
+e(f"""  transform.named_sequence @m_is_qmv(%c: {A} {{transform.readonly}}) {{
+    transform.match.operation_name %c ["linalg.generic"] : {A}
+    %m = transform.structured.match attributes{{llm.sched = "qmv"}} in %c : ({A}) -> {A}
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    %nm = transform.num_associations %m : ({A}) -> !transform.param<i64>
+    transform.match.param.cmpi eq %nm, %one : !transform.param<i64>
+    transform.yield
+  }}""")
+for n in (3, 4):
+    e(f"""  // The qmv op of a quantized single-row product with {n} inputs (x, codes,
+  // scales{', offsets' if n == 4 else ''}), fused into a forall: operand {n} is a slice of
+  // its zero fill.
+  transform.named_sequence @m_qmv{n}(%c: {A} {{transform.readonly}}) -> {A} {{
+    transform.include @m_is_qmv failures(propagate) (%c) : ({A}) -> ()
+    transform.match.structured %c : {A} {{
+    ^bb0(%s: {A}):
+      %n = transform.match.structured.num_inputs %s : ({A}) -> !transform.param<i64>
+      %want = transform.param.constant {n} : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %n, %want : !transform.param<i64>
+      transform.match.structured.yield
+    }}
+    transform.yield %c : {A}
+  }}
+  transform.named_sequence @qmv_tile{n}(%mm: {A} {{transform.consumed}}) {{
+    %zs = transform.get_producer_of_operand %mm[{n}] : ({A}) -> {A}
+    %z = transform.get_producer_of_operand %zs[0] : ({A}) -> {A}
+    %fa = transform.get_parent_op %mm {{op_name = "scf.forall"}} : ({A}) -> {A}
+    %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : ({A}, {A}) -> ({A}, {A})
+    %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : ({A}) -> ({A}, {A})
+    transform.annotate %lg "llm.kloop" : {A}
+    transform.apply_patterns to %lg {{
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+      transform.apply_patterns.canonicalization
+    }} : {A}
+    transform.yield
+  }}""")
+e(f"""  // The single-row products of a quantized W (classes qfill, qmv, qsum;
+  // share/doc/llm/ir.txt): acc[0, t, h, l] = sum_g x[0, g, l] * w[t, g, h, l]
+  // in G lanes, then y[0, t, h] = sum_l acc[0, t, h, l].  {P['QV_NT']} tile(s) of 8 rows
+  // of W per scf.forall iteration (OpenMP threads), the lane sum's
+  // initialiser, the qmv op and its zero fill fused into it; the groups g
+  // become a loop carrying the [8, G] accumulator (a tile's group of codes
+  // is 8 x G contiguous bytes, so the tiles are one stream), with the unit
+  // dims folded away so that the body vectorises to elementwise FMAs and
+  // no contraction is formed.
+  transform.named_sequence @qgemv(%ys: {A} {{transform.consumed}}) {{
+    %acc = transform.get_producer_of_operand %ys[0] : ({A}) -> {A}
+    %init = transform.get_producer_of_operand %ys[1] : ({A}) -> {A}
+    %t1, %forall = transform.structured.tile_using_forall %ys tile_sizes [0, {P['QV_NT']}] : ({A}) -> ({A}, {A})
+    %i1, %f2 = transform.structured.fuse_into_containing_op %init into %forall : ({A}, {A}) -> ({A}, {A})
+    %a1, %f3 = transform.structured.fuse_into_containing_op %acc into %f2 : ({A}, {A}) -> ({A}, {A})
+    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4 : ({A}) -> {A}
+    transform.yield
+  }}
+  // A quantized W decoded to f32 for the products of many rows (class
+  // dequant): one tile of 8 rows per scf.forall iteration, a group of G
+  // values at a time.
+  transform.named_sequence @dequant(%d: {A} {{transform.consumed}}) {{
+    %t1, %forall = transform.structured.tile_using_forall %d tile_sizes [1] : ({A}) -> ({A}, {A})
+    %t2, %l:2 = transform.structured.tile_using_for %t1 tile_sizes [0, 1, 1] : ({A}) -> {res(3)}
     transform.yield
   }}""")
 
@@ -479,6 +545,16 @@ for c in gv:
     transform.foreach %{c} : {A} {{
     ^bb0(%m: {A}):
       transform.include @gemv failures(propagate) (%m) : ({A}) -> ()
+    }}""")
+e(f"""    %qsum = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "qsum"}} in %root : ({A}) -> {A}
+    transform.foreach %qsum : {A} {{
+    ^bb0(%m: {A}):
+      transform.include @qgemv failures(propagate) (%m) : ({A}) -> ()
+    }}
+    %dq = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "dequant"}} in %root : ({A}) -> {A}
+    transform.foreach %dq : {A} {{
+    ^bb0(%m: {A}):
+      transform.include @dequant failures(propagate) (%m) : ({A}) -> ()
     }}""")
 e(f"""    %gemv = transform.structured.match ops{{["linalg.generic"]}} attributes{{llm.sched = "gemv"}} in %root : ({A}) -> {A}
     transform.foreach %gemv : {A} {{
