@@ -76,10 +76,13 @@ fmt(const char *f, ...)
 	return keep(b.p);
 }
 
+/* A fresh value name: the hint and a number, with a "_" between them
+ * when the hint ends in a digit ("q5" + 72 must not be "q" + 572). */
 static const char *
 val(struct em *e, const char *hint)
 {
-	return fmt("%%%s%d", hint, e->nval++);
+	size_t n = strlen(hint);
+	return fmt("%%%s%s%d", hint, n && hint[n - 1] >= '0' && hint[n - 1] <= '9' ? "_" : "", e->nval++);
 }
 
 static const char *

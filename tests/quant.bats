@@ -79,7 +79,40 @@ types() {
 	done
 }
 
+# tensor DIR NAME: the bytes of plan tensor NAME in DIR/weights.bin.
+tensor() {
+	local off bytes
+	off=$(jq -r --arg n "$2" '.weights.tensors[] | select(.name == $n) | .offset' "$1/model.json")
+	bytes=$(jq -r --arg n "$2" '.weights.tensors[] | select(.name == $n) | .bytes' "$1/model.json")
+	tail -c +$((4097 + off)) "$1/weights.bin" | head -c "$bytes"
+}
+
+# layouts DIR: the tiled layouts of the plan, with their counts.
+layouts() {
+	jq -r '[.weights.tensors[] | .layout // empty] | group_by(.) | map("\(.[0]) \(length)") | join(", ")' \
+		"$1/model.json"
+}
+
 @test "files quantized by llama.cpp import and pack to ggml's own decoding of them, for every mix" {
+	need_llamacpp
+	g=$(small llama)
+	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		llm-import --dtype f32 -o "$T/q" "$T/q.gguf" >/dev/null
+		llm-import -o "$T/d" "$T/d.gguf" >/dev/null
+		echo "$f: $(types "$T/q")" >&3
+		[ -z "$(types "$T/d")" ]
+		[ -z "$(layouts "$T/q")" ]
+		[ "$(jq -r .dtypes.weights "$T/q/model.json")" = f32 ]
+		llm-pack-weights "$T/q/model.json" >/dev/null
+		llm-pack-weights "$T/d/model.json" >/dev/null
+		cmp <(data "$T/q") <(data "$T/d")
+		rm -r "$T/q" "$T/d"
+	done
+}
+
+@test "by default the matrices stay quantized, in tiles that decode to ggml's values, for every mix" {
 	need_llamacpp
 	g=$(small llama)
 	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
@@ -87,13 +120,50 @@ types() {
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 		llm-import -o "$T/q" "$T/q.gguf" >/dev/null
 		llm-import -o "$T/d" "$T/d.gguf" >/dev/null
-		echo "$f: $(types "$T/q")" >&3
-		[ -z "$(types "$T/d")" ]
-		[ "$(jq -r .dtypes.weights "$T/q/model.json")" = f32 ]
+		echo "$f: $(layouts "$T/q")" >&3
 		llm-pack-weights "$T/q/model.json" >/dev/null
 		llm-pack-weights "$T/d/model.json" >/dev/null
-		cmp <(data "$T/q") <(data "$T/d")
+		# the 14 matrices of the 2 layers and the LM head; the embedding
+		# (gathered, not multiplied) is decoded
+		[ "$(jq '[.weights.tensors[] | select(.layout)] | length' "$T/q/model.json")" = 15 ]
+		[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | "\(.dtype) \(.layout)"' \
+			"$T/q/model.json")" = "f32 null" ]
+		jq -r '.weights.tensors[] | "\(.name) \(.layout // "-") \(.shape[0]) \(.shape[1] // 1)"' \
+			"$T/q/model.json" | while read -r name layout rows cols; do
+			if [ "$layout" = - ]; then
+				cmp <(tensor "$T/q" "$name") <(tensor "$T/d" "$name")
+			else
+				tensor "$T/q" "$name" >"$T/t.bin"
+				dequant --tiled "$layout" "$rows" "$cols" "$T/t.bin" "$T/t.f32"
+				cmp "$T/t.f32" <(tensor "$T/d" "$name")
+			fi
+		done
+		# weights.json says the layout too
+		[ "$(jq -r '.tensors[] | select(.name == "lm_head") | .layout' "$T/q/weights.json")" = \
+			"$(jq -r '.weights.tensors[] | select(.name == "lm_head") | .layout' "$T/q/model.json")" ]
 		rm -r "$T/q" "$T/d"
+	done
+}
+
+@test "quantized bundles compute with the decoded weights: the logits of the decoded file's bundle" {
+	need_llamacpp
+	g=$(full)
+	# a 20-token prompt: a prefill chunk of 16 and a prefill_kv of 4,
+	# then decode steps
+	p=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20
+	for f in Q8_0 Q5_1 Q2_K Q6_K; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		for m in q d; do
+			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/$m.gguf" OUT="$T/b$m" \
+				IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" -j2 >&2
+			llm-run -m "$T/b$m/model.llm" -t 2 --tokens "$p" -n 8 --logits "$T/$m.f32" 2>/dev/null
+		done
+		[ -n "$(layouts "$T/bq")" ]
+		[ -z "$(layouts "$T/bd")" ]
+		run -0 cmpf32 -a 1e-5 "$T/d.f32" "$T/q.f32"
+		echo "$f: $(layouts "$T/bq"): $output" >&3
+		rm -r "$T/bq" "$T/bd"
 	done
 }
 

@@ -3,17 +3,66 @@
  * ggml's own decoder (tests/tools/ggml-ref check).
  *
  *   dequant TYPE BLOCKS OUT
+ *   dequant --tiled LAYOUT ROWS COLS TENSOR OUT
  *
  * TYPE is a ggml type name ("Q4_K", case ignored) that quant.h decodes;
- * BLOCKS holds whole blocks of it.  Exit status: 0 success, 1 bad input or
- * a write error, 2 usage. */
+ * BLOCKS holds whole blocks of it.  With --tiled, TENSOR holds the bytes
+ * of a [ROWS, COLS] matrix in the tiled int8 layout LAYOUT of weights.bin
+ * ("i8-r8-g32-min", share/doc/llm/formats.txt), decoded here from the
+ * layout's description (x = s * q (+ m)) into row-major f32, so that a
+ * test can compare llm-pack-weights' tiles with ggml's decoding.  Exit
+ * status: 0 success, 1 bad input or a write error, 2 usage. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "../../lib/gguf.h"
 #include "../../lib/quant.h"
 #include "../../lib/util.h"
+
+static void
+write_f32(const char *path, const float *v, size_t n)
+{
+	struct llm_out o;
+	if (llm_out_open(&o, path) < 0 || (n && fwrite(v, sizeof(float), n, o.fp) != n) || llm_out_commit(&o) < 0)
+		llm_fatal("%s: write error", path);
+}
+
+static int
+tiled(char **argv)
+{
+	struct llm_qlayout l;
+	struct llm_map m;
+	int64_t rows, cols;
+
+	if (llm_qlayout_parse(argv[0], &l) < 0)
+		llm_fatal("%s: not a tiled layout name", argv[0]);
+	if (llm_parse_i64(argv[1], 1, INT64_C(1) << 32, &rows) < 0 ||
+	    llm_parse_i64(argv[2], 1, INT64_C(1) << 32, &cols) < 0 || !llm_qlayout_fits(&l, rows, cols))
+		llm_fatal("%s x %s: not whole tiles of %s", argv[1], argv[2], argv[0]);
+	if (llm_map_file(&m, argv[3]) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (m.len != llm_qlayout_bytes(&l, rows, cols))
+		llm_fatal("%s: %zu bytes, the layout takes %" PRIu64, argv[3], m.len, llm_qlayout_bytes(&l, rows, cols));
+	int64_t R = l.rows, G = l.group, ng = cols / G;
+	const int8_t *q = (const int8_t *)m.p;
+	const float *s = (const float *)((const char *)m.p + llm_qlayout_scales_at(&l, rows, cols));
+	const float *mn = (const float *)((const char *)m.p + llm_qlayout_mins_at(&l, rows, cols));
+	float *out = llm_xmalloc((size_t)(rows * cols) * sizeof(float));
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			int64_t t = r / R, h = r % R, g = c / G, j = c % G;
+			int64_t sg = (t * ng + g) * R + h;
+			float v = s[sg] * (float)q[sg * G + j];
+			out[r * cols + c] = l.mins ? v + mn[sg] : v;
+		}
+	write_f32(argv[4], out, (size_t)(rows * cols));
+	free(out);
+	llm_unmap(&m);
+	return 0;
+}
 
 int
 main(int argc, char **argv)
@@ -22,8 +71,10 @@ main(int argc, char **argv)
 	uint32_t t = 0, blck, size;
 
 	llm_setprog("dequant");
+	if (argc == 7 && strcmp(argv[1], "--tiled") == 0)
+		return tiled(argv + 2);
 	if (argc != 4) {
-		fputs("usage: dequant TYPE BLOCKS OUT\n", stderr);
+		fputs("usage: dequant TYPE BLOCKS OUT\n       dequant --tiled LAYOUT ROWS COLS TENSOR OUT\n", stderr);
 		return LLM_EXIT_USAGE;
 	}
 	while (t < LLM_GGML_NTYPES && strcasecmp(llm_ggml_type_name(t), argv[1]) != 0)
@@ -38,10 +89,7 @@ main(int argc, char **argv)
 	size_t n = m.len / size * blck;
 	float *out = llm_xmalloc(n ? n * sizeof(float) : 1);
 	llm_dequantize(t, m.p, out, n);
-	struct llm_out o;
-	if (llm_out_open(&o, argv[3]) < 0 || (n && fwrite(out, sizeof(float), n, o.fp) != n) ||
-	    llm_out_commit(&o) < 0)
-		llm_fatal("%s: write error", argv[3]);
+	write_f32(argv[3], out, n);
 	free(out);
 	llm_unmap(&m);
 	return 0;
