@@ -338,13 +338,16 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
 	return yc;
 }
 
-/* The three parts of a matrix in the tiled int8 layout (quant.h) as
- * tensors: codes [n/8, k/G, 8, G] i8, scales and (with minimums) offsets
- * [n/8, k/G, 8] f32, at their offsets inside the tensor's bytes. */
+/* The three parts of a matrix in a tiled layout (quant.h) as tensors:
+ * codes [n/8, k/G, 8, G] i8 (4-bit codes: [n/8, k/G, 8, G/2], two a
+ * byte), scales and (with minimums) offsets [n/8, k/G, 8] f32, at their
+ * offsets inside the tensor's bytes.  B is the bytes of a group's codes
+ * (G or G/2), four says the codes are nibbles. */
 struct qparts {
 	const char *codes, *scales, *mins;
 	const char *ct, *st; /* their tensor types */
-	int64_t nt, ng, R, G;
+	int64_t nt, ng, R, G, B;
+	int four, code;
 };
 
 static const char *
@@ -363,9 +366,12 @@ qview(struct em *e, const struct llm_plan_tensor *t)
 	int64_t n = t->shape[0], k = t->shape[1];
 	q.R = t->ql.rows;
 	q.G = t->ql.group;
+	q.code = t->ql.code;
+	q.four = q.code != LLM_QCODE_I8;
+	q.B = q.four ? q.G / 2 : q.G;
 	q.nt = n / q.R;
 	q.ng = k / q.G;
-	const char *cs = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.G);
+	const char *cs = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf32", q.nt, q.ng, q.R);
 	q.ct = fmt("tensor<%s>", cs);
 	q.st = fmt("tensor<%s>", ss);
@@ -376,81 +382,137 @@ qview(struct em *e, const struct llm_plan_tensor *t)
 }
 
 /* The weight value `res` of a code in a body: s * sitofp(q) (+ m), with
- * %aQ, %aS, %aM the code, scale and offset (am < 0: none); each
+ * %aQ, %aS, %aM the code byte, scale and offset (am < 0: none); each
  * operation rounded, as ggml decodes (lib/quant.c): the weights are
- * exactly the decoded ones. */
+ * exactly the decoded ones.  Codes of 4 bits take the low nibble where
+ * iteration dimension `half` is 0 and the high one where it is 1 (minus 8
+ * for i4 codes). */
 static const char *
-qvalue_body(int aq, int as, int am, const char *res)
+qvalue_body(const struct qparts *q, int aq, int as, int am, int half, const char *res)
 {
+	const char *code = fmt("%%a%d", aq), *nib = "";
+	if (q->four) {
+		nib = fmt("      %%hf = linalg.index %d : index\n"
+			  "      %%h0 = arith.constant 0 : index\n"
+			  "      %%lo0 = arith.cmpi eq, %%hf, %%h0 : index\n"
+			  "      %%c15 = arith.constant 15 : i8\n"
+			  "      %%c4 = arith.constant 4 : i8\n"
+			  "      %%nlo = arith.andi %%a%d, %%c15 : i8\n"
+			  "      %%nhi = arith.shrui %%a%d, %%c4 : i8\n"
+			  "      %%nb = arith.select %%lo0, %%nlo, %%nhi : i8\n"
+			  "%s",
+		    half, aq, aq,
+		    q->code == LLM_QCODE_I4 ? "      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
+		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
+	}
 	if (am < 0)
-		return fmt("      %%qf = arith.sitofp %%a%d : i8 to f32\n"
-			   "      %s = arith.mulf %%a%d, %%qf : f32\n", aq, res, as);
-	return fmt("      %%qf = arith.sitofp %%a%d : i8 to f32\n"
+		return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
+			   "      %s = arith.mulf %%a%d, %%qf : f32\n", nib, code, res, as);
+	return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
 		   "      %%qs = arith.mulf %%a%d, %%qf : f32\n"
-		   "      %s = arith.addf %%qs, %%a%d : f32\n", aq, as, res, am);
+		   "      %s = arith.addf %%qs, %%a%d : f32\n", nib, code, as, res, am);
 }
 
-/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row, W in the tiled
- * int8 layout: class "qmv" accumulates a lane per element of a group,
+/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row, W in a tiled
+ * layout: class "qmv" accumulates a lane per element of a group,
  * acc[0, t, h, l] = sum_g x[0, g, l] * w[t, g, h, l] (iterators r, t, g,
- * h, l = parallel x2, reduction, parallel x2), then class "qsum" adds the
- * G lanes of each row (onto the bias).  A register tile is one tile's
- * group, 8 x G codes in one piece: the tiles are one stream
- * (share/doc/llm/ir.txt). */
+ * h, l = parallel x2, reduction, parallel x2; with 4-bit codes the lanes
+ * l are (half, j), l = half*G/2 + j, the code of j and of j + G/2 sharing
+ * a byte), then class "qsum" adds the G lanes of each row (onto the
+ * bias).  A register tile is one tile's group, 8 groups of codes in one
+ * piece: the tiles are one stream (share/doc/llm/ir.txt). */
 static const char *
 qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name)
 {
 	int64_t n = pt->shape[0], k = pt->shape[1];
 	struct qparts q = qview(e, pt);
 	const char *xe = val(e, "qx");
-	const char *xt = fmt("tensor<1x%" PRId64 "x%" PRId64 "xf32>", q.ng, q.G);
-	top(e, xe, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [1, %" PRId64 ", %" PRId64 "]", x, q.ng, q.G),
+	/* lanes: "G" or "2xG/2" */
+	const char *lanes = q.four ? fmt("2x%" PRId64, q.B) : fmt("%" PRId64, q.G);
+	const char *xt = fmt("tensor<1x%" PRId64 "x%sxf32>", q.ng, lanes);
+	top(e, xe, fmt("tensor.expand_shape %s [[0], [1, 2%s]] output_shape [1, %" PRId64 ", %s]", x,
+	    q.four ? ", 3" : "", q.ng, q.four ? fmt("2, %" PRId64, q.B) : fmt("%" PRId64, q.G)),
 	    fmt(": tensor<1x%" PRId64 "xf32> into %s", k, xt));
-	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.G);
-	const char *az = generic(e, "qfill", "qz", 0, NULL, NULL, at, "", "d0, d1, d2, d3", 4,
-	    "parallel, parallel, parallel, parallel", "      %r = arith.constant 0.0 : f32\n");
-	struct gin in[4] = {
+	/* With 4-bit codes the halves of x's groups are two operands, each
+	 * read as one vector of G/2 (a [2, G/2] read of the expanded x is
+	 * folded wrongly back onto the [1, K] buffer by MLIR 22's
+	 * fold_memref_alias_ops, which reads two rows of it). */
+	const char *xlo = NULL, *xhi = NULL, *xht = fmt("tensor<1x%" PRId64 "x%" PRId64 "xf32>", q.ng, q.B);
+	if (q.four) {
+		xlo = val(e, "qxl");
+		xhi = val(e, "qxh");
+		top(e, xlo, fmt("tensor.extract_slice %s[0, 0, 0, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng, q.B),
+		    fmt(": %s to %s", xt, xht));
+		top(e, xhi, fmt("tensor.extract_slice %s[0, 0, 1, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng, q.B),
+		    fmt(": %s to %s", xt, xht));
+	}
+	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%sxf32>", q.nt, q.R, lanes);
+	int nd = q.four ? 6 : 5;
+	const char *az = generic(e, "qfill", "qz", 0, NULL, NULL, at, "", q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3",
+	    nd - 1, q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    "      %r = arith.constant 0.0 : f32\n");
+	/* dims: r, t, g, h, l  or  r, t, g, h, half, j */
+	struct gin in8[4] = {
 		{xe, xt, "d0, d2, d4", "f32"},
 		{q.codes, q.ct, "d1, d2, d3, d4", "i8"},
 		{q.scales, q.st, "d1, d2, d3", "f32"},
 		{q.mins, q.st, "d1, d2, d3", "f32"},
 	};
-	const char *acc = generic(e, "qmv", "qa", q.mins ? 4 : 3, in, az, at, NULL, "d0, d1, d3, d4", 5,
-	    "parallel, parallel, reduction, parallel, parallel",
-	    fmt("%s      %%p = arith.mulf %%a0, %%wq fastmath<contract> : f32\n"
+	struct gin in4[5] = {
+		{xlo, xht, "d0, d2, d5", "f32"},
+		{xhi, xht, "d0, d2, d5", "f32"},
+		{q.codes, q.ct, "d1, d2, d3, d5", "i8"},
+		{q.scales, q.st, "d1, d2, d3", "f32"},
+		{q.mins, q.st, "d1, d2, d3", "f32"},
+	};
+	int c0 = q.four ? 2 : 1; /* the codes' operand */
+	const char *acc = generic(e, "qmv", "qa", c0 + (q.mins ? 3 : 2), q.four ? in4 : in8, az, at, NULL,
+	    q.four ? "d0, d1, d3, d4, d5" : "d0, d1, d3, d4", nd,
+	    q.four ? "parallel, parallel, reduction, parallel, parallel, parallel" :
+		     "parallel, parallel, reduction, parallel, parallel",
+	    fmt("%s%s      %%p = arith.mulf %s, %%wq fastmath<contract> : f32\n"
 		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
-		qvalue_body(1, 2, q.mins ? 3 : -1, "%wq")));
+		qvalue_body(&q, c0, c0 + 1, q.mins ? c0 + 2 : -1, 4, "%wq"),
+		q.four ? "      %xv = arith.select %lo0, %a0, %a1 : f32\n" : "", q.four ? "%xv" : "%a0"));
 	const char *shape = fmt("%" PRId64 "x%" PRId64 "x", q.nt, q.R);
 	const char *yt = fmt("tensor<1x%sf32>", shape);
 	const char *init = product_init(e, b_name, shape, "d1, d2", yt, "", "d0, d1, d2", 3,
 	    "parallel, parallel, parallel");
-	const char *y = generic(e, "qsum", "qy", 1, (struct gin[]){{acc, at, "d0, d1, d2, d3", "f32"}}, init, yt,
-	    NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
+	const char *y = generic(e, "qsum", "qy", 1,
+	    (struct gin[]){{acc, at, q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", "f32"}}, init, yt,
+	    NULL, "d0, d1, d2", nd - 1,
+	    q.four ? "parallel, parallel, parallel, reduction, reduction" : "parallel, parallel, parallel, reduction",
 	    "      %r = arith.addf %o, %a0 : f32\n");
 	const char *yc = val(e, "qyc");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y), fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
 	return yc;
 }
 
-/* W [n, k] f32 decoded from the tiled int8 layout, for the products of
- * many rows (prefill): class "dequant", w[t, h, g, l] = s * q (+ m) read
- * in the tile order, collapsed to [n, k].  The values are the decoded
- * weights exactly, so a prefill computes what it computes on them. */
+/* W [n, k] f32 decoded from a tiled layout, for the products of many
+ * rows (prefill): class "dequant", w[t, h, g, l] = s * q (+ m) (with
+ * 4-bit codes w[t, h, g, half, j]) read in the tile order, collapsed to
+ * [n, k].  The values are the decoded weights exactly, so a prefill
+ * computes what it computes on them. */
 static const char *
 qdequant(struct em *e, const struct llm_plan_tensor *pt)
 {
 	int64_t n = pt->shape[0], k = pt->shape[1];
 	struct qparts q = qview(e, pt);
-	const char *wt = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.G);
+	const char *wt = q.four ?
+	    fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x2x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.B) :
+	    fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.G);
+	/* dims: t, h, g, l  or  t, h, g, half, j */
 	struct gin in[3] = {
-		{q.codes, q.ct, "d0, d2, d1, d3", "i8"},
+		{q.codes, q.ct, q.four ? "d0, d2, d1, d4" : "d0, d2, d1, d3", "i8"},
 		{q.scales, q.st, "d0, d2, d1", "f32"},
 		{q.mins, q.st, "d0, d2, d1", "f32"},
 	};
-	const char *w = generic(e, "dequant", "dq", q.mins ? 3 : 2, in, NULL, wt, "", "d0, d1, d2, d3", 4,
-	    "parallel, parallel, parallel, parallel", qvalue_body(0, 1, q.mins ? 2 : -1, "%r"));
+	const char *w = generic(e, "dequant", "dq", q.mins ? 3 : 2, in, NULL, wt, "",
+	    q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", q.four ? 5 : 4,
+	    q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    qvalue_body(&q, 0, 1, q.mins ? 2 : -1, 3, "%r"));
 	const char *wc = val(e, "dqc");
-	top(e, wc, fmt("tensor.collapse_shape %s [[0, 1], [2, 3]]", w),
+	top(e, wc, fmt("tensor.collapse_shape %s [[0, 1], [2, 3%s]]", w, q.four ? ", 4" : ""),
 	    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "xf32>", wt, n, k));
 	return wc;
 }

@@ -174,7 +174,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	p->quant = qt ? json_string_value(qt) : NULL;
 	json_t *lt = json_object_get(t, "layout");
 	if (lt && (!json_is_string(lt) || llm_qlayout_parse(json_string_value(lt), &p->ql) < 0))
-		return llm_seterr("%s: 'layout' must be a tiled layout name such as \"i8-r8-g32\"", c);
+		return llm_seterr("%s: 'layout' must be a tiled layout name such as \"i4-r8-g32\"", c);
 	p->layout = lt ? json_string_value(lt) : NULL;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
@@ -199,7 +199,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (p->layout) {
 		if (p->dtype != LLM_DT_I8 || p->ndim != 2 || !p->quant ||
 		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
-			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 and a matrix of "
+			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a matrix of "
 			    "whole %d-row tiles and %d-column groups", c, p->layout, p->ql.rows, p->ql.group);
 		if (n > UINT64_MAX / 2)
 			return llm_seterr("%s: size overflows", c);

@@ -555,7 +555,9 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	const struct llm_qlayout *l = &p->ql;
 	int64_t rows = p->shape[0], cols = p->shape[1], R = l->rows;
 	size_t rb = src_bytes(t, (uint64_t)cols), ngr = (size_t)(cols / l->group);
-	size_t per = CHUNK * sizeof(float) / ((size_t)R * (size_t)cols), nsc = (size_t)rows * ngr;
+	/* a tile's codes: R rows of cols codes of 8 or 4 bits */
+	size_t tbytes = (size_t)(llm_qlayout_scales_at(l, rows, cols) / (uint64_t)(rows / R));
+	size_t per = CHUNK * sizeof(float) / tbytes, nsc = (size_t)rows * ngr;
 	const uint8_t *src = t->data;
 	uint8_t *rowsbuf = llm_xmalloc((size_t)R * rb);
 	int8_t *q = llm_xmalloc((size_t)cols);
@@ -573,7 +575,7 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 			for (int64_t r = 0; r < R; r++)
 				memcpy(rowsbuf + (size_t)r * rb, src + source_row(k, ti, p, (uint64_t)(tile * R + r)) * rb, rb);
 			if (llm_qlayout_tile(l, (uint32_t)t->quant, rowsbuf, cols,
-			    (int8_t *)s->buf + (size_t)(i * R * cols), sc + (size_t)tile * (size_t)R * ngr,
+			    (uint8_t *)s->buf + (size_t)i * tbytes, sc + (size_t)tile * (size_t)R * ngr,
 			    mn ? mn + (size_t)tile * (size_t)R * ngr : NULL, q, s1, m1) < 0) {
 				llm_seterr("%s: tensor '%s': cannot split %s into codes and scales", k->m->path,
 				    p->name, t->type_name);
@@ -581,7 +583,7 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 			}
 		}
 		s->p = s->buf;
-		s->n = (size_t)(nt * R * cols);
+		s->n = (size_t)nt * tbytes;
 		if (slot_put(k, o, s) < 0)
 			goto out;
 	}

@@ -234,16 +234,20 @@ sp_q6_k(const uint8_t *b, int8_t *q, float *s, float *m)
 			}
 }
 
+/* code: the tiled layout's codes (quant.h): LLM_QCODE_I8, or for codes of
+ * 4 bits LLM_QCODE_I4 (-8 .. 7) or LLM_QCODE_U4 (0 .. 15). */
 static const struct {
 	uint32_t type;
 	int group;  /* elements per scale */
 	int mins;   /* 1: groups have an offset */
+	int code;
 	void (*split)(const uint8_t *, int8_t *, float *, float *);
 } types[] = {
-	{LLM_GGML_Q4_0, 32, 0, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, sp_q4_1}, {LLM_GGML_Q5_0, 32, 0, sp_q5_0},
-	{LLM_GGML_Q5_1, 32, 1, sp_q5_1}, {LLM_GGML_Q8_0, 32, 0, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, sp_q2_k},
-	{LLM_GGML_Q3_K, 16, 0, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, sp_q4_k}, {LLM_GGML_Q5_K, 32, 1, sp_q5_k},
-	{LLM_GGML_Q6_K, 16, 0, sp_q6_k},
+	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, sp_q4_1},
+	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, sp_q5_0}, {LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, sp_q5_1},
+	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, sp_q2_k},
+	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, sp_q4_k},
+	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, sp_q5_k}, {LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, sp_q6_k},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -310,6 +314,8 @@ llm_dequantize(uint32_t t, const void *src, float *dst, size_t n)
 
 /* ---- the tiled int8 layout ---- */
 
+static const char *const code_names[] = {[LLM_QCODE_I8] = "i8", [LLM_QCODE_I4] = "i4", [LLM_QCODE_U4] = "u4"};
+
 int
 llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
 {
@@ -319,13 +325,14 @@ llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
 	l->rows = LLM_QTILE_ROWS;
 	l->group = types[ti].group;
 	l->mins = types[ti].mins;
+	l->code = types[ti].code;
 	return 0;
 }
 
 void
 llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME])
 {
-	snprintf(out, LLM_QLAYOUT_NAME, "i8-r%d-g%d%s", l->rows, l->group, l->mins ? "-min" : "");
+	snprintf(out, LLM_QLAYOUT_NAME, "%s-r%d-g%d%s", code_names[l->code], l->rows, l->group, l->mins ? "-min" : "");
 }
 
 int
@@ -334,13 +341,15 @@ llm_qlayout_parse(const char *s, struct llm_qlayout *l)
 	char again[LLM_QLAYOUT_NAME];
 	int r, g, n = 0;
 
-	if (sscanf(s, "i8-r%d-g%d%n", &r, &g, &n) != 2 || r != LLM_QTILE_ROWS || (g != 16 && g != 32))
+	l->code = -1;
+	for (int c = 0; c < (int)(sizeof(code_names) / sizeof(code_names[0])); c++)
+		if (strncmp(s, code_names[c], 2) == 0)
+			l->code = c;
+	if (l->code < 0 || sscanf(s + 2, "-r%d-g%d%n", &r, &g, &n) != 2 || r != LLM_QTILE_ROWS || (g != 16 && g != 32))
 		return -1;
 	l->rows = r;
 	l->group = g;
-	l->mins = strcmp(s + n, "-min") == 0;
-	if (!l->mins && s[n])
-		return -1;
+	l->mins = strcmp(s + 2 + n, "-min") == 0;
 	llm_qlayout_name(l, again);
 	return strcmp(again, s) == 0 ? 0 : -1;
 }
@@ -351,11 +360,17 @@ llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 	return rows > 0 && cols > 0 && rows % l->rows == 0 && cols % l->group == 0;
 }
 
+/* Bytes of the codes of one group of one row. */
+static int64_t
+group_bytes(const struct llm_qlayout *l)
+{
+	return l->code == LLM_QCODE_I8 ? l->group : l->group / 2;
+}
+
 uint64_t
 llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
-	(void)l;
-	return (uint64_t)rows * (uint64_t)cols;
+	return (uint64_t)rows * (uint64_t)(cols / l->group) * (uint64_t)group_bytes(l);
 }
 
 uint64_t
@@ -364,12 +379,20 @@ llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 	return llm_qlayout_scales_at(l, rows, cols) + (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float);
 }
 
+uint64_t
+llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return llm_qlayout_mins_at(l, rows, cols) +
+	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float) : 0);
+}
+
 int
-llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, int8_t *codes,
+llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, uint8_t *codes,
     float *scales, float *mins, int8_t *q, float *s, float *m)
 {
 	uint32_t blck = 1, size = 0;
-	int64_t G = l->group, ng = cols / G, R = l->rows;
+	int64_t G = l->group, ng = cols / G, R = l->rows, gb = group_bytes(l);
+	int zero = l->code == LLM_QCODE_I4 ? 8 : 0;
 
 	if (!llm_ggml_type_block(t, &blck, &size) || cols % blck)
 		return -1;
@@ -378,18 +401,17 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 		if (llm_quant_split(t, (const uint8_t *)src + (size_t)r * rowbytes, (size_t)cols, q, s, m) < 0)
 			return -1;
 		for (int64_t g = 0; g < ng; g++) {
-			memcpy(codes + (g * R + r) * G, q + g * G, (size_t)G);
+			uint8_t *c = codes + (g * R + r) * gb;
+			const int8_t *qg = q + g * G;
+			if (l->code == LLM_QCODE_I8)
+				memcpy(c, qg, (size_t)G);
+			else
+				for (int64_t j = 0; j < G / 2; j++)
+					c[j] = (uint8_t)(((qg[j] + zero) & 15) | ((qg[j + G / 2] + zero) & 15) << 4);
 			scales[g * R + r] = s[g];
 			if (l->mins)
 				mins[g * R + r] = m[g];
 		}
 	}
 	return 0;
-}
-
-uint64_t
-llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
-{
-	return llm_qlayout_mins_at(l, rows, cols) +
-	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float) : 0);
 }

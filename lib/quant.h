@@ -37,17 +37,23 @@ void llm_dequantize(uint32_t t, const void *src, float *dst, size_t n);
  * supported. */
 int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, float *m);
 
-/* The tiled int8 layout of a quantized [rows, cols] matrix in weights.bin
+/* The tiled layout of a quantized [rows, cols] matrix in weights.bin
  * (plan key "layout", formats.txt): tiles of R = 8 consecutive rows;
- * codes int8 [rows/R][cols/G][R][G], then scales f32 [rows/R][cols/G][R],
- * then, with minimums, offsets f32 in the same order.  A tile's group of
- * R x G codes is one contiguous piece, read by one register tile of the
- * GEMV, so a tile's rows are one sequential stream.  Named
- * "i8-r8-g32", "i8-r8-g16", with "-min" when there are offsets. */
+ * codes [rows/R][cols/G][R][G] (one byte a code, or for codes of 4 bits
+ * [rows/R][cols/G][R][G/2] bytes, byte j of a group holding element j in
+ * its low nibble and element j + G/2 in its high nibble), then scales f32
+ * [rows/R][cols/G][R], then, with minimums, offsets f32 in the same
+ * order.  A tile's group of codes is one contiguous piece, read by one
+ * register tile of the GEMV, so a tile's rows are one sequential stream.
+ * Named "i8-r8-g32", "i4-r8-g32", "u4-r8-g16-min" ...: i8 codes are the
+ * bytes as int8; i4 codes are the nibble - 8 (-8 .. 7), u4 codes the
+ * nibble (0 .. 15).  4-bit codes are used for the types whose codes fit
+ * (Q4_0, Q3_K: i4; Q4_1, Q4_K, Q2_K: u4). */
 #define LLM_QTILE_ROWS 8
 #define LLM_QLAYOUT_NAME 32
+enum { LLM_QCODE_I8, LLM_QCODE_I4, LLM_QCODE_U4 };
 struct llm_qlayout {
-	int rows, group, mins;
+	int rows, group, mins, code;
 };
 /* The layout of ggml type t; -1 if t is not supported. */
 int llm_qlayout_of(uint32_t t, struct llm_qlayout *l);
@@ -62,10 +68,10 @@ uint64_t llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_
 uint64_t llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 /* One tile: R rows of cols elements of type t, consecutive at src, into
- * codes [cols/G][R][G], scales [cols/G][R] and mins (with minimums);
- * q[cols], s[cols/G], m[cols/G] are scratch.  -1 on an unsupported type
- * or cols not whole blocks. */
-int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, int8_t *codes,
+ * codes (the tile's [cols/G][R] groups), scales [cols/G][R] and mins
+ * (with minimums); q[cols], s[cols/G], m[cols/G] are scratch.  -1 on an
+ * unsupported type or cols not whole blocks. */
+int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, uint8_t *codes,
     float *scales, float *mins, int8_t *q, float *s, float *m);
 
 #endif

@@ -151,7 +151,7 @@ layouts() {
 	# a 20-token prompt: a prefill chunk of 16 and a prefill_kv of 4,
 	# then decode steps
 	p=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20
-	for f in Q8_0 Q5_1 Q2_K Q6_K; do
+	for f in Q8_0 Q4_0 Q5_1 Q2_K Q6_K; do
 		ggml-ref quantize "$g" "$T/q.gguf" "$f"
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 		for m in q d; do

@@ -8,7 +8,7 @@
  * TYPE is a ggml type name ("Q4_K", case ignored) that quant.h decodes;
  * BLOCKS holds whole blocks of it.  With --tiled, TENSOR holds the bytes
  * of a [ROWS, COLS] matrix in the tiled int8 layout LAYOUT of weights.bin
- * ("i8-r8-g32-min", share/doc/llm/formats.txt), decoded here from the
+ * ("u4-r8-g32-min", share/doc/llm/formats.txt), decoded here from the
  * layout's description (x = s * q (+ m)) into row-major f32, so that a
  * test can compare llm-pack-weights' tiles with ggml's decoding.  Exit
  * status: 0 success, 1 bad input or a write error, 2 usage. */
@@ -46,8 +46,8 @@ tiled(char **argv)
 		llm_fatal("%s", llm_errmsg());
 	if (m.len != llm_qlayout_bytes(&l, rows, cols))
 		llm_fatal("%s: %zu bytes, the layout takes %" PRIu64, argv[3], m.len, llm_qlayout_bytes(&l, rows, cols));
-	int64_t R = l.rows, G = l.group, ng = cols / G;
-	const int8_t *q = (const int8_t *)m.p;
+	int64_t R = l.rows, G = l.group, ng = cols / G, gb = l.code == LLM_QCODE_I8 ? G : G / 2;
+	const uint8_t *q = m.p;
 	const float *s = (const float *)((const char *)m.p + llm_qlayout_scales_at(&l, rows, cols));
 	const float *mn = (const float *)((const char *)m.p + llm_qlayout_mins_at(&l, rows, cols));
 	float *out = llm_xmalloc((size_t)(rows * cols) * sizeof(float));
@@ -55,7 +55,14 @@ tiled(char **argv)
 		for (int64_t c = 0; c < cols; c++) {
 			int64_t t = r / R, h = r % R, g = c / G, j = c % G;
 			int64_t sg = (t * ng + g) * R + h;
-			float v = s[sg] * (float)q[sg * G + j];
+			int code;
+			if (l.code == LLM_QCODE_I8)
+				code = (int8_t)q[sg * G + j];
+			else {
+				uint8_t b = q[sg * gb + j % (G / 2)];
+				code = (j < G / 2 ? b & 15 : b >> 4) - (l.code == LLM_QCODE_I4 ? 8 : 0);
+			}
+			float v = s[sg] * (float)code;
 			out[r * cols + c] = l.mins ? v + mn[sg] : v;
 		}
 	write_f32(argv[4], out, (size_t)(rows * cols));

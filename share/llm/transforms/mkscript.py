@@ -131,10 +131,10 @@ e(f"""  transform.named_sequence @m_is_qmv(%c: {A} {{transform.readonly}}) {{
     transform.match.param.cmpi eq %nm, %one : !transform.param<i64>
     transform.yield
   }}""")
-for n in (3, 4):
-    e(f"""  // The qmv op of a quantized single-row product with {n} inputs (x, codes,
-  // scales{', offsets' if n == 4 else ''}), fused into a forall: operand {n} is a slice of
-  // its zero fill.
+for n in (3, 4, 5):
+    e(f"""  // The qmv op of a quantized single-row product with {n} inputs (x or its
+  // two halves, codes, scales, offsets if any), fused into a forall: operand
+  // {n} is a slice of its zero fill.
   transform.named_sequence @m_qmv{n}(%c: {A} {{transform.readonly}}) -> {A} {{
     transform.include @m_is_qmv failures(propagate) (%c) : ({A}) -> ()
     transform.match.structured %c : {A} {{
@@ -174,7 +174,7 @@ e(f"""  // The single-row products of a quantized W (classes qfill, qmv, qsum;
     %t1, %forall = transform.structured.tile_using_forall %ys tile_sizes [0, {P['QV_NT']}] : ({A}) -> ({A}, {A})
     %i1, %f2 = transform.structured.fuse_into_containing_op %init into %forall : ({A}, {A}) -> ({A}, {A})
     %a1, %f3 = transform.structured.fuse_into_containing_op %acc into %f2 : ({A}, {A}) -> ({A}, {A})
-    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4 : ({A}) -> {A}
+    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4, @m_qmv5 -> @qmv_tile5 : ({A}) -> {A}
     transform.yield
   }}
   // A quantized W decoded to f32 for the products of many rows (class

@@ -157,9 +157,9 @@ module attributes {transform.with_named_sequence} {
     transform.match.param.cmpi eq %nm, %one : !transform.param<i64>
     transform.yield
   }
-  // The qmv op of a quantized single-row product with 3 inputs (x, codes,
-  // scales), fused into a forall: operand 3 is a slice of
-  // its zero fill.
+  // The qmv op of a quantized single-row product with 3 inputs (x or its
+  // two halves, codes, scales, offsets if any), fused into a forall: operand
+  // 3 is a slice of its zero fill.
   transform.named_sequence @m_qmv3(%c: !transform.any_op {transform.readonly}) -> !transform.any_op {
     transform.include @m_is_qmv failures(propagate) (%c) : (!transform.any_op) -> ()
     transform.match.structured %c : !transform.any_op {
@@ -184,9 +184,9 @@ module attributes {transform.with_named_sequence} {
     } : !transform.any_op
     transform.yield
   }
-  // The qmv op of a quantized single-row product with 4 inputs (x, codes,
-  // scales, offsets), fused into a forall: operand 4 is a slice of
-  // its zero fill.
+  // The qmv op of a quantized single-row product with 4 inputs (x or its
+  // two halves, codes, scales, offsets if any), fused into a forall: operand
+  // 4 is a slice of its zero fill.
   transform.named_sequence @m_qmv4(%c: !transform.any_op {transform.readonly}) -> !transform.any_op {
     transform.include @m_is_qmv failures(propagate) (%c) : (!transform.any_op) -> ()
     transform.match.structured %c : !transform.any_op {
@@ -200,6 +200,33 @@ module attributes {transform.with_named_sequence} {
   }
   transform.named_sequence @qmv_tile4(%mm: !transform.any_op {transform.consumed}) {
     %zs = transform.get_producer_of_operand %mm[4] : (!transform.any_op) -> !transform.any_op
+    %z = transform.get_producer_of_operand %zs[0] : (!transform.any_op) -> !transform.any_op
+    %fa = transform.get_parent_op %mm {op_name = "scf.forall"} : (!transform.any_op) -> !transform.any_op
+    %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %lg "llm.kloop" : !transform.any_op
+    transform.apply_patterns to %lg {
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+  // The qmv op of a quantized single-row product with 5 inputs (x or its
+  // two halves, codes, scales, offsets if any), fused into a forall: operand
+  // 5 is a slice of its zero fill.
+  transform.named_sequence @m_qmv5(%c: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.include @m_is_qmv failures(propagate) (%c) : (!transform.any_op) -> ()
+    transform.match.structured %c : !transform.any_op {
+    ^bb0(%s: !transform.any_op):
+      %n = transform.match.structured.num_inputs %s : (!transform.any_op) -> !transform.param<i64>
+      %want = transform.param.constant 5 : i64 -> !transform.param<i64>
+      transform.match.param.cmpi eq %n, %want : !transform.param<i64>
+      transform.match.structured.yield
+    }
+    transform.yield %c : !transform.any_op
+  }
+  transform.named_sequence @qmv_tile5(%mm: !transform.any_op {transform.consumed}) {
+    %zs = transform.get_producer_of_operand %mm[5] : (!transform.any_op) -> !transform.any_op
     %z = transform.get_producer_of_operand %zs[0] : (!transform.any_op) -> !transform.any_op
     %fa = transform.get_parent_op %mm {op_name = "scf.forall"} : (!transform.any_op) -> !transform.any_op
     %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
@@ -226,7 +253,7 @@ module attributes {transform.with_named_sequence} {
     %t1, %forall = transform.structured.tile_using_forall %ys tile_sizes [0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %i1, %f2 = transform.structured.fuse_into_containing_op %init into %forall : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
     %a1, %f3 = transform.structured.fuse_into_containing_op %acc into %f2 : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4 : (!transform.any_op) -> !transform.any_op
+    %r = transform.foreach_match in %f3 @m_qmv3 -> @qmv_tile3, @m_qmv4 -> @qmv_tile4, @m_qmv5 -> @qmv_tile5 : (!transform.any_op) -> !transform.any_op
     transform.yield
   }
   // A quantized W decoded to f32 for the products of many rows (class
