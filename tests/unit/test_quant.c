@@ -4,7 +4,9 @@
  * blocks). */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "../../lib/dtype.h"
 #include "../../lib/gguf.h"
 #include "../../lib/quant.h"
 #include "../../lib/util.h"
@@ -128,6 +130,70 @@ T_TEST(nan_and_inf_scales_propagate)
 	T_CHECK(isinf(y[0]) && isnan(y[1])); /* inf * 1, inf * 0 */
 }
 
+T_TEST(layout_names_and_sizes)
+{
+	struct llm_qlayout l;
+	char name[LLM_QLAYOUT_NAME];
+	static const struct {
+		uint32_t t;
+		const char *name;
+	} want[] = {
+		{LLM_GGML_Q8_0, "i8-r8-g32"}, {LLM_GGML_Q4_0, "i4-r8-g32"}, {LLM_GGML_Q4_1, "u4-r8-g32-min"},
+		{LLM_GGML_Q5_0, "i8-r8-g32"}, {LLM_GGML_Q5_1, "i8-r8-g32-min"}, {LLM_GGML_Q2_K, "u4-r8-g16-min"},
+		{LLM_GGML_Q3_K, "i4-r8-g16"}, {LLM_GGML_Q4_K, "u4-r8-g32-min"}, {LLM_GGML_Q5_K, "i8-r8-g32-min"},
+		{LLM_GGML_Q6_K, "i8-r8-g16"},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		T_CHECK(llm_qlayout_of(want[i].t, &l) == 0);
+		llm_qlayout_name(&l, name);
+		T_CHECKF(strcmp(name, want[i].name) == 0, "%s", name);
+		struct llm_qlayout back;
+		T_CHECK(llm_qlayout_parse(name, &back) == 0 && back.rows == l.rows && back.group == l.group &&
+			back.mins == l.mins && back.code == l.code);
+	}
+	T_CHECK(llm_qlayout_of(LLM_GGML_F32, &l) < 0);
+	const char *bad[] = {"", "i8", "i8-r8-g32-", "i8-r4-g32", "i8-r8-g64", "u8-r8-g32", "i8-r8-g32-max",
+		"i8-r8-g32-min-min", "i4-r8-g32 ", "I8-r8-g32"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		T_CHECKF(llm_qlayout_parse(bad[i], &l) < 0, "'%s'", bad[i]);
+	/* 64 x 256: codes, then scales (and offsets) of 64 * 8 groups */
+	llm_qlayout_parse("i8-r8-g32", &l);
+	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 16384 && llm_qlayout_bytes(&l, 64, 256) == 16384 + 2048);
+	llm_qlayout_parse("u4-r8-g16-min", &l);
+	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 8192 && llm_qlayout_mins_at(&l, 64, 256) == 8192 + 4096 &&
+		llm_qlayout_bytes(&l, 64, 256) == 8192 + 8192);
+	T_CHECK(llm_qlayout_fits(&l, 64, 256) && !llm_qlayout_fits(&l, 60, 256) && !llm_qlayout_fits(&l, 64, 40));
+}
+
+/* A tile of 8 Q4_0 rows of 64: row r's block b has d = r + 1 and codes
+ * q[j] = (j + b + r) % 16 (nibble), value (q - 8) * d. */
+T_TEST(tile_of_q4_0)
+{
+	uint8_t src[8 * 2 * 18], codes[8 * 64 / 2];
+	float sc[8 * 2], mn[8 * 2], s[2], m[2];
+	int8_t q[64];
+	struct llm_qlayout l;
+
+	for (int r = 0; r < 8; r++)
+		for (int b = 0; b < 2; b++) {
+			uint8_t *p = src + (r * 2 + b) * 18;
+			put16(p, llm_f32_to_f16((float)(r + 1)));
+			for (int j = 0; j < 16; j++)
+				p[2 + j] = (uint8_t)((j + b + r) % 16 | ((j + 16 + b + r) % 16) << 4);
+		}
+	T_CHECK(llm_qlayout_of(LLM_GGML_Q4_0, &l) == 0);
+	T_CHECK(llm_qlayout_tile(&l, LLM_GGML_Q4_0, src, 64, codes, sc, mn, q, s, m) == 0);
+	for (int g = 0; g < 2; g++)
+		for (int r = 0; r < 8; r++) {
+			T_CHECK(sc[g * 8 + r] == (float)(r + 1));
+			for (int j = 0; j < 32; j++) {
+				uint8_t byte = codes[(g * 8 + r) * 16 + j % 16];
+				int code = (j < 16 ? byte & 15 : byte >> 4) - 8;
+				T_CHECKF(code == (j + g + r) % 16 - 8, "g %d r %d j %d: %d", g, r, j, code);
+			}
+		}
+}
+
 int
 main(void)
 {
@@ -137,5 +203,7 @@ main(void)
 	T_RUN(q4_k_scales_and_minimums);
 	T_RUN(q6_k_layout);
 	T_RUN(nan_and_inf_scales_propagate);
+	T_RUN(layout_names_and_sizes);
+	T_RUN(tile_of_q4_0);
 	return T_DONE();
 }

@@ -153,7 +153,10 @@ for n in (3, 4, 5):
     %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : ({A}, {A}) -> ({A}, {A})
     %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : ({A}) -> ({A}, {A})
     transform.annotate %lg "llm.kloop" : {A}
-    transform.apply_patterns to %lg {{
+    // Unit dims folded in the whole forall body, so that the zero fill of
+    // the accumulator and its read in the group loop have one shape and
+    // fold to a constant (no buffer a tile).
+    transform.apply_patterns to %fa2 {{
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
       transform.apply_patterns.canonicalization
     }} : {A}

@@ -178,7 +178,10 @@ module attributes {transform.with_named_sequence} {
     %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
     %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.annotate %lg "llm.kloop" : !transform.any_op
-    transform.apply_patterns to %lg {
+    // Unit dims folded in the whole forall body, so that the zero fill of
+    // the accumulator and its read in the group loop have one shape and
+    // fold to a constant (no buffer a tile).
+    transform.apply_patterns to %fa2 {
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
       transform.apply_patterns.canonicalization
     } : !transform.any_op
@@ -205,7 +208,10 @@ module attributes {transform.with_named_sequence} {
     %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
     %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.annotate %lg "llm.kloop" : !transform.any_op
-    transform.apply_patterns to %lg {
+    // Unit dims folded in the whole forall body, so that the zero fill of
+    // the accumulator and its read in the group loop have one shape and
+    // fold to a constant (no buffer a tile).
+    transform.apply_patterns to %fa2 {
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
       transform.apply_patterns.canonicalization
     } : !transform.any_op
@@ -232,7 +238,10 @@ module attributes {transform.with_named_sequence} {
     %z1, %fa2 = transform.structured.fuse_into_containing_op %z into %fa : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
     %t, %lg = transform.structured.tile_using_for %mm tile_sizes [0, 0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.annotate %lg "llm.kloop" : !transform.any_op
-    transform.apply_patterns to %lg {
+    // Unit dims folded in the whole forall body, so that the zero fill of
+    // the accumulator and its read in the group loop have one shape and
+    // fold to a constant (no buffer a tile).
+    transform.apply_patterns to %fa2 {
       transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
       transform.apply_patterns.canonicalization
     } : !transform.any_op
