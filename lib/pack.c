@@ -565,11 +565,19 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	float *s1 = llm_xmalloc(ngr * sizeof(float)), *m1 = llm_xmalloc(ngr * sizeof(float));
 	int rc = -1;
 
-	if (per < 1)
-		per = 1;
+	if (per < 1) {
+		llm_seterr("%s: tensor '%s': rows of %" PRId64 " are too long for a tile (at most %zu)", k->m->path,
+		    p->name, cols, CHUNK * sizeof(float) / (size_t)R);
+		goto out;
+	}
 	for (int64_t t0 = 0; t0 < rows / R; t0 += (int64_t)per) {
 		int64_t nt = rows / R - t0 < (int64_t)per ? rows / R - t0 : (int64_t)per;
 		struct slot *s = slot_get(&k->hs, ti, t0 == 0, 0);
+		if (!k->heads[ti]) {
+			/* rows in order: the chunk's source pages can go once written */
+			s->rel = src + (size_t)(t0 * R) * rb;
+			s->reln = (size_t)(nt * R) * rb;
+		}
 		for (int64_t i = 0; i < nt; i++) {
 			int64_t tile = t0 + i;
 			for (int64_t r = 0; r < R; r++)
