@@ -93,20 +93,29 @@ layouts() {
 		"$1/model.json"
 }
 
+# pair GGUF FTYPE [IMPORT-FLAGS...]: GGUF quantized by llama.cpp to FTYPE
+# ($T/q.gguf) and decoded by ggml ($T/d.gguf), imported (the first with
+# the flags) and packed into $T/q and $T/d.
+pair() {
+	local g=$1 f=$2
+	shift 2
+	ggml-ref quantize "$g" "$T/q.gguf" "$f"
+	ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+	llm-import "$@" -o "$T/q" "$T/q.gguf" >/dev/null
+	llm-import -o "$T/d" "$T/d.gguf" >/dev/null
+	llm-pack-weights "$T/q/model.json" >/dev/null
+	llm-pack-weights "$T/d/model.json" >/dev/null
+}
+
 @test "files quantized by llama.cpp import and pack to ggml's own decoding of them, for every mix" {
 	need_llamacpp
 	g=$(small llama)
 	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
-		ggml-ref quantize "$g" "$T/q.gguf" "$f"
-		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
-		llm-import --dtype f32 -o "$T/q" "$T/q.gguf" >/dev/null
-		llm-import -o "$T/d" "$T/d.gguf" >/dev/null
+		pair "$g" "$f" --dtype f32
 		echo "$f: $(types "$T/q")" >&3
 		[ -z "$(types "$T/d")" ]
 		[ -z "$(layouts "$T/q")" ]
 		[ "$(jq -r .dtypes.weights "$T/q/model.json")" = f32 ]
-		llm-pack-weights "$T/q/model.json" >/dev/null
-		llm-pack-weights "$T/d/model.json" >/dev/null
 		cmp <(data "$T/q") <(data "$T/d")
 		rm -r "$T/q" "$T/d"
 	done
@@ -116,13 +125,8 @@ layouts() {
 	need_llamacpp
 	g=$(small llama)
 	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
-		ggml-ref quantize "$g" "$T/q.gguf" "$f"
-		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
-		llm-import -o "$T/q" "$T/q.gguf" >/dev/null
-		llm-import -o "$T/d" "$T/d.gguf" >/dev/null
+		pair "$g" "$f"
 		echo "$f: $(layouts "$T/q")" >&3
-		llm-pack-weights "$T/q/model.json" >/dev/null
-		llm-pack-weights "$T/d/model.json" >/dev/null
 		# the 14 matrices of the 2 layers and the LM head; the embedding
 		# (gathered, not multiplied) is decoded
 		[ "$(jq '[.weights.tensors[] | select(.layout)] | length' "$T/q/model.json")" = 15 ]
