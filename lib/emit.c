@@ -382,35 +382,78 @@ qview(struct em *e, const struct llm_plan_tensor *t)
 }
 
 /* The weight value `res` of a code in a body: s * sitofp(q) (+ m), with
- * %aQ, %aS, %aM the code byte, scale and offset (am < 0: none); each
- * operation rounded, as ggml decodes (lib/quant.c): the weights are
- * exactly the decoded ones.  Codes of 4 bits take the low nibble where
- * iteration dimension `half` is 0 and the high one where it is 1 (minus 8
- * for i4 codes). */
+ * code, sc and mn the names of the code byte, scale and offset (mn NULL:
+ * none); each operation rounded, as ggml decodes (lib/quant.c): the
+ * weights are exactly the decoded ones.  Codes of 4 bits take the low
+ * nibble where the index value `half` is 0 and the high one where it is 1
+ * (minus 8 for i4 codes). */
 static const char *
-qvalue_body(const struct qparts *q, int aq, int as, int am, int half, const char *res)
+qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn, const char *half, const char *res)
 {
-	const char *code = fmt("%%a%d", aq), *nib = "";
+	const char *nib = "";
 	if (q->four) {
-		nib = fmt("      %%hf = linalg.index %d : index\n"
-			  "      %%h0 = arith.constant 0 : index\n"
-			  "      %%lo0 = arith.cmpi eq, %%hf, %%h0 : index\n"
+		nib = fmt("      %%h0 = arith.constant 0 : index\n"
+			  "      %%lo0 = arith.cmpi eq, %s, %%h0 : index\n"
 			  "      %%c15 = arith.constant 15 : i8\n"
 			  "      %%c4 = arith.constant 4 : i8\n"
-			  "      %%nlo = arith.andi %%a%d, %%c15 : i8\n"
-			  "      %%nhi = arith.shrui %%a%d, %%c4 : i8\n"
+			  "      %%nlo = arith.andi %s, %%c15 : i8\n"
+			  "      %%nhi = arith.shrui %s, %%c4 : i8\n"
 			  "      %%nb = arith.select %%lo0, %%nlo, %%nhi : i8\n"
 			  "%s",
-		    half, aq, aq,
+		    half, code, code,
 		    q->code == LLM_QCODE_I4 ? "      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
 		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
 	}
-	if (am < 0)
+	if (!mn)
 		return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
-			   "      %s = arith.mulf %%a%d, %%qf : f32\n", nib, code, res, as);
+			   "      %s = arith.mulf %s, %%qf : f32\n", nib, code, res, sc);
 	return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
-		   "      %%qs = arith.mulf %%a%d, %%qf : f32\n"
-		   "      %s = arith.addf %%qs, %%a%d : f32\n", nib, code, as, res, am);
+		   "      %%qs = arith.mulf %s, %%qf : f32\n"
+		   "      %s = arith.addf %%qs, %s : f32\n", nib, code, sc, res, mn);
+}
+
+/* The same for a generic whose operands %aQ, %aS, %aM (am < 0: none) are
+ * the code, scale and offset, dimension `half` the nibble. */
+static const char *
+qvalue_body(const struct qparts *q, int aq, int as, int am, int half, const char *res)
+{
+	return fmt("%s%s", q->four ? fmt("      %%hf = linalg.index %d : index\n", half) : "",
+	    qvalue(q, fmt("%%a%d", aq), fmt("%%a%d", as), am >= 0 ? fmt("%%a%d", am) : NULL, "%hf", res));
+}
+
+/* The embedding rows of the tokens %tok (ttt, R rows) from a tiled layout:
+ * class "gather" over [R, K/G, G] (4-bit: [R, K/G, 2, G/2]), each value
+ * decoded from its tile (token v: tile v/8, row v%8), collapsed to [R, K]. */
+static const char *
+qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
+{
+	int64_t k = pt->shape[1];
+	struct qparts q = qview(e, pt);
+	const char *lanes = q.four ? fmt("2x%" PRId64, q.B) : fmt("%" PRId64, q.G);
+	const char *ot = fmt("tensor<%sx%" PRId64 "x%sxf32>", e->R.t, q.ng, lanes);
+	const char *body = fmt(
+	    "      %%si = linalg.index 0 : index\n"
+	    "      %%g = linalg.index 1 : index\n"
+	    "      %%j = linalg.index %d : index\n"
+	    "%s"
+	    "      %%id = tensor.extract %%tok[%%si] : %s\n"
+	    "      %%ii = arith.index_cast %%id : i64 to index\n"
+	    "      %%c8i = arith.constant 8 : index\n"
+	    "      %%t = arith.divui %%ii, %%c8i : index\n"
+	    "      %%h = arith.remui %%ii, %%c8i : index\n"
+	    "      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n"
+	    "      %%ws = tensor.extract %s[%%t, %%g, %%h] : %s\n"
+	    "%s"
+	    "%s",
+	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct, q.scales, q.st,
+	    q.mins ? fmt("      %%wm = tensor.extract %s[%%t, %%g, %%h] : %s\n", q.mins, q.st) : "",
+	    qvalue(&q, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
+	const char *x = generic(e, "gather", "x", 0, NULL, NULL, ot, e->R.dyn, q.four ? "d0, d1, d2, d3" : "d0, d1, d2",
+	    q.four ? 4 : 3, q.four ? "parallel, parallel, parallel, parallel" : "parallel, parallel, parallel", body);
+	const char *xc = val(e, "xc");
+	top(e, xc, fmt("tensor.collapse_shape %s [[0], [1, 2%s]]", x, q.four ? ", 3" : ""),
+	    fmt(": %s into %s", ot, tensor2(e->R, k, "f32")));
+	return xc;
 }
 
 /* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row, W in a tiled
@@ -862,17 +905,23 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	top(&e, "%tokm", fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
 	    fmt(": memref<?xi64> to %s", tmt));
 	top(&e, "%tok", "bufferization.to_tensor %tokm restrict", fmt(": %s to %s", tmt, ttt));
-	const char *et, *emb = wview(&e, "embed", &et);
-	const char *en, *ew = widen("%wb", et, "%r", &en);
-	const char *x = generic(&e, "gather", "x", 0, NULL, NULL, tensor2(e.R, d, "f32"), e.R.dyn, "d0, d1", 2,
-	    "parallel, parallel",
-	    fmt("      %%si = linalg.index 0 : index\n"
-		"      %%j = linalg.index 1 : index\n"
-		"      %%id = tensor.extract %%tok[%%si] : %s\n"
-		"      %%ii = arith.index_cast %%id : i64 to index\n"
-		"      %%wb = tensor.extract %s[%%ii, %%j] : tensor<%" PRId64 "x%" PRId64 "x%s>\n"
-		"%s%s",
-		ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n"));
+	const struct llm_plan_tensor *pe = llm_model_tensor(m, "embed");
+	const char *x;
+	if (pe && pe->layout)
+		x = qgather(&e, pe, ttt);
+	else {
+		const char *et, *emb = wview(&e, "embed", &et);
+		const char *en, *ew = widen("%wb", et, "%r", &en);
+		x = generic(&e, "gather", "x", 0, NULL, NULL, tensor2(e.R, d, "f32"), e.R.dyn, "d0, d1", 2,
+		    "parallel, parallel",
+		    fmt("      %%si = linalg.index 0 : index\n"
+			"      %%j = linalg.index 1 : index\n"
+			"      %%id = tensor.extract %%tok[%%si] : %s\n"
+			"      %%ii = arith.index_cast %%id : i64 to index\n"
+			"      %%wb = tensor.extract %s[%%ii, %%j] : tensor<%" PRId64 "x%" PRId64 "x%s>\n"
+			"%s%s",
+			ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n"));
+	}
 
 	for (int l = 0; l < c->n_layers; l++)
 		x = layer(&e, x, l);

@@ -79,8 +79,9 @@ struct plan {
 	const struct llm_source *src;
 	unsigned char *used;                /* per src tensor: in the plan */
 	enum llm_dtype wdt;
-	int keep_quant;                     /* --dtype auto: matrices of linear
-	                                     * layers stay block-quantized */
+	int keep_quant;                     /* --dtype auto: the embedding and
+	                                     * the matrices of linear layers
+	                                     * stay block-quantized */
 };
 
 static json_t *
@@ -128,11 +129,11 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 }
 
 /* A tensor taken from the checkpoint (copied, or unpermuted when heads is
- * not 0): check it exists with the shape the config implies.  The matrix
- * of a linear layer (linear) in a block type keeps it, in the tiled int8
- * layout, when the plan says so and the shape is whole tiles. */
+ * not 0): check it exists with the shape the config implies.  A matrix
+ * (the embedding or a linear layer's) in a block type keeps it, in the
+ * tiled layout, when the plan says so and the shape is whole tiles. */
 static void
-add_source(struct plan *p, const char *name, const char *src, int64_t heads, int linear, enum llm_dtype dt,
+add_source(struct plan *p, const char *name, const char *src, int64_t heads, int matrix, enum llm_dtype dt,
     int ndim, const int64_t *shape)
 {
 	struct llm_qlayout ql;
@@ -159,7 +160,7 @@ add_source(struct plan *p, const char *name, const char *src, int64_t heads, int
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
 		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
-	int keep = linear && p->keep_quant && t->quant >= 0 && llm_qlayout_of((uint32_t)t->quant, &ql) == 0 &&
+	int keep = matrix && p->keep_quant && t->quant >= 0 && llm_qlayout_of((uint32_t)t->quant, &ql) == 0 &&
 	    llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
 	    keep ? &ql : NULL, keep ? LLM_DT_I8 : dt, ndim, shape);
@@ -220,7 +221,7 @@ build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const cha
 	int nd_ = shapes[role][1] ? 2 : 1; \
 	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
 	    role_name(names[role], layer, hn, sizeof(hn)), permuted(fs, gguf, c, role), \
-	    nd_ == 2 && role != LLM_ROLE_EMBED, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+	    nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);

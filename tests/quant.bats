@@ -127,11 +127,12 @@ pair() {
 	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
 		pair "$g" "$f"
 		echo "$f: $(layouts "$T/q")" >&3
-		# the 14 matrices of the 2 layers and the LM head; the embedding
-		# (gathered, not multiplied) is decoded
-		[ "$(jq '[.weights.tensors[] | select(.layout)] | length' "$T/q/model.json")" = 15 ]
-		[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | "\(.dtype) \(.layout)"' \
-			"$T/q/model.json")" = "f32 null" ]
+		# the embedding, the 14 matrices of the 2 layers and the LM head;
+		# the norms stay f32
+		[ "$(jq '[.weights.tensors[] | select(.layout)] | length' "$T/q/model.json")" = 16 ]
+		[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | .dtype' "$T/q/model.json")" = i8 ]
+		[ "$(jq -r '[.weights.tensors[] | select(.name | endswith("norm")) | .dtype] | unique | join(",")' \
+			"$T/q/model.json")" = f32 ]
 		jq -r '.weights.tensors[] | "\(.name) \(.layout // "-") \(.shape[0]) \(.shape[1] // 1)"' \
 			"$T/q/model.json" | while read -r name layout rows cols; do
 			if [ "$layout" = - ]; then
@@ -253,4 +254,29 @@ pair() {
 	run -1 llm-pack-weights "$T/out/model.json"
 	assert_output --regexp "^llm-pack-weights: $T/q.gguf: tensor '[^']+' is Q5_K, but $T/out/model.json says Q4_K \(run llm-import again\)$"
 	[ ! -e "$T/out/weights.bin" ]
+}
+
+@test "stories260K quantized by llama.cpp to Q8_0 and Q4_0: 64 greedy tokens as llama.cpp's, logits as the decoded file's" {
+	need_llamacpp
+	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
+	[ -f "$s" ] || skip "no $s"
+	for f in Q8_0 Q4_0; do
+		ggml-ref quantize "$s" "$T/q.gguf" "$f" 2>/dev/null
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		for m in q d; do
+			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/$m.gguf" OUT="$T/b$m" -j2 >&2
+			llm-run -m "$T/b$m/model.llm" -t 2 --tokens 1 -n 64 --logits "$T/$m.f32" --json 2>/dev/null |
+				jq -r '.generated_tokens | join(",")' >"$T/$m.ids"
+		done
+		[ -n "$(layouts "$T/bq")" ]
+		run -0 cmpf32 -a 1e-4 "$T/d.f32" "$T/q.f32"
+		echo "$f, decoded file: $output" >&3
+		# llama.cpp on the quantized file, fed our tokens: its argmax at
+		# every step is our next token, so its greedy text is ours
+		ggml-ref logits "$T/q.gguf" "1,$(cut -d, -f1-63 "$T/q.ids")" "$T/lc.f32"
+		run -0 cmpf32 -r 0.05 -c 512 "$T/lc.f32" "$T/q.f32"
+		echo "$f, llama.cpp: $output" >&3
+		assert_output --partial "argmax_equal 64/64"
+		rm -r "$T/bq" "$T/bd"
+	done
 }
