@@ -14,17 +14,54 @@ loaded(json_t *j, json_error_t *e, const char *name)
 	return j;
 }
 
+/* Parse buf.  jansson refuses an integer beyond int64 ("too big
+ * integer", "too big negative integer"), and Hugging Face writes such numbers where no program needs
+ * them exactly (transformers' "very large integer" for model_max_length,
+ * 1000000000000000019884624838656): each one is read as a real instead,
+ * by parsing again with ".0" after its digits.  Integers that fit stay
+ * integers. */
+static json_t *
+parse(const char *buf, size_t len, const char *name)
+{
+	json_error_t e;
+	char *copy = NULL;
+	json_t *j;
+
+	for (int tries = 0;; tries++) {
+		j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+		if (j || tries == 64 || strncmp(e.text, "too big ", 8) != 0 || !strstr(e.text, "integer"))
+			break;
+		/* e.position is just past the number (or its next byte). */
+		size_t end = (size_t)e.position < len ? (size_t)e.position : len;
+		while (end > 0 && !(buf[end - 1] >= '0' && buf[end - 1] <= '9'))
+			end--;
+		size_t start = end;
+		while (start > 0 && buf[start - 1] >= '0' && buf[start - 1] <= '9')
+			start--;
+		if (start == end)
+			break;
+		char *next = llm_xmalloc(len + 2);
+		memcpy(next, buf, end);
+		memcpy(next + end, ".0", 2);
+		memcpy(next + end + 2, buf + end, len - end);
+		free(copy);
+		buf = copy = next;
+		len += 2;
+	}
+	free(copy);
+	return loaded(j, &e, name);
+}
+
 json_t *
 llm_json_load(const char *path)
 {
-	json_error_t e;
 	char *buf;
 	size_t len;
 
 	/* Read ourselves so that a missing file gets the strerror message. */
 	if (llm_read_file(path, &buf, &len) < 0)
 		return NULL;
-	json_t *j = loaded(json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e), &e, path);
+	json_t *j = parse(buf, len, path);
 	free(buf);
 	return j;
 }
@@ -32,8 +69,7 @@ llm_json_load(const char *path)
 json_t *
 llm_json_loadb(const char *buf, size_t len, const char *name)
 {
-	json_error_t e;
-	return loaded(json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e), &e, name);
+	return parse(buf, len, name);
 }
 
 char *

@@ -786,3 +786,11 @@ stop_job() {
 	[ "$n" -ge 8 ]
 	[ -s logits.f32 ]
 }
+
+@test "a tokenizer_config.json with transformers' very large model_max_length is read (issue 16)" {
+	fixture_copy "$(fixture_linked c256 -C 256)" "$T/d"
+	printf '{"model_max_length": 1000000000000000019884624838656, "chat_template": "{{ '"'"'<|im_start|>'"'"' }}", "bos_token": null}\n' \
+		>"$T/d/tokenizer_config.json"
+	run -0 --separate-stderr llm-run -m "$T/d" -i -n 1 --json <<<hi
+	[ "$(jq '.prompt_tokens | length' <<<"$output")" -gt 0 ]
+}

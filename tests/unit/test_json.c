@@ -77,6 +77,26 @@ T_TEST(loadb_uses_the_given_name)
 	json_decref(j);
 }
 
+/* transformers writes model_max_length = 1e30 as an integer: read as a
+ * real; integers that fit stay integers; other errors still fail. */
+T_TEST(too_big_integers_read_as_reals)
+{
+	const char *text = "{\"model_max_length\": 1000000000000000019884624838656, \"n\": 7,\n"
+			   " \"neg\": -99999999999999999999, \"list\": [1, 123456789012345678901234567890]}";
+	json_t *j = llm_json_loadb(text, strlen(text), "tokenizer_config.json");
+	T_CHECKF(j != NULL, "%s", llm_errmsg());
+	json_t *m = json_object_get(j, "model_max_length"), *n = json_object_get(j, "n");
+	T_CHECK(json_is_real(m) && json_real_value(m) == 1e30);
+	T_CHECK(json_is_integer(n) && json_integer_value(n) == 7);
+	T_CHECK(json_is_real(json_object_get(j, "neg")) && json_real_value(json_object_get(j, "neg")) == -1e20);
+	T_CHECK(json_is_real(json_array_get(json_object_get(j, "list"), 1)));
+	T_CHECK(json_integer_value(json_array_get(json_object_get(j, "list"), 0)) == 1);
+	json_decref(j);
+	const char *bad = "{\"a\": 100000000000000000000000, \"b\": }";
+	T_CHECK(llm_json_loadb(bad, strlen(bad), "x") == NULL);
+	T_CHECKF(strncmp(llm_errmsg(), "x:1:", 4) == 0, "%s", llm_errmsg());
+}
+
 static json_t *
 sample(void)
 {
@@ -233,5 +253,6 @@ main(void)
 	T_RUN(optional_getters_leave_default_when_missing_or_null);
 	T_RUN(dumps_keeps_insertion_order_and_ends_with_newline);
 	T_RUN(write_is_atomic_and_reloads);
+	T_RUN(too_big_integers_read_as_reals);
 	return T_DONE();
 }
