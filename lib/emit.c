@@ -203,6 +203,17 @@ generic(struct em *e, const char *sched, const char *hint, int nin, const struct
 	return r;
 }
 
+/* A tensor of type ty (shape and element: "8x32xi8") viewing the weights
+ * at byte offset off of the data area. */
+static const char *
+view_at(struct em *e, uint64_t off, const char *ty)
+{
+	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm"), *tv = val(e, "w");
+	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
+	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
+	return tv;
+}
+
 /* A typed view of the weights at the plan offset of tensor `name`, of its
  * own shape, or of `shape` ("AxBx...x", the same elements) when not NULL. */
 static const char *
@@ -210,10 +221,12 @@ wview_as(struct em *e, const char *name, const char *shape_as, const char **elt)
 {
 	const struct llm_plan_tensor *t = llm_model_tensor(e->m, name);
 	struct llm_buf shape = {0};
-	const char *o, *mv, *tv, *ty;
+	const char *ty;
 
 	if (!t)
 		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, name);
+	if (t->layout)
+		llm_fatal("%s: tensor '%s' is in the tiled layout %s, not dense", e->m->path, name, t->layout);
 	if (shape_as)
 		llm_buf_puts(&shape, shape_as);
 	else
@@ -221,14 +234,9 @@ wview_as(struct em *e, const char *name, const char *shape_as, const char **elt)
 			llm_buf_printf(&shape, "%" PRId64 "x", t->shape[i]);
 	ty = fmt("%s%s", shape.p, elt_of(t->dtype));
 	llm_buf_free(&shape);
-	o = cindex(e, "off", (int64_t)t->offset);
-	mv = val(e, "wm");
-	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
-	tv = val(e, "w");
-	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
 	if (elt)
 		*elt = elt_of(t->dtype);
-	return tv;
+	return view_at(e, t->offset, ty);
 }
 
 static const char *
@@ -349,15 +357,6 @@ struct qparts {
 	int64_t nt, ng, R, G, B;
 	int four, code;
 };
-
-static const char *
-view_at(struct em *e, uint64_t off, const char *ty)
-{
-	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm"), *tv = val(e, "w");
-	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
-	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
-	return tv;
-}
 
 static struct qparts
 qview(struct em *e, const struct llm_plan_tensor *t)
