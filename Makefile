@@ -34,13 +34,13 @@ T = tests/tools$(SANITIZE:1=/san)
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/source.h lib/ggufmeta.h lib/quant.h
+	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
-	$(O)/lib/quant.o
+	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -97,6 +97,8 @@ $(O)/lib/chat.o: lib/chat.c
 $(O)/lib/source.o: lib/source.c
 $(O)/lib/ggufmeta.o: lib/ggufmeta.c
 $(O)/lib/quant.o: lib/quant.c
+$(O)/lib/quantize.o: lib/quantize.c
+$(O)/lib/qmix.o: lib/qmix.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -138,6 +140,7 @@ $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/unit/$(@F).c $(O)/lib/libllm.a $(LIBS)
 
 $(O)/tests/unit/test_util: tests/unit/test_util.c
+$(O)/tests/unit/test_quant: tests/unit/test_quant.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
 $(O)/tests/unit/test_dtype: tests/unit/test_dtype.c

@@ -25,8 +25,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "gguf.h"
 #include "json.h"
 #include "pack.h"
+#include "quant.h"
 #include "source.h"
 #include "util.h"
 #include "weights.h"
@@ -66,6 +68,10 @@ struct packer {
 	struct llm_source src_files;          /* the checkpoint (model.json source) */
 	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
 	int64_t *heads;                       /* per plan tensor: unpermute_qk heads, else 0 */
+	int *qtype;                           /* per plan tensor: the block type of its
+	                                       * values (the source's, or the one a float
+	                                       * source is quantized to), else -1 */
+	int threads;
 	uint64_t *sum;                        /* per plan tensor checksum */
 	float *stage;                         /* CHUNK f32: decoded blocks */
 	char *binpath, *jsonpath;
@@ -149,8 +155,10 @@ check_plan(struct packer *k)
 		    m->path, m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
 	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
 	k->heads = llm_xcalloc(m->ntensors, sizeof(*k->heads));
+	k->qtype = llm_xcalloc(m->ntensors, sizeof(*k->qtype));
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *p = &m->tensors[i];
+		k->qtype[i] = -1;
 		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0) {
 			int64_t want[2] = {m->max_context, m->cfg.head_dim / 2};
 			if (p->nsource != 0)
@@ -194,18 +202,32 @@ check_plan(struct packer *k)
 		if (!llm_source_tensor_readable(t))
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name,
 			    t->type_name, llm_dtype_name(p->dtype));
-		if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
+		k->qtype[i] = t->quant;
+		if (p->quant && t->quant < 0) {
+			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
+			uint32_t q = 0;
+			while (q < LLM_GGML_NTYPES && strcmp(llm_ggml_type_name(q), p->quant) != 0)
+				q++;
+			if (q == LLM_GGML_NTYPES || !llm_quantize_supported(q))
+				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' (%s writes Q8_0, Q4_0, Q4_1, "
+				    "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", m->path, p->name, p->quant, llm_prog);
+			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)
+				return llm_seterr("%s: tensor '%s': %s values are stored as i8 codes or f32, not %s",
+				    m->path, p->name, p->quant, llm_dtype_name(p->dtype));
+			k->qtype[i] = (int)q;
+		} else if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
 			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)",
 			    file, t->name, t->type_name, m->path, p->quant ? p->quant : "not quantized");
 		if (p->layout) {
 			struct llm_qlayout want;
 			char name[LLM_QLAYOUT_NAME];
-			if (llm_qlayout_of((uint32_t)t->quant, &want) < 0)
-				return llm_seterr("%s: tensor '%s': no tiled layout for %s", file, t->name, t->type_name);
+			const char *tn = llm_ggml_type_name((uint32_t)k->qtype[i]);
+			if (llm_qlayout_of((uint32_t)k->qtype[i], &want) < 0)
+				return llm_seterr("%s: tensor '%s': no tiled layout for %s", file, t->name, tn);
 			llm_qlayout_name(&want, name);
 			if (strcmp(name, p->layout) != 0)
 				return llm_seterr("%s: tensor '%s' (%s) has layout %s, but %s says %s (run llm-import "
-				    "again)", file, t->name, t->type_name, name, m->path, p->layout);
+				    "again)", file, t->name, tn, name, m->path, p->layout);
 		}
 		k->src[i] = t;
 	}
@@ -543,11 +565,149 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 	return 0;
 }
 
+/* Work on the rows of a block-quantized matrix, shared by the threads
+ * that quantize or split them: a range of 8-row tiles (write_tiled) or of
+ * rows (write_rounded) of plan tensor ti. */
+struct rowjob {
+	const struct packer *k;
+	size_t ti;
+	const struct llm_plan_tensor *p;
+	const struct llm_source_tensor *t;
+	int64_t first, n;    /* tiles or rows */
+	uint8_t *out;        /* the tiles' codes, or the rows as f32 */
+	float *sc, *mn;      /* write_tiled: the tensor's scales and offsets */
+	int rc;              /* 0, -1 a conversion failed, -2 a value not finite */
+	int64_t bad;         /* the row of rc -2 */
+};
+
+/* The blocks (type qtype) of output row r: copied from a block-quantized
+ * source, or the source's row converted to f32 and quantized as
+ * llama-quantize would (quantize.c).  f: scratch of a row of f32. */
+static int
+row_blocks(const struct rowjob *j, uint64_t r, uint8_t *dst, float *f)
+{
+	const struct llm_source_tensor *t = j->t;
+	uint64_t cols = (uint64_t)j->p->shape[1];
+	uint32_t q = (uint32_t)j->k->qtype[j->ti], blck, size;
+	const uint8_t *row = (const uint8_t *)t->data + source_row(j->k, j->ti, j->p, r) * src_bytes(t, cols);
+
+	llm_ggml_type_block(q, &blck, &size);
+	if (t->quant >= 0) {
+		memcpy(dst, row, (size_t)(cols / blck * size));
+		return 0;
+	}
+	if (llm_source_read(t, row, (size_t)cols, LLM_DT_F32, f, NULL) < 0)
+		return -1;
+	for (uint64_t c = 0; c < cols; c++)
+		if (!isfinite(f[c]))
+			return -2;
+	return llm_quantize(q, f, (size_t)cols, dst);
+}
+
+static size_t
+qrow_bytes(const struct rowjob *j)
+{
+	uint32_t blck, size;
+	llm_ggml_type_block((uint32_t)j->k->qtype[j->ti], &blck, &size);
+	return (size_t)((uint64_t)j->p->shape[1] / blck * size);
+}
+
+/* Tiles first .. first + n - 1 into their codes (at out, a tile's codes
+ * after another), scales and offsets. */
+static void *
+tiles_main(void *arg)
+{
+	struct rowjob *j = arg;
+	const struct llm_qlayout *l = &j->p->ql;
+	int64_t rows = j->p->shape[0], cols = j->p->shape[1], R = l->rows;
+	size_t rb = qrow_bytes(j), ngr = (size_t)(cols / l->group);
+	size_t tbytes = (size_t)(llm_qlayout_scales_at(l, rows, cols) / (uint64_t)(rows / R));
+	uint8_t *rowsbuf = llm_xmalloc((size_t)R * rb);
+	int8_t *q = llm_xmalloc((size_t)cols);
+	float *f = llm_xmalloc((size_t)cols * sizeof(float));
+	float *s1 = llm_xmalloc(ngr * sizeof(float)), *m1 = llm_xmalloc(ngr * sizeof(float));
+
+	for (int64_t i = 0; i < j->n && !j->rc; i++) {
+		int64_t tile = j->first + i;
+		for (int64_t r = 0; r < R && !j->rc; r++)
+			if ((j->rc = row_blocks(j, (uint64_t)(tile * R + r), rowsbuf + (size_t)r * rb, f)) == -2)
+				j->bad = tile * R + r;
+		if (!j->rc && llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, cols, j->out + (size_t)i * tbytes,
+		    j->sc + (size_t)tile * (size_t)R * ngr, j->mn ? j->mn + (size_t)tile * (size_t)R * ngr : NULL,
+		    q, s1, m1) < 0)
+			j->rc = -1;
+	}
+	free(rowsbuf);
+	free(q);
+	free(f);
+	free(s1);
+	free(m1);
+	return NULL;
+}
+
+/* Rows first .. first + n - 1 as the f32 values of their blocks. */
+static void *
+rounded_main(void *arg)
+{
+	struct rowjob *j = arg;
+	int64_t cols = j->p->shape[1];
+	uint8_t *blocks = llm_xmalloc(qrow_bytes(j));
+	float *f = llm_xmalloc((size_t)cols * sizeof(float));
+
+	for (int64_t i = 0; i < j->n && !j->rc; i++) {
+		if ((j->rc = row_blocks(j, (uint64_t)(j->first + i), blocks, f)) == -2)
+			j->bad = j->first + i;
+		else if (!j->rc)
+			llm_dequantize((uint32_t)j->k->qtype[j->ti], blocks, (float *)j->out + (size_t)(i * cols),
+			    (size_t)cols);
+	}
+	free(blocks);
+	free(f);
+	return NULL;
+}
+
+/* Run fn on job's range split between k->threads threads (each its own
+ * part of out, of unit bytes a tile or row); the error, if any, in llm_errmsg. */
+static int
+run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*fn)(void *))
+{
+	struct rowjob parts[64];
+	pthread_t th[64];
+	int n = k->threads < 1 ? 1 : k->threads > 64 ? 64 : k->threads, started = 0, rc = 0;
+
+	if (n > job->n)
+		n = (int)job->n;
+	for (int i = 0; i < n; i++) {
+		parts[i] = *job;
+		parts[i].first = job->first + job->n * i / n;
+		parts[i].n = job->first + job->n * (i + 1) / n - parts[i].first;
+		parts[i].out = job->out + (size_t)(parts[i].first - job->first) * unit;
+	}
+	for (int i = 1; i < n; i++, started++)
+		if ((errno = pthread_create(&th[i], NULL, fn, &parts[i])) != 0)
+			break;
+	fn(&parts[0]);
+	for (int i = 1; i <= started; i++)
+		pthread_join(th[i], NULL);
+	for (int i = started + 1; i < n; i++)
+		fn(&parts[i]);
+	for (int i = 0; i < n && !rc; i++) {
+		const struct rowjob *j = &parts[i];
+		if (j->rc == -2)
+			rc = llm_seterr("%s: tensor '%s': row %" PRId64 " holds a value that is not finite, which cannot "
+			    "be quantized", k->src_files.files[j->t->file].path, j->t->name, j->bad);
+		else if (j->rc)
+			rc = llm_seterr("%s: tensor '%s': cannot convert %s to %s blocks", k->m->path, j->p->name,
+			    j->t->type_name, llm_ggml_type_name((uint32_t)k->qtype[j->ti]));
+	}
+	return rc;
+}
+
 /* A block-quantized matrix in the tiled layout (quant.h): the codes of
  * as many 8-row tiles as a slot holds at a time (rows gathered through
- * source_row, so unpermute_qk works the same), then the scales and the
- * offsets, kept in memory until the codes are written (a 16th or an 8th
- * of the codes' size, as f32). */
+ * source_row, so unpermute_qk works the same; a float source quantized
+ * first), then the scales and the offsets, kept in memory until the codes
+ * are written (a 16th or an 8th of the codes' size, as f32). */
 static int
 write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
@@ -559,10 +719,7 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	size_t tbytes = (size_t)(llm_qlayout_scales_at(l, rows, cols) / (uint64_t)(rows / R));
 	size_t per = CHUNK * sizeof(float) / tbytes, nsc = (size_t)rows * ngr;
 	const uint8_t *src = t->data;
-	uint8_t *rowsbuf = llm_xmalloc((size_t)R * rb);
-	int8_t *q = llm_xmalloc((size_t)cols);
 	float *sc = llm_xmalloc(nsc * sizeof(float)), *mn = l->mins ? llm_xmalloc(nsc * sizeof(float)) : NULL;
-	float *s1 = llm_xmalloc(ngr * sizeof(float)), *m1 = llm_xmalloc(ngr * sizeof(float));
 	int rc = -1;
 
 	if (per < 1) {
@@ -578,18 +735,9 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 			s->rel = src + (size_t)(t0 * R) * rb;
 			s->reln = (size_t)(nt * R) * rb;
 		}
-		for (int64_t i = 0; i < nt; i++) {
-			int64_t tile = t0 + i;
-			for (int64_t r = 0; r < R; r++)
-				memcpy(rowsbuf + (size_t)r * rb, src + source_row(k, ti, p, (uint64_t)(tile * R + r)) * rb, rb);
-			if (llm_qlayout_tile(l, (uint32_t)t->quant, rowsbuf, cols,
-			    (uint8_t *)s->buf + (size_t)i * tbytes, sc + (size_t)tile * (size_t)R * ngr,
-			    mn ? mn + (size_t)tile * (size_t)R * ngr : NULL, q, s1, m1) < 0) {
-				llm_seterr("%s: tensor '%s': cannot split %s into codes and scales", k->m->path,
-				    p->name, t->type_name);
-				goto out;
-			}
-		}
+		struct rowjob job = {k, ti, p, t, t0, nt, s->buf, sc, mn, 0, 0};
+		if (run_jobs(k, &job, tbytes, tiles_main) < 0)
+			goto out;
 		s->p = s->buf;
 		s->n = (size_t)nt * tbytes;
 		if (slot_put(k, o, s) < 0)
@@ -610,13 +758,37 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	release(src, t->nbytes);
 	rc = 0;
 out:
-	free(rowsbuf);
-	free(q);
 	free(sc);
 	free(mn);
-	free(s1);
-	free(m1);
 	return rc;
+}
+
+/* A float matrix quantized here whose shape is not whole tiles (f32 in
+ * the plan): the f32 values of its blocks, which are what llama.cpp
+ * computes with on the file llama-quantize would write. */
+static int
+write_rounded(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+    const struct llm_source_tensor *t)
+{
+	int64_t rows = p->shape[0], cols = p->shape[1];
+	int64_t per = (int64_t)CHUNK / cols;
+
+	if (per < 1)
+		return llm_seterr("%s: tensor '%s': rows of %" PRId64 " are too long to quantize (at most %zu)",
+		    k->m->path, p->name, cols, CHUNK);
+	for (int64_t r = 0; r < rows; r += per) {
+		int64_t n = rows - r < per ? rows - r : per;
+		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
+		struct rowjob job = {k, ti, p, t, r, n, s->buf, NULL, NULL, 0, 0};
+		if (run_jobs(k, &job, (size_t)cols * sizeof(float), rounded_main) < 0)
+			return -1;
+		s->p = s->buf;
+		s->n = (size_t)(n * cols) * sizeof(float);
+		if (slot_put(k, o, s) < 0)
+			return -1;
+	}
+	release(t->data, t->nbytes);
+	return 0;
 }
 
 static json_t *
@@ -700,8 +872,10 @@ write_pair(struct packer *k)
 		/* model.c checked that offsets ascend and tensors do not overlap. */
 		if (put_zeros(&bin, p->offset - pos) < 0)
 			goto fail;
-		if ((!k->src[i] ? write_rope(k, &bin, i, p) : p->layout ? write_tiled(k, &bin, i, p, k->src[i]) :
-		    k->heads[i] ? write_unpermuted(k, &bin, i, p, k->src[i]) : write_copy(k, &bin, i, p, k->src[i])) < 0)
+		const struct llm_source_tensor *t = k->src[i];
+		if ((!t ? write_rope(k, &bin, i, p) : p->layout ? write_tiled(k, &bin, i, p, t) :
+		    k->qtype[i] >= 0 && t->quant < 0 ? write_rounded(k, &bin, i, p, t) :
+		    k->heads[i] ? write_unpermuted(k, &bin, i, p, t) : write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}
@@ -747,7 +921,11 @@ int
 llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm_pack_opts *o,
     struct llm_pack_stats *st)
 {
-	struct packer k = {.m = m, .o = o};
+	struct packer k = {.m = m, .o = o, .threads = o->threads};
+	if (k.threads <= 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		k.threads = n > 0 ? (int)n : 1;
+	}
 	int rc = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -772,6 +950,7 @@ out:
 	llm_source_close(&k.src_files);
 	free(k.src);
 	free(k.heads);
+	free(k.qtype);
 	free(k.stage);
 	free(k.sum);
 	free(k.binpath);

@@ -74,4 +74,14 @@ uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t co
 int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, uint8_t *codes,
     float *scales, float *mins, int8_t *q, float *s, float *m);
 
+/* Quantizing (quantize.c): 1 if llm can write ggml type t from f32
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), else 0. */
+int llm_quantize_supported(uint32_t t);
+
+/* n values (a multiple of t's block size, all finite) into blocks of
+ * type t at dst, byte for byte as llama-quantize writes them without an
+ * importance matrix (ggml's quantize_row_*_ref).  -1 if t is not
+ * supported or n is not whole blocks. */
+int llm_quantize(uint32_t t, const float *src, size_t n, void *dst);
+
 #endif

@@ -25,6 +25,7 @@
 #include "../lib/hfconfig.h"
 #include "../lib/json.h"
 #include "../lib/model.h"
+#include "../lib/qmix.h"
 #include "../lib/quant.h"
 #include "../lib/source.h"
 #include "../lib/util.h"
@@ -40,7 +41,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
-	    "                  [--dtype auto|f32|f16|bf16] [--kv-dtype f32|f16|bf16] model\n");
+	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16] model\n");
 }
 
 static enum llm_dtype
@@ -51,7 +52,11 @@ parse_dtype(const char *s, int allow_auto, const char *opt)
 		return LLM_DT_NONE;
 	t = llm_dtype_from_name(s);
 	if (!llm_dtype_is_float_weight(t)) {
-		llm_warn("%s: unsupported dtype '%s' (use %sf32, f16 or bf16)", opt, s, allow_auto ? "auto, " : "");
+		if (allow_auto)
+			llm_warn("%s: unsupported dtype '%s' (use auto, f32, f16, bf16 or a quantized mix: %s)", opt,
+			    s, llm_qmix_names());
+		else
+			llm_warn("%s: unsupported dtype '%s' (use f32, f16 or bf16)", opt, s);
 		usage(stderr);
 		exit(LLM_EXIT_USAGE);
 	}
@@ -82,6 +87,10 @@ struct plan {
 	int keep_quant;                     /* --dtype auto: the embedding and
 	                                     * the matrices of linear layers
 	                                     * stay block-quantized */
+	int mix;                            /* --dtype q4_k_m ...: the mix
+	                                     * (qmix.h) float matrices are
+	                                     * quantized to, else -1 */
+	const struct llm_hfconfig *cfg;
 };
 
 static json_t *
@@ -132,9 +141,36 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
  * not 0): check it exists with the shape the config implies.  A matrix
  * (the embedding or a linear layer's) in a block type keeps it, in the
  * tiled layout, when the plan says so and the shape is whole tiles. */
+/* A float matrix of a --dtype mix: the block type the mix gives it (the
+ * plan's "quant", quantized by llm-pack-weights), in the tiled layout
+ * when the shape is whole tiles, else as the f32 values of its blocks; or
+ * f16 where llama-quantize falls back to F16. */
 static void
-add_source(struct plan *p, const char *name, const char *src, int64_t heads, int matrix, enum llm_dtype dt,
-    int ndim, const int64_t *shape)
+add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *t, enum llm_role role,
+    int layer, int64_t heads, const int64_t *shape)
+{
+	const struct llm_hfconfig *c = p->cfg;
+	struct llm_qmix_tensor qt = {role, layer, (int)c->n_layers, shape[1], c->tie_word_embeddings,
+		c->family == LLM_FAMILY_LLAMA && c->n_layers == 80 && c->n_kv_heads < c->n_heads};
+	uint32_t ty = llm_qmix_type(p->mix, &qt);
+	const char *transform = heads ? "unpermute_qk" : "copy";
+	struct llm_qlayout ql;
+
+	if (t->quant >= 0)
+		llm_fatal("%s: tensor '%s' is %s already: --dtype %s quantizes float weights (F32, F16, BF16); "
+		    "--dtype auto keeps the file's blocks", p->dir, t->name, t->type_name, llm_qmix_name(p->mix));
+	if (ty == LLM_GGML_F16) {
+		add_tensor(p, name, t->name, NULL, transform, heads, NULL, LLM_DT_F16, 2, shape);
+		return;
+	}
+	int keep = llm_qlayout_of(ty, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
+	add_tensor(p, name, t->name, llm_ggml_type_name(ty), transform, heads, keep ? &ql : NULL,
+	    keep ? LLM_DT_I8 : LLM_DT_F32, 2, shape);
+}
+
+static void
+add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, int64_t heads,
+    int matrix, enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	struct llm_qlayout ql;
 	int err;
@@ -160,6 +196,14 @@ add_source(struct plan *p, const char *name, const char *src, int64_t heads, int
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
 		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
+	if (matrix && p->mix >= 0) {
+		add_quantized(p, name, t, role, layer, heads, shape);
+		return;
+	}
+	/* auto: a float matrix keeps its own type (an F16 matrix of a
+	 * quantized file, where llama-quantize fell back to F16) */
+	if (matrix && p->keep_quant && t->quant < 0 && llm_dtype_is_float_weight(t->dtype))
+		dt = t->dtype;
 	int keep = matrix && p->keep_quant && t->quant >= 0 && llm_qlayout_of((uint32_t)t->quant, &ql) == 0 &&
 	    llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
@@ -193,13 +237,13 @@ permuted(const struct llm_family_spec *fs, int gguf, const struct llm_hfconfig *
  * frequency factors, ...) that the generated code would silently ignore. */
 static json_t *
 build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
-    enum llm_dtype wdt, int keep_quant, int64_t max_ctx, uint64_t *data_bytes)
+    enum llm_dtype wdt, int keep_quant, int mix, int64_t max_ctx, uint64_t *data_bytes)
 {
 	const struct llm_family_spec *fs = llm_family_spec(c->family);
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
 	struct plan p = {json_array(), 0, dir, gguf ? "the metadata" : "config.json", src,
-		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant};
+		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant, mix, c};
 	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
 	int64_t shapes[LLM_ROLE_COUNT][2] = {
 		[LLM_ROLE_EMBED] = {c->vocab_size, d},
@@ -220,7 +264,7 @@ build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const cha
 #define ADD(role, layer) do { \
 	int nd_ = shapes[role][1] ? 2 : 1; \
 	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
-	    role_name(names[role], layer, hn, sizeof(hn)), permuted(fs, gguf, c, role), \
+	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, permuted(fs, gguf, c, role), \
 	    nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
 } while (0)
 
@@ -371,7 +415,7 @@ main(int argc, char **argv)
 	const char *outdir = ".", *dir;
 	int64_t max_ctx = 0, chunk = DEFAULT_PREFILL_CHUNK;
 	enum llm_dtype wdt = LLM_DT_NONE, kvdt = LLM_DT_F32;
-	int verbose = 0, ch, gguf, ntf = 0;
+	int verbose = 0, ch, gguf, ntf = 0, mix = -1;
 	struct llm_hfconfig cfg;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -381,7 +425,12 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'C': max_ctx = parse_count(optarg, "--max-context"); break;
-		case 'D': wdt = parse_dtype(optarg, 1, "--dtype"); break;
+		case 'D':
+			if ((mix = llm_qmix_parse(optarg)) >= 0)
+				wdt = LLM_DT_F32;
+			else
+				wdt = parse_dtype(optarg, 1, "--dtype");
+			break;
 		case 'K': kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
 		case 'S': chunk = parse_count(optarg, "--prefill-chunk"); break;
 		case 'h': usage(stdout); return LLM_EXIT_OK;
@@ -415,7 +464,7 @@ main(int argc, char **argv)
 	if (chunk > max_ctx)
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, chunk, max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
-	int keep_quant = wdt == LLM_DT_NONE;
+	int keep_quant = wdt == LLM_DT_NONE && mix < 0;
 	if (wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
@@ -471,7 +520,7 @@ main(int argc, char **argv)
 	json_object_set_new(limits, "max_context", json_integer(max_ctx));
 	json_object_set_new(limits, "prefill_chunk", json_integer(chunk));
 
-	json_t *tensors = build_plan(&cfg, &src, dir, wdt, keep_quant, max_ctx, &data_bytes);
+	json_t *tensors = build_plan(&cfg, &src, dir, wdt, keep_quant, mix, max_ctx, &data_bytes);
 	json_t *tok = gguf ? gguf_tokenizer(src.gguf, &cfg, tf, &ntf) : hf_tokenizer(dir, &cfg, tf, &ntf);
 	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
 	char fph[17];
@@ -584,7 +633,8 @@ main(int argc, char **argv)
 			llm_fatal("%s", llm_errmsg());
 	if (verbose)
 		fprintf(stderr, "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
-		    "fingerprint %s, %d files unchanged, %.2f s\n", mpath, m.family, llm_dtype_name(wdt), cfg.n_layers,
+		    "fingerprint %s, %d files unchanged, %.2f s\n", mpath, m.family,
+		    mix >= 0 ? llm_qmix_name(mix) : llm_dtype_name(wdt), cfg.n_layers,
 		    m.ntensors, data_bytes, fph, kept, llm_now() - t0);
 	llm_model_free(&m);
 	json_decref(root);

@@ -3,7 +3,8 @@
  * Reads model.json (written by llm-import) and the checkpoint it names
  * (safetensors files or a GGUF file), and writes weights.bin (a 4096-byte
  * header, then every tensor of the weight plan at its offset, converted to
- * the plan's dtype, plus the precomputed RoPE tables) and weights.json (offsets, shapes, dtypes,
+ * the plan's dtype or quantized to its block type, plus the precomputed RoPE tables) and
+ * weights.json (offsets, shapes, dtypes,
  * checksums and the identity of the source files).  llm-run maps
  * weights.bin as it is.  When weights.json shows that weights.bin already
  * matches the plan and the sources, nothing is written. */
@@ -16,7 +17,7 @@
 #include "../lib/pack.h"
 #include "../lib/util.h"
 
-static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] model.json\n";
+static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] [-t threads] model.json\n";
 
 static _Noreturn void
 usage(void)
@@ -30,6 +31,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"no-reuse", no_argument, NULL, 'R'},
+		{"threads", required_argument, NULL, 't'},
 		{NULL, 0, NULL, 0},
 	};
 	struct llm_pack_opts opts = {0};
@@ -37,10 +39,11 @@ main(int argc, char **argv)
 	struct llm_model m;
 	const char *outdir = NULL;
 	char *bin, fp[17];
+	int64_t n;
 	int c;
 
 	llm_setprog(argv[0]);
-	while ((c = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:t:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
@@ -53,6 +56,13 @@ main(int argc, char **argv)
 			break;
 		case 'R':
 			opts.no_reuse = 1;
+			break;
+		case 't':
+			if (llm_parse_i64(optarg, 1, 64, &n) < 0) {
+				llm_warn("-t: %s", llm_errmsg());
+				usage();
+			}
+			opts.threads = (int)n;
 			break;
 		default:
 			usage();

@@ -280,3 +280,131 @@ pair() {
 		rm -r "$T/bq" "$T/bd"
 	done
 }
+
+# rows FILE: f32 values for the quantizers, 64 blocks of 256 of every kind
+# a weight row has or a quantizer must survive: normal of several scales,
+# heavy tails, all zero, constant, one sign only, tiny (subnormal f16
+# scales), large, sparse, and repeated magnitudes of both signs.
+rows() {
+	perl -e '
+		srand(11);
+		sub g { my $s = shift; sqrt(-2 * log(1 - rand())) * cos(6.283185307 * rand()) * $s }
+		my @v;
+		for my $b (0 .. 63) {
+			my $k = $b % 12;
+			for (1 .. 256) {
+				push @v, $k == 0 ? g(0.02) : $k == 1 ? g(1) * (rand() < 0.01 ? 30 : 1) :
+				    $k == 2 ? 0 : $k == 3 ? 0.5 : $k == 4 ? rand() : $k == 5 ? -rand() * 1e-3 :
+				    $k == 6 ? g(1e-8) : $k == 7 ? g(3e3) : $k == 8 ? (rand() < 0.9 ? 0 : g(1)) :
+				    $k == 9 ? (rand() < 0.5 ? -1 : 1) * 0.25 : $k == 10 ? g(1) ** 3 : g(0.1) + 0.05;
+			}
+		}
+		print pack("f<*", @v);' >"$1"
+}
+
+@test "every block type llm writes is byte for byte what ggml's quantizer writes" {
+	need_llamacpp
+	rows "$T/x.f32"
+	for t in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K Q5_K Q6_K; do
+		dequant --quantize "$t" "$T/x.f32" "$T/ours.$t"
+		ggml-ref blocks "$t" "$T/x.f32" "$T/ggml.$t"
+		cmp "$T/ours.$t" "$T/ggml.$t"
+		echo "$t: $(stat -c %s "$T/ours.$t") bytes equal" >&3
+	done
+}
+
+# same A B: the tensors of two packed directories hold the same bytes
+# (their plans may name different sources), and the plans give every
+# tensor the same dtype, block type and layout.
+same() {
+	cmp <(data "$1") <(data "$2")
+	local f='[.weights.tensors[] | [.name, .dtype, .quant, .layout, .offset]]'
+	[ "$(jq -c "$f" "$1/model.json")" = "$(jq -c "$f" "$2/model.json")" ]
+}
+
+@test "--dtype MIX quantizes a float file as llama-quantize does, every mix: the same blocks and types" {
+	need_llamacpp
+	# 9 layers: llama-quantize's 'more bits' layers of Q4_K_M and the
+	# first eighth of Q4_K_S are then 0, 3, 6, 7, 8 and 0
+	local d="$BATS_FILE_TMPDIR/ck-llama9" g="$BATS_FILE_TMPDIR/llama9.gguf"
+	mkmodel --preset tiny-k --family llama -L 9 --seed 5 -o "$d" >&2
+	node "$H" --llamacpp --no-tokenizer --vocab 1024 "$d" "$g" >&2
+	for f in Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		llm-import -o "$T/lc" "$T/q.gguf" >/dev/null
+		llm-pack-weights "$T/lc/model.json" >/dev/null
+		llm-import --dtype "$(echo "$f" | tr A-Z a-z)" -o "$T/ours" "$g" >/dev/null
+		llm-pack-weights "$T/ours/model.json" >/dev/null
+		same "$T/ours" "$T/lc"
+		echo "$f: $(types "$T/ours")" >&3
+		rm -r "$T/lc" "$T/ours"
+	done
+	llm-import --dtype q4_k_m -o "$T/ours" "$g" >/dev/null
+	run jq -r '[.weights.tensors[] | select(.quant == "Q6_K") | .name] | join(" ")' "$T/ours/model.json"
+	[ "$output" = "layers.0.wv layers.0.wdown layers.3.wv layers.3.wdown layers.6.wv layers.6.wdown layers.7.wv layers.7.wdown layers.8.wv layers.8.wdown lm_head" ]
+}
+
+@test "--dtype q4_k_m and q8_0 of a safetensors checkpoint (f32, bf16; llama, qwen2) give llama-quantize's blocks" {
+	need_llamacpp
+	for c in llama:f32:q4_k_m qwen2:bf16:q4_k_m qwen2:bf16:q8_0; do
+		IFS=: read -r fam dt mix <<<"$c"
+		mkmodel --preset tiny-k --family "$fam" -d "$dt" --seed 7 -o "$T/ck" >&2
+		node "$H" --llamacpp --no-tokenizer "$T/ck" "$T/ck.gguf" >&2
+		ggml-ref quantize "$T/ck.gguf" "$T/q.gguf" "$(echo "$mix" | tr a-z A-Z)"
+		llm-import -o "$T/lc" "$T/q.gguf" >/dev/null
+		llm-pack-weights "$T/lc/model.json" >/dev/null
+		llm-import --dtype "$mix" -o "$T/ours" "$T/ck" >/dev/null
+		llm-pack-weights -t 2 "$T/ours/model.json" >/dev/null
+		cmp <(data "$T/ours") <(data "$T/lc")
+		echo "$c: $(types "$T/ours")" >&3
+		rm -r "$T/ck" "$T/ck.gguf" "$T/lc" "$T/ours"
+	done
+}
+
+@test "stories260K quantized by llm-import: llama-quantize's fallbacks (Q5_0, Q8_0, F16, f32 values of rows not whole tiles); 64 greedy tokens as llama.cpp's" {
+	need_llamacpp
+	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
+	[ -f "$s" ] || skip "no $s"
+	for f in Q4_0 Q4_K_M; do
+		ggml-ref quantize "$s" "$T/q.gguf" "$f" 2>/dev/null
+		llm-import -o "$T/lc" "$T/q.gguf" >/dev/null
+		llm-pack-weights "$T/lc/model.json" >/dev/null
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$s" OUT="$T/b" \
+			IMPORT_FLAGS="--dtype $(echo "$f" | tr A-Z a-z)" -j2 >&2
+		same "$T/b" "$T/lc"
+		t=$(jq -r '[.weights.tensors[] | "\(.quant // "-")/\(.dtype)"] | group_by(.) |
+			map("\(.[0]) \(length)") | join(", ")' "$T/b/model.json")
+		echo "$f: $t" >&3
+		# ffn_down rows of 172: F16; gate/up (172 rows): f32 values of
+		# their blocks
+		[[ "$t" == *"-/f16 5"* && "$t" == *"/f32 10"* ]]
+		ids=$(llm-run -m "$T/b/model.llm" -t 2 --tokens 1 -n 64 --logits "$T/q.f32" --json 2>/dev/null |
+			jq -r '.generated_tokens | join(",")')
+		ggml-ref logits "$T/q.gguf" "1,$(echo "$ids" | cut -d, -f1-63)" "$T/lc.f32"
+		run -0 cmpf32 -r 0.05 -c 512 "$T/lc.f32" "$T/q.f32"
+		echo "$f, llama.cpp: $output" >&3
+		assert_output --partial "argmax_equal 64/64"
+		rm -r "$T/b" "$T/lc"
+	done
+}
+
+@test "--dtype MIX refuses a quantized file, lists the mixes for a bad name; pack refuses a value that is not finite" {
+	need_llamacpp
+	g=$(small llama)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_0
+	run -1 llm-import --dtype q8_0 -o "$T/out" "$T/q.gguf"
+	assert_output "llm-import: $T/q.gguf: tensor 'token_embd.weight' is Q4_0 already: --dtype q8_0 quantizes float weights (F32, F16, BF16); --dtype auto keeps the file's blocks"
+	[ ! -e "$T/out" ]
+	run -2 llm-import --dtype q3_k_m -o "$T/out" "$g"
+	assert_line --index 0 "llm-import: --dtype: unsupported dtype 'q3_k_m' (use auto, f32, f16, bf16 or a quantized mix: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k)"
+	# a NaN in the embedding of a safetensors checkpoint
+	mkmodel --seed 3 -o "$T/ck" >&2
+	f="$T/ck/model.safetensors"
+	n=$(od -An -tu8 -N8 "$f" | tr -d ' ')
+	off=$(head -c $((8 + n)) "$f" | tail -c "$n" | jq '."model.embed_tokens.weight".data_offsets[0]')
+	printf '\000\000\300\177' | dd of="$f" bs=1 seek=$((8 + n + off + 4 * 70)) conv=notrunc status=none
+	llm-import --dtype q8_0 -o "$T/out" "$T/ck" >/dev/null
+	run -1 llm-pack-weights "$T/out/model.json"
+	assert_output "llm-pack-weights: $f: tensor 'model.embed_tokens.weight': row 1 holds a value that is not finite, which cannot be quantized"
+	[ ! -e "$T/out/weights.bin" ]
+}

@@ -4,13 +4,17 @@
  *
  *   dequant TYPE BLOCKS OUT
  *   dequant --tiled LAYOUT ROWS COLS TENSOR OUT
+ *   dequant --quantize TYPE VALUES OUT
  *
  * TYPE is a ggml type name ("Q4_K", case ignored) that quant.h decodes;
  * BLOCKS holds whole blocks of it.  With --tiled, TENSOR holds the bytes
  * of a [ROWS, COLS] matrix in the tiled int8 layout LAYOUT of weights.bin
  * ("u4-r8-g32-min", share/doc/llm/formats.txt), decoded here from the
  * layout's description (x = s * q (+ m)) into row-major f32, so that a
- * test can compare llm-pack-weights' tiles with ggml's decoding.  Exit
+ * test can compare llm-pack-weights' tiles with ggml's decoding.  With
+ * --quantize, the little-endian f32 VALUES (whole blocks of TYPE) are
+ * quantized by lib/quantize.c into blocks in OUT, for a comparison with
+ * ggml's quantizer (tests/tools/ggml-ref blocks).  Exit
  * status: 0 success, 1 bad input or a write error, 2 usage. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +75,41 @@ tiled(char **argv)
 	return 0;
 }
 
+static uint32_t
+type_named(const char *s, int (*supported)(uint32_t))
+{
+	uint32_t t = 0;
+	while (t < LLM_GGML_NTYPES && strcasecmp(llm_ggml_type_name(t), s) != 0)
+		t++;
+	if (t == LLM_GGML_NTYPES || !supported(t))
+		llm_fatal("%s: not a block type llm %s", s, supported == llm_quant_supported ? "decodes" : "writes");
+	return t;
+}
+
+static int
+quantize(char **argv)
+{
+	struct llm_map m;
+	uint32_t t = type_named(argv[0], llm_quantize_supported), blck, size;
+
+	llm_ggml_type_block(t, &blck, &size);
+	if (llm_map_file(&m, argv[1]) < 0)
+		llm_fatal("%s", llm_errmsg());
+	size_t n = m.len / sizeof(float);
+	if (m.len % (sizeof(float) * blck))
+		llm_fatal("%s: not whole blocks of %s", argv[1], argv[0]);
+	uint8_t *out = llm_xmalloc(n / blck * size + 1);
+	struct llm_out o;
+	if (llm_quantize(t, (const float *)m.p, n, out) < 0)
+		llm_fatal("%s: cannot quantize to %s", argv[1], argv[0]);
+	if (llm_out_open(&o, argv[2]) < 0 || (n && fwrite(out, 1, n / blck * size, o.fp) != n / blck * size) ||
+	    llm_out_commit(&o) < 0)
+		llm_fatal("%s: write error", argv[2]);
+	free(out);
+	llm_unmap(&m);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -80,14 +119,14 @@ main(int argc, char **argv)
 	llm_setprog("dequant");
 	if (argc == 7 && strcmp(argv[1], "--tiled") == 0)
 		return tiled(argv + 2);
+	if (argc == 5 && strcmp(argv[1], "--quantize") == 0)
+		return quantize(argv + 2);
 	if (argc != 4) {
-		fputs("usage: dequant TYPE BLOCKS OUT\n       dequant --tiled LAYOUT ROWS COLS TENSOR OUT\n", stderr);
+		fputs("usage: dequant TYPE BLOCKS OUT\n       dequant --tiled LAYOUT ROWS COLS TENSOR OUT\n"
+		    "       dequant --quantize TYPE VALUES OUT\n", stderr);
 		return LLM_EXIT_USAGE;
 	}
-	while (t < LLM_GGML_NTYPES && strcasecmp(llm_ggml_type_name(t), argv[1]) != 0)
-		t++;
-	if (t == LLM_GGML_NTYPES || !llm_quant_supported(t))
-		llm_fatal("%s: not a block type llm decodes (%s)", argv[1], llm_quant_supported_names());
+	t = type_named(argv[1], llm_quant_supported);
 	llm_ggml_type_block(t, &blck, &size);
 	if (llm_map_file(&m, argv[2]) < 0)
 		llm_fatal("%s", llm_errmsg());

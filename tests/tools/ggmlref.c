@@ -9,10 +9,14 @@
  *       to_float) and compare with the little-endian f32 file VALUES bit
  *       for bit (any NaN equals any NaN); prints "TYPE: N values equal" or
  *       the first difference and the count of differing values.
+ *   ggmlref blocks TYPE VALUES OUT
+ *       quantize the little-endian f32 file VALUES (whole blocks of TYPE)
+ *       with ggml_quantize_chunk, no importance matrix (what
+ *       llama-quantize does for a tensor), one row, into the file OUT.
  *   ggmlref quantize IN.gguf OUT.gguf FTYPE
  *       llama-quantize: llama_model_quantize with FTYPE "Q8_0", "Q4_0",
- *       "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M" or
- *       "Q6_K", on 2 threads, llama.cpp's default rules for the mix.
+ *       "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_S", "Q4_K_M",
+ *       "Q5_K_S", "Q5_K_M" or "Q6_K", on 2 threads, llama.cpp's default rules for the mix.
  *   ggmlref dequantize IN.gguf OUT.gguf
  *       the same file with every block-quantized tensor decoded to F32 by
  *       ggml's to_float (metadata copied; general.file_type set to 0).
@@ -36,6 +40,7 @@
 
 static const char usage_text[] =
 	"usage: ggmlref check TYPE BLOCKS VALUES\n"
+	"       ggmlref blocks TYPE VALUES OUT\n"
 	"       ggmlref quantize IN.gguf OUT.gguf FTYPE\n"
 	"       ggmlref dequantize IN.gguf OUT.gguf\n"
 	"       ggmlref logits MODEL.gguf IDS OUT\n";
@@ -126,6 +131,32 @@ check(const char *type, const char *blocks, const char *values)
 	return 0;
 }
 
+static int
+blocks(const char *type, const char *values, const char *out)
+{
+	enum ggml_type t = type_named(type);
+	const struct ggml_type_traits *tr = ggml_get_type_traits(t);
+	size_t nv;
+	float *v = slurp(values, &nv);
+	size_t n = nv / sizeof(float);
+
+	if (nv % sizeof(float) || n % (size_t)tr->blck_size)
+		die(values, "not whole blocks of f32 values");
+	size_t bytes = ggml_row_size(t, (int64_t)n);
+	void *dst = malloc(bytes ? bytes : 1);
+	if (!dst)
+		die("malloc", "out of memory");
+	ggml_quantize_init(t);
+	if (ggml_quantize_chunk(t, v, dst, 0, 1, (int64_t)n, NULL) != bytes)
+		die(type, "ggml_quantize_chunk wrote an unexpected size");
+	FILE *f = fopen(out, "wb");
+	if (!f || fwrite(dst, 1, bytes, f) != bytes || fclose(f) != 0)
+		die(out, "write error");
+	free(v);
+	free(dst);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	enum llama_ftype ftype;
@@ -133,7 +164,8 @@ static const struct {
 	{"Q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"Q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
 	{"Q4_1", LLAMA_FTYPE_MOSTLY_Q4_1}, {"Q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},
 	{"Q5_1", LLAMA_FTYPE_MOSTLY_Q5_1}, {"Q2_K", LLAMA_FTYPE_MOSTLY_Q2_K},
-	{"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M},
+	{"Q3_K_M", LLAMA_FTYPE_MOSTLY_Q3_K_M}, {"Q4_K_S", LLAMA_FTYPE_MOSTLY_Q4_K_S},
+	{"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},
 	{"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},
 };
 
@@ -280,6 +312,8 @@ main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "check") == 0)
 		return check(argv[2], argv[3], argv[4]);
+	if (argc == 5 && strcmp(argv[1], "blocks") == 0)
+		return blocks(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "quantize") == 0)
 		return quantize(argv[2], argv[3], argv[4]);
 	if (argc == 4 && strcmp(argv[1], "dequantize") == 0)

@@ -1,7 +1,7 @@
-/* Unit tests for lib/quant.c: block layouts decoded by hand-built blocks
- * whose values are known (tests/quant.bats checks every type against
- * ggml's own decoder bit for bit, on random and on llama-quantize's
- * blocks). */
+/* Unit tests for lib/quant.c and lib/quantize.c: block layouts decoded by
+ * hand-built blocks whose values are known, and quantized values that come
+ * back exactly or within their bits (tests/quant.bats checks every type
+ * against ggml's own decoder and quantizer byte for byte). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -194,6 +194,84 @@ T_TEST(tile_of_q4_0)
 		}
 }
 
+/* Quantizing (quantize.c): values on a type's grid come back exactly;
+ * an all-zero block is zeros; other values come back within the error the
+ * type's bits allow; odd sizes and unknown types are refused. */
+static void
+round_trip(uint32_t t, const float *x, size_t n, float *y)
+{
+	uint8_t b[4096];
+	T_CHECK(llm_quantize(t, x, n, b) == 0);
+	llm_dequantize(t, b, y, n);
+}
+
+T_TEST(quantize_grid_values_exactly)
+{
+	float x[256], y[256];
+	/* Q8_0: codes -127 .. 127 (max 127) times 1/16: d = 1/16 exactly */
+	for (int j = 0; j < 32; j++)
+		x[j] = (float)(j == 0 ? 127 : 8 * j - 130) / 16;
+	round_trip(LLM_GGML_Q8_0, x, 32, y);
+	T_CHECK(memcmp(x, y, 32 * sizeof(float)) == 0);
+	/* Q4_0: the largest magnitude is code 0 (-8 d); d = 0.25 */
+	for (int j = 0; j < 32; j++)
+		x[j] = (float)(j % 16 - 8) * 0.25f;
+	round_trip(LLM_GGML_Q4_0, x, 32, y);
+	T_CHECK(memcmp(x, y, 32 * sizeof(float)) == 0);
+	/* Q5_0: -16 d .. 15 d, d = 0.5 */
+	for (int j = 0; j < 32; j++)
+		x[j] = (float)(j - 16) * 0.5f;
+	round_trip(LLM_GGML_Q5_0, x, 32, y);
+	T_CHECK(memcmp(x, y, 32 * sizeof(float)) == 0);
+	/* Q4_1: min -3, d = 0.5, codes 0 .. 15 */
+	for (int j = 0; j < 32; j++)
+		x[j] = -3 + (float)(j % 16) * 0.5f;
+	round_trip(LLM_GGML_Q4_1, x, 32, y);
+	T_CHECK(memcmp(x, y, 32 * sizeof(float)) == 0);
+	/* zeros stay zeros in every type */
+	static const uint32_t all[] = {LLM_GGML_Q8_0, LLM_GGML_Q4_0, LLM_GGML_Q4_1, LLM_GGML_Q5_0,
+		LLM_GGML_Q5_1, LLM_GGML_Q4_K, LLM_GGML_Q5_K, LLM_GGML_Q6_K};
+	memset(x, 0, sizeof(x));
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		T_CHECK(llm_quantize_supported(all[i]));
+		memset(y, 0xff, sizeof(y));
+		round_trip(all[i], x, 256, y);
+		for (int j = 0; j < 256; j++)
+			T_CHECKF(y[j] == 0, "%s: %g", llm_ggml_type_name(all[i]), y[j]);
+	}
+}
+
+T_TEST(quantize_error_within_the_bits)
+{
+	static const struct {
+		uint32_t t;
+		double rel;  /* RMS error / RMS value, a uniform row */
+	} want[] = {
+		{LLM_GGML_Q8_0, 0.005}, {LLM_GGML_Q4_0, 0.08}, {LLM_GGML_Q4_1, 0.08}, {LLM_GGML_Q5_0, 0.04},
+		{LLM_GGML_Q5_1, 0.037}, {LLM_GGML_Q4_K, 0.07}, {LLM_GGML_Q5_K, 0.035}, {LLM_GGML_Q6_K, 0.017},
+	};
+	float x[1024], y[1024];
+	uint64_t r = 12345;
+	for (int j = 0; j < 1024; j++) {
+		r = r * 6364136223846793005u + 1442695040888963407u;
+		x[j] = (float)((double)(r >> 11) / 9007199254740992.0 * 2 - 1);
+	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		double e = 0, v = 0;
+		round_trip(want[i].t, x, 1024, y);
+		for (int j = 0; j < 1024; j++) {
+			e += (double)(y[j] - x[j]) * (y[j] - x[j]);
+			v += (double)x[j] * x[j];
+		}
+		T_CHECKF(sqrt(e / v) < want[i].rel, "%s: %g", llm_ggml_type_name(want[i].t), sqrt(e / v));
+	}
+	uint8_t b[1024];
+	T_CHECK(llm_quantize(LLM_GGML_Q4_K, x, 128, b) < 0);  /* not whole super-blocks */
+	T_CHECK(llm_quantize(LLM_GGML_Q8_0, x, 40, b) < 0);
+	T_CHECK(llm_quantize(LLM_GGML_Q2_K, x, 256, b) < 0 && !llm_quantize_supported(LLM_GGML_Q2_K));
+	T_CHECK(!llm_quantize_supported(LLM_GGML_F16));
+}
+
 int
 main(void)
 {
@@ -205,5 +283,7 @@ main(void)
 	T_RUN(nan_and_inf_scales_propagate);
 	T_RUN(layout_names_and_sizes);
 	T_RUN(tile_of_q4_0);
+	T_RUN(quantize_grid_values_exactly);
+	T_RUN(quantize_error_within_the_bits);
 	return T_DONE();
 }
