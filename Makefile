@@ -34,13 +34,13 @@ T = tests/tools$(SANITIZE:1=/san)
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h
+	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
-	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o
+	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -61,7 +61,8 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_model \
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
-	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant
+	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
+	$(O)/tests/unit/test_ppl
 
 all: config.mk $(PROGS) $(TOOLS)
 
@@ -99,6 +100,7 @@ $(O)/lib/ggufmeta.o: lib/ggufmeta.c
 $(O)/lib/quant.o: lib/quant.c
 $(O)/lib/quantize.o: lib/quantize.c
 $(O)/lib/qmix.o: lib/qmix.c
+$(O)/lib/ppl.o: lib/ppl.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -141,6 +143,7 @@ $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 
 $(O)/tests/unit/test_util: tests/unit/test_util.c
 $(O)/tests/unit/test_quant: tests/unit/test_quant.c
+$(O)/tests/unit/test_ppl: tests/unit/test_ppl.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
 $(O)/tests/unit/test_dtype: tests/unit/test_dtype.c

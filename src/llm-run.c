@@ -15,7 +15,9 @@
  * -i chats: each line of stdin is a user message; the conversation is
  * rendered with the model's chat template (lib/chat.c) and only the
  * tokens the KV cache lacks go through prefill_kv.  --bench measures
- * prefill and decode rates on random tokens.  --tokenize, --detokenize
+ * prefill and decode rates on random tokens; --perplexity measures a
+ * text's perplexity (and, against a base run, the KL divergence) as
+ * llama-perplexity does (lib/ppl.c).  --tokenize, --detokenize
  * and --render expose the tokenizer (lib/tokenizer.c) and the templates
  * to scripts and golden tests.  The last step of the pipeline: llm-import,
  * llm-pack-weights, llm-lower, llm-link, llm-run. */
@@ -35,6 +37,7 @@
 
 #include "../lib/chat.h"
 #include "../lib/json.h"
+#include "../lib/ppl.h"
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
 #include "../lib/tokenizer.h"
@@ -47,6 +50,8 @@ static const char usage_text[] =
 	"               [--chat-template name] [--system text] -m model\n"
 	"               -i | -f file | -p text | --tokens ids\n"
 	"       llm-run [-v] [--json] [-t threads] [--seed n] -m model --bench [spec]\n"
+	"       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
+	"               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
 	"       llm-run -m model | --tokenizer path --tokenize [--add-special]\n"
 	"       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
 	"       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
@@ -1006,13 +1011,89 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 	free(tokens);
 }
 
-enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_TOKENIZE, M_DETOKENIZE, M_RENDER };
+/* --perplexity FILE: the text's perplexity over windows of --ppl-context
+ * tokens (default 512, or the model's context when smaller), and against
+ * a base run's logits its KL divergence (lib/ppl.c). */
+static void
+ppl_progress(void *arg, int64_t chunk, int64_t n, double ppl, double seconds)
+{
+	(void)arg;
+	fprintf(stderr, "%s: chunk %" PRId64 "/%" PRId64 ": PPL %.4f, %.1f s\n", llm_prog, chunk + 1, n, ppl, seconds);
+}
+
+static void
+run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *tok, const char *path,
+    struct llm_ppl_opts *po, int json, int verbose)
+{
+	struct llm_ppl_result r;
+	int64_t *ids = NULL;
+	size_t nids = 0, len;
+	const char *label = strcmp(path, "-") == 0 ? "<stdin>" : path;
+
+	if (!tok)
+		llm_fatal("%s: no tokenizer.json: --perplexity needs the tokenizer", model);
+	char *text = read_input(path, &len);
+	if (rt->model.add_bos && rt->model.bos_id >= 0) {
+		ids = llm_xmalloc(sizeof(*ids));
+		ids[nids++] = rt->model.bos_id;
+		po->bos = rt->model.bos_id;
+	}
+	if (llm_tokenizer_encode(tok, text, len, 0, &ids, &nids) < 0)
+		llm_fatal("%s: %s", label, llm_errmsg());
+	free(text);
+	if (verbose)
+		po->progress = ppl_progress;
+	if (llm_perplexity(rt, ids, nids, po, &r) < 0)
+		llm_fatal("%s: %s", po->base && strstr(llm_errmsg(), po->base) ? model : label, llm_errmsg());
+	free(ids);
+	if (json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "chunks", json_integer(r.n_chunks));
+		json_object_set_new(o, "context", json_integer(po->n_ctx));
+		json_object_set_new(o, "scored_tokens", json_integer(r.n_scored));
+		json_object_set_new(o, "seconds", json_real(r.seconds));
+		json_object_set_new(o, "tokens_per_second", json_real(rate((double)r.n_eval, r.seconds)));
+		json_object_set_new(o, "ppl", json_real(r.ppl));
+		json_object_set_new(o, "ppl_error", json_real(r.ppl_err));
+		if (r.has_base) {
+			json_object_set_new(o, "base_ppl", json_real(r.base_ppl));
+			json_object_set_new(o, "base_ppl_error", json_real(r.base_ppl_err));
+			json_object_set_new(o, "kld_mean", json_real(r.kl_mean));
+			json_object_set_new(o, "kld_error", json_real(r.kl_err));
+			json_object_set_new(o, "kld_median", json_real(r.kl_median));
+			json_object_set_new(o, "kld_99", json_real(r.kl_p99));
+			json_object_set_new(o, "kld_max", json_real(r.kl_max));
+			json_object_set_new(o, "same_top", json_real(r.same_top));
+		}
+		char *t = llm_json_dumps(o);
+		write_out(t, strlen(t));
+		write_out("\n", 1);
+		free(t);
+		json_decref(o);
+	} else {
+		printf("perplexity: %" PRId64 " chunks of %" PRId64 " tokens, %" PRId64 " scored, %" PRId64
+		    " evaluated in %.2f s (%.2f t/s)\n", r.n_chunks, po->n_ctx, r.n_scored, r.n_eval, r.seconds,
+		    rate((double)r.n_eval, r.seconds));
+		printf("PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_err);
+		if (r.has_base) {
+			printf("PPL(base) = %.4f +/- %.5f, PPL/PPL(base) = %.5f\n", r.base_ppl, r.base_ppl_err,
+			    r.ppl / r.base_ppl);
+			printf("KLD = %.6f +/- %.6f, median %.6f, 99%% %.6f, max %.6f\n", r.kl_mean, r.kl_err, r.kl_median,
+			    r.kl_p99, r.kl_max);
+			printf("same top-1 = %.3f%%\n", 100 * r.same_top);
+		}
+	}
+	finish_stdout();
+}
+
+enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER };
 
 static void
 set_mode(enum mode *m, enum mode to)
 {
 	if (*m != M_NONE && *m != to)
-		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
+		usage_msg("give one of -i, -f, -p, --tokens, --bench, --perplexity, --tokenize, --detokenize and "
+		    "--render");
 	*m = to;
 }
 
@@ -1023,18 +1104,23 @@ main(int argc, char **argv)
 		OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
 		OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 		OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
-		OPT_NO_GEN_PROMPT,
+		OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD,
 	};
 	static const struct option longopts[] = {
 		{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
 		{"bench", optional_argument, NULL, OPT_BENCH},
 		{"chat", no_argument, NULL, 'i'},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+		{"chunks", required_argument, NULL, OPT_CHUNKS},
 		{"detokenize", no_argument, NULL, OPT_DETOKENIZE},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"kl-divergence", required_argument, NULL, OPT_KLD},
+		{"kl-divergence-base", required_argument, NULL, OPT_KLD_BASE},
 		{"logits", required_argument, NULL, OPT_LOGITS},
 		{"min-p", required_argument, NULL, OPT_MIN_P},
 		{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
+		{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
+		{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
 		{"render", required_argument, NULL, OPT_RENDER},
 		{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
 		{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
@@ -1052,7 +1138,9 @@ main(int argc, char **argv)
 	};
 	const char *model = NULL, *prompt = NULL, *prompt_file = NULL, *tokens_arg = NULL;
 	const char *logits_path = NULL, *tokenizer_path = NULL, *template_name = NULL, *system = NULL;
-	const char *render_path = NULL, *bench_arg = NULL;
+	const char *render_path = NULL, *bench_arg = NULL, *ppl_path = NULL;
+	struct llm_ppl_opts po = {512, 0, -1, NULL, NULL, NULL, NULL};
+	int ppl_ctx_set = 0;
 	struct llm_sampler_params sp = LLM_SAMPLER_DEFAULTS;
 	struct bench_spec bench = {512, 64, 0, 3};
 	char **stop = NULL;
@@ -1097,6 +1185,23 @@ main(int argc, char **argv)
 		case OPT_BENCH:
 			set_mode(&mode, M_BENCH);
 			bench_arg = optarg;
+			break;
+		case OPT_CHUNKS:
+			po.max_chunks = parse_int("--chunks", optarg, 1, INT32_MAX);
+			break;
+		case OPT_KLD:
+			po.base = optarg;
+			break;
+		case OPT_KLD_BASE:
+			po.save_base = optarg;
+			break;
+		case OPT_PERPLEXITY:
+			ppl_path = optarg;
+			set_mode(&mode, M_PPL);
+			break;
+		case OPT_PPL_CONTEXT:
+			po.n_ctx = parse_int("--ppl-context", optarg, 4, INT32_MAX);
+			ppl_ctx_set = 1;
 			break;
 		case OPT_CHAT_TEMPLATE:
 			template_name = optarg;
@@ -1187,6 +1292,10 @@ main(int argc, char **argv)
 		usage_msg("--logits goes with -f, -p or --tokens");
 	if (system && mode != M_CHAT)
 		usage_msg("--system goes with -i");
+	if ((ppl_ctx_set || po.max_chunks || po.base || po.save_base) && mode != M_PPL)
+		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
+	if (po.base && po.save_base)
+		usage_msg("give one of --kl-divergence and --kl-divergence-base");
 
 	/* The scriptable modes need no model library. */
 	if (mode == M_TOKENIZE || mode == M_DETOKENIZE || mode == M_RENDER) {
@@ -1235,7 +1344,7 @@ main(int argc, char **argv)
 	if (!model)
 		usage_msg("no model (-m bundle or build directory)");
 	if (mode == M_NONE)
-		usage_msg("no prompt (-i, -f, -p or --tokens)");
+		usage_msg("no prompt (-i, -f, -p, --tokens, --bench or --perplexity)");
 	if (!seeded)
 		sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
@@ -1264,6 +1373,14 @@ main(int argc, char **argv)
 	}
 	if (mode == M_BENCH) {
 		run_bench(&rt, model, &bench, sp.seed, json);
+		llm_runtime_close(&rt);
+		return LLM_EXIT_OK;
+	}
+	if (mode == M_PPL) {
+		if (!ppl_ctx_set && po.n_ctx > rt.max_context)
+			po.n_ctx = rt.max_context;
+		run_perplexity(&rt, model, src.tok, ppl_path, &po, json, verbose);
+		source_free(&src);
 		llm_runtime_close(&rt);
 		return LLM_EXIT_OK;
 	}

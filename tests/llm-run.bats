@@ -49,7 +49,7 @@ one_error() {
 	run -2 llm-run -p x
 	assert_line --index 0 "llm-run: no model (-m bundle or build directory)"
 	run -2 llm-run -m "$d"
-	assert_line --index 0 "llm-run: no prompt (-i, -f, -p or --tokens)"
+	assert_line --index 0 "llm-run: no prompt (-i, -f, -p, --tokens, --bench or --perplexity)"
 	run -2 llm-run -m "$d" -p x --tokens 1
 	run -2 llm-run -m "$d" -p x -n -1
 	run -2 llm-run -m "$d" -p x -t 0
@@ -793,4 +793,48 @@ stop_job() {
 		>"$T/d/tokenizer_config.json"
 	run -0 --separate-stderr llm-run -m "$T/d" -i -n 1 --json <<<hi
 	[ "$(jq '.prompt_tokens | length' <<<"$output")" -gt 0 ]
+}
+
+@test "--perplexity: its options go with it, one of the two KL files, a text of two windows at least" {
+	d=$(fixture_linked a)
+	run -2 llm-run -m "$d" -p x --chunks 2
+	assert_line --index 0 "llm-run: --ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity"
+	run -2 llm-run -m "$d" --perplexity /dev/null --kl-divergence a --kl-divergence-base b
+	assert_line --index 0 "llm-run: give one of --kl-divergence and --kl-divergence-base"
+	run -2 llm-run -m "$d" --perplexity /dev/null --ppl-context 3
+	run -2 llm-run -m "$d" --perplexity /dev/null -p x
+	echo "a b c" >"$T/short.txt"
+	run --separate-stderr llm-run -m "$d" --perplexity "$T/short.txt"
+	one_error
+	[[ "$stderr" == "llm-run: $T/short.txt: the text is "[0-9]*" tokens; a context of 64 needs at least 128" ]]
+	run --separate-stderr llm-run -m "$d" --perplexity "$T/short.txt" --ppl-context 100
+	[ "$stderr" = "llm-run: $T/short.txt: a context of 100 tokens: the model takes 4 to 64" ]
+}
+
+@test "--perplexity against its own base: the same PPL, KL 0, the same top token everywhere; another window is refused" {
+	d=$(fixture_linked a)
+	# bytes 0x21 .. 0x7e after the prefix space: 95 consecutive ids, which
+	# the stand-in model predicts (last + 1)
+	for i in $(seq 33 126); do printf "\\$(printf %o "$i")"; done >"$T/text.txt"
+	run -0 llm-run -m "$d" --perplexity "$T/text.txt" --ppl-context 32 --chunks 2 --kl-divergence-base "$T/base.kld"
+	assert_line --index 0 --regexp '^perplexity: 2 chunks of 32 tokens, 30 scored, 62 evaluated in [0-9.]+ s \([0-9.]+ t/s\)$'
+	assert_line --index 1 --regexp '^PPL = [0-9.]+ \+/- [0-9.]+$'
+	ppl=${lines[1]}
+	# header, 64 tokens, 30 rows of 258 logits
+	[ "$(stat -c %s "$T/base.kld")" -eq $((24 + 64 * 4 + 30 * 258 * 4)) ]
+	[ "$(head -c 8 "$T/base.kld")" = LLMKLD01 ]
+	run -0 llm-run -m "$d" --perplexity "$T/text.txt" --ppl-context 32 --chunks 2 --kl-divergence "$T/base.kld" --json
+	[ "$(echo "$output" | jq .kld_mean)" = 0 ]
+	[ "$(echo "$output" | jq .same_top)" = 1 ]
+	[ "$(echo "$output" | jq '.ppl == .base_ppl and .scored_tokens == 30 and .chunks == 2 and .context == 32')" = true ]
+	[ "PPL = $(echo "$output" | jq -r '"\(.ppl)"' | xargs printf '%.4f')" = "${ppl% +/-*}" ]
+	run --separate-stderr llm-run -m "$d" --perplexity "$T/text.txt" --chunks 1 --ppl-context 32 --kl-divergence "$T/base.kld"
+	one_error
+	[ "$stderr" = "llm-run: $d: $T/base.kld: 2 chunks of 32 tokens, this run has 1 of 32 (the same text, --ppl-context and --chunks are needed)" ]
+	head -c 1000 "$T/base.kld" >"$T/cut.kld"
+	run --separate-stderr llm-run -m "$d" --perplexity "$T/text.txt" --ppl-context 32 --chunks 2 --kl-divergence "$T/cut.kld"
+	one_error
+	[[ "$stderr" == *"cut.kld: 1000 bytes, its header implies "*" (truncated?)" ]]
+	run -0 llm-run -m "$d" --perplexity "$T/text.txt" --ppl-context 32 --chunks 1
+	assert_line --index 0 --regexp '^perplexity: 1 chunks of 32 tokens, 15 scored'
 }

@@ -408,3 +408,34 @@ same() {
 	assert_output "llm-pack-weights: $f: tensor 'model.embed_tokens.weight': row 1 holds a value that is not finite, which cannot be quantized"
 	[ ! -e "$T/out/weights.bin" ]
 }
+
+@test "--perplexity of stories260K is llama.cpp's on the f32 file; quantized files: PPL within 1% of llama.cpp's, KL from f32 (Q8_0: below llama.cpp's)" {
+	need_llamacpp
+	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
+	[ -f "$s" ] || skip "no $s"
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$s" OUT="$T/f32" -j2 >&2
+	# a text the model wrote itself (sampled, seeded): about 1000 tokens
+	llm-run -m "$T/f32/model.llm" -t 2 -p "Once upon a time" -n 2000 --temp 0.8 --seed 1 >"$T/text.txt" 2>/dev/null
+	run -0 llm-run -m "$T/f32/model.llm" -t 2 --perplexity "$T/text.txt" --ppl-context 256 \
+		--kl-divergence-base "$T/base.kld" --json
+	ours=$(echo "$output" | jq .ppl)
+	n=$(echo "$output" | jq .scored_tokens)
+	run -0 ggml-ref perplexity "$s" "$T/text.txt" 256
+	echo "f32: ours $ours, llama.cpp $output" >&3
+	[ "$(echo "$output" | awk '{print $4}')" = "$n" ]
+	awk -v a="$ours" -v b="$(echo "$output" | awk '{print $6}')" 'BEGIN { exit !(a / b - 1 < 1e-5 && b / a - 1 < 1e-5) }'
+	for f in Q8_0 Q4_K_M; do
+		ggml-ref quantize "$s" "$T/$f.gguf" "$f" 2>/dev/null
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/$f.gguf" OUT="$T/b$f" -j2 >&2
+		run -0 llm-run -m "$T/b$f/model.llm" -t 2 --perplexity "$T/text.txt" --ppl-context 256 \
+			--kl-divergence "$T/base.kld" --json
+		j=$output
+		run -0 ggml-ref perplexity "$T/$f.gguf" "$T/text.txt" 256 "$T/base.kld"
+		echo "$f: ours PPL $(echo "$j" | jq .ppl) KLD $(echo "$j" | jq .kld_mean) same top $(echo "$j" | jq .same_top); llama.cpp $(echo "$output" | tr '\n' ' ')" >&3
+		lp=$(echo "${lines[0]}" | awk '{print $6}')
+		lk=$(echo "${lines[1]}" | awk '{print $3}')
+		awk -v a="$(echo "$j" | jq .ppl)" -v b="$lp" 'BEGIN { exit !(a / b < 1.01 && b / a < 1.01) }'
+		[ "$(echo "$j" | jq '.kld_mean > 0 and .same_top > 0.8')" = true ]
+		[ "$f" != Q8_0 ] || awk -v a="$(echo "$j" | jq .kld_mean)" -v b="$lk" 'BEGIN { exit !(a < b) }'
+	done
+}

@@ -27,12 +27,23 @@
  *       only approximation left is llama.cpp's own: activations quantized
  *       to 8 bits for the dot products with block-quantized weights).
  *
+ *   ggmlref perplexity MODEL.gguf TEXT N_CTX [BASE]
+ *       llama-perplexity's measure, with llama.cpp's tokenizer and logits:
+ *       TEXT tokenized with BOS (when the model adds one), cut into chunks
+ *       of N_CTX tokens, each evaluated from an empty cache with BOS as its
+ *       first token, the second half scored (positions N_CTX/2 .. N_CTX-2
+ *       predict the next token); prints "chunks C scored S PPL P +/- E".
+ *       With BASE (a file of llm-run --kl-divergence-base, lib/ppl.h, made
+ *       from the same tokens), also "KLD mean K median M p99 Q max X
+ *       same_top F" of the base's distributions against llama.cpp's.
+ *
  * Exit status: 0 success (check: all equal), 1 a difference or a failure,
  * 2 usage. */
 #include <ggml-backend.h>
 #include <ggml.h>
 #include <gguf.h>
 #include <llama.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +52,7 @@
 static const char usage_text[] =
 	"usage: ggmlref check TYPE BLOCKS VALUES\n"
 	"       ggmlref blocks TYPE VALUES OUT\n"
+	"       ggmlref perplexity MODEL.gguf TEXT N_CTX [BASE]\n"
 	"       ggmlref quantize IN.gguf OUT.gguf FTYPE\n"
 	"       ggmlref dequantize IN.gguf OUT.gguf\n"
 	"       ggmlref logits MODEL.gguf IDS OUT\n";
@@ -172,8 +184,11 @@ static const struct {
 static void
 quiet(enum ggml_log_level level, const char *text, void *user)
 {
+	static enum ggml_log_level last = GGML_LOG_LEVEL_INFO;
 	(void)user;
-	if (level >= GGML_LOG_LEVEL_ERROR)
+	if (level != GGML_LOG_LEVEL_CONT)
+		last = level;
+	if (last == GGML_LOG_LEVEL_ERROR)
 		fputs(text, stderr);
 }
 
@@ -239,6 +254,155 @@ dequantize(const char *in, const char *out)
 	return 0;
 }
 
+/* llama.cpp on the CPU with 2 threads, an f32 KV cache and no flash
+ * attention, batches of up to n tokens (every logit kept). */
+static struct llama_context *
+open_model(const char *model, uint32_t n, struct llama_model **mp_out)
+{
+	llama_log_set(quiet, NULL);
+	llama_backend_init();
+	/* The CPU backend is a library of its own, one per x86 level. */
+	const char *dir = getenv("GGMLREF_BACKENDS");
+	if (dir)
+		ggml_backend_load_all_from_path(dir);
+	else
+		ggml_backend_load_all();
+	struct llama_model_params mp = llama_model_default_params();
+	mp.n_gpu_layers = 0;
+	struct llama_model *m = llama_model_load_from_file(model, mp);
+	if (!m)
+		die(model, "llama.cpp cannot load it");
+	struct llama_context_params cp = llama_context_default_params();
+	cp.n_ctx = (n + 255) / 256 * 256;
+	cp.n_batch = cp.n_ubatch = n;
+	cp.n_seq_max = 1;
+	cp.n_threads = cp.n_threads_batch = 2;
+	cp.type_k = cp.type_v = GGML_TYPE_F32;
+	cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+	struct llama_context *c = llama_init_from_model(m, cp);
+	if (!c)
+		die(model, "llama_init_from_model failed");
+	*mp_out = m;
+	return c;
+}
+
+static double
+log_sum_exp(const float *l, int n, double *max_out)
+{
+	double max = l[0], sum = 0;
+	for (int k = 1; k < n; k++)
+		max = l[k] > max ? l[k] : max;
+	for (int k = 0; k < n; k++)
+		sum += exp((double)l[k] - max);
+	*max_out = max;
+	return max + log(sum);
+}
+
+static int
+argmax(const float *l, int n)
+{
+	int a = 0;
+	for (int k = 1; k < n; k++)
+		if (l[k] > l[a])
+			a = k;
+	return a;
+}
+
+static int
+cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int
+perplexity(const char *model, const char *text, const char *nctx, const char *basefile)
+{
+	size_t len;
+	char *t = slurp(text, &len);
+	int n_ctx = atoi(nctx);
+	if (n_ctx < 4)
+		die(nctx, "not a context size");
+	struct llama_model *m;
+	struct llama_context *c = open_model(model, (uint32_t)n_ctx, &m);
+	const struct llama_vocab *v = llama_model_get_vocab(m);
+	int cap = (int)len + 16;
+	llama_token *tok = malloc((size_t)cap * sizeof(*tok));
+	int n = llama_tokenize(v, t, (int32_t)len, tok, cap, 1, 0);
+	if (n < 0)
+		die(text, "llama_tokenize failed");
+	if (n < 2 * n_ctx)
+		die(text, "too few tokens for two chunks");
+	int nv = llama_vocab_n_tokens(v), first = n_ctx / 2, chunks = n / n_ctx, count = 0;
+	double nll = 0, nll2 = 0, *kls = NULL;
+	const float *base = NULL;
+	int same = 0;
+	size_t blen = 0;
+	unsigned char *bf = NULL;
+	if (basefile) {
+		bf = slurp(basefile, &blen);
+		const int32_t *h = (const int32_t *)(bf + 8);
+		if (blen < 24 || memcmp(bf, "LLMKLD01", 8) != 0 || h[1] != nv || h[2] != n_ctx || h[3] != chunks)
+			die(basefile, "not a base file of these chunks");
+		if (memcmp(bf + 24, tok, (size_t)chunks * (size_t)n_ctx * 4) != 0)
+			die(basefile, "made from other tokens than llama.cpp's");
+		base = (const float *)(bf + 24 + (size_t)chunks * (size_t)n_ctx * 4);
+		kls = malloc((size_t)chunks * (size_t)n_ctx * sizeof(double));
+	}
+	struct llama_batch b = llama_batch_init(n_ctx, 0, 1);
+	for (int ch = 0; ch < chunks; ch++) {
+		const llama_token *ct = tok + ch * n_ctx;
+		llama_memory_clear(llama_get_memory(c), 1);
+		for (int i = 0; i < n_ctx; i++) {
+			b.token[i] = i == 0 && llama_vocab_get_add_bos(v) ? llama_vocab_bos(v) : ct[i];
+			b.pos[i] = i;
+			b.n_seq_id[i] = 1;
+			b.seq_id[i][0] = 0;
+			b.logits[i] = i >= first;
+		}
+		b.n_tokens = n_ctx;
+		if (llama_decode(c, b) != 0)
+			die(model, "llama_decode failed");
+		for (int i = first; i <= n_ctx - 2; i++) {
+			const float *l = llama_get_logits_ith(c, i);
+			double max, lq = log_sum_exp(l, nv, &max);
+			double x = -((double)l[ct[i + 1]] - lq);
+			nll += x;
+			nll2 += x * x;
+			if (base) {
+				const float *bl = base + (size_t)count * (size_t)nv;
+				double lb = log_sum_exp(bl, nv, &max), kl = 0;
+				for (int k = 0; k < nv; k++) {
+					double pb = (double)bl[k] - lb;
+					kl += exp(pb) * (pb - ((double)l[k] - lq));
+				}
+				kls[count] = kl > 0 ? kl : 0;
+				same += argmax(bl, nv) == argmax(l, nv);
+			}
+			count++;
+		}
+	}
+	double mean = nll / count, var = nll2 / count - mean * mean, ppl = exp(mean);
+	printf("chunks %d scored %d PPL %.6f +/- %.6f\n", chunks, count, ppl, var > 0 ? sqrt(var / (count - 1)) * ppl : 0);
+	if (base) {
+		double sk = 0;
+		for (int i = 0; i < count; i++)
+			sk += kls[i];
+		qsort(kls, (size_t)count, sizeof(double), cmpd);
+		printf("KLD mean %.6f median %.6f p99 %.6f max %.6f same_top %.5f\n", sk / count,
+		    kls[(count + 1) / 2 - 1], kls[(int)ceil(0.99 * count) - 1], kls[count - 1], (double)same / count);
+		free(kls);
+		free(bf);
+	}
+	llama_batch_free(b);
+	llama_free(c);
+	llama_model_free(m);
+	llama_backend_free();
+	free(tok);
+	free(t);
+	return 0;
+}
+
 static int
 logits(const char *model, const char *ids, const char *out)
 {
@@ -256,29 +420,8 @@ logits(const char *model, const char *ids, const char *out)
 	}
 	if (n == 0)
 		die(ids, "no token ids");
-	llama_log_set(quiet, NULL);
-	llama_backend_init();
-	/* The CPU backend is a library of its own, one per x86 level. */
-	const char *dir = getenv("GGMLREF_BACKENDS");
-	if (dir)
-		ggml_backend_load_all_from_path(dir);
-	else
-		ggml_backend_load_all();
-	struct llama_model_params mp = llama_model_default_params();
-	mp.n_gpu_layers = 0;
-	struct llama_model *m = llama_model_load_from_file(model, mp);
-	if (!m)
-		die(model, "llama.cpp cannot load it");
-	struct llama_context_params cp = llama_context_default_params();
-	cp.n_ctx = (uint32_t)(n + 255) / 256 * 256;
-	cp.n_batch = cp.n_ubatch = (uint32_t)n;
-	cp.n_seq_max = 1;
-	cp.n_threads = cp.n_threads_batch = 2;
-	cp.type_k = cp.type_v = GGML_TYPE_F32;
-	cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-	struct llama_context *c = llama_init_from_model(m, cp);
-	if (!c)
-		die(model, "llama_init_from_model failed");
+	struct llama_model *m;
+	struct llama_context *c = open_model(model, (uint32_t)n, &m);
 	struct llama_batch b = llama_batch_init(n, 0, 1);
 	for (int i = 0; i < n; i++) {
 		b.token[i] = tok[i];
@@ -312,6 +455,8 @@ main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "check") == 0)
 		return check(argv[2], argv[3], argv[4]);
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "perplexity") == 0)
+		return perplexity(argv[2], argv[3], argv[4], argc == 6 ? argv[5] : NULL);
 	if (argc == 5 && strcmp(argv[1], "blocks") == 0)
 		return blocks(argv[2], argv[3], argv[4]);
 	if (argc == 5 && strcmp(argv[1], "quantize") == 0)

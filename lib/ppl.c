@@ -1,0 +1,232 @@
+/* ppl.c: see ppl.h.
+ *
+ * The runtime returns the logits of the last token of a call only, so a
+ * chunk's context half goes through one prefill (its last position gives
+ * the first scored distribution) and each further scored position is one
+ * decode step. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ppl.h"
+#include "util.h"
+
+#define KLD_MAGIC "LLMKLD01"
+#define KLD_HEADER 24
+
+double
+llm_nll(const float *logits, int64_t n, int64_t tok)
+{
+	double max = logits[0], sum = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (logits[i] > max)
+			max = logits[i];
+	for (int64_t i = 0; i < n; i++)
+		sum += exp((double)logits[i] - max);
+	return -((double)logits[tok] - max - log(sum));
+}
+
+double
+llm_kl_logits(const float *base, const float *q, int64_t n)
+{
+	double mb = base[0], mq = q[0], sb = 0, sq = 0, kl = 0;
+	for (int64_t i = 1; i < n; i++) {
+		if (base[i] > mb)
+			mb = base[i];
+		if (q[i] > mq)
+			mq = q[i];
+	}
+	for (int64_t i = 0; i < n; i++) {
+		sb += exp((double)base[i] - mb);
+		sq += exp((double)q[i] - mq);
+	}
+	double lb = mb + log(sb), lq = mq + log(sq);
+	for (int64_t i = 0; i < n; i++) {
+		double pb = (double)base[i] - lb, pq = (double)q[i] - lq;
+		kl += exp(pb) * (pb - pq);
+	}
+	return kl > 0 ? kl : 0;
+}
+
+static void
+put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+static uint32_t
+get_u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The value of rank ceil(q n) of the sorted v[n]. */
+static double
+quantile(const double *v, size_t n, double q)
+{
+	size_t k = (size_t)ceil(q * (double)n);
+	return v[k ? k - 1 : 0];
+}
+
+/* Mean and its standard error of a sum and a sum of squares of n values. */
+static void
+mean_err(double s, double s2, int64_t n, double *mean, double *err)
+{
+	*mean = s / (double)n;
+	double var = s2 / (double)n - *mean * *mean;
+	*err = var > 0 && n > 1 ? sqrt(var / (double)(n - 1)) : 0;
+}
+
+/* The base file's header and tokens against this run's. */
+static int
+check_base(const struct llm_map *m, const char *path, int64_t vocab, int64_t n_ctx, int64_t n_chunks,
+    const int64_t *tokens, int64_t per_chunk)
+{
+	const uint8_t *p = m->p;
+	if (m->len < KLD_HEADER || memcmp(p, KLD_MAGIC, 8) != 0)
+		return llm_seterr("%s: not a base file of llm-run --kl-divergence-base", path);
+	if (get_u32(p + 8) != 1)
+		return llm_seterr("%s: version %" PRIu32 " (this program reads 1)", path, get_u32(p + 8));
+	if (get_u32(p + 12) != (uint32_t)vocab)
+		return llm_seterr("%s: a vocabulary of %" PRIu32 ", this model's has %" PRId64, path, get_u32(p + 12),
+		    vocab);
+	if (get_u32(p + 16) != (uint32_t)n_ctx || get_u32(p + 20) != (uint32_t)n_chunks)
+		return llm_seterr("%s: %" PRIu32 " chunks of %" PRIu32 " tokens, this run has %" PRId64 " of %" PRId64
+		    " (the same text, --ppl-context and --chunks are needed)", path, get_u32(p + 20), get_u32(p + 16),
+		    n_chunks, n_ctx);
+	uint64_t nt = (uint64_t)(n_chunks * n_ctx);
+	uint64_t want = KLD_HEADER + 4 * nt + (uint64_t)(n_chunks * per_chunk) * (uint64_t)vocab * 4;
+	if (m->len != want)
+		return llm_seterr("%s: %zu bytes, its header implies %" PRIu64 " (truncated?)", path, m->len, want);
+	for (uint64_t i = 0; i < nt; i++)
+		if ((int64_t)(int32_t)get_u32(p + KLD_HEADER + 4 * i) != tokens[i])
+			return llm_seterr("%s: token %" PRIu64 " differs: the base was run on another text or with "
+			    "another tokenizer", path, i);
+	return 0;
+}
+
+int
+llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
+    struct llm_ppl_result *r)
+{
+	int64_t n_ctx = o->n_ctx, first = n_ctx / 2, per = n_ctx - 1 - first, vocab = rt->vocab;
+	struct llm_map base = {0};
+	struct llm_out out = {.fd = -1};
+	int64_t *buf = NULL;
+	double *kls = NULL, nll = 0, nll2 = 0, bnll = 0, bnll2 = 0, kl = 0, kl2 = 0;
+	int64_t same = 0;
+	int rc = -1;
+
+	memset(r, 0, sizeof(*r));
+	if (n_ctx < 4 || n_ctx > rt->max_context)
+		return llm_seterr("a context of %" PRId64 " tokens: the model takes 4 to %" PRId64, n_ctx,
+		    rt->max_context);
+	if ((int64_t)n < 2 * n_ctx)
+		return llm_seterr("the text is %zu tokens; a context of %" PRId64 " needs at least %" PRId64, n, n_ctx,
+		    2 * n_ctx);
+	r->n_chunks = (int64_t)n / n_ctx;
+	if (o->max_chunks > 0 && o->max_chunks < r->n_chunks)
+		r->n_chunks = o->max_chunks;
+	if (o->base) {
+		if (llm_map_file(&base, o->base) < 0)
+			return -1;
+		if (check_base(&base, o->base, vocab, n_ctx, r->n_chunks, tokens, per) < 0)
+			goto out;
+		kls = llm_xmalloc((size_t)(r->n_chunks * per) * sizeof(double));
+		r->has_base = 1;
+	}
+	if (o->save_base) {
+		uint8_t h[KLD_HEADER];
+		memcpy(h, KLD_MAGIC, 8);
+		put_u32(h + 8, 1);
+		put_u32(h + 12, (uint32_t)vocab);
+		put_u32(h + 16, (uint32_t)n_ctx);
+		put_u32(h + 20, (uint32_t)r->n_chunks);
+		if (llm_out_open(&out, o->save_base) < 0)
+			goto out;
+		int ok = fwrite(h, 1, sizeof(h), out.fp) == sizeof(h);
+		for (int64_t i = 0; ok && i < r->n_chunks * n_ctx; i++) {
+			uint8_t t[4];
+			put_u32(t, (uint32_t)(int32_t)tokens[i]);
+			ok = fwrite(t, 1, 4, out.fp) == 4;
+		}
+		if (!ok) {
+			llm_seterr("%s: write error:", o->save_base);
+			goto out;
+		}
+	}
+	buf = llm_xmalloc((size_t)n_ctx * sizeof(*buf));
+	const float *blog = base.p ? (const float *)((const uint8_t *)base.p + KLD_HEADER +
+	    4 * (size_t)(r->n_chunks * n_ctx)) : NULL;
+	double t0 = llm_now();
+	for (int64_t c = 0; c < r->n_chunks; c++) {
+		memcpy(buf, tokens + c * n_ctx, (size_t)n_ctx * sizeof(*buf));
+		if (o->bos >= 0)
+			buf[0] = o->bos;
+		llm_runtime_reset(rt);
+		if (llm_runtime_prefill(rt, buf, first + 1) < 0)
+			goto out;
+		for (int64_t j = first; j <= n_ctx - 2; j++) {
+			if (j > first && llm_runtime_decode(rt, buf[j]) < 0)
+				goto out;
+			double v = llm_nll(rt->logits, vocab, buf[j + 1]);
+			nll += v;
+			nll2 += v * v;
+			if (out.fp && fwrite(rt->logits, sizeof(float), (size_t)vocab, out.fp) != (size_t)vocab) {
+				llm_seterr("%s: write error:", o->save_base);
+				goto out;
+			}
+			if (blog) {
+				const float *b = blog + (size_t)r->n_scored * (size_t)vocab;
+				double bv = llm_nll(b, vocab, buf[j + 1]), k = llm_kl_logits(b, rt->logits, vocab);
+				bnll += bv;
+				bnll2 += bv * bv;
+				kl += k;
+				kl2 += k * k;
+				kls[r->n_scored] = k;
+				same += llm_argmax(b, vocab) == llm_argmax(rt->logits, vocab);
+			}
+			r->n_scored++;
+		}
+		r->n_eval += n_ctx - 1;
+		if (o->progress)
+			o->progress(o->arg, c, r->n_chunks, exp(nll / (double)r->n_scored), llm_now() - t0);
+	}
+	r->seconds = llm_now() - t0;
+	double m, e;
+	mean_err(nll, nll2, r->n_scored, &m, &e);
+	r->ppl = exp(m);
+	r->ppl_err = e * r->ppl;
+	if (blog) {
+		mean_err(bnll, bnll2, r->n_scored, &m, &e);
+		r->base_ppl = exp(m);
+		r->base_ppl_err = e * r->base_ppl;
+		mean_err(kl, kl2, r->n_scored, &r->kl_mean, &r->kl_err);
+		qsort(kls, (size_t)r->n_scored, sizeof(double), cmp_double);
+		r->kl_median = quantile(kls, (size_t)r->n_scored, 0.5);
+		r->kl_p99 = quantile(kls, (size_t)r->n_scored, 0.99);
+		r->kl_max = kls[r->n_scored - 1];
+		r->same_top = (double)same / (double)r->n_scored;
+	}
+	if (out.fp && llm_out_commit(&out) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0 && out.fp)
+		llm_out_abort(&out);
+	if (base.p)
+		llm_unmap(&base);
+	free(buf);
+	free(kls);
+	return rc;
+}
