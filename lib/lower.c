@@ -247,24 +247,6 @@ save_stdin(const char *path)
 	return 0;
 }
 
-static int
-copy_to_stdout(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char buf[65536];
-	size_t n;
-
-	if (!f)
-		return llm_seterr("%s:", path);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		if (fwrite(buf, 1, n, stdout) != n)
-			break;
-	fclose(f);
-	if (fflush(stdout) != 0 || ferror(stdout))
-		return llm_seterr("stdout: write error:");
-	return 0;
-}
-
 /* Runs one stage; on failure the tool's stderr goes to our stderr and to
  * dir/<stage>.log. */
 static int
@@ -548,14 +530,11 @@ llm_lower_run(struct llm_lower *l)
 		cached = NULL;
 	}
 
-	if (strcmp(l->output, "-") == 0) {
-		if (copy_to_stdout(obj) < 0)
-			goto fail;
-	} else if (rename(obj, l->output) != 0) {
-		llm_seterr("%s: rename:", l->output);
+	/* Copied, not renamed: an output that is a device, a FIFO or a
+	 * symbolic link is written as llm_out writes it (util.h); with -k
+	 * the object stays beside the .ll. */
+	if (copy_file(obj, l->output) < 0)
 		goto fail;
-	} else if (l->keep)
-		(void)link(l->output, obj); /* best effort: a copy beside the .ll */
 	if (l->keep)
 		l->kept = dir;
 	else {

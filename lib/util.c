@@ -348,18 +348,72 @@ llm_unmap(struct llm_map *m)
 	m->len = 0;
 }
 
+/* The file a path names after its symbolic links: path itself, or the
+ * end of the chain (which may not exist), as a new string; NULL with
+ * llm_errmsg for a loop. */
+static char *
+follow_links(const char *path)
+{
+	char *p = llm_xstrdup(path);
+	struct stat st;
+
+	for (int hops = 0; lstat(p, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		char buf[PATH_MAX];
+		ssize_t n;
+		if (hops == 40 || (n = readlink(p, buf, sizeof(buf) - 1)) < 0) {
+			errno = hops == 40 ? ELOOP : errno;
+			llm_seterr("%s:", path);
+			free(p);
+			return NULL;
+		}
+		buf[n] = 0;
+		char *slash = strrchr(p, '/'), *next;
+		if (buf[0] == '/' || !slash)
+			next = llm_xstrdup(buf);
+		else
+			next = llm_xasprintf("%.*s/%s", (int)(slash - p), p, buf);
+		free(p);
+		p = next;
+	}
+	return p;
+}
+
 int
 llm_out_open(struct llm_out *o, const char *path)
 {
+	struct stat st;
+
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
-	o->path = llm_xstrdup(path);
 	if (strcmp(path, "-") == 0) {
+		o->path = llm_xstrdup(path);
 		o->fp = stdout;
 		o->fd = 1;
 		return 0;
 	}
-	o->tmp = llm_xasprintf("%s.tmp.XXXXXX", path);
+	if (!(o->path = follow_links(path)))
+		return -1;
+	if (stat(o->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode)) {
+			llm_seterr("%s: %s", path, S_ISDIR(st.st_mode) ? "is a directory" : "is a socket");
+			free(o->path);
+			o->path = NULL;
+			return -1;
+		}
+		/* a device or a FIFO: written in place */
+		if ((o->fd = open(o->path, O_WRONLY | O_NOCTTY | O_CLOEXEC)) < 0 || !(o->fp = fdopen(o->fd, "wb"))) {
+			llm_seterr("%s:", path);
+			if (o->fd >= 0)
+				close(o->fd);
+			free(o->path);
+			memset(o, 0, sizeof(*o));
+			o->fd = -1;
+			return -1;
+		}
+		o->inplace = 1;
+		return 0;
+	}
+	o->tmp = llm_xasprintf("%s.tmp.XXXXXX", o->path);
 	if ((o->fd = mkstemp(o->tmp)) < 0) {
 		int err = errno;
 		free(o->tmp);
@@ -385,6 +439,14 @@ llm_out_commit(struct llm_out *o)
 
 	if (fflush(o->fp) != 0 || ferror(o->fp))
 		rc = llm_seterr("%s: write error:", o->path);
+	if (o->inplace) {
+		if (fclose(o->fp) != 0 && rc == 0)
+			rc = llm_seterr("%s: close:", o->path);
+		free(o->path);
+		memset(o, 0, sizeof(*o));
+		o->fd = -1;
+		return rc;
+	}
 	if (!o->tmp) {
 		free(o->path);
 		o->path = NULL;
@@ -409,6 +471,8 @@ llm_out_commit(struct llm_out *o)
 void
 llm_out_abort(struct llm_out *o)
 {
+	if (o->inplace && o->fp)
+		fclose(o->fp);
 	if (o->tmp) {
 		if (o->fp)
 			fclose(o->fp);

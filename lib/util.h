@@ -71,12 +71,18 @@ void llm_unmap(struct llm_map *m);
  * is renamed to path by llm_out_commit, after fflush, ferror and fsync.  Until
  * then the temporary is registered so that llm_fatal and SIGINT/SIGTERM
  * remove it: no half-written output survives a failure.  path "-" means
- * stdout (commit then only flushes and checks for errors). */
+ * stdout (commit then only flushes and checks for errors).  A symbolic
+ * link is written through: the temporary goes beside the file it names
+ * (followed to the end of a chain, created if missing) and replaces that
+ * file, the link stays.  An existing file that is not a regular one (a
+ * device, a FIFO) is written in place, as cc and cp write it, never
+ * replaced; a directory or a socket is refused. */
 struct llm_out {
-	char *path;
+	char *path;          /* the file written: path, or a link's target */
 	char *tmp;
 	FILE *fp;
 	int fd;
+	int inplace;         /* writing into an existing non-regular file */
 };
 int llm_out_open(struct llm_out *o, const char *path);
 int llm_out_commit(struct llm_out *o);

@@ -199,6 +199,8 @@ main(int argc, char **argv)
 	struct llm_out lib;
 	if (llm_out_open(&lib, libpath) < 0)
 		llm_fatal("%s", llm_errmsg());
+	if (!lib.tmp)
+		llm_fatal("%s: not a regular file (the linker writes a new one)", libpath);
 	struct argv l = {0};
 	compiler(&l);
 	arg(&l, "-shared");

@@ -167,3 +167,23 @@ no_output() {
 	[ ! -e "$T/d/model.llm" ]
 	[ -z "$(ls -A "$T/d" | grep -e '\.tmp\.')" ]
 }
+
+@test "-o through a symbolic link writes its target; onto a FIFO or a device node made here, in place" {
+	fixture_copy "$(fixture a)" "$T/d"
+	llm-link -o "$T/ref.llm" "$T/d"
+	mkdir "$T/b"
+	ln -s b/model.llm "$T/link.llm"
+	llm-link -o "$T/link.llm" "$T/d"
+	[ -L "$T/link.llm" ]
+	cmp "$T/ref.llm" "$T/b/model.llm"
+	mkfifo "$T/fifo"
+	cat "$T/fifo" >"$T/from-fifo" &
+	llm-link -o "$T/fifo" "$T/d"
+	wait
+	[ -p "$T/fifo" ]
+	cmp "$T/ref.llm" "$T/from-fifo"
+	if mknod "$T/null" c 1 3 2>/dev/null; then
+		llm-link -o "$T/null" "$T/d"
+		[ -c "$T/null" ]
+	fi
+}

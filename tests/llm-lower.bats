@@ -185,3 +185,23 @@ check_numbers() {
 	run -0 file "$BATS_TEST_TMPDIR/r.o"
 	assert_output --partial "RISC-V"
 }
+
+@test "an output through a symbolic link replaces its target; a device node made here stays a device" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir objs
+	ln -s objs/decode.o link.o
+	run -0 llm-lower -o link.o "$F/decode.mlir"
+	[ -L link.o ] && [ -f objs/decode.o ]
+	run -0 nm objs/decode.o
+	assert_output --partial "T _mlir_ciface_llm_small"
+	if mknod null c 1 3 2>/dev/null; then
+		run -0 llm-lower -o null "$F/decode.mlir"
+		[ -c null ]
+	fi
+	mkfifo fifo
+	cat fifo >from-fifo &
+	run -0 llm-lower -o fifo "$F/decode.mlir"
+	wait
+	[ -p fifo ]
+	cmp from-fifo objs/decode.o
+}

@@ -838,3 +838,24 @@ stop_job() {
 	run -0 llm-run -m "$d" --perplexity "$T/text.txt" --ppl-context 32 --chunks 1
 	assert_line --index 0 --regexp '^perplexity: 1 chunks of 32 tokens, 15 scored'
 }
+
+@test "--logits onto a symbolic link writes its target; onto a device node or a FIFO made here, in place" {
+	d=$(fixture_linked a)
+	mkdir "$T/out"
+	ln -s out/l.f32 "$T/link"
+	llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T/link" >/dev/null 2>&1
+	[ -L "$T/link" ] && [ "$(stat -c %s "$T/out/l.f32")" -eq $((FX_VOCAB * 4)) ]
+	if mknod "$T/null" c 1 3 2>/dev/null; then
+		run -0 llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T/null"
+		[ -c "$T/null" ]
+	fi
+	mkfifo "$T/fifo"
+	cat "$T/fifo" >"$T/from-fifo" &
+	llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T/fifo" >/dev/null 2>&1
+	wait
+	[ -p "$T/fifo" ]
+	cmp "$T/from-fifo" "$T/out/l.f32"
+	run --separate-stderr llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "llm-run: $T: is a directory" ]
+}

@@ -34,7 +34,7 @@
  *       first token, the second half scored (positions N_CTX/2 .. N_CTX-2
  *       predict the next token); prints "chunks C scored S PPL P +/- E".
  *       With BASE (a file of llm-run --kl-divergence-base, lib/ppl.h, made
- *       from the same tokens), also "KLD mean K median M p99 Q max X
+ *       from the same tokens; its chunk count caps the chunks), also "KLD mean K median M p99 Q max X
  *       same_top F" of the base's distributions against llama.cpp's.
  *
  * Exit status: 0 success (check: all equal), 1 a difference or a failure,
@@ -342,6 +342,8 @@ perplexity(const char *model, const char *text, const char *nctx, const char *ba
 	if (basefile) {
 		bf = slurp(basefile, &blen);
 		const int32_t *h = (const int32_t *)(bf + 8);
+		if (blen >= 24 && h[3] < chunks)
+			chunks = h[3]; /* the base's chunks (llm-run --chunks) */
 		if (blen < 24 || memcmp(bf, "LLMKLD01", 8) != 0 || h[1] != nv || h[2] != n_ctx || h[3] != chunks)
 			die(basefile, "not a base file of these chunks");
 		if (memcmp(bf + 24, tok, (size_t)chunks * (size_t)n_ctx * 4) != 0)

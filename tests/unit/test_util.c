@@ -1,7 +1,9 @@
 /* Unit tests for lib/util.c: errors, numbers, buffers, atomic output. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +95,65 @@ T_TEST(atomic_output_appears_only_on_commit)
 	free(dir);
 }
 
+/* Outputs through symbolic links and onto files that are not regular:
+ * the link stays a link, its target (at the end of a chain, created when
+ * missing) gets the data; a FIFO or a device is written in place, never
+ * replaced; a directory is refused. */
+T_TEST(output_through_links_and_into_special_files)
+{
+	char *dir = llm_path_join(t_tmpdir(), "special");
+	char *target = llm_path_join(dir, "target"), *link1 = llm_path_join(dir, "link1");
+	char *link2 = llm_path_join(dir, "link2"), *fifo = llm_path_join(dir, "fifo");
+	char *dev = llm_path_join(dir, "null"), *data;
+	struct stat st;
+
+	T_CHECK(llm_mkdirs(dir) == 0);
+	/* link2 -> link1 -> target (missing): the target is created */
+	T_CHECK(symlink("target", link1) == 0 && symlink(link1, link2) == 0);
+	T_CHECK(llm_write_file(link2, "one", 3) == 0);
+	T_CHECK(lstat(link2, &st) == 0 && S_ISLNK(st.st_mode) && lstat(link1, &st) == 0 && S_ISLNK(st.st_mode));
+	T_CHECK(llm_read_file(target, &data, NULL) == 0 && strcmp(data, "one") == 0);
+	free(data);
+	/* an existing target is replaced, the links stay */
+	T_CHECK(llm_write_file(link2, "two", 3) == 0);
+	T_CHECK(lstat(link1, &st) == 0 && S_ISLNK(st.st_mode));
+	T_CHECK(llm_read_file(target, &data, NULL) == 0 && strcmp(data, "two") == 0);
+	free(data);
+	T_CHECK(count_entries(dir) == 3);
+	/* a loop of links is an error */
+	char *la = llm_path_join(dir, "la"), *lb = llm_path_join(dir, "lb");
+	T_CHECK(symlink("lb", la) == 0 && symlink("la", lb) == 0);
+	T_CHECK(llm_write_file(la, "x", 1) < 0 && strstr(llm_errmsg(), "symbolic links") != NULL);
+	/* a FIFO is written in place: a child reads what was written */
+	T_CHECK(mkfifo(fifo, 0600) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char buf[16] = {0};
+		int fd = open(fifo, O_RDONLY);
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		_exit(n == 5 && strcmp(buf, "fifo!") == 0 ? 0 : 1);
+	}
+	T_CHECK(llm_write_file(fifo, "fifo!", 5) == 0);
+	int status;
+	T_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	T_CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+	/* a character device (made here, as root only) stays one */
+	if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0) {
+		T_CHECK(llm_write_file(dev, "gone", 4) == 0);
+		T_CHECK(lstat(dev, &st) == 0 && S_ISCHR(st.st_mode));
+	}
+	/* a directory is refused, naming it */
+	T_CHECK(llm_write_file(dir, "x", 1) < 0 && strstr(llm_errmsg(), "is a directory") != NULL);
+	free(la);
+	free(lb);
+	free(dev);
+	free(fifo);
+	free(link2);
+	free(link1);
+	free(target);
+	free(dir);
+}
+
 T_TEST(fatal_removes_open_temporaries)
 {
 	char *dir = llm_path_join(t_tmpdir(), "fatal");
@@ -165,6 +226,7 @@ main(void)
 	T_RUN(parse_f64_rejects_junk_and_nonfinite);
 	T_RUN(buf_grows_and_stays_terminated);
 	T_RUN(atomic_output_appears_only_on_commit);
+	T_RUN(output_through_links_and_into_special_files);
 	T_RUN(fatal_removes_open_temporaries);
 	T_RUN(out_open_fails_in_missing_directory);
 	T_RUN(map_file_maps_contents_and_rejects_directories);
