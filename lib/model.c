@@ -301,6 +301,24 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 
 	if (get_obj(r, "kv_cache", path, &o) < 0 || get_u64(o, "bytes", path, &m->kv_bytes) < 0)
 		goto fail;
+	{
+		/* The runtime allocates and the kernels index the cache by the
+		 * config (not covered by the fingerprint: derived, so checked) */
+		const struct llm_model_config *c = &m->cfg;
+		double want = (double)c->n_layers * 2 * (double)c->n_kv_heads *
+		    (double)llm_kv_positions(m->max_context) * (double)c->head_dim * (double)llm_dtype_size(m->kv_dtype);
+		json_t *pos = json_object_get(o, "positions"); /* borrowed */
+		if ((double)m->kv_bytes != want) {
+			llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,
+			    m->kv_bytes, want);
+			goto fail;
+		}
+		if (pos && (!json_is_integer(pos) || json_integer_value(pos) != llm_kv_positions(m->max_context))) {
+			llm_seterr("%s: kv_cache.positions must be %" PRId64 " for max_context %" PRId64, path,
+			    llm_kv_positions(m->max_context), m->max_context);
+			goto fail;
+		}
+	}
 
 	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
 	    get_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||

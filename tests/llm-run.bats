@@ -79,19 +79,19 @@ one_error() {
 	d=$(fixture_linked a)
 	llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T/l" >/dev/null 2>&1
 	[ "$(rows "$T/l")" -eq 1 ]
-	[ "$(diag "$T/l" 0)" = "1 0 1 41 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 0)" = "1 0 1 41 1 0 1088 1280 258" ]
 }
 
 @test "a prompt of S tokens is one prefill call" {
 	d=$(fixture_linked a)
 	llm-run -m "$d" -t 1 --tokens 10,11,12,13 -n 1 --logits "$T/l" >/dev/null 2>&1
-	[ "$(diag "$T/l" 0)" = "1 0 4 $(sum 10 13) 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 0)" = "1 0 4 $(sum 10 13) 1 0 1088 1280 258" ]
 }
 
 @test "a prompt of S+1 tokens: prefill, then prefill_kv with one token at position S" {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -v -m "$d" -t 1 --tokens "$(seq_ids 10 14)" -n 1 --logits "$T/l"
-	[ "$(diag "$T/l" 0)" = "2 4 1 $(sum 10 14) 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 0)" = "2 4 1 $(sum 10 14) 1 0 1088 1280 258" ]
 	[ "${stderr_lines[1]}" = "llm-run: prefill pos 0 n_tokens 4" ]
 	[ "${stderr_lines[2]}" = "llm-run: prefill_kv pos 4 n_tokens 1" ]
 }
@@ -108,10 +108,10 @@ one_error() {
 	[ "${stderr_lines[6]}" = "llm-run: decode pos 19 n_tokens 1" ]
 	[ "${stderr_lines[8]}" = "llm-run: decode pos 21 n_tokens 1" ]
 	[ "$(rows "$T/l")" -eq 4 ]
-	[ "$(diag "$T/l" 0)" = "2 16 3 $(sum 30 48) 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 0)" = "2 16 3 $(sum 30 48) 1 0 1088 1280 258" ]
 	# Decode feeds the generated 49, 50, 51: the cache holds them.
-	[ "$(diag "$T/l" 1)" = "3 19 1 $(sum 30 49) 1 0 1088 1024 258" ]
-	[ "$(diag "$T/l" 3)" = "3 21 1 $(sum 30 51) 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 1)" = "3 19 1 $(sum 30 49) 1 0 1088 1280 258" ]
+	[ "$(diag "$T/l" 3)" = "3 21 1 $(sum 30 51) 1 0 1088 1280 258" ]
 }
 
 @test "logits rows carry the weights: the data area of weights.bin" {
@@ -149,7 +149,7 @@ one_error() {
 	[ "$(jq -c .generated_tokens <<<"$output")" = "[120,121,122,123,124]" ]
 	[ "$(jq -r .stop <<<"$output")" = "context" ]
 	[ "$(rows "$T/l")" -eq 5 ]
-	[ "$(diag "$T/l" 4)" = "3 63 1 $(sum 60 123) 1 0 1088 1024 258" ]
+	[ "$(diag "$T/l" 4)" = "3 63 1 $(sum 60 123) 1 0 1088 1280 258" ]
 }
 
 @test "-n 0 runs the prompt only and writes one logits row" {
@@ -778,6 +778,9 @@ stop_job() {
 	llm-link out >&2
 	echo 'Once upon a time' >prompt.txt
 	cp "$PROJECT_ROOT/tests/fixtures/chat/system-turns.json" chat.json
+	# the perplexity example's two builds and text (600 tokens at least)
+	ln -s out bf16 && ln -s out q4km
+	for i in $(seq 1 300); do printf 'word%d ' "$i"; done >wiki.txt
 	n=0
 	while IFS= read -r cmd; do
 		run -0 bash -c "$cmd" </dev/null
@@ -858,4 +861,15 @@ stop_job() {
 	run --separate-stderr llm-run -m "$d" -t 1 --tokens 40 -n 1 --logits "$T"
 	[ "$status" -eq 1 ]
 	[ "$stderr" = "llm-run: $T: is a directory" ]
+}
+
+@test "an edited kv_cache.bytes is refused with one line, not a crash" {
+	fixture_copy "$(fixture_linked a)" "$T/d"
+	rm -f "$T/d/model.llm"
+	for b in 16 4096 1000000; do
+		jq ".kv_cache.bytes = $b" "$T/d/model.json" >"$T/m.json" && cp "$T/m.json" "$T/d/model.json"
+		run --separate-stderr llm-run -m "$T/d" --tokens 1 -n 1
+		one_error
+		[ "$stderr" = "llm-run: $T/d/model.json: kv_cache.bytes $b, the config implies 1280 (edited by hand?)" ]
+	done
 }

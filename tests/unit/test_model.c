@@ -20,7 +20,7 @@ manifest(void)
 	    " \"limits\": {\"max_context\": 32, \"prefill_chunk\": 4},"
 	    " \"tokenizer\": {\"files\": [\"tokenizer.json\"], \"bos_id\": 1, \"eos_ids\": [2, 3], \"add_bos\": true,"
 	    "   \"chat_template\": null},"
-	    " \"kv_cache\": {\"layout\": \"layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)\", \"dtype\": \"f32\", \"bytes\": 1024},"
+	    " \"kv_cache\": {\"layout\": \"layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)\", \"dtype\": \"f32\", \"positions\": 48, \"bytes\": 1536},"
 	    " \"weights\": {\"file\": \"weights.bin\", \"header_bytes\": 4096, \"alignment\": 64, \"data_bytes\": 256,"
 	    "   \"fingerprint\": \"0000000000000000\", \"tensors\": ["
 	    "   {\"name\": \"embed\", \"source\": [\"model.embed_tokens.weight\"], \"transform\": \"copy\","
@@ -137,6 +137,27 @@ T_TEST(byte_sizes_must_match_shapes)
 	T_CHECK(strstr(llm_errmsg(), "expected a positive integer") != NULL);
 }
 
+/* The cache's size is derived from the config: an edited one (which the
+ * runtime would allocate, too small for the kernels) is refused. */
+T_TEST(kv_cache_size_is_checked_against_the_config)
+{
+	static const int64_t bad[] = {16, 4096, 1000000, 1535};
+	struct llm_model m;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = manifest();
+		json_object_set_new(json_object_get(j, "kv_cache"), "bytes", json_integer(bad[i]));
+		refingerprint(j);
+		T_CHECK(parse(j, &m) < 0);
+		T_CHECKF(strstr(llm_errmsg(), "the config implies 1536") != NULL, "%s", llm_errmsg());
+		json_decref(j);
+	}
+	json_t *j = manifest();
+	json_object_set_new(json_object_get(j, "kv_cache"), "positions", json_integer(32));
+	refingerprint(j);
+	T_CHECK(parse(j, &m) < 0 && strstr(llm_errmsg(), "kv_cache.positions must be 48") != NULL);
+	json_decref(j);
+}
+
 T_TEST(missing_and_mistyped_keys_are_named)
 {
 	struct llm_model m;
@@ -195,6 +216,7 @@ main(void)
 	T_RUN(other_format_versions_are_rejected);
 	T_RUN(overlapping_or_misaligned_tensors_are_rejected);
 	T_RUN(byte_sizes_must_match_shapes);
+	T_RUN(kv_cache_size_is_checked_against_the_config);
 	T_RUN(missing_and_mistyped_keys_are_named);
 	T_RUN(fingerprint_changes_with_the_plan);
 	T_RUN(load_reports_json_errors_with_position);
