@@ -7,6 +7,7 @@
  * passes, results to the results of the original op they stand for.  An
  * op then matches when it is the same op reading the same original
  * values; copies of allowlisted constants match any equal constant. */
+#include <inttypes.h>
 #include <mlir-c/BuiltinAttributes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "ir.h"
 #include "json.h"
+#include "lower.h"
 #include "model.h"
 #include "util.h"
 #include "verifypart.h"
@@ -42,9 +44,18 @@ struct kfile {
 	MlirModule mod;       /* null when it could not be read */
 };
 
+/* A kernel as the partitions use it: from which phases' kind, how often. */
+struct kuse {
+	const char *name, *file, *hash; /* borrowed from the JSON */
+	char kind[32];
+	size_t n;
+};
+
 struct vctx {
 	const char *path;
 	char *dir;
+	struct kuse *uses;
+	size_t nuses;
 	MlirContext ctx;
 	json_t *violations;
 	struct kfile *kfiles;
@@ -88,6 +99,42 @@ violation(struct vphase *p, ptrdiff_t part, int64_t op, const char *kind, const 
 	json_array_append_new(p->v->violations, o);
 	p->nviol++;
 	llm_buf_free(&b);
+}
+
+/* A violation of the file as a whole (the kernel index, the model). */
+static void
+index_violation(struct vctx *v, const char *kind, const char *fmt, ...)
+{
+	struct llm_buf b = {0};
+	va_list ap;
+	json_t *o = json_object();
+
+	va_start(ap, fmt);
+	llm_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	json_object_set_new(o, "phase", json_null());
+	json_object_set_new(o, "partition", json_null());
+	json_object_set_new(o, "op", json_null());
+	json_object_set_new(o, "kind", json_string(kind));
+	json_object_set_new(o, "message", json_string(b.p));
+	json_array_append_new(v->violations, o);
+	llm_buf_free(&b);
+}
+
+/* A path inside the parts directory: relative, no ".." component. */
+static int
+inside(const char *rel)
+{
+	if (!*rel || rel[0] == '/')
+		return 0;
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return 0;
+		p += n;
+		p += *p == '/';
+	}
+	return 1;
 }
 
 static size_t
@@ -646,7 +693,7 @@ check_call(struct vphase *p, size_t pi, MlirModule glue, MlirOperation call, str
 		}
 	}
 
-	MlirModule km = kernel_module(p, pi, pt->file);
+	MlirModule km = pt->file ? kernel_module(p, pi, pt->file) : (MlirModule){NULL};
 	MlirOperation kf = mlirModuleIsNull(km) ? (MlirOperation){NULL} : llm_ir_find_func_ref(km, callee);
 	MlirOperation decl = llm_ir_find_func_ref(glue, callee);
 	if (!mlirModuleIsNull(km) && mlirOperationIsNull(kf))
@@ -837,6 +884,120 @@ free_phase(struct vphase *p)
 	free(p->gluepath);
 }
 
+static void
+record_use(struct vctx *v, const struct vphase *p, const struct vpart *pt)
+{
+	char kind[32];
+	if (llm_lower_kind_name(p->name, kind, sizeof(kind)) < 0)
+		snprintf(kind, sizeof(kind), "%s", p->name);
+	for (size_t i = 0; i < v->nuses; i++) {
+		struct kuse *u = &v->uses[i];
+		if (strcmp(u->name, pt->kernel) == 0 && strcmp(u->file, pt->file ? pt->file : "") == 0 &&
+		    strcmp(u->hash, pt->hash) == 0 && strcmp(u->kind, kind) == 0) {
+			u->n++;
+			return;
+		}
+	}
+	v->uses = llm_xreallocarray(v->uses, v->nuses + 1, sizeof(*v->uses));
+	struct kuse *u = &v->uses[v->nuses++];
+	u->name = pt->kernel;
+	u->file = pt->file ? pt->file : "";
+	u->hash = pt->hash;
+	snprintf(u->kind, sizeof(u->kind), "%s", kind);
+	u->n = 1;
+}
+
+/* The kernel index: every kernel the partitions call once, with their
+ * file, hash, kind and use count, and nothing else. */
+static int
+check_kernels(struct vctx *v, json_t *root)
+{
+	json_t *ks = json_object_get(root, "kernels");
+	if (!json_is_array(ks))
+		return llm_seterr("%s: no array 'kernels'", v->path);
+	unsigned char *seen = llm_xcalloc(v->nuses + 1, 1);
+	for (size_t i = 0; i < json_array_size(ks); i++) {
+		json_t *k = json_array_get(ks, i);
+		char *c = llm_xasprintf("%s: kernels[%zu]", v->path, i);
+		const char *name, *file, *kind, *hash;
+		int64_t n;
+		int bad = !json_is_object(k) ? llm_seterr("%s: not an object", c) :
+		    llm_json_str(k, "name", c, &name) < 0 || llm_json_str(k, "file", c, &file) < 0 ||
+		    llm_json_str(k, "kind", c, &kind) < 0 || llm_json_str(k, "hash", c, &hash) < 0 ||
+		    llm_json_int(k, "partitions", c, &n) < 0;
+		free(c);
+		if (bad) {
+			free(seen);
+			return -1;
+		}
+		size_t u = 0;
+		while (u < v->nuses && strcmp(v->uses[u].name, name) != 0)
+			u++;
+		if (!inside(file))
+			index_violation(v, "bad-path", "kernels[%zu]: file '%s' is outside %s", i, file, v->dir);
+		else if (u == v->nuses)
+			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is called by no partition", i, name);
+		else if (seen[u]++)
+			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is listed twice", i, name);
+		else if (strcmp(v->uses[u].file, file) != 0 || strcmp(v->uses[u].hash, hash) != 0 ||
+		    strcmp(v->uses[u].kind, kind) != 0)
+			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is %s, %s, hash %s; its partitions say "
+			    "%s, %s, hash %s", i, name, kind, file, hash, v->uses[u].kind, v->uses[u].file, v->uses[u].hash);
+		else if ((size_t)n != v->uses[u].n)
+			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is used by %" PRId64 " partitions, the "
+			    "phases call it %zu times", i, name, n, v->uses[u].n);
+	}
+	for (size_t u = 0; u < v->nuses; u++)
+		if (!seen[u] && *v->uses[u].file)
+			index_violation(v, "index-mismatch", "kernel '%s' (%s) is called but not in 'kernels'",
+			    v->uses[u].name, v->uses[u].file);
+	free(seen);
+	return 0;
+}
+
+/* The model the partitions come from: "model" names the model.json whose
+ * phases are the originals, one by one. */
+static int
+check_model(struct vctx *v, json_t *root)
+{
+	const char *rel;
+	struct llm_model m;
+	if (llm_json_str(root, "model", v->path, &rel) < 0)
+		return -1;
+	char *path = llm_path_join(v->dir, rel);
+	if (llm_model_load(&m, path) < 0) {
+		index_violation(v, "model-mismatch", "model '%s': %s", rel, llm_errmsg());
+		free(path);
+		return 0;
+	}
+	json_t *phases = json_object_get(root, "phases");
+	if ((size_t)m.nphases != json_array_size(phases))
+		index_violation(v, "model-mismatch", "model '%s' has %d phases, the partitions %zu", rel, m.nphases,
+		    json_array_size(phases));
+	for (size_t i = 0; i < json_array_size(phases) && i < (size_t)m.nphases; i++) {
+		json_t *jp = json_array_get(phases, i);
+		const char *name = json_string_value(json_object_get(jp, "name"));
+		const char *entry = json_string_value(json_object_get(jp, "entry"));
+		const char *src = json_string_value(json_object_get(jp, "source"));
+		const struct llm_phase *ph = &m.phases[i];
+		char *want = llm_path_join(m.dir, ph->file), *got = src ? llm_path_join(v->dir, src) : NULL;
+		char *rw = realpath(want, NULL), *rg = got ? realpath(got, NULL) : NULL;
+		if (!name || strcmp(name, ph->name) != 0 || !entry || strcmp(entry, ph->entry) != 0)
+			index_violation(v, "model-mismatch", "phases[%zu] is '%s' (%s), model '%s' has '%s' (%s)", i,
+			    name ? name : "?", entry ? entry : "?", rel, ph->name, ph->entry);
+		else if (!rw || !rg || strcmp(rw, rg) != 0)
+			index_violation(v, "model-mismatch", "phases[%zu]: source '%s' is not %s of model '%s'", i,
+			    src ? src : "?", ph->file, rel);
+		free(rw);
+		free(rg);
+		free(want);
+		free(got);
+	}
+	llm_model_free(&m);
+	free(path);
+	return 0;
+}
+
 static int
 verify_phase(struct vctx *v, json_t *jp, size_t n)
 {
@@ -903,6 +1064,12 @@ verify_phase(struct vctx *v, json_t *jp, size_t n)
 			free(ids);
 			goto out;
 		}
+		if (!inside(pt->file)) {
+			violation(&p, (ptrdiff_t)pi, -1, "bad-path", "partition %zu: kernel file '%s' is outside %s", pi,
+			    pt->file, v->dir);
+			pt->file = NULL;
+		}
+		record_use(v, &p, pt);
 		pt->ops = llm_xcalloc(nids + 1, sizeof(*pt->ops));
 		for (size_t k = 0; k < nids; k++) {
 			ptrdiff_t i = pos_of_id(&p, ids[k]);
@@ -990,6 +1157,8 @@ llm_verify_partition(const char *path, json_t **report)
 	for (size_t i = 0; i < json_array_size(phases); i++)
 		if (verify_phase(&v, json_array_get(phases, i), i) < 0)
 			goto out;
+	if (check_kernels(&v, root) < 0 || check_model(&v, root) < 0)
+		goto out;
 
 	size_t nk = 0;
 	for (size_t i = 0; i < v.nkfiles; i++)
@@ -1021,6 +1190,7 @@ out:
 		free(v.kfiles[i].rel);
 	}
 	free(v.kfiles);
+	free(v.uses);
 	if (v.ctx.ptr)
 		llm_ir_context_free(v.ctx);
 	json_decref(v.violations);

@@ -84,9 +84,11 @@ main(int argc, char **argv)
 		if (json_is_integer(part))
 			llm_warn("%s: %s: partition %lld: %s", path, json_string_value(json_object_get(x, "phase")),
 			    (long long)json_integer_value(part), json_string_value(json_object_get(x, "message")));
-		else
+		else if (json_is_string(json_object_get(x, "phase")))
 			llm_warn("%s: %s: %s", path, json_string_value(json_object_get(x, "phase")),
 			    json_string_value(json_object_get(x, "message")));
+		else /* the file as a whole: the kernel index, the model */
+			llm_warn("%s: %s", path, json_string_value(json_object_get(x, "message")));
 	}
 	json_t *counts = json_object_get(report, "counts"); /* borrowed */
 	if (rc > 0)

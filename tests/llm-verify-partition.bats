@@ -189,3 +189,43 @@ broken() {
 	run -2 --separate-stderr llm-verify-partition "$J"
 	assert_regex "$stderr" "^llm-verify-partition: $P/../prefill.mlir: No such file or directory$"
 }
+
+@test "the kernel index is checked: a dropped, renamed, rehashed, missing or outside kernel entry (issue 16)" {
+	set_copy
+	# a dropped entry: its partitions call a kernel the index lacks
+	edit_json 'del(.kernels[0])'
+	broken index-mismatch
+	assert_regex "$(jq -r '.violations[].message' "$T/r.json")" "is called but not in 'kernels'"
+	set_copy
+	edit_json '.kernels[0].hash = "0123456789abcdef"'
+	broken index-mismatch
+	set_copy
+	edit_json '.kernels[0].name = "llm_decode_kffff"'
+	broken index-mismatch
+	set_copy
+	edit_json '.kernels[0].file = "decode/nothere.mlir"'
+	broken index-mismatch
+	set_copy
+	edit_json '.kernels[0].file = "../../etc/passwd"'
+	broken bad-path
+	set_copy
+	edit_json '.kernels[0].partitions += 1'
+	broken index-mismatch
+	set_copy
+	edit_json '.kernels += [.kernels[0]]'
+	broken index-mismatch
+	# a partition's file outside the parts directory
+	set_copy
+	edit_json '.phases[2].partitions[1].file = "../../etc/passwd"'
+	broken bad-path
+}
+
+@test "the model of the partitions is checked: moved elsewhere, or another model's (issue 16)" {
+	set_copy
+	cp -r "$T/out" "$T/other"
+	edit_json '.model = "../../other/model.json"'
+	broken model-mismatch
+	set_copy
+	edit_json '.model = "../missing.json"'
+	broken model-mismatch
+}
