@@ -12,6 +12,7 @@
 
 #include "lower.h"
 #include "spawn.h"
+#include "target.h"
 
 /* The temporary directory of the running lowering, removed by the signal
  * handler unless it is to be kept.  Paths are built before any tool runs,
@@ -400,7 +401,7 @@ llm_lower_run(struct llm_lower *l)
 	l->cache_hit = 0;
 	if (l->cache && strcmp(l->input, "-") != 0) {
 		uint64_t h[2] = {LLM_FNV_INIT, LLM_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
-		key_str(h, "llm-lower cache 1");
+		key_str(h, "llm-lower cache 2"); /* 2: objects carry .llm.target */
 		key_file(h, l->input);
 		for (int i = 2; i < nopt; i++) {
 			key_str(h, opt[i]);
@@ -417,6 +418,7 @@ llm_lower_run(struct llm_lower *l)
 		key_tool(h, l->mlir_translate);
 		key_tool(h, l->llc);
 		key_tool(h, l->objcopy);
+		key_tool(h, l->clang);
 		cached = llm_xasprintf("%s/%016llx%016llx.o", l->cache, (unsigned long long)h[0], (unsigned long long)h[1]);
 		if (llm_file_exists(cached)) {
 			if (l->verbose)
@@ -516,10 +518,24 @@ llm_lower_run(struct llm_lower *l)
 	if (stage(l, lc, "llc", logs[2]) < 0)
 		goto fail;
 
-	/* Only the entry points stay global. */
+	/* The target the object is for, as data (target.h), in its section
+	 * .llm.target; only the entry points stay global. */
+	struct llm_target tg;
+	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, features, &tg) < 0) {
+		llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
+		goto fail;
+	}
+	char *tjson = llm_target_json(&tg), *tpath = llm_path_join(dir, "target.json");
+	char *addsec = llm_xasprintf("--add-section=" LLM_TARGET_SECTION "=%s", tpath);
+	llm_target_free(&tg);
+	int wrc = llm_write_file(tpath, tjson, strlen(tjson));
 	char *oc[] = {(char *)l->objcopy, "--wildcard", "--keep-global-symbol=llm_*",
-		"--keep-global-symbol=_mlir_ciface_*", obj, NULL};
-	if (stage(l, oc, "llvm-objcopy", logs[2]) < 0)
+		"--keep-global-symbol=_mlir_ciface_*", addsec, obj, NULL};
+	wrc = wrc < 0 ? -1 : stage(l, oc, "llvm-objcopy", logs[2]);
+	free(tjson);
+	free(tpath);
+	free(addsec);
+	if (wrc < 0)
 		goto fail;
 
 	/* Into the cache first (a failure there only costs a later rebuild). */

@@ -22,6 +22,7 @@ struct llm_lower {
 	const char *mlir_translate;
 	const char *llc;
 	const char *objcopy;  /* llvm-objcopy, to keep only llm_* symbols global */
+	const char *clang;    /* to resolve the target's features (target.h) */
 	const char *cache;    /* directory of the content-addressed object cache, or NULL */
 	int cache_hit;        /* out: the object came from the cache */
 	const char *triple;   /* NULL: the host */

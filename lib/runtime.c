@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "target.h"
 #include "util.h"
 #include "weights.h"
 
@@ -116,6 +117,24 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	if (!mb)
 		return -1;
 	rt->lib_label = rt->bundle.is_dir ? mb->label : rt->bundle.path;
+	/* The machine the code is for (target.h): checked before it is loaded,
+	 * so that a bundle of another ISA is refused, not killed by SIGILL. */
+	const struct llm_member *tm = llm_bundle_find(&rt->bundle, LLM_TARGET_MEMBER);
+	if (tm) {
+		char *text;
+		size_t len;
+		struct llm_target t;
+		if (llm_bundle_read(&rt->bundle, tm, &text, &len) < 0)
+			return -1;
+		int rc = llm_target_parse(text, len, tm->label, &t);
+		free(text);
+		if (rc < 0)
+			return -1;
+		rc = llm_target_check_host(&t, rt->bundle.is_dir ? tm->label : rt->bundle.path);
+		llm_target_free(&t);
+		if (rc < 0)
+			return -1;
+	}
 	if (o->threads > 0) {
 		/* libomp reads it when it starts; set before it is loaded. */
 		char n[32];

@@ -17,14 +17,24 @@
 #   LLM           prefix of the llm-* programs, e.g. bin/ in the source
 #                 tree; empty: from PATH
 #   IMPORT_FLAGS  options for llm-import (--dtype, --max-context, ...)
-#   LOWER_FLAGS   options for llm-lower (--cpu, --target, ...)
+#   TARGET        the triple to compile for (llm-lower --target), e.g.
+#                 riscv64-linux-gnu; empty: this host
+#   CPU           the CPU to compile for (llm-lower --cpu): x86-64-v3 (any
+#                 AVX2 machine), x86-64-v4 (AVX-512), znver4, ...; empty:
+#                 this host's ("native").  The bundle records the target
+#                 and its ISA extensions; llm-run refuses it on a machine
+#                 that lacks one.
+#   LOWER_FLAGS   other options for llm-lower (--features, ...)
 #   RUN_FLAGS     options for llm-run in `make run`
 # GNU make: the parts list is read from the parts.mk that llm-split writes.
 
 LLM =
 STRATEGY = layer
 IMPORT_FLAGS =
+TARGET =
+CPU =
 LOWER_FLAGS =
+TARGET_FLAGS = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU)) $(LOWER_FLAGS)
 RUN_FLAGS = -p 'Once upon a time' -n 32
 # What llm-import reads: the GGUF file itself, or the checkpoint's files.
 ifneq ($(filter %.gguf,$(MODEL)),)
@@ -73,9 +83,15 @@ $(P)/verify.json: $(P)/parts.mk
 
 OBJS = $(LLM_PARTS:%=$(OUT)/obj/%.o)
 
-$(OUT)/obj/%.o: $(P)/%.mlir | $(P)/verify.json
+# The objects depend on what they are lowered for: a stamp rewritten only
+# when TARGET, CPU or LOWER_FLAGS change.
+$(OUT)/obj/target.flags: FORCE
 	@mkdir -p $(@D)
-	$(LLM)llm-lower $(LOWER_FLAGS) -o $@ $<
+	@echo '$(TARGET_FLAGS)' | cmp -s - $@ || echo '$(TARGET_FLAGS)' >$@
+
+$(OUT)/obj/%.o: $(P)/%.mlir $(OUT)/obj/target.flags | $(P)/verify.json
+	@mkdir -p $(@D)
+	$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<
 
 $(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
 	$(LLM)llm-link -o $@ $(OUT) $(OBJS)

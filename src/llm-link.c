@@ -7,10 +7,12 @@
  * model.json, the entry and <entry>_fingerprint, returning the plan
  * fingerprint of model.json and weights.bin.  Then writes model.llm, the
  * single-file bundle llm-run reads (share/doc/llm/formats.txt section 4):
- * model.json, the tokenizer files, libmodel.so and weights.bin in an
- * uncompressed tar, weights.bin aligned to 64 KiB so that it maps in place.
- * The step between llm-lower and llm-run. */
+ * model.json, the tokenizer files, target.json (the objects' target, from
+ * their .llm.target sections: one for all), libmodel.so and weights.bin in
+ * an uncompressed tar, weights.bin aligned to 64 KiB so that it maps in
+ * place.  The step between llm-lower and llm-run. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +24,7 @@
 #include "../lib/bundle.h"
 #include "../lib/model.h"
 #include "../lib/spawn.h"
+#include "../lib/target.h"
 #include "../lib/util.h"
 
 /* The LLVM release whose runtime helpers are linked in. */
@@ -147,7 +150,7 @@ main(int argc, char **argv)
 	if (llm_weights_open(&w, wpath, &m) < 0)
 		llm_fatal("%s", llm_errmsg());
 	llm_weights_close(&w);
-	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 3, sizeof(*src));
+	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 4, sizeof(*src));
 	size_t ns = 0;
 	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0};
 	for (size_t i = 0; i < m.ntokenizer_files; i++) {
@@ -181,6 +184,58 @@ main(int argc, char **argv)
 	if (nobjs == 0)
 		llm_fatal("%s: no object files", objdir);
 	qsort(objs, nobjs, sizeof(*objs), cmp_str);
+
+	/* The target of the objects (llm-lower's section .llm.target): one
+	 * for all, recorded in the bundle for llm-run to check (target.h).
+	 * Objects without it (not from llm-lower) give a bundle without. */
+	char *tjson = NULL;
+	const char *tfrom = NULL;
+	size_t nwithout = 0;
+	struct llm_target tfirst = {0};
+	for (size_t i = 0; i < nobjs; i++) {
+		struct llm_map om;
+		const void *sec;
+		size_t slen;
+		int found;
+		if (llm_map_file(&om, objs[i]) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if ((found = llm_elf_section(om.p, om.len, LLM_TARGET_SECTION, &sec, &slen)) < 0)
+			llm_fatal("%s: %s", objs[i], llm_errmsg());
+		if (!found) {
+			nwithout++;
+			if (tfrom)
+				llm_fatal("%s: no %s section (not from llm-lower?), where %s is for %s (%s)", objs[i],
+				    LLM_TARGET_SECTION, tfrom, tfirst.cpu, tfirst.triple);
+		} else {
+			struct llm_target t;
+			if (llm_target_parse(sec, slen, objs[i], &t) < 0)
+				llm_fatal("%s", llm_errmsg());
+			if (nwithout)
+				llm_fatal("%s: for %s (%s), where other objects have no %s section", objs[i], t.cpu,
+				    t.triple, LLM_TARGET_SECTION);
+			if (!tfrom) {
+				tfirst = t;
+				tfrom = objs[i];
+				tjson = llm_xmalloc(slen + 1);
+				memcpy(tjson, sec, slen);
+				tjson[slen] = 0;
+			} else {
+				if (!llm_target_equal(&t, &tfirst))
+					llm_fatal("%s: built for %s (%s), %s for %s (%s): lower them for one target", objs[i],
+					    t.cpu, t.triple, tfrom, tfirst.cpu, tfirst.triple);
+				llm_target_free(&t);
+			}
+		}
+		llm_unmap(&om);
+	}
+	llm_target_free(&tfirst);
+	char *tpath = llm_path_join(outdir, LLM_TARGET_MEMBER);
+	if (tjson) {
+		if (llm_write_file(tpath, tjson, strlen(tjson)) < 0)
+			llm_fatal("%s", llm_errmsg());
+		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tpath, 0};
+	} else if (unlink(tpath) < 0 && errno != ENOENT)
+		llm_fatal("%s:", tpath);
 
 	const char *bindir = (env = getenv("LLVM_BINDIR")) && *env ? env : LLM_LLVM_BINDIR;
 	char *libdir;
@@ -266,7 +321,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, libpath, bpath);
 
 	for (size_t i = 1; i + 2 < ns; i++)
-		free((char *)src[i].path);
+		if (src[i].path != tpath)
+			free((char *)src[i].path);
+	free(tpath);
+	free(tjson);
 	free(src);
 	for (size_t i = 0; i < nobjs; i++)
 		free(objs[i]);

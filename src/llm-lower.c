@@ -151,10 +151,12 @@ main(int argc, char **argv)
 	char *translate = tool("LLM_MLIR_TRANSLATE", bindir, "mlir-translate");
 	char *llc = tool("LLM_LLC", bindir, "llc");
 	char *objcopy = tool("LLM_OBJCOPY", bindir, "llvm-objcopy");
+	char *clang = tool("LLM_CLANG", bindir, "clang");
 	l.mlir_opt = opt;
 	l.mlir_translate = translate;
 	l.llc = llc;
 	l.objcopy = objcopy;
+	l.clang = clang;
 	/* The object cache: --no-cache, else LLM_CACHE_DIR ("" disables it),
 	 * else $XDG_CACHE_HOME/llm-lower, else ~/.cache/llm-lower. */
 	char *cachedir = NULL;
@@ -191,6 +193,7 @@ main(int argc, char **argv)
 	free(translate);
 	free(llc);
 	free(objcopy);
+	free(clang);
 	free(cachedir);
 	free(guessed);
 	free(defout);

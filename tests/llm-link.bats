@@ -151,12 +151,18 @@ no_output() {
 	no_output "$T/d"
 }
 
-@test "a damaged object is an error naming the tool that failed" {
+@test "a damaged object is an error naming it, or the tool that failed" {
 	fixture_copy "$(fixture a)" "$T/d"
 	echo 'not an object' >"$T/d/obj/prefill.o"
 	run -1 --separate-stderr llm-link "$T/d"
-	assert_equal "${stderr_lines[-1]}" "llm-link: cc: exited with status 1"
+	assert_equal "${stderr_lines[-1]}" "llm-link: $T/d/obj/prefill.o: not an ELF64 little-endian object"
 	no_output "$T/d"
+	# an ELF object the linker refuses: its section headers cut off
+	fixture_copy "$(fixture a)" "$T/e"
+	head -c 200 "$T/e/obj/decode.o" >"$T/e/obj/prefill.o"
+	run -1 --separate-stderr llm-link "$T/e"
+	[[ "${stderr_lines[-1]}" == "llm-link: "* ]]
+	no_output "$T/e"
 }
 
 @test "a missing tokenizer file is an error and leaves no bundle" {

@@ -205,3 +205,20 @@ check_numbers() {
 	[ -p fifo ]
 	cmp from-fifo objs/decode.o
 }
+
+@test "the object records its target in .llm.target: --cpu, --target and --features decide the extensions" {
+	cd "$BATS_TEST_TMPDIR"
+	sec() { "$LLVM_BINDIR/llvm-objcopy" --dump-section .llm.target=/dev/stdout "$1" /dev/null; }
+	llm-lower --no-cache -o host.o "$F/decode.mlir"
+	run -0 sec host.o
+	[ "$(echo "$output" | jq -r .cpu)" = "$("$LLVM_BINDIR/llc" --version | sed -n 's/^ *Host CPU: //p')" ]
+	llm-lower --no-cache --cpu x86-64-v3 -o v3.o "$F/decode.mlir"
+	run -0 sec v3.o
+	[ "$(echo "$output" | jq -c .features)" = '["abm","avx","avx2","bmi1","bmi2","f16c","fma","movbe","pni","popcnt","sse4_1","sse4_2","ssse3"]' ]
+	llm-lower --no-cache --cpu x86-64-v3 --features=+avx512f -o v3f.o "$F/decode.mlir"
+	run -0 sec v3f.o
+	[ "$(echo "$output" | jq '.features | index("avx512f") != null')" = true ]
+	llm-lower --no-cache --target riscv64-linux-gnu -o rv.o "$F/decode.mlir"
+	run -0 sec rv.o
+	[ "$(echo "$output" | jq -c '[.triple, .features]')" = '["riscv64-linux-gnu",["a","c","d","f","m","v"]]' ]
+}

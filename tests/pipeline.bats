@@ -136,3 +136,29 @@ logits() {
 	assert_line "DEPS_LIBS = -lfoo"
 	assert_line "BINDIR = \$(PREFIX)/bin"
 }
+
+@test "the bundle records its target (CPU=x86-64-v3: AVX2, no AVX-512); llm-run checks it against this CPU, data-driven" {
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" CPU=x86-64-v3 \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32" -j2
+	t="$T/out/target.json"
+	[ "$(jq -r '.triple | split("-")[0]' "$t")" = x86_64 ] && [ "$(jq -r .cpu "$t")" = x86-64-v3 ]
+	[ "$(jq '.features | index("avx2") != null and index("fma") != null and index("avx512f") == null' "$t")" = true ]
+	# the same record in the bundle, and in every object
+	tar -xOf "$T/out/model.llm" target.json | cmp - "$t"
+	for o in "$T"/out/obj/*/*.o; do
+		"$LLVM_BINDIR/llvm-objcopy" --dump-section .llm.target="$T/sec" "$o" && cmp "$T/sec" "$t"
+	done
+	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 2
+	# a feature this CPU lacks, or another architecture: one line, exit 1
+	jq '.features += ["avx10_fake"]' "$t" >"$T/t" && cp "$T/t" "$t"
+	run -1 --separate-stderr llm-run -m "$T/out" --tokens 1,2,3 -n 2
+	[ "$stderr" = "llm-run: $t: built for x86-64-v3 (x86_64-pc-linux-gnu): this CPU lacks avx10_fake" ]
+	jq '.triple = "riscv64-unknown-linux-gnu"' "$t" >"$T/t" && cp "$T/t" "$t"
+	run -1 --separate-stderr llm-run -m "$T/out" --tokens 1,2,3 -n 2
+	[ "$stderr" = "llm-run: $t: built for riscv64-unknown-linux-gnu (x86-64-v3): this machine is $(uname -m)" ]
+	# changing CPU lowers again: the objects follow the target
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" CPU=x86-64-v2 \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32" -j2
+	[ "$(jq -r .cpu "$t")" = x86-64-v2 ] && [ "$(jq '.features | index("avx") == null' "$t")" = true ]
+	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 2
+}

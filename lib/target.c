@@ -1,0 +1,340 @@
+/* target.c: see target.h. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "spawn.h"
+#include "target.h"
+#include "util.h"
+
+/* The x86 extensions LLVM's code generator can use: clang's predefined
+ * macro for it, its name (as /proc/cpuinfo spells it), and where CPUID
+ * reports it (leaf, subleaf, register EAX..EDX = 0..3, bit), with the
+ * register state the OS must enable for it (XCR0 bits: 0x6 AVX, 0xe6
+ * AVX-512).  The host check reads CPUID, as LLVM's host detection does
+ * (a hypervisor's /proc/cpuinfo may omit a flag the CPU has). */
+static const struct {
+	const char *macro, *name;
+	unsigned leaf, sub, reg, bit, xcr0;
+} x86_ext[] = {
+	{"__SSE3__", "pni", 1, 0, 2, 0, 0}, {"__PCLMUL__", "pclmulqdq", 1, 0, 2, 1, 0},
+	{"__SSSE3__", "ssse3", 1, 0, 2, 9, 0}, {"__FMA__", "fma", 1, 0, 2, 12, 0x6},
+	{"__SSE4_1__", "sse4_1", 1, 0, 2, 19, 0}, {"__SSE4_2__", "sse4_2", 1, 0, 2, 20, 0},
+	{"__MOVBE__", "movbe", 1, 0, 2, 22, 0}, {"__POPCNT__", "popcnt", 1, 0, 2, 23, 0},
+	{"__AES__", "aes", 1, 0, 2, 25, 0}, {"__AVX__", "avx", 1, 0, 2, 28, 0x6},
+	{"__F16C__", "f16c", 1, 0, 2, 29, 0x6}, {"__BMI__", "bmi1", 7, 0, 1, 3, 0},
+	{"__AVX2__", "avx2", 7, 0, 1, 5, 0x6}, {"__BMI2__", "bmi2", 7, 0, 1, 8, 0},
+	{"__AVX512F__", "avx512f", 7, 0, 1, 16, 0xe6}, {"__AVX512DQ__", "avx512dq", 7, 0, 1, 17, 0xe6},
+	{"__ADX__", "adx", 7, 0, 1, 19, 0}, {"__AVX512IFMA__", "avx512ifma", 7, 0, 1, 21, 0xe6},
+	{"__AVX512CD__", "avx512cd", 7, 0, 1, 28, 0xe6}, {"__SHA__", "sha_ni", 7, 0, 1, 29, 0},
+	{"__AVX512BW__", "avx512bw", 7, 0, 1, 30, 0xe6}, {"__AVX512VL__", "avx512vl", 7, 0, 1, 31, 0xe6},
+	{"__AVX512VBMI__", "avx512vbmi", 7, 0, 2, 1, 0xe6}, {"__AVX512VBMI2__", "avx512_vbmi2", 7, 0, 2, 6, 0xe6},
+	{"__GFNI__", "gfni", 7, 0, 2, 8, 0}, {"__VAES__", "vaes", 7, 0, 2, 9, 0x6},
+	{"__VPCLMULQDQ__", "vpclmulqdq", 7, 0, 2, 10, 0x6}, {"__AVX512VNNI__", "avx512_vnni", 7, 0, 2, 11, 0xe6},
+	{"__AVX512BITALG__", "avx512_bitalg", 7, 0, 2, 12, 0xe6},
+	{"__AVX512VPOPCNTDQ__", "avx512_vpopcntdq", 7, 0, 2, 14, 0xe6},
+	{"__AVX512VP2INTERSECT__", "avx512_vp2intersect", 7, 0, 3, 8, 0xe6},
+	{"__AVX512FP16__", "avx512_fp16", 7, 0, 3, 23, 0xe6}, {"__AVXVNNI__", "avx_vnni", 7, 1, 0, 4, 0x6},
+	{"__AVX512BF16__", "avx512_bf16", 7, 1, 0, 5, 0xe6}, {"__AVXIFMA__", "avx_ifma", 7, 1, 0, 23, 0x6},
+	{"__AVXVNNIINT8__", "avx_vnni_int8", 7, 1, 3, 4, 0x6}, {"__LZCNT__", "abm", 0x80000001, 0, 2, 5, 0},
+};
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+add_feature(struct llm_target *t, const char *f)
+{
+	for (size_t i = 0; i < t->nfeatures; i++)
+		if (strcmp(t->features[i], f) == 0)
+			return;
+	t->features = llm_xreallocarray(t->features, t->nfeatures + 1, sizeof(*t->features));
+	t->features[t->nfeatures++] = llm_xstrdup(f);
+}
+
+/* A tool's standard output, as a string (NULL, llm_errmsg, on failure). */
+static char *
+run_output(char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *path = llm_xasprintf("%s/llm-target.XXXXXX", tmp && *tmp ? tmp : "/tmp"), *text = NULL;
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		llm_seterr("%s:", path);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	struct llm_spawn_opts so = {path, 30, 0};
+	struct llm_buf err = {0};
+	if (llm_spawn(argv, &so, &err) == 0 && llm_read_file(path, &text, NULL) < 0)
+		text = NULL; /* llm_errmsg: the tool's failure, or the read's */
+	llm_buf_free(&err);
+	unlink(path);
+	free(path);
+	return text;
+}
+
+static int
+is_riscv(const char *triple)
+{
+	return strncmp(triple, "riscv", 5) == 0;
+}
+
+int
+llm_target_resolve(const char *clang, const char *llc, const char *triple, const char *cpu, const char *mattr,
+    struct llm_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (triple)
+		t->triple = llm_xstrdup(triple);
+	else {
+		char *argv[] = {(char *)clang, "-dumpmachine", NULL}, *out = run_output(argv);
+		if (!out)
+			return -1;
+		out[strcspn(out, "\r\n")] = 0;
+		t->triple = out;
+	}
+	if (is_riscv(t->triple)) {
+		/* llc -mattr letters: "+m,+a,+f,+d,+c,+v" */
+		t->cpu = llm_xstrdup(cpu ? cpu : "generic-rv64");
+		char *copy = llm_xstrdup(mattr ? mattr : ""), *save = NULL;
+		for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save))
+			if (f[0] == '+' && f[1])
+				add_feature(t, f + 1);
+		free(copy);
+	} else {
+		if (!cpu && !triple) {
+			char *argv[] = {(char *)llc, "--version", NULL}, *out = run_output(argv);
+			char *h = out ? strstr(out, "Host CPU:") : NULL;
+			if (h) {
+				h += 9;
+				h += strspn(h, " \t");
+				h[strcspn(h, "\r\n")] = 0;
+				t->cpu = llm_xstrdup(h);
+			}
+			free(out);
+		}
+		if (!t->cpu)
+			t->cpu = llm_xstrdup(cpu ? cpu : "x86-64");
+		/* LLVM's own view of what the CPU and features enable */
+		char *argv[64];
+		int n = 0;
+		char *tgt = llm_xasprintf("--target=%s", t->triple);
+		char *march = llm_xasprintf("-march=%s", cpu ? cpu : triple ? "x86-64" : "native");
+		argv[n++] = (char *)clang;
+		argv[n++] = tgt;
+		argv[n++] = march;
+		char *copy = llm_xstrdup(mattr ? mattr : ""), *save = NULL;
+		for (char *f = strtok_r(copy, ",", &save); f && n < 56; f = strtok_r(NULL, ",", &save)) {
+			argv[n++] = "-Xclang";
+			argv[n++] = "-target-feature";
+			argv[n++] = "-Xclang";
+			argv[n++] = f;
+		}
+		argv[n++] = "-E";
+		argv[n++] = "-dM";
+		argv[n++] = "-xc";
+		argv[n++] = "/dev/null";
+		argv[n] = NULL;
+		char *out = run_output(argv);
+		free(copy);
+		free(tgt);
+		free(march);
+		if (!out) {
+			llm_target_free(t);
+			return -1;
+		}
+		for (size_t i = 0; i < LLM_NELEM(x86_ext); i++) {
+			char *m = llm_xasprintf("#define %s ", x86_ext[i].macro);
+			if (strstr(out, m))
+				add_feature(t, x86_ext[i].name);
+			free(m);
+		}
+		free(out);
+	}
+	qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
+	return 0;
+}
+
+char *
+llm_target_json(const struct llm_target *t)
+{
+	json_t *o = json_object(), *f = json_array();
+	for (size_t i = 0; i < t->nfeatures; i++)
+		json_array_append_new(f, json_string(t->features[i]));
+	json_object_set_new(o, "triple", json_string(t->triple));
+	json_object_set_new(o, "cpu", json_string(t->cpu));
+	json_object_set_new(o, "features", f);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	char *r = llm_xasprintf("%s\n", s);
+	free(s);
+	return r;
+}
+
+int
+llm_target_parse(const char *text, size_t len, const char *label, struct llm_target *t)
+{
+	json_t *o = llm_json_loadb(text, len, label), *f;
+	const char *triple, *cpu;
+	memset(t, 0, sizeof(*t));
+	if (!o)
+		return -1;
+	if (!json_is_object(o) || llm_json_str(o, "triple", label, &triple) < 0 ||
+	    llm_json_str(o, "cpu", label, &cpu) < 0) {
+		if (!json_is_object(o))
+			llm_seterr("%s: expected a JSON object", label);
+		json_decref(o);
+		return -1;
+	}
+	if (!json_is_array(f = json_object_get(o, "features"))) {
+		json_decref(o);
+		return llm_seterr("%s: no array 'features'", label);
+	}
+	t->triple = llm_xstrdup(triple);
+	t->cpu = llm_xstrdup(cpu);
+	for (size_t i = 0; i < json_array_size(f); i++) {
+		json_t *e = json_array_get(f, i);
+		if (!json_is_string(e)) {
+			json_decref(o);
+			llm_target_free(t);
+			return llm_seterr("%s: features[%zu]: expected a string", label, i);
+		}
+		add_feature(t, json_string_value(e));
+	}
+	qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
+	json_decref(o);
+	return 0;
+}
+
+int
+llm_target_equal(const struct llm_target *a, const struct llm_target *b)
+{
+	if (strcmp(a->triple, b->triple) != 0 || strcmp(a->cpu, b->cpu) != 0 || a->nfeatures != b->nfeatures)
+		return 0;
+	for (size_t i = 0; i < a->nfeatures; i++)
+		if (strcmp(a->features[i], b->features[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* The host's extensions, space-separated with a space on each side:
+ * CPUID (with the OS's XCR0) on x86, AT_HWCAP letters on RISC-V. */
+static char *
+host_features(const char *arch)
+{
+	struct llm_buf b = {0};
+	llm_buf_puts(&b, " ");
+	if (strncmp(arch, "riscv", 5) == 0) {
+		unsigned long hw = getauxval(AT_HWCAP);
+		for (int i = 0; i < 26; i++)
+			if (hw & (1UL << i))
+				llm_buf_printf(&b, "%c ", 'a' + i);
+		return b.p;
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned r[4], max = __get_cpuid_max(0, NULL), maxx = __get_cpuid_max(0x80000000, NULL), xcr0 = 0;
+	if (max >= 1 && __get_cpuid(1, &r[0], &r[1], &r[2], &r[3]) && (r[2] >> 27 & 1)) {
+		unsigned lo, hi;
+		__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+		xcr0 = lo;
+	}
+	for (size_t i = 0; i < LLM_NELEM(x86_ext); i++) {
+		unsigned leaf = x86_ext[i].leaf;
+		if ((leaf < 0x80000000 ? leaf > max : leaf > maxx) ||
+		    !__get_cpuid_count(leaf, x86_ext[i].sub, &r[0], &r[1], &r[2], &r[3]))
+			continue;
+		if ((r[x86_ext[i].reg] >> x86_ext[i].bit & 1) && (xcr0 & x86_ext[i].xcr0) == x86_ext[i].xcr0)
+			llm_buf_printf(&b, "%s ", x86_ext[i].name);
+	}
+#endif
+	return b.p;
+}
+
+int
+llm_target_check_host(const struct llm_target *t, const char *label)
+{
+	struct utsname u;
+	if (uname(&u) != 0)
+		return llm_seterr("uname:");
+	size_t al = strcspn(t->triple, "-");
+	if (strlen(u.machine) != al || strncmp(u.machine, t->triple, al) != 0)
+		return llm_seterr("%s: built for %s (%s): this machine is %s", label, t->triple, t->cpu, u.machine);
+	char *have = host_features(u.machine);
+	struct llm_buf miss = {0};
+	for (size_t i = 0; i < t->nfeatures; i++) {
+		char *w = llm_xasprintf(" %s ", t->features[i]);
+		if (!strstr(have, w))
+			llm_buf_printf(&miss, "%s%s", miss.len ? ", " : "", t->features[i]);
+		free(w);
+	}
+	free(have);
+	int rc = 0;
+	if (miss.len)
+		rc = llm_seterr("%s: built for %s (%s): this CPU lacks %s", label, t->cpu, t->triple, miss.p);
+	llm_buf_free(&miss);
+	return rc;
+}
+
+void
+llm_target_free(struct llm_target *t)
+{
+	for (size_t i = 0; i < t->nfeatures; i++)
+		free(t->features[i]);
+	free(t->features);
+	free(t->triple);
+	free(t->cpu);
+	memset(t, 0, sizeof(*t));
+}
+
+static uint64_t
+le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int
+llm_elf_section(const void *data, size_t n, const char *name, const void **out, size_t *outlen)
+{
+	const uint8_t *p = data;
+	if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
+		return llm_seterr("not an ELF64 little-endian object");
+	uint64_t shoff = le(p + 0x28, 8), shentsize = le(p + 0x3a, 2), shnum = le(p + 0x3c, 2),
+		 shstrndx = le(p + 0x3e, 2);
+	if (shentsize < 64 || shoff > n || shnum > (n - shoff) / shentsize || shstrndx >= shnum)
+		return llm_seterr("bad ELF section headers");
+	const uint8_t *strh = p + shoff + shstrndx * shentsize;
+	uint64_t stroff = le(strh + 24, 8), strsize = le(strh + 32, 8);
+	if (stroff > n || strsize > n - stroff)
+		return llm_seterr("bad ELF section names");
+	for (uint64_t i = 0; i < shnum; i++) {
+		const uint8_t *h = p + shoff + i * shentsize;
+		uint64_t nm = le(h, 4), off = le(h + 24, 8), size = le(h + 32, 8);
+		if (nm >= strsize || strnlen((const char *)p + stroff + nm, strsize - nm) == strsize - nm)
+			continue;
+		if (strcmp((const char *)p + stroff + nm, name) != 0)
+			continue;
+		if (off > n || size > n - off)
+			return llm_seterr("bad ELF section %s", name);
+		*out = p + off;
+		*outlen = (size_t)size;
+		return 1;
+	}
+	return 0;
+}

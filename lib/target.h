@@ -1,0 +1,60 @@
+/* target.h: the machine a model's objects are compiled for, as data.
+ *
+ * llm-lower resolves its --target / --cpu / --features (default: this
+ * host) into a triple, a CPU name and the exact list of ISA extensions
+ * the code generator may use, as LLVM itself enables them (clang's
+ * predefined macros for the same triple, CPU and features), and stores it
+ * in each object (section .llm.target, JSON); llm-link checks that every
+ * object says the same and writes it into the bundle (member
+ * target.json); llm-run checks it against the host before loading the
+ * code and refuses, naming the wrong architecture or the missing
+ * extensions, instead of dying of SIGILL.
+ *
+ * Extension names are Linux's (/proc/cpuinfo's flags on x86: "avx2",
+ * "avx512f", "avx512_bf16", ...; the ISA letters of AT_HWCAP on RISC-V:
+ * "v", "f", ...).  The x86 table, LLVM's macro and the CPUID bit of each,
+ * is target.c's, in one place; the host check reads CPUID, as LLVM's
+ * own host detection does. */
+#ifndef LLM_TARGET_H
+#define LLM_TARGET_H
+
+#include <stddef.h>
+
+#define LLM_TARGET_SECTION ".llm.target"
+#define LLM_TARGET_MEMBER "target.json"
+
+struct llm_target {
+	char *triple;        /* "x86_64-pc-linux-gnu" */
+	char *cpu;           /* "znver5", "x86-64-v3", "generic-rv64" */
+	char **features;     /* sorted */
+	size_t nfeatures;
+};
+
+/* Resolve a target with clang (path): triple NULL for the host's, cpu
+ * NULL for "native" on the host (recorded as the host CPU's name, from
+ * llc, path llc) or the triple's default, mattr an llc -mattr list
+ * ("+avx512f,-avx2") or NULL.  0, or -1 with llm_errmsg. */
+int llm_target_resolve(const char *clang, const char *llc, const char *triple, const char *cpu,
+    const char *mattr, struct llm_target *t);
+
+/* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */
+char *llm_target_json(const struct llm_target *t);
+/* Parse it back; label names the source in messages.  0 or -1. */
+int llm_target_parse(const char *text, size_t len, const char *label, struct llm_target *t);
+
+/* 0 if this machine runs code of target t; else -1 with llm_errmsg
+ * "LABEL: built for TRIPLE (CPU): this machine is ARCH" or "...: this CPU
+ * lacks avx512f, avx512bw". */
+int llm_target_check_host(const struct llm_target *t, const char *label);
+
+/* 1 if the two are the same target. */
+int llm_target_equal(const struct llm_target *a, const struct llm_target *b);
+
+void llm_target_free(struct llm_target *t);
+
+/* The bytes of section name of the ELF64 little-endian object at p (n
+ * bytes): *out and *outlen, 1 if found, 0 if not, -1 (llm_errmsg) if p is
+ * not such an object. */
+int llm_elf_section(const void *p, size_t n, const char *name, const void **out, size_t *outlen);
+
+#endif
