@@ -198,6 +198,7 @@ check: all $(UNITS)
 	uf=$$(awk '/ passed, / { f += $$(NF-1) } END { print f + 0 }' $(O)/check.log); \
 	bp=$$(grep -c '^ok ' $(O)/bats.tap || true); bf=$$(grep -c '^not ok ' $(O)/bats.tap || true); \
 	[ "$$uf" = 0 ] || fail=1; \
+	[ "$$bf" = 0 ] || fail=1; \
 	echo "check: $$((up + bp)) passed, $$((uf + bf)) failed"; \
 	exit $$fail
 

@@ -362,7 +362,12 @@ llm_bundle_open(struct llm_bundle *b, const char *path)
 			goto fail;
 		return 0;
 	}
-	if ((b->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+	/* before open: a FIFO would block it */
+	if (!S_ISREG(st.st_mode)) {
+		llm_seterr("%s: not a regular file or directory", path);
+		goto fail;
+	}
+	if ((b->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
 		llm_seterr("%s:", path);
 		goto fail;
 	}

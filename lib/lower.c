@@ -448,7 +448,8 @@ llm_lower_run(struct llm_lower *l)
 	template = llm_xasprintf("%s/.%s.lower.XXXXXX", odir, base);
 	free(odir);
 	if (!mkdtemp(template)) {
-		llm_seterr("%s:", template);
+		/* name the output, not the hidden directory beside it */
+		llm_seterr("%s:", l->output);
 		goto out;
 	}
 	dir = template;

@@ -3255,6 +3255,13 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 			json_decref(j);
 			return llm_seterr("%s: item %zu is not an integer", where, i);
 		}
+		/* one rule for ids everywhere: 0 <= id < n_vocab */
+		json_int_t id = json_integer_value(v);
+		if (id < 0 || id >= llm_tokenizer_n_vocab(t)) {
+			json_decref(j);
+			return llm_seterr("%s: item %zu: token id %lld is out of range [0, %lld)", where, i, (long long)id,
+			    (long long)llm_tokenizer_n_vocab(t));
+		}
 		(*ids)[n++] = json_integer_value(v);
 	}
 	json_decref(j);

@@ -124,9 +124,14 @@ llm_seterr(const char *fmt, ...)
 	int err = errno;
 	va_list ap;
 
+	/* Formatted aside first: an argument may be llm_errmsg() itself
+	 * ("%s: %s", where, llm_errmsg()), which formatting in place would
+	 * overwrite while reading it. */
+	char tmp[sizeof(errmsg)];
 	va_start(ap, fmt);
-	vformat(errmsg, sizeof(errmsg), fmt, ap, err);
+	vformat(tmp, sizeof(tmp), fmt, ap, err);
 	va_end(ap);
+	memcpy(errmsg, tmp, sizeof(errmsg));
 	return -1;
 }
 
@@ -176,6 +181,16 @@ llm_xstrdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	return memcpy(llm_xmalloc(n), s, n);
+}
+
+/* The first n bytes of s (which holds at least n), terminated. */
+char *
+llm_xstrndup(const char *s, size_t n)
+{
+	char *p = llm_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
 }
 
 char *

@@ -37,6 +37,7 @@ void *llm_xcalloc(size_t n, size_t size);
 void *llm_xrealloc(void *p, size_t n);
 void *llm_xreallocarray(void *p, size_t n, size_t size);
 char *llm_xstrdup(const char *s);
+char *llm_xstrndup(const char *s, size_t n);
 char *llm_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Numbers from option arguments: the whole string must parse and lie in

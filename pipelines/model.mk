@@ -83,13 +83,21 @@ $(P)/verify.json: $(P)/parts.mk
 
 OBJS = $(LLM_PARTS:%=$(OUT)/obj/%.o)
 
-# The objects depend on what they are lowered for: a stamp rewritten only
-# when TARGET, CPU or LOWER_FLAGS change.
-$(OUT)/obj/target.flags: FORCE
-	@mkdir -p $(@D)
-	@echo '$(TARGET_FLAGS)' | cmp -s - $@ || echo '$(TARGET_FLAGS)' >$@
+# The objects depend on what they are lowered for: a stamp rewritten (as
+# the makefile is read, so that an unchanged build stays "Nothing to be
+# done") only when TARGET, CPU or LOWER_FLAGS change.
+TARGET_STAMP = $(OUT)/obj/target.flags
+ifeq ($(wildcard $(TARGET_STAMP)),)
+WRITE_STAMP = 1
+else ifneq ($(file <$(TARGET_STAMP)),$(strip $(TARGET_FLAGS)))
+WRITE_STAMP = 1
+endif
+ifdef WRITE_STAMP
+$(shell mkdir -p $(OUT)/obj)
+$(file >$(TARGET_STAMP),$(strip $(TARGET_FLAGS)))
+endif
 
-$(OUT)/obj/%.o: $(P)/%.mlir $(OUT)/obj/target.flags | $(P)/verify.json
+$(OUT)/obj/%.o: $(P)/%.mlir $(TARGET_STAMP) | $(P)/verify.json
 	@mkdir -p $(@D)
 	$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<
 

@@ -28,6 +28,7 @@
 #include "../lib/qmix.h"
 #include "../lib/quant.h"
 #include "../lib/source.h"
+#include "../lib/tokenizer.h"
 #include "../lib/util.h"
 
 #define DEFAULT_MAX_CONTEXT 4096
@@ -337,6 +338,14 @@ hf_tokenizer(const char *dir, const struct llm_hfconfig *c, struct tokfile *tf, 
 			f->name = tokenizer_names[i];
 			if (llm_read_file(p, &f->data, &f->len) < 0)
 				llm_fatal("%s", llm_errmsg());
+			if (strcmp(f->name, "tokenizer.json") == 0) {
+				/* loaded as llm-run will load it: a bad file is refused
+				 * here, not after the whole compile */
+				struct llm_tokenizer *tk = llm_tokenizer_load_json(f->data, f->len, p);
+				if (!tk)
+					llm_fatal("%s", llm_errmsg());
+				llm_tokenizer_free(tk);
+			}
 			if (strcmp(f->name, "tokenizer_config.json") == 0) {
 				if (!(tc = llm_json_loadb(f->data, f->len, p)))
 					llm_fatal("%s", llm_errmsg());

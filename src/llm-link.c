@@ -216,9 +216,7 @@ main(int argc, char **argv)
 			if (!tfrom) {
 				tfirst = t;
 				tfrom = objs[i];
-				tjson = llm_xmalloc(slen + 1);
-				memcpy(tjson, sec, slen);
-				tjson[slen] = 0;
+				tjson = llm_xstrndup(sec, slen);
 			} else {
 				if (!llm_target_equal(&t, &tfirst))
 					llm_fatal("%s: built for %s (%s), %s for %s (%s): lower them for one target", objs[i],

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,21 +98,30 @@ catch_sigint(void)
 }
 
 /* "1,2,3" -> ids. */
+/* --tokens: ids separated by single commas, nothing empty ("1,,2" and
+ * "1," are errors, as is an id outside the vocabulary later). */
 static void
 parse_ids(const char *s, int64_t **ids, size_t *n)
 {
-	char *copy = llm_xstrdup(s), *save = NULL;
+	const char *p = s;
 
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	if (!*s)
+		usage_msg("--tokens: no ids");
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char *t = llm_xstrndup(p, len);
 		int64_t v;
+		if (!len)
+			usage_msg(llm_xasprintf("--tokens: an empty id in '%s'", s));
 		if (llm_parse_i64(t, 0, INT64_MAX, &v) < 0)
 			usage_msg(llm_xasprintf("--tokens: %s", llm_errmsg()));
+		free(t);
 		*ids = llm_xreallocarray(*ids, *n + 1, sizeof(**ids));
 		(*ids)[(*n)++] = v;
+		if (!p[len])
+			break;
+		p += len + 1;
 	}
-	free(copy);
-	if (*n == 0)
-		usage_msg("--tokens: no ids");
 }
 
 static double
@@ -292,6 +302,10 @@ source_bundle(struct source *s, const struct llm_bundle *b)
 static void
 source_path(struct source *s, const char *path)
 {
+	struct stat st;
+	/* before fopen: a FIFO would block it */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		llm_fatal("%s: not a regular file or directory", path);
 	FILE *f = fopen(path, "r");
 	int c = ' ';
 	char *dir, *p, *text;

@@ -217,3 +217,17 @@ setup() {
 	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/nope"
 	assert_output --partial "nope"
 }
+
+@test "a tokenizer.json that is not JSON, or not a tokenizer, is refused at import (issue 16)" {
+	T=$BATS_TEST_TMPDIR
+	cp -r "$M" "$T/ck"
+	printf '{"model": ' >"$T/ck/tokenizer.json"
+	run -1 --separate-stderr llm-import -o "$T/out" "$T/ck"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "llm-import: $T/ck/tokenizer.json:"* ]]
+	[ ! -e "$T/out" ]
+	echo '{"model": {"type": "Unigram"}}' >"$T/ck/tokenizer.json"
+	run -1 --separate-stderr llm-import -o "$T/out" "$T/ck"
+	[[ "$stderr" == "llm-import: $T/ck/tokenizer.json"* ]]
+	[ ! -e "$T/out" ]
+}

@@ -222,3 +222,9 @@ check_numbers() {
 	run -0 sec rv.o
 	[ "$(echo "$output" | jq -c '[.triple, .features]')" = '["riscv64-linux-gnu",["a","c","d","f","m","v"]]' ]
 }
+
+@test "an output in a missing directory is named, not the temporary beside it (issue 16)" {
+	cd "$BATS_TEST_TMPDIR"
+	run -1 --separate-stderr llm-lower -o missing-dir/x.o "$F/decode.mlir"
+	[ "$stderr" = "llm-lower: missing-dir/x.o: No such file or directory" ]
+}

@@ -873,3 +873,25 @@ stop_job() {
 		[ "$stderr" = "llm-run: $T/d/model.json: kv_cache.bytes $b, the config implies 1280 (edited by hand?)" ]
 	done
 }
+
+@test "ids follow one rule: --tokens with an empty id, --detokenize of an id outside the vocabulary (issue 16)" {
+	d=$(fixture_linked a)
+	for bad in "1,,2" "1," ",1" ""; do
+		run -2 --separate-stderr llm-run -m "$d" --tokens "$bad" -n 1
+		[[ "${stderr_lines[0]}" == "llm-run: --tokens: "* ]]
+	done
+	run -1 --separate-stderr llm-run -m "$d" --detokenize <<<'[72,99999]'
+	[ "$stderr" = "llm-run: <stdin>:1: item 1: token id 99999 is out of range [0, 258)" ]
+	run -1 --separate-stderr llm-run -m "$d" --detokenize <<<'[-1]'
+	[ "$stderr" = "llm-run: <stdin>:1: item 0: token id -1 is out of range [0, 258)" ]
+	run -1 --separate-stderr llm-run -m "$d" --tokens 99999 -n 1
+	[[ "$stderr" == *"token id 99999 is out of range [0, 258)"* ]]
+}
+
+@test "a FIFO given as the model or the tokenizer is refused at once, not waited on (issue 16)" {
+	mkfifo "$T/fifo"
+	run -1 --separate-stderr timeout 10 llm-run -m "$T/fifo" --tokens 1 -n 1
+	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
+	run -1 --separate-stderr timeout 10 llm-run --tokenizer "$T/fifo" --tokenize <<<'"a"'
+	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
+}

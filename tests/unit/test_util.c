@@ -30,6 +30,10 @@ T_TEST(seterr_appends_strerror_after_colon)
 	T_CHECK(strcmp(llm_errmsg(), "open x.bin: No such file or directory") == 0);
 	llm_seterr("%s: bad magic", "w.bin");
 	T_CHECK(strcmp(llm_errmsg(), "w.bin: bad magic") == 0);
+	/* a message built on the previous one (the buffer is an argument) */
+	llm_seterr("tokenizer.json: regex matching failed: %s", "match limit exceeded");
+	llm_seterr("%s: %s", "<stdin>:1", llm_errmsg());
+	T_CHECK(strcmp(llm_errmsg(), "<stdin>:1: tokenizer.json: regex matching failed: match limit exceeded") == 0);
 }
 
 T_TEST(parse_i64_checks_whole_string_and_range)
