@@ -18,7 +18,11 @@ OPT = -O2
 SAN_1 = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wvla
 CFLAGS = $(OPT) -g -std=c11 $(WARN)
-CPPFLAGS = -D_GNU_SOURCE
+# --version: the project's version and the LLVM it is built with
+# (configure writes LLVM_VERSION_STRING).
+VERSION = 0.7
+LLVM_VERSION_STRING = unknown
+CPPFLAGS = -D_GNU_SOURCE -DLLM_VERSION='"$(VERSION)"' -DLLM_LLVM_VERSION='"$(LLVM_VERSION_STRING)"'
 ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl

@@ -64,11 +64,39 @@ untrack_tmp(const char *path)
 			tmps[i] = NULL;
 }
 
-void
+const char *
 llm_setprog(const char *argv0)
 {
 	const char *s = strrchr(argv0, '/');
 	llm_prog = s ? s + 1 : argv0;
+	return llm_prog;
+}
+
+#ifndef LLM_VERSION
+#define LLM_VERSION "unknown"
+#endif
+#ifndef LLM_LLVM_VERSION
+#define LLM_LLVM_VERSION "unknown"
+#endif
+
+static _Noreturn void
+exit_stdout(void)
+{
+	exit(fflush(stdout) != 0 || ferror(stdout) ? LLM_EXIT_FAIL : LLM_EXIT_OK);
+}
+
+void
+llm_help(const char *options)
+{
+	printf("\n%s", options);
+	exit_stdout();
+}
+
+void
+llm_version(void)
+{
+	printf("%s (llm) %s, built with MLIR/LLVM %s\n", llm_prog, LLM_VERSION, LLM_LLVM_VERSION);
+	exit_stdout();
 }
 
 static void

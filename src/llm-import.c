@@ -45,6 +45,18 @@ usage(FILE *fp)
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16] model\n");
 }
 
+static const char help_text[] =
+	"  -o outdir            write model.json, the phases and the tokenizer files here (default .)\n"
+	"  --max-context n      KV cache and RoPE rows (default: max_position_embeddings, at most 4096)\n"
+	"  --prefill-chunk n    most tokens one prefill call takes (default 128)\n"
+	"  --dtype t            weight storage: auto (default: the checkpoint's; a quantized GGUF stays\n"
+	"                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
+	"                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
+	"  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
+	"  -v                   print what was written\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 static enum llm_dtype
 parse_dtype(const char *s, int allow_auto, const char *opt)
 {
@@ -419,6 +431,7 @@ main(int argc, char **argv)
 		{"prefill-chunk", required_argument, NULL, 'S'},
 		{"dtype", required_argument, NULL, 'D'},
 		{"kv-dtype", required_argument, NULL, 'K'},
+		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *outdir = ".", *dir;
@@ -430,7 +443,7 @@ main(int argc, char **argv)
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
 	struct stat sb;
 
-	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'C': max_ctx = parse_count(optarg, "--max-context"); break;
@@ -443,6 +456,8 @@ main(int argc, char **argv)
 		case 'K': kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
 		case 'S': chunk = parse_count(optarg, "--prefill-chunk"); break;
 		case 'h': usage(stdout); return LLM_EXIT_OK;
+		case LLM_OPT_HELP: usage(stdout); llm_help(help_text);
+		case LLM_OPT_VERSION: llm_version();
 		case 'o': outdir = optarg; break;
 		case 'v': verbose = 1; break;
 		default: usage(stderr); return LLM_EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <ftw.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,18 +112,31 @@ compiler(struct argv *a)
 	free(copy);
 }
 
+static const char help_text[] =
+	"  -o bundle            write the bundle there (default: outdir/model.llm)\n"
+	"  object ...           the objects to link (default: every .o under outdir/obj)\n"
+	"  -v                   echo the link command\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 int
 main(int argc, char **argv)
 {
+	static const struct option longopts[] = {LLM_STD_LONGOPTS, {NULL, 0, NULL, 0}};
 	const char *outdir, *bundle = NULL, *env;
 	int verbose = 0, ch;
 
-	llm_setprog(argv[0]);
-	while ((ch = getopt(argc, argv, "ho:v")) != -1) {
+	argv[0] = (char *)llm_setprog(argv[0]);
+	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'h':
 			fputs(usage_text, stdout);
 			return LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'o':
 			bundle = optarg;
 			break;

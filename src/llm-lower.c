@@ -32,6 +32,20 @@ usage(FILE *f)
 		"                 [--features list] [--target triple] [--no-cache] input.mlir\n");
 }
 
+static const char help_text[] =
+	"  -o output            the object (default: the input's name with .o; - for standard output)\n"
+	"  -k kind              prefill, prefill_kv, decode, glue or generic (default: from llm.kind or\n"
+	"                       the file name)\n"
+	"  -t seconds           time limit of each tool (default 600; 0: none)\n"
+	"  --cpu name           llc's CPU: native (default for the host), x86-64-v3, znver4, ...\n"
+	"  --features list      llc -mattr features, e.g. +avx2,+fma\n"
+	"  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
+	"  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
+	"  -s                   keep the intermediate files even on success, and say where\n"
+	"  -v                   echo each command and its time\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 /* A tool: $ENV when set, else $LLVM_BINDIR/name. */
 static char *
 tool(const char *env, const char *bindir, const char *name)
@@ -62,6 +76,7 @@ main(int argc, char **argv)
 		{"features", required_argument, NULL, 'F'},
 		{"no-cache", no_argument, NULL, 'N'},
 		{"target", required_argument, NULL, 'T'},
+		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct llm_lower l = {0};
@@ -69,7 +84,7 @@ main(int argc, char **argv)
 	char *guessed = NULL, *defout = NULL;
 	int c, nocache = 0;
 
-	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_setprog(argv[0]);
 	l.timeout = DEFAULT_TIMEOUT;
 	if ((env = getenv("LLM_LOWER_TIMEOUT")) && *env)
 		l.timeout = parse_timeout(env, "LLM_LOWER_TIMEOUT");
@@ -78,6 +93,11 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			usage(stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'k':
 			kind = optarg;
 			break;

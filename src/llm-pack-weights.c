@@ -19,6 +19,14 @@
 
 static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] [-t threads] model.json\n";
 
+static const char help_text[] =
+	"  -o outdir            write weights.bin and weights.json here (default: model.json's directory)\n"
+	"  -t, --threads n      threads that quantize and split blocks, 1-64 (default: one per CPU)\n"
+	"  --no-reuse           rewrite even when the existing pair is up to date\n"
+	"  -v                   print a summary, or why an existing pair is not reused\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 static _Noreturn void
 usage(void)
 {
@@ -32,6 +40,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"no-reuse", no_argument, NULL, 'R'},
 		{"threads", required_argument, NULL, 't'},
+		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	struct llm_pack_opts opts = {0};
@@ -42,12 +51,17 @@ main(int argc, char **argv)
 	int64_t n;
 	int c;
 
-	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((c = getopt_long(argc, argv, "ho:t:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
 			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_FAIL : LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'o':
 			outdir = optarg;
 			break;

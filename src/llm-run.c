@@ -58,6 +58,40 @@ static const char usage_text[] =
 	"       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
 	"               [--no-gen-prompt]\n";
 
+static const char help_text[] =
+	"  -m model             the bundle (model.llm) or build directory\n"
+	"  -p text, -f file     the prompt (file - : standard input)\n"
+	"  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
+	"  -i, --chat           chat: one user message a line of standard input\n"
+	"  -n count             tokens to generate at most (default 128)\n"
+	"  -t threads           OpenMP threads (default: the OpenMP default)\n"
+	"  --temp t             sampling temperature; 0 (default): greedy\n"
+	"  --top-k k, --top-p p, --min-p p\n"
+	"                       sampling filters (default off)\n"
+	"  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
+	"  --seed n             sampler and benchmark seed (default: from the clock)\n"
+	"  --stop text          stop at this text (repeatable)\n"
+	"  --logits file        write the logits of every step (f32 rows)\n"
+	"  --json               one JSON object on standard output instead of text and stderr rates\n"
+	"  --system text        the system message of a chat\n"
+	"  --chat-template name deepseek-r1, qwen2, llama3 or llama2 (default: the model's)\n"
+	"  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
+	"  --bench [spec]       prefill and decode rates like llama-bench (default pp=512,tg=64,reps=3)\n"
+	"  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
+	"  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
+	"  --chunks n           the first n chunks only\n"
+	"  --kl-divergence-base file, --kl-divergence file\n"
+	"                       save a base run's logits, or compare with them (KL divergence)\n"
+	"  --tokenize [--add-special]\n"
+	"                       JSON lines of text to ids (with the special tokens the model adds)\n"
+	"  --detokenize [--skip-special]\n"
+	"                       JSON lines of ids to text (without the special tokens)\n"
+	"  --render file [--no-gen-prompt]\n"
+	"                       the prompt a conversation (JSON) becomes (without the assistant's start)\n"
+	"  -v                   report loading and each phase call on standard error\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 static _Noreturn void
 usage(void)
 {
@@ -1016,6 +1050,10 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 			    "tokens_per_s", mean, "stddev", sd));
 		else
 			printf("| %s | %s | %.2f ± %.2f |\n", model, name, mean, sd);
+		/* a loaded machine: say so rather than print a wide spread silently */
+		if (sd > 0.1 * mean)
+			llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more reps, or a "
+			    "quiet machine", name, 100 * sd / mean);
 	}
 	if (json)
 		print_json(arr);
@@ -1148,6 +1186,7 @@ main(int argc, char **argv)
 		{"tokens", required_argument, NULL, OPT_TOKENS},
 		{"top-k", required_argument, NULL, OPT_TOP_K},
 		{"top-p", required_argument, NULL, OPT_TOP_P},
+		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *model = NULL, *prompt = NULL, *prompt_file = NULL, *tokens_arg = NULL;
@@ -1164,7 +1203,7 @@ main(int argc, char **argv)
 	enum mode mode = M_NONE;
 
 	t_start = llm_now();
-	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "f:him:n:p:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
@@ -1174,6 +1213,11 @@ main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'i':
 			set_mode(&mode, M_CHAT);
 			break;

@@ -19,6 +19,13 @@
 
 static const char usage_text[] = "usage: llm-split [-v] [-o partsdir] [-s none|layer|stage] model.json\n";
 
+static const char help_text[] =
+	"  -o partsdir          write the parts here (default: parts/ beside model.json)\n"
+	"  -s strategy          none, layer (default: one kernel for every decoder layer) or stage\n"
+	"  -v                   print the partitions of each phase\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 static _Noreturn void
 usage(void)
 {
@@ -35,12 +42,18 @@ main(int argc, char **argv)
 	char *partsdir = NULL;
 	int c;
 
-	llm_setprog(argv[0]);
-	while ((c = getopt(argc, argv, "ho:s:v")) != -1) {
+	static const struct option longopts[] = {LLM_STD_LONGOPTS, {NULL, 0, NULL, 0}};
+	argv[0] = (char *)llm_setprog(argv[0]);
+	while ((c = getopt_long(argc, argv, "ho:s:v", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
 			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_FAIL : LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'o':
 			opts.partsdir = optarg;
 			break;

@@ -24,6 +24,12 @@ static const char usage_text[] = "usage: llm-verify-partition [-q] [--report fil
  * report. */
 #define MAXPRINT 20
 
+static const char help_text[] =
+	"  --report file.json   write the report (counts and every violation) there\n"
+	"  -q                   print nothing when the set is valid\n"
+	"  -h                   print the usage\n"
+	"  --help, --version    print this help, or the version\n";
+
 static _Noreturn void
 usage(void)
 {
@@ -36,6 +42,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"report", required_argument, NULL, 'R'},
+		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
 	const char *report_path = NULL, *path;
@@ -43,12 +50,17 @@ main(int argc, char **argv)
 	int c, quiet = 0, rc;
 	size_t i;
 
-	llm_setprog(argv[0]);
+	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(usage_text, stdout);
 			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_USAGE : LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_version();
 		case 'q':
 			quiet = 1;
 			break;
