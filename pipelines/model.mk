@@ -15,7 +15,8 @@
 #                 (llm-split), obj/ (llm-lower), libmodel.so, model.llm
 #   STRATEGY      llm-split's cut: none, layer (default) or stage
 #   LLM           prefix of the llm-* programs, e.g. bin/ in the source
-#                 tree; empty: from PATH
+#                 tree (default: the bin/ beside this file's directory when
+#                 it holds them, else from PATH)
 #   IMPORT_FLAGS  options for llm-import (--dtype, --max-context, ...)
 #   TARGET        the triple to compile for (llm-lower --target), e.g.
 #                 riscv64-linux-gnu; empty: this host
@@ -28,7 +29,9 @@
 #   RUN_FLAGS     options for llm-run in `make run`
 # GNU make: the parts list is read from the parts.mk that llm-split writes.
 
-LLM =
+# This file, for the second make (below); the tools beside it by default.
+THIS := $(lastword $(MAKEFILE_LIST))
+LLM = $(if $(wildcard $(dir $(THIS))../bin/llm-import),$(abspath $(dir $(THIS))../bin)/)
 STRATEGY = layer
 IMPORT_FLAGS =
 TARGET =
@@ -44,13 +47,28 @@ MODEL_INPUTS = $(MODEL)/config.json $(wildcard $(MODEL)/*.safetensors $(MODEL)/*
 endif
 P = $(OUT)/parts
 
-all: $(OUT)/model.llm
+# Two makes: this one imports (so that a failing llm-import is the last
+# thing said), then a second one, which reads the parts list llm-split
+# makes from model.json, builds the rest.
+all: $(OUT)/model.json
+	@$(MAKE) --no-print-directory -f $(THIS) bundle
+
+bundle: $(OUT)/model.llm
 
 ifeq ($(strip $(MODEL)),)
 $(error model.mk: set MODEL (checkpoint) and OUT (build directory))
 endif
 ifeq ($(strip $(OUT)),)
 $(error model.mk: set MODEL (checkpoint) and OUT (build directory))
+endif
+ifeq ($(wildcard $(MODEL)),)
+$(error model.mk: MODEL=$(MODEL): no such file or directory)
+endif
+ifeq ($(filter %.gguf,$(MODEL))$(wildcard $(MODEL)/config.json),)
+$(error model.mk: MODEL=$(MODEL): no config.json: give a Hugging Face checkpoint directory or a .gguf file)
+endif
+ifeq ($(shell command -v $(LLM)llm-import 2>/dev/null),)
+$(error model.mk: $(LLM)llm-import: not found: build the tools (make) or set LLM to the prefix of the llm-* programs)
 endif
 
 # llm-import writes model.json last, after the phases: it stands for all.
@@ -79,7 +97,9 @@ $(P)/parts.mk: $(OUT)/model.json $(P)/strategy.$(STRATEGY)
 $(P)/verify.json: $(P)/parts.mk
 	$(LLM)llm-verify-partition -q --report $@ $(P)/partition.json
 
+ifneq ($(wildcard $(OUT)/model.json),)
 -include $(P)/parts.mk
+endif
 
 OBJS = $(LLM_PARTS:%=$(OUT)/obj/%.o)
 
@@ -104,10 +124,10 @@ $(OUT)/obj/%.o: $(P)/%.mlir $(TARGET_STAMP) | $(P)/verify.json
 $(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
 	$(LLM)llm-link -o $@ $(OUT) $(OBJS)
 
-run: $(OUT)/model.llm
+run: all
 	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)
 
 FORCE:
 
-.PHONY: all run FORCE
+.PHONY: all bundle run FORCE
 .DELETE_ON_ERROR:

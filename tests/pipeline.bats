@@ -162,3 +162,21 @@ logits() {
 	[ "$(jq -r .cpu "$t")" = x86-64-v2 ] && [ "$(jq '.features | index("avx") == null' "$t")" = true ]
 	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 2
 }
+
+@test "model.mk stops at the cause: a missing MODEL, no config.json, no tools, a failing import last (issue 17)" {
+	mk() { make --no-print-directory -f "$PROJECT_ROOT/pipelines/model.mk" "$@"; }
+	run -2 mk MODEL="$T/none" OUT="$T/o"
+	assert_output --partial "model.mk: MODEL=$T/none: no such file or directory"
+	mkdir "$T/empty"
+	run -2 mk MODEL="$T/empty" OUT="$T/o"
+	assert_output --partial "model.mk: MODEL=$T/empty: no config.json"
+	run -2 mk LLM=/nonexistent/ MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/o"
+	assert_output --partial "model.mk: /nonexistent/llm-import: not found"
+	# the tools are found beside pipelines/ without LLM=
+	mkdir "$T/bad" && echo '{}' >"$T/bad/config.json"
+	run -2 mk MODEL="$T/bad" OUT="$T/o"
+	assert_line --index 1 "llm-import: $T/bad/config.json: neither 'architectures' nor 'model_type' given"
+	[[ "${lines[-1]}" == "make: *** ["*"/model.mk:"*": $T/o/model.json] Error 1" ]]
+	[ "${#lines[@]}" -eq 3 ]
+	[ ! -e "$T/o/model.json" ]
+}
