@@ -63,13 +63,18 @@ static const char help_text[] =
 	"  -p text, -f file     the prompt (file - : standard input)\n"
 	"  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
 	"  -i, --chat           chat: one user message a line of standard input\n"
-	"  -n count             tokens to generate at most (default 128)\n"
+	"  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
+	"  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
+	"  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
+	"                       or a full context)\n"
+	"  -c n                 use at most n positions of the context (default: the build's)\n"
+	"  -e                   process the escapes \\n \\r \\t \\' \\\" \\\\ in -p (--no-escape: do not)\n"
 	"  -t threads           OpenMP threads (default: the OpenMP default)\n"
 	"  --temp t             sampling temperature; 0 (default): greedy\n"
 	"  --top-k k, --top-p p, --min-p p\n"
 	"                       sampling filters (default off)\n"
 	"  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
-	"  --seed n             sampler and benchmark seed (default: from the clock)\n"
+	"  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
 	"  --stop text          stop at this text (repeatable)\n"
 	"  --logits file        write the logits of every step (f32 rows)\n"
 	"  --json               one JSON object on standard output instead of text and stderr rates\n"
@@ -1138,6 +1143,45 @@ run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *
 	finish_stdout();
 }
 
+/* llama-cli's words that getopt cannot read: the single-dash long options
+ * -cnv and -sys become --conversation and --system-prompt; GPU offload is
+ * refused by name (getopt would read -ngl 0 as -n gl). */
+static void
+llama_cli_words(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "-cnv") == 0)
+			argv[i] = "--conversation";
+		else if (strcmp(argv[i], "-sys") == 0)
+			argv[i] = "--system-prompt";
+		else if (strcmp(argv[i], "-ngl") == 0 || strncmp(argv[i], "--n-gpu-layers", 14) == 0 ||
+		    strncmp(argv[i], "--gpu-layers", 12) == 0)
+			usage_msg(llm_xasprintf("%s: there are no GPU layers: %s runs the model on the CPU", argv[i],
+			    llm_prog));
+	}
+}
+
+/* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
+static void
+unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (*s != '\\' || !s[1]) {
+			*o++ = *s;
+			continue;
+		}
+		switch (*++s) {
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case '\'': case '"': case '\\': *o++ = *s; break;
+		default: *o++ = '\\'; *o++ = *s; break;
+		}
+	}
+	*o = 0;
+}
+
 enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER };
 
 static void
@@ -1156,7 +1200,8 @@ main(int argc, char **argv)
 		OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
 		OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 		OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
-		OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD,
+		OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
+		OPT_NO_ESCAPE,
 	};
 	static const struct option longopts[] = {
 		{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
@@ -1164,6 +1209,16 @@ main(int argc, char **argv)
 		{"chat", no_argument, NULL, 'i'},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
 		{"chunks", required_argument, NULL, OPT_CHUNKS},
+		{"conversation", no_argument, NULL, 'i'},
+		{"ctx-size", required_argument, NULL, 'c'},
+		{"escape", no_argument, NULL, OPT_ESCAPE},
+		{"file", required_argument, NULL, 'f'},
+		{"model", required_argument, NULL, 'm'},
+		{"n-predict", required_argument, NULL, 'n'},
+		{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
+		{"prompt", required_argument, NULL, 'p'},
+		{"system-prompt", required_argument, NULL, OPT_SYSTEM},
+		{"threads", required_argument, NULL, 't'},
 		{"detokenize", no_argument, NULL, OPT_DETOKENIZE},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"kl-divergence", required_argument, NULL, OPT_KLD},
@@ -1199,12 +1254,14 @@ main(int argc, char **argv)
 	char **stop = NULL;
 	size_t nstop = 0;
 	int64_t max_new = 128, threads = 0;
-	int json = 0, verbose = 0, ch, seeded = 0, add_special = 0, skip_special = 0, no_gen = 0;
+	int json = 0, verbose = 0, ch, seeded = 0, add_special = 0, skip_special = 0, no_gen = 0, escape = 0;
+	int64_t ctx_cap = 0;
 	enum mode mode = M_NONE;
 
 	t_start = llm_now();
 	argv[0] = (char *)llm_setprog(argv[0]);
-	while ((ch = getopt_long(argc, argv, "f:him:n:p:t:v", longopts, NULL)) != -1) {
+	llama_cli_words(argc, argv);
+	while ((ch = getopt_long(argc, argv, "c:ef:him:n:p:s:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			prompt_file = optarg;
@@ -1225,7 +1282,20 @@ main(int argc, char **argv)
 			model = optarg;
 			break;
 		case 'n':
-			max_new = parse_int("-n", optarg, 0, INT64_MAX);
+			/* -1, as llama-cli: until an end of sequence or a full context */
+			max_new = parse_int("-n", optarg, -1, INT64_MAX);
+			if (max_new < 0)
+				max_new = INT64_MAX;
+			break;
+		case 'c':
+			ctx_cap = parse_int("-c", optarg, 1, INT64_MAX);
+			break;
+		case 'e':
+		case OPT_ESCAPE:
+			escape = 1;
+			break;
+		case OPT_NO_ESCAPE:
+			escape = 0;
 			break;
 		case 'p':
 			prompt = optarg;
@@ -1292,6 +1362,7 @@ main(int argc, char **argv)
 		case OPT_REPEAT_PENALTY:
 			sp.repeat_penalty = parse_num("--repeat-penalty", optarg, 1e-6, 1e6);
 			break;
+		case 's':
 		case OPT_SEED:
 			sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
 			seeded = 1;
@@ -1413,6 +1484,13 @@ main(int argc, char **argv)
 	double t_load = llm_now();
 	if (llm_runtime_open(&rt, model, &ro) < 0)
 		llm_fatal("%s", llm_errmsg());
+	/* -c: a smaller context than the build's (the cache stays allocated
+	 * for the build's; llm-import --max-context sets that) */
+	if (ctx_cap > rt.max_context)
+		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
+		    " (llm-import --max-context sets it)", model, ctx_cap, rt.max_context);
+	if (ctx_cap)
+		rt.max_context = ctx_cap;
 	if (mode != M_BENCH) {
 		if (tokenizer_path)
 			source_path(&src, tokenizer_path);
@@ -1482,6 +1560,8 @@ main(int argc, char **argv)
 		else {
 			size_t len;
 			char *ptext = prompt ? llm_xstrdup(prompt) : read_input(prompt_file, &len);
+			if (prompt && escape)
+				unescape(ptext);
 			if (prompt)
 				len = strlen(ptext);
 			if (!g.tok)

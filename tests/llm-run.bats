@@ -51,7 +51,7 @@ one_error() {
 	run -2 llm-run -m "$d"
 	assert_line --index 0 "llm-run: no prompt (-i, -f, -p, --tokens, --bench or --perplexity)"
 	run -2 llm-run -m "$d" -p x --tokens 1
-	run -2 llm-run -m "$d" -p x -n -1
+	run -2 llm-run -m "$d" -p x -n -2
 	run -2 llm-run -m "$d" -p x -t 0
 	run -2 llm-run -m "$d" --tokens 1,x
 	run -2 llm-run -m "$d" -p x extra
@@ -894,4 +894,31 @@ stop_job() {
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
 	run -1 --separate-stderr timeout 10 llm-run --tokenizer "$T/fifo" --tokenize <<<'"a"'
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
+}
+
+@test "llama-cli's spellings: --model, --prompt, --n-predict, --threads, -s, -cnv, -sys, -n -1, -c, -e; -ngl refused (issue 17)" {
+	d=$(fixture_linked a)
+	want=$(llm-run -m "$d" -p 'ab c' -n 3 -t 1 --seed 3 --json 2>/dev/null | jq -c .generated_tokens)
+	got=$(llm-run --model "$d" --prompt 'ab c' --n-predict 3 --threads 1 -s 3 --json 2>/dev/null | jq -c .generated_tokens)
+	[ "$want" = "$got" ] && [ "$want" != null ]
+	# -cnv and -sys are -i and --system
+	run --separate-stderr llm-run -m "$d" -i --system x <<<hi
+	want=$stderr
+	run --separate-stderr llm-run -m "$d" -cnv -sys x <<<hi
+	[ "$stderr" = "$want" ]
+	run -2 --separate-stderr llm-run -m "$d" -ngl 0 -p x
+	[ "${stderr_lines[0]}" = "llm-run: -ngl: there are no GPU layers: llm-run runs the model on the CPU" ]
+	# -n -1: until the end of sequence (the stand-in predicts last + 1; 257 is EOS)
+	run -0 --separate-stderr llm-run -m "$d" --tokens 250 -n -1 --json
+	[ "$(jq -c '[.generated_tokens, .stop]' <<<"$output")" = '[[251,252,253,254,255,256],"eos"]' ]
+	# -c: at most that many positions
+	run -0 --separate-stderr llm-run -m "$d" --tokens 1,2,3 -n -1 -c 10 --json
+	[ "$(jq -c '[(.generated_tokens | length), .stop]' <<<"$output")" = '[8,"context"]' ]
+	run -1 --separate-stderr llm-run -m "$d" --tokens 1 -c 100
+	[ "$stderr" = "llm-run: $d: -c 100 exceeds the context this model was built for, 64 (llm-import --max-context sets it)" ]
+	# -e: \n in -p is a newline
+	a=$(llm-run -m "$d" -p 'a\nb' -n 0 --json 2>/dev/null | jq -c .prompt_tokens)
+	b=$(llm-run -m "$d" -e -p 'a\nb' -n 0 --json 2>/dev/null | jq -c .prompt_tokens)
+	c=$(llm-run -m "$d" -p "$(printf 'a\nb')" -n 0 --json 2>/dev/null | jq -c .prompt_tokens)
+	[ "$b" = "$c" ] && [ "$a" != "$b" ]
 }
