@@ -147,15 +147,6 @@ shown(char *buf, size_t n, const char *s, size_t len)
 	return buf;
 }
 
-static uint64_t
-le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* The parse state: a cursor over the file and the context of the item
  * being read, for messages ("key 'x'", "tensor 'y'"). */
 struct rd {
@@ -188,7 +179,7 @@ rd_u32(struct rd *r, uint32_t *v, const char *what)
 {
 	if (need(r, 4, what) < 0)
 		return -1;
-	*v = (uint32_t)le(r->p + r->pos, 4);
+	*v = (uint32_t)llm_get_le(r->p + r->pos, 4);
 	r->pos += 4;
 	return 0;
 }
@@ -198,7 +189,7 @@ rd_u64(struct rd *r, uint64_t *v, const char *what)
 {
 	if (need(r, 8, what) < 0)
 		return -1;
-	*v = le(r->p + r->pos, 8);
+	*v = llm_get_le(r->p + r->pos, 8);
 	r->pos += 8;
 	return 0;
 }
@@ -224,7 +215,7 @@ rd_str(struct rd *r, const char **s, uint64_t *len, const char *what)
 static double
 f32_at(const uint8_t *p)
 {
-	uint32_t u = (uint32_t)le(p, 4);
+	uint32_t u = (uint32_t)llm_get_le(p, 4);
 	float f;
 	memcpy(&f, &u, 4);
 	return f;
@@ -233,7 +224,7 @@ f32_at(const uint8_t *p)
 static double
 f64_at(const uint8_t *p)
 {
-	uint64_t u = le(p, 8);
+	uint64_t u = llm_get_le(p, 8);
 	double f;
 	memcpy(&f, &u, 8);
 	return f;
@@ -249,12 +240,12 @@ scalar_at(struct llm_gguf_value *v, enum llm_gguf_type t, const uint8_t *p)
 	switch (t) {
 	case LLM_GGUF_U8: case LLM_GGUF_BOOL: v->num.u = p[0]; break;
 	case LLM_GGUF_I8: v->num.i = (int8_t)p[0]; break;
-	case LLM_GGUF_U16: v->num.u = le(p, 2); break;
-	case LLM_GGUF_I16: v->num.i = (int16_t)le(p, 2); break;
-	case LLM_GGUF_U32: v->num.u = le(p, 4); break;
-	case LLM_GGUF_I32: v->num.i = (int32_t)le(p, 4); break;
-	case LLM_GGUF_U64: v->num.u = le(p, 8); break;
-	case LLM_GGUF_I64: v->num.i = (int64_t)le(p, 8); break;
+	case LLM_GGUF_U16: v->num.u = llm_get_le(p, 2); break;
+	case LLM_GGUF_I16: v->num.i = (int16_t)llm_get_le(p, 2); break;
+	case LLM_GGUF_U32: v->num.u = llm_get_le(p, 4); break;
+	case LLM_GGUF_I32: v->num.i = (int32_t)llm_get_le(p, 4); break;
+	case LLM_GGUF_U64: v->num.u = llm_get_le(p, 8); break;
+	case LLM_GGUF_I64: v->num.i = (int64_t)llm_get_le(p, 8); break;
 	case LLM_GGUF_F32: v->num.f = f32_at(p); break;
 	case LLM_GGUF_F64: v->num.f = f64_at(p); break;
 	default: break;
@@ -983,7 +974,7 @@ llm_gguf_arr_elem(const struct llm_gguf_value *a, uint64_t i, struct llm_gguf_va
 	if (a->elem_type == LLM_GGUF_STRING) {
 		memset(out, 0, sizeof(*out));
 		out->type = LLM_GGUF_STRING;
-		out->len = le(a->strs[i], 8);
+		out->len = llm_get_le(a->strs[i], 8);
 		out->str = (const char *)a->strs[i] + 8;
 		return 0;
 	}
@@ -996,7 +987,7 @@ llm_gguf_arr_str(const struct llm_gguf_value *a, uint64_t i, size_t *len)
 {
 	if (a->type != LLM_GGUF_ARRAY || a->elem_type != LLM_GGUF_STRING || i >= a->len)
 		return NULL;
-	*len = (size_t)le(a->strs[i], 8);
+	*len = (size_t)llm_get_le(a->strs[i], 8);
 	return (const char *)a->strs[i] + 8;
 }
 

@@ -15,6 +15,7 @@
 
 #define KLD_MAGIC "LLMKLD01"
 #define KLD_HEADER 24
+#define U32(p) ((uint32_t)llm_get_le((p), 4))
 
 double
 llm_nll(const float *logits, int64_t n, int64_t tok)
@@ -50,19 +51,6 @@ llm_kl_logits(const float *base, const float *q, int64_t n)
 	return kl > 0 ? kl : 0;
 }
 
-static void
-put_u32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> 8 * i);
-}
-
-static uint32_t
-get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -95,21 +83,21 @@ check_base(const struct llm_map *m, const char *path, int64_t vocab, int64_t n_c
 	const uint8_t *p = m->p;
 	if (m->len < KLD_HEADER || memcmp(p, KLD_MAGIC, 8) != 0)
 		return llm_seterr("%s: not a base file of llm-run --kl-divergence-base", path);
-	if (get_u32(p + 8) != 1)
-		return llm_seterr("%s: version %" PRIu32 " (this program reads 1)", path, get_u32(p + 8));
-	if (get_u32(p + 12) != (uint32_t)vocab)
-		return llm_seterr("%s: a vocabulary of %" PRIu32 ", this model's has %" PRId64, path, get_u32(p + 12),
+	if (U32(p + 8) != 1)
+		return llm_seterr("%s: version %" PRIu32 " (this program reads 1)", path, U32(p + 8));
+	if (U32(p + 12) != (uint32_t)vocab)
+		return llm_seterr("%s: a vocabulary of %" PRIu32 ", this model's has %" PRId64, path, U32(p + 12),
 		    vocab);
-	if (get_u32(p + 16) != (uint32_t)n_ctx || get_u32(p + 20) != (uint32_t)n_chunks)
+	if (U32(p + 16) != (uint32_t)n_ctx || U32(p + 20) != (uint32_t)n_chunks)
 		return llm_seterr("%s: %" PRIu32 " chunks of %" PRIu32 " tokens, this run has %" PRId64 " of %" PRId64
-		    " (the same text, --ppl-context and --chunks are needed)", path, get_u32(p + 20), get_u32(p + 16),
+		    " (the same text, --ppl-context and --chunks are needed)", path, U32(p + 20), U32(p + 16),
 		    n_chunks, n_ctx);
 	uint64_t nt = (uint64_t)(n_chunks * n_ctx);
 	uint64_t want = KLD_HEADER + 4 * nt + (uint64_t)(n_chunks * per_chunk) * (uint64_t)vocab * 4;
 	if (m->len != want)
 		return llm_seterr("%s: %zu bytes, its header implies %" PRIu64 " (truncated?)", path, m->len, want);
 	for (uint64_t i = 0; i < nt; i++)
-		if ((int64_t)(int32_t)get_u32(p + KLD_HEADER + 4 * i) != tokens[i])
+		if ((int64_t)(int32_t)U32(p + KLD_HEADER + 4 * i) != tokens[i])
 			return llm_seterr("%s: token %" PRIu64 " differs: the base was run on another text or with "
 			    "another tokenizer", path, i);
 	return 0;
@@ -148,16 +136,16 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 	if (o->save_base) {
 		uint8_t h[KLD_HEADER];
 		memcpy(h, KLD_MAGIC, 8);
-		put_u32(h + 8, 1);
-		put_u32(h + 12, (uint32_t)vocab);
-		put_u32(h + 16, (uint32_t)n_ctx);
-		put_u32(h + 20, (uint32_t)r->n_chunks);
+		llm_put_le(h + 8, 1, 4);
+		llm_put_le(h + 12, (uint32_t)vocab, 4);
+		llm_put_le(h + 16, (uint32_t)n_ctx, 4);
+		llm_put_le(h + 20, (uint32_t)r->n_chunks, 4);
 		if (llm_out_open(&out, o->save_base) < 0)
 			goto out;
 		int ok = fwrite(h, 1, sizeof(h), out.fp) == sizeof(h);
 		for (int64_t i = 0; ok && i < r->n_chunks * n_ctx; i++) {
 			uint8_t t[4];
-			put_u32(t, (uint32_t)(int32_t)tokens[i]);
+			llm_put_le(t, (uint32_t)(int32_t)tokens[i], 4);
 			ok = fwrite(t, 1, 4, out.fp) == 4;
 		}
 		if (!ok) {

@@ -14,6 +14,7 @@
 #include "dtype.h"
 #include "gguf.h"
 #include "quant.h"
+#include "util.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -68,12 +69,6 @@ sp_q4_1(const uint8_t *b, int8_t *q, float *s, float *m)
 
 /* The fifth bits of Q5_0/Q5_1: bit j of the little-endian u32 qh belongs
  * to element j, bit j+16 to element j+16. */
-static uint32_t
-le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void
 five_bits(const uint8_t *qs, uint32_t qh, int bias, int8_t *q)
 {
@@ -89,7 +84,7 @@ sp_q5_0(const uint8_t *b, int8_t *q, float *s, float *m)
 {
 	(void)m;
 	s[0] = half(b);
-	five_bits(b + 6, le32(b + 2), 16, q);
+	five_bits(b + 6, (uint32_t)llm_get_le(b + 2, 4), 16, q);
 }
 
 /* Q5_1, 24 bytes: f16 d, f16 m, u32 qh, low nibbles; x = q * d + m. */
@@ -98,7 +93,7 @@ sp_q5_1(const uint8_t *b, int8_t *q, float *s, float *m)
 {
 	s[0] = half(b);
 	m[0] = half(b + 2);
-	five_bits(b + 8, le32(b + 4), 0, q);
+	five_bits(b + 8, (uint32_t)llm_get_le(b + 4, 4), 0, q);
 }
 
 /* Q8_0, 34 bytes: f16 d, 32 int8 codes; x = q * d. */

@@ -20,6 +20,7 @@
 #include "dtype.h"
 #include "gguf.h"
 #include "quant.h"
+#include "util.h"
 
 #ifdef __clang__
 #pragma STDC FP_CONTRACT OFF
@@ -42,13 +43,6 @@ static float
 get_half(const uint8_t *p)
 {
 	return llm_f16_to_f32((uint16_t)(p[0] | p[1] << 8));
-}
-
-static void
-put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> 8 * i);
 }
 
 static int
@@ -151,7 +145,7 @@ five_bit_codes(const int *c, uint8_t *qh, uint8_t *qs)
 		qs[j] = (uint8_t)((c[j] & 15) | (c[j + QK / 2] & 15) << 4);
 		h |= (uint32_t)(c[j] >> 4 & 1) << j | (uint32_t)(c[j + QK / 2] >> 4 & 1) << (j + QK / 2);
 	}
-	put_le32(qh, h);
+	llm_put_le(qh, h, 4);
 }
 
 /* Q5_0: d = -max / 16, q = min(31, trunc(x / d + 16.5)). */

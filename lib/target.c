@@ -300,32 +300,23 @@ llm_target_free(struct llm_target *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static uint64_t
-le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 int
 llm_elf_section(const void *data, size_t n, const char *name, const void **out, size_t *outlen)
 {
 	const uint8_t *p = data;
 	if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
 		return llm_seterr("not an ELF64 little-endian object");
-	uint64_t shoff = le(p + 0x28, 8), shentsize = le(p + 0x3a, 2), shnum = le(p + 0x3c, 2),
-		 shstrndx = le(p + 0x3e, 2);
+	uint64_t shoff = llm_get_le(p + 0x28, 8), shentsize = llm_get_le(p + 0x3a, 2), shnum = llm_get_le(p + 0x3c, 2),
+		 shstrndx = llm_get_le(p + 0x3e, 2);
 	if (shentsize < 64 || shoff > n || shnum > (n - shoff) / shentsize || shstrndx >= shnum)
 		return llm_seterr("bad ELF section headers");
 	const uint8_t *strh = p + shoff + shstrndx * shentsize;
-	uint64_t stroff = le(strh + 24, 8), strsize = le(strh + 32, 8);
+	uint64_t stroff = llm_get_le(strh + 24, 8), strsize = llm_get_le(strh + 32, 8);
 	if (stroff > n || strsize > n - stroff)
 		return llm_seterr("bad ELF section names");
 	for (uint64_t i = 0; i < shnum; i++) {
 		const uint8_t *h = p + shoff + i * shentsize;
-		uint64_t nm = le(h, 4), off = le(h + 24, 8), size = le(h + 32, 8);
+		uint64_t nm = llm_get_le(h, 4), off = llm_get_le(h + 24, 8), size = llm_get_le(h + 32, 8);
 		if (nm >= strsize || strnlen((const char *)p + stroff + nm, strsize - nm) == strsize - nm)
 			continue;
 		if (strcmp((const char *)p + stroff + nm, name) != 0)

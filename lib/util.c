@@ -211,6 +211,24 @@ llm_xstrdup(const char *s)
 	return memcpy(llm_xmalloc(n), s, n);
 }
 
+uint64_t
+llm_get_le(const void *p, int n)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+void
+llm_put_le(void *p, uint64_t v, int n)
+{
+	uint8_t *b = p;
+	for (int i = 0; i < n; i++)
+		b[i] = (uint8_t)(v >> 8 * i);
+}
+
 /* The first n bytes of s (which holds at least n), terminated. */
 char *
 llm_xstrndup(const char *s, size_t n)

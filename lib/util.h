@@ -47,6 +47,10 @@ void *llm_xrealloc(void *p, size_t n);
 void *llm_xreallocarray(void *p, size_t n, size_t size);
 char *llm_xstrdup(const char *s);
 char *llm_xstrndup(const char *s, size_t n);
+
+/* Little-endian integers of n bytes (1 to 8) in a byte buffer. */
+uint64_t llm_get_le(const void *p, int n);
+void llm_put_le(void *p, uint64_t v, int n);
 char *llm_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Numbers from option arguments: the whole string must parse and lie in

@@ -81,44 +81,42 @@ struct vphase {
 	size_t nviol;
 };
 
+/* A violation: of a phase (its partition and op, or -1), or, phase NULL,
+ * of the file as a whole (the kernel index, the model). */
 static void
-violation(struct vphase *p, ptrdiff_t part, int64_t op, const char *kind, const char *fmt, ...)
+add_violation(struct vctx *v, const char *phase, ptrdiff_t part, int64_t op, const char *kind, const char *fmt,
+    va_list ap)
 {
 	struct llm_buf b = {0};
-	va_list ap;
 	json_t *o = json_object();
 
-	va_start(ap, fmt);
 	llm_buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	json_object_set_new(o, "phase", json_string(p->name));
+	json_object_set_new(o, "phase", phase ? json_string(phase) : json_null());
 	json_object_set_new(o, "partition", part >= 0 ? json_integer(part) : json_null());
 	json_object_set_new(o, "op", op >= 0 ? json_integer(op) : json_null());
 	json_object_set_new(o, "kind", json_string(kind));
 	json_object_set_new(o, "message", json_string(b.p));
-	json_array_append_new(p->v->violations, o);
-	p->nviol++;
+	json_array_append_new(v->violations, o);
 	llm_buf_free(&b);
 }
 
-/* A violation of the file as a whole (the kernel index, the model). */
+static void
+violation(struct vphase *p, ptrdiff_t part, int64_t op, const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	add_violation(p->v, p->name, part, op, kind, fmt, ap);
+	va_end(ap);
+	p->nviol++;
+}
+
 static void
 index_violation(struct vctx *v, const char *kind, const char *fmt, ...)
 {
-	struct llm_buf b = {0};
 	va_list ap;
-	json_t *o = json_object();
-
 	va_start(ap, fmt);
-	llm_buf_vprintf(&b, fmt, ap);
+	add_violation(v, NULL, -1, -1, kind, fmt, ap);
 	va_end(ap);
-	json_object_set_new(o, "phase", json_null());
-	json_object_set_new(o, "partition", json_null());
-	json_object_set_new(o, "op", json_null());
-	json_object_set_new(o, "kind", json_string(kind));
-	json_object_set_new(o, "message", json_string(b.p));
-	json_array_append_new(v->violations, o);
-	llm_buf_free(&b);
 }
 
 /* A path inside the parts directory: relative, no ".." component. */
