@@ -3255,9 +3255,9 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 			json_decref(j);
 			return llm_seterr("%s: item %zu is not an integer", where, i);
 		}
-		/* one rule for ids everywhere: 0 <= id < n_vocab */
+		/* strict: one rule for ids everywhere, 0 <= id < n_vocab */
 		json_int_t id = json_integer_value(v);
-		if (id < 0 || id >= llm_tokenizer_n_vocab(t)) {
+		if ((flag & LLM_DETOK_STRICT) && (id < 0 || id >= llm_tokenizer_n_vocab(t))) {
 			json_decref(j);
 			return llm_seterr("%s: item %zu: token id %lld is out of range [0, %lld)", where, i, (long long)id,
 			    (long long)llm_tokenizer_n_vocab(t));
@@ -3266,7 +3266,7 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 	}
 	json_decref(j);
 	size_t start = out->len;
-	llm_tokenizer_decode(t, *ids, n, flag, out);
+	llm_tokenizer_decode(t, *ids, n, flag & LLM_DETOK_SKIP_SPECIAL, out);
 	/* Escape the decoded text in place: move it aside first. */
 	size_t tl = out->len - start;
 	char *text = llm_xmalloc(tl + 1);
@@ -3307,9 +3307,9 @@ llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len
 
 int
 llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int skip_special, struct llm_buf *out)
+	int flags, struct llm_buf *out)
 {
-	return protocol(t, 1, in, len, name, skip_special, out);
+	return protocol(t, 1, in, len, name, flags, out);
 }
 
 /* ---- building from arrays (GGUF) ---- */

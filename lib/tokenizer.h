@@ -144,8 +144,14 @@ int64_t llm_tokenizer_eos(const struct llm_tokenizer *t);
  * (no half-written output). */
 int llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
 	int add_special, struct llm_buf *out);
+/* flags: LLM_DETOK_SKIP_SPECIAL (leave the special tokens out), and
+ * LLM_DETOK_STRICT (an id outside the vocabulary is an error, as llm-run's
+ * --detokenize has it; without it such ids decode to nothing, as Hugging
+ * Face's decode does). */
+#define LLM_DETOK_SKIP_SPECIAL 1
+#define LLM_DETOK_STRICT 2
 int llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int skip_special, struct llm_buf *out);
+	int flags, struct llm_buf *out);
 /* Append s as a JSON string, escaped as JSON.stringify does. */
 void llm_tokenizer_json_string(struct llm_buf *out, const char *s, size_t n);
 

@@ -1458,7 +1458,8 @@ main(int argc, char **argv)
 			char *text = read_input("-", &len);
 			int rc = mode == M_TOKENIZE ?
 			    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>", add_special, &out) :
-			    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>", skip_special, &out);
+			    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
+				(skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
 			if (rc < 0)
 				llm_fatal("%s", llm_errmsg());
 			free(text);

@@ -157,7 +157,8 @@ main(int argc, char **argv)
 	struct llm_buf in = {0}, out = {0};
 	read_stdin(&in);
 	int rc = mode == MODE_TOKENIZE ? llm_tokenizer_tokenize_lines(t, in.p, in.len, "<stdin>", add_special, &out)
-		: llm_tokenizer_detokenize_lines(t, in.p, in.len, "<stdin>", skip_special, &out);
+		: llm_tokenizer_detokenize_lines(t, in.p, in.len, "<stdin>", skip_special ? LLM_DETOK_SKIP_SPECIAL : 0,
+		    &out);
 	if (rc < 0)
 		llm_fatal("%s", llm_errmsg()); /* nothing has been written */
 	if (fwrite(out.p, 1, out.len, stdout) != out.len || fflush(stdout) != 0 || ferror(stdout))
