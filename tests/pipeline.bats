@@ -181,3 +181,15 @@ logits() {
 	[ "${#lines[@]}" -eq 3 ]
 	[ ! -e "$T/o/model.json" ]
 }
+
+@test "make demo tells a story with a trained model at hand, and says when the weights are random (issue 17)" {
+	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
+	if [ -f "$s" ]; then
+		run -0 --separate-stderr make --no-print-directory -C "$PROJECT_ROOT" demo DEMO="$T/demo"
+		assert_line "make demo: ../shared/fixtures/stories260K/stories260K.gguf, a trained model: its text should read well"
+		assert_line --partial "Once upon a time, there was a little girl named Lily."
+	fi
+	run -0 --separate-stderr make --no-print-directory -C "$PROJECT_ROOT" demo DEMO="$T/demo" DEMO_GGUF=/nonexistent
+	assert_line --partial "the weights below are random, so the text is gibberish"
+	assert_line --regexp '^Once upon a time'
+}
