@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "gguf.h"
@@ -96,6 +97,15 @@ const char *
 llm_ggml_type_name(uint32_t t)
 {
 	return t < LLM_GGML_NTYPES && ggml_types[t].name ? ggml_types[t].name : "?";
+}
+
+int64_t
+llm_ggml_type_by_name(const char *s)
+{
+	for (uint32_t t = 0; t < LLM_GGML_NTYPES; t++)
+		if (ggml_types[t].name && strcasecmp(ggml_types[t].name, s) == 0)
+			return t;
+	return -1;
 }
 
 int

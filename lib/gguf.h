@@ -232,6 +232,8 @@ int llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_ten
  * "?" for unknown values. */
 const char *llm_gguf_type_name(enum llm_gguf_type t);
 const char *llm_ggml_type_name(uint32_t t);
+/* The ggml type called s ("Q4_K", case ignored), or -1. */
+int64_t llm_ggml_type_by_name(const char *s);
 /* Elements per block and bytes per block of a ggml type: 1, or 0 if the
  * type is unknown or retired. */
 int llm_ggml_type_block(uint32_t t, uint32_t *blck, uint32_t *size);

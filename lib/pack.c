@@ -205,10 +205,8 @@ check_plan(struct packer *k)
 		k->qtype[i] = t->quant;
 		if (p->quant && t->quant < 0) {
 			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
-			uint32_t q = 0;
-			while (q < LLM_GGML_NTYPES && strcmp(llm_ggml_type_name(q), p->quant) != 0)
-				q++;
-			if (q == LLM_GGML_NTYPES || !llm_quantize_supported(q))
+			int64_t q = llm_ggml_type_by_name(p->quant);
+			if (q < 0 || !llm_quantize_supported((uint32_t)q))
 				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' (%s writes Q8_0, Q4_0, Q4_1, "
 				    "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", m->path, p->name, p->quant, llm_prog);
 			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)

@@ -78,12 +78,10 @@ tiled(char **argv)
 static uint32_t
 type_named(const char *s, int (*supported)(uint32_t))
 {
-	uint32_t t = 0;
-	while (t < LLM_GGML_NTYPES && strcasecmp(llm_ggml_type_name(t), s) != 0)
-		t++;
-	if (t == LLM_GGML_NTYPES || !supported(t))
+	int64_t t = llm_ggml_type_by_name(s);
+	if (t < 0 || !supported((uint32_t)t))
 		llm_fatal("%s: not a block type llm %s", s, supported == llm_quant_supported ? "decodes" : "writes");
-	return t;
+	return (uint32_t)t;
 }
 
 static int
