@@ -80,7 +80,9 @@ llm_qmix_type(int mix, const struct llm_qmix_tensor *t)
 			ty = LLM_GGML_Q6_K;
 		else if (mix == LLM_QMIX_Q4_K_S && l < 4)
 			ty = LLM_GGML_Q5_K;
-		if (t->llama70b && ty == LLM_GGML_Q4_K)
+		/* llama.cpp's LLM_TYPE_70B: a Llama of 80 layers with GQA */
+		int llama70b = t->family == LLM_FAMILY_LLAMA && n == 80 && t->n_kv_heads < t->n_heads;
+		if (llama70b && ty == LLM_GGML_Q4_K)
 			ty = LLM_GGML_Q5_K;
 	} else if (t->role == LLM_ROLE_WDOWN) {
 		if (km && more_bits(l, n))

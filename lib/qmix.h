@@ -52,14 +52,17 @@ const char *llm_qmix_name(int mix);
 const char *llm_qmix_names(void);
 
 /* A matrix of the model: its role (the embedding, a projection or the
- * head), layer, the number of layers, its row length, whether the
- * embedding is tied to the head, and whether the model is llama.cpp's
- * "70B" (a Llama of 80 layers with grouped-query attention). */
+ * head), layer, its row length; and the model: its family, number of
+ * layers and of query and kv heads, whether the embedding is tied to the
+ * head. */
 struct llm_qmix_tensor {
 	enum llm_role role;
-	int layer, n_layers;
+	int layer;
 	int64_t cols;
-	int tied, llama70b;
+	enum llm_family family;
+	int n_layers;
+	int64_t n_heads, n_kv_heads;
+	int tied;
 };
 
 /* The ggml type (enum llm_ggml_type: a block type, or LLM_GGML_F16) that

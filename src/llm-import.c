@@ -163,8 +163,8 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
     int layer, int64_t heads, const int64_t *shape)
 {
 	const struct llm_hfconfig *c = p->cfg;
-	struct llm_qmix_tensor qt = {role, layer, (int)c->n_layers, shape[1], c->tie_word_embeddings,
-		c->family == LLM_FAMILY_LLAMA && c->n_layers == 80 && c->n_kv_heads < c->n_heads};
+	struct llm_qmix_tensor qt = {role, layer, shape[1], c->family, (int)c->n_layers, c->n_heads, c->n_kv_heads,
+		c->tie_word_embeddings};
 	uint32_t ty = llm_qmix_type(p->mix, &qt);
 	const char *transform = heads ? "unpermute_qk" : "copy";
 	struct llm_qlayout ql;
