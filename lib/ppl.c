@@ -17,38 +17,41 @@
 #define KLD_HEADER 24
 #define U32(p) ((uint32_t)llm_get_le((p), 4))
 
-double
-llm_nll(const float *logits, int64_t n, int64_t tok)
+/* log(sum exp(x)), in double, shifted by the maximum. */
+static double
+log_sum_exp(const float *x, int64_t n)
 {
-	double max = logits[0], sum = 0;
+	double max = x[0], sum = 0;
 	for (int64_t i = 1; i < n; i++)
-		if (logits[i] > max)
-			max = logits[i];
+		if (x[i] > max)
+			max = x[i];
 	for (int64_t i = 0; i < n; i++)
-		sum += exp((double)logits[i] - max);
-	return -((double)logits[tok] - max - log(sum));
+		sum += exp((double)x[i] - max);
+	return max + log(sum);
 }
 
-double
-llm_kl_logits(const float *base, const float *q, int64_t n)
+/* KL(p || q) from the logits and their log-sum-exps. */
+static double
+kl_lse(const float *base, double lb, const float *q, double lq, int64_t n)
 {
-	double mb = base[0], mq = q[0], sb = 0, sq = 0, kl = 0;
-	for (int64_t i = 1; i < n; i++) {
-		if (base[i] > mb)
-			mb = base[i];
-		if (q[i] > mq)
-			mq = q[i];
-	}
-	for (int64_t i = 0; i < n; i++) {
-		sb += exp((double)base[i] - mb);
-		sq += exp((double)q[i] - mq);
-	}
-	double lb = mb + log(sb), lq = mq + log(sq);
+	double kl = 0;
 	for (int64_t i = 0; i < n; i++) {
 		double pb = (double)base[i] - lb, pq = (double)q[i] - lq;
 		kl += exp(pb) * (pb - pq);
 	}
 	return kl > 0 ? kl : 0;
+}
+
+double
+llm_nll(const float *logits, int64_t n, int64_t tok)
+{
+	return log_sum_exp(logits, n) - (double)logits[tok];
+}
+
+double
+llm_kl_logits(const float *base, const float *q, int64_t n)
+{
+	return kl_lse(base, log_sum_exp(base, n), q, log_sum_exp(q, n), n);
 }
 
 static int
@@ -167,7 +170,8 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 		for (int64_t j = first; j <= n_ctx - 2; j++) {
 			if (j > first && llm_runtime_decode(rt, buf[j]) < 0)
 				goto out;
-			double v = llm_nll(rt->logits, vocab, buf[j + 1]);
+			/* each distribution's log-sum-exp once, for its NLL and the KL */
+			double lq = log_sum_exp(rt->logits, vocab), v = lq - (double)rt->logits[buf[j + 1]];
 			nll += v;
 			nll2 += v * v;
 			if (out.fp && fwrite(rt->logits, sizeof(float), (size_t)vocab, out.fp) != (size_t)vocab) {
@@ -176,7 +180,8 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 			}
 			if (blog) {
 				const float *b = blog + (size_t)r->n_scored * (size_t)vocab;
-				double bv = llm_nll(b, vocab, buf[j + 1]), k = llm_kl_logits(b, rt->logits, vocab);
+				double lb = log_sum_exp(b, vocab), bv = lb - (double)b[buf[j + 1]];
+				double k = kl_lse(b, lb, rt->logits, lq, vocab);
 				bnll += bv;
 				bnll2 += bv * bv;
 				kl += k;
