@@ -45,7 +45,7 @@
 #include "../lib/util.h"
 
 static const char usage_text[] =
-	"usage: llm-run [-v] [--json] [--logits file] [-n count] [-t threads] [--seed n]\n"
+	"usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
 	"               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
 	"               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
 	"               [--chat-template name] [--system text] -m model\n"
