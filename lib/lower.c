@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,9 +13,9 @@
 #include "spawn.h"
 #include "target.h"
 
-/* The temporary directory of the running lowering, removed by the signal
- * handler unless it is to be kept.  Paths are built before any tool runs,
- * so the handler only calls unlink and rmdir. */
+/* The temporary directory of the running lowering, removed by a signal's
+ * cleanup (llm_atsignal) unless it is to be kept.  Paths are built before
+ * any tool runs, so the cleanup only calls unlink and rmdir. */
 #define NTMPFILE 8
 static char *volatile tmpdir;
 static char *volatile tmpfiles[NTMPFILE];
@@ -29,14 +28,6 @@ remove_tmp(void)
 			unlink(tmpfiles[i]);
 	if (tmpdir)
 		rmdir(tmpdir);
-}
-
-static void
-on_signal(int sig)
-{
-	remove_tmp();
-	signal(sig, SIG_DFL);
-	raise(sig);
 }
 
 static int
@@ -455,7 +446,7 @@ llm_lower_run(struct llm_lower *l)
 	dir = template;
 	template = NULL;
 
-	/* Every path the signal handler may have to remove is known now. */
+	/* Every path the signal cleanup may have to remove is known now. */
 	char *stem = llm_xstrdup(base);
 	char *dot = strrchr(stem, '.');
 	if (dot && dot != stem)
@@ -472,9 +463,7 @@ llm_lower_run(struct llm_lower *l)
 	for (int i = 0; i < NTMPFILE; i++)
 		tmpfiles[i] = files[i];
 	tmpdir = dir;
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
+	llm_atsignal(remove_tmp);
 
 	if (strcmp(l->input, "-") == 0 && save_stdin(in) < 0)
 		goto fail;
@@ -572,9 +561,6 @@ out:
 	tmpdir = NULL;
 	for (int i = 0; i < NTMPFILE; i++)
 		tmpfiles[i] = NULL;
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
 	for (int i = 0; i < npass; i++)
 		free(opt[2 + i]);
 	free(opt);

@@ -30,24 +30,47 @@ cleanup_tmps(void)
 			unlink(tmps[i]);
 }
 
+/* Cleanups run on SIGINT, SIGTERM and SIGHUP, then the default action:
+ * one handler for the process, so that no module's cleanup replaces
+ * another's (spawn.c's forwarding handler chains to this one). */
+#define MAXCLEANUP 8
+static void (*volatile cleanups[MAXCLEANUP])(void);
+
 static void
 on_signal(int sig)
 {
-	cleanup_tmps();
+	for (int i = 0; i < MAXCLEANUP; i++)
+		if (cleanups[i])
+			cleanups[i]();
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+void
+llm_atsignal(void (*fn)(void))
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	int i = 0;
+	for (; i < MAXCLEANUP && cleanups[i]; i++)
+		if (cleanups[i] == fn)
+			return;
+	if (i == MAXCLEANUP)
+		llm_fatal("too many signal cleanups");
+	if (i == 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		for (size_t j = 0; j < LLM_NELEM(sigs); j++)
+			sigaction(sigs[j], &sa, NULL);
+	}
+	cleanups[i] = fn;
 }
 
 static void
 track_tmp(char *path)
 {
-	static int installed;
-	if (!installed) {
-		installed = 1;
-		signal(SIGINT, on_signal);
-		signal(SIGTERM, on_signal);
-		signal(SIGHUP, on_signal);
-	}
+	llm_atsignal(cleanup_tmps);
 	for (int i = 0; i < MAXTMP; i++)
 		if (!tmps[i]) {
 			tmps[i] = path;

@@ -81,6 +81,13 @@ struct llm_map {
 int llm_map_file(struct llm_map *m, const char *path);
 void llm_unmap(struct llm_map *m);
 
+/* Registers fn (async-signal-safe: unlink, rmdir) to run on SIGINT,
+ * SIGTERM and SIGHUP, before the signal's default action ends the
+ * process.  Every registered cleanup runs, in order; registering one
+ * twice registers it once.  spawn.c's handler, which kills a running
+ * tool, chains to these. */
+void llm_atsignal(void (*fn)(void));
+
 /* Atomic output: data goes to "path.tmp.XXXXXX" in the same directory and
  * is renamed to path by llm_out_commit, after fflush, ferror and fsync.  Until
  * then the temporary is registered so that llm_fatal and SIGINT/SIGTERM

@@ -152,6 +152,30 @@ check_numbers() {
 	[ ! -e x.o ]
 }
 
+@test "SIGTERM while a tool runs kills the tool and removes the temporaries" {
+	# the fake mlir-opt records its pid, then waits
+	printf '#!/bin/sh\necho $$ > "%s/tool.pid"\nexec sleep 30\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/slow"
+	chmod +x "$BATS_TEST_TMPDIR/slow"
+	cd "$BATS_TEST_TMPDIR"
+	LLM_MLIR_OPT="$BATS_TEST_TMPDIR/slow" llm-lower -o x.o "$F/decode.mlir" & pid=$!
+	for i in $(seq 100); do [ -s tool.pid ] && break; sleep 0.1; done
+	[ -s tool.pid ]
+	ls -d .x.o.lower.*
+	kill -TERM $pid
+	rc=0; wait $pid || rc=$?
+	[ "$rc" -eq 143 ]
+	[ ! -e x.o ]
+	! ls -d .x.o.lower.* 2>/dev/null
+	# gone, or a zombie waiting for init to reap it
+	tp=$(cat tool.pid)
+	for i in $(seq 50); do
+		st=$(ps -o stat= -p "$tp" || true)
+		case $st in ''|Z*) break ;; esac
+		sleep 0.1
+	done
+	case $st in ''|Z*) ;; *) echo "tool $tp still running: $st"; false ;; esac
+}
+
 @test "llm-lower -s keeps the LLVM IR beside the object" {
 	cd "$BATS_TEST_TMPDIR"
 	run -0 llm-lower -s --no-cache -o d.o "$F/decode.mlir"

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -183,6 +184,46 @@ T_TEST(fatal_removes_open_temporaries)
 	free(dir);
 }
 
+/* A signal runs every registered cleanup: an open output's temporary and
+ * another module's (as lower.c registers its work directory). */
+static char *sig_extra;
+
+static void
+remove_extra(void)
+{
+	unlink(sig_extra);
+}
+
+T_TEST(signal_runs_every_cleanup)
+{
+	char *dir = llm_path_join(t_tmpdir(), "signal");
+	char *path = llm_path_join(dir, "out.bin");
+	int status;
+	pid_t pid;
+
+	sig_extra = llm_path_join(dir, "extra");
+	T_CHECK(llm_mkdirs(dir) == 0);
+	T_CHECK(llm_write_file(sig_extra, "x", 1) == 0);
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		struct llm_out o;
+		llm_atsignal(remove_extra); /* before and after the output's */
+		if (llm_out_open(&o, path) < 0)
+			_exit(3);
+		llm_atsignal(remove_extra);
+		fputs("partial", o.fp);
+		fflush(o.fp);
+		raise(SIGTERM);
+		_exit(4);
+	}
+	T_CHECK(waitpid(pid, &status, 0) == pid);
+	T_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	T_CHECK(count_entries(dir) == 0);
+	free(sig_extra);
+	free(path);
+	free(dir);
+}
+
 T_TEST(out_open_fails_in_missing_directory)
 {
 	struct llm_out o;
@@ -233,6 +274,7 @@ main(void)
 	T_RUN(output_through_links_and_into_special_files);
 	T_RUN(fatal_removes_open_temporaries);
 	T_RUN(out_open_fails_in_missing_directory);
+	T_RUN(signal_runs_every_cleanup);
 	T_RUN(map_file_maps_contents_and_rejects_directories);
 	T_RUN(path_join_handles_slashes);
 	T_RUN(fnv1a_matches_known_vectors);
