@@ -22,7 +22,8 @@ CFLAGS = $(OPT) -g -std=c11 $(WARN)
 # (configure writes LLVM_VERSION_STRING).
 VERSION = 0.7
 LLVM_VERSION_STRING = unknown
-CPPFLAGS = -D_GNU_SOURCE -DLLM_VERSION='"$(VERSION)"' -DLLM_LLVM_VERSION='"$(LLVM_VERSION_STRING)"'
+CPPFLAGS = -D_GNU_SOURCE -DLLM_VERSION='"$(VERSION)"' -DLLM_LLVM_VERSION='"$(LLVM_VERSION_STRING)"' \
+	-DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"'
 ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl
@@ -111,8 +112,7 @@ $(O)/lib/target.o: lib/target.c
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(B)
-	$(CC) $(ALL_CFLAGS) -DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
-		$(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
 $(B)/llm-import: src/llm-import.c
 $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c

@@ -122,7 +122,7 @@ llm_lower_guess_kind(const char *path, const char *text)
 }
 
 int
-llm_pipeline_read(const char *path, const char *share, char ***argv, int *argc)
+llm_pipeline_read(const char *path, const char *share, struct llm_argv *argv)
 {
 	char *data;
 	size_t len;
@@ -152,9 +152,8 @@ llm_pipeline_read(const char *path, const char *share, char ***argv, int *argc)
 			llm_buf_puts(&b, share);
 			s = at + strlen("@share@");
 		}
-		*argv = llm_xreallocarray(*argv, (size_t)*argc + 2, sizeof(**argv));
-		(*argv)[(*argc)++] = b.p;
-		(*argv)[*argc] = NULL;
+		llm_argv_add(argv, b.p);
+		llm_buf_free(&b);
 		n++;
 	}
 	free(data);
@@ -242,7 +241,7 @@ save_stdin(const char *path)
 /* Runs one stage; on failure the tool's stderr goes to our stderr and to
  * dir/<stage>.log. */
 static int
-stage(struct llm_lower *l, char **argv, const char *name, const char *log)
+stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 {
 	struct llm_spawn_opts so = {NULL, l->timeout, l->verbose};
 	struct llm_buf err = {0};
@@ -300,23 +299,9 @@ key_str(uint64_t h[2], const char *s)
 static void
 key_tool(uint64_t h[2], const char *tool)
 {
-	char *path = NULL;
+	char *path = llm_which(tool);
 	struct stat st;
 
-	if (strchr(tool, '/'))
-		path = llm_xstrdup(tool);
-	else {
-		const char *p = getenv("PATH");
-		char *copy = llm_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL;
-		for (char *d = strtok_r(copy, ":", &save); d && !path; d = strtok_r(NULL, ":", &save)) {
-			char *c = llm_path_join(d, tool);
-			if (access(c, X_OK) == 0)
-				path = c;
-			else
-				free(c);
-		}
-		free(copy);
-	}
 	key_str(h, path ? path : tool);
 	if (path && stat(path, &st) == 0) {
 		char buf[64];
@@ -359,72 +344,55 @@ copy_file(const char *from, const char *to)
 	return rc;
 }
 
-int
-llm_lower_run(struct llm_lower *l)
+/* A tool given by path must be there before anything is created. */
+static int
+check_tools(const struct llm_lower *l)
 {
-	char *pipeline = NULL, **opt = NULL, *dir = NULL, *template = NULL;
-	char *in = NULL, *llvm = NULL, *ll = NULL, *obj = NULL, *logs[3] = {0};
-	char *mtriple = NULL, *mcpu = NULL, *mattr = NULL, *cached = NULL;
-	int nopt = 0, npass = 0, rc = -1;
-
-	l->kept = NULL;
-	if (!(pipeline = llm_lower_pipeline(l->share, l->kind)))
-		return -1;
-	/* A tool given by path must be there before anything is created. */
 	const char *tools[][2] = {{"mlir-opt", l->mlir_opt}, {"mlir-translate", l->mlir_translate}, {"llc", l->llc}};
 	for (size_t i = 0; i < LLM_NELEM(tools); i++)
-		if (strchr(tools[i][1], '/') && access(tools[i][1], X_OK) != 0) {
-			llm_seterr("%s: cannot run %s:", tools[i][0], tools[i][1]);
-			free(pipeline);
-			return -1;
-		}
+		if (strchr(tools[i][1], '/') && access(tools[i][1], X_OK) != 0)
+			return llm_seterr("%s: cannot run %s:", tools[i][0], tools[i][1]);
+	return 0;
+}
 
-	/* argv of mlir-opt: tool, input, pass list, -o output */
-	opt = llm_xcalloc(3, sizeof(*opt));
-	opt[nopt++] = (char *)l->mlir_opt;
-	opt[nopt++] = NULL; /* the input, set below */
-	if ((npass = llm_pipeline_read(pipeline, l->share, &opt, &nopt)) < 0) {
-		npass = 0;
-		goto out;
+/* The cache key (see lower.h) as the cached object's path. */
+static char *
+cache_path(const struct llm_lower *l, const struct llm_argv *passes)
+{
+	uint64_t h[2] = {LLM_FNV_INIT, LLM_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
+	key_str(h, "llm-lower cache 2"); /* 2: objects carry .llm.target */
+	key_file(h, l->input);
+	for (size_t i = 0; i < passes->n; i++) {
+		key_str(h, passes->v[i]);
+		const char *eq = strrchr(passes->v[i], '=');
+		if (eq && eq[1] == '/')
+			key_file(h, eq + 1);
 	}
+	key_str(h, l->triple ? l->triple : "host");
+	key_str(h, l->cpu ? l->cpu : "native");
+	key_str(h, l->features ? l->features : "");
+	if (!l->triple && !l->cpu)
+		key_host_cpu(h);
+	key_tool(h, l->mlir_opt);
+	key_tool(h, l->mlir_translate);
+	key_tool(h, l->llc);
+	key_tool(h, l->objcopy);
+	key_tool(h, l->clang);
+	return llm_xasprintf("%s/%016llx%016llx.o", l->cache, (unsigned long long)h[0], (unsigned long long)h[1]);
+}
 
-	/* The cache key: see lower.h. */
-	l->cache_hit = 0;
-	if (l->cache && strcmp(l->input, "-") != 0) {
-		uint64_t h[2] = {LLM_FNV_INIT, LLM_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
-		key_str(h, "llm-lower cache 2"); /* 2: objects carry .llm.target */
-		key_file(h, l->input);
-		for (int i = 2; i < nopt; i++) {
-			key_str(h, opt[i]);
-			const char *eq = strrchr(opt[i], '=');
-			if (eq && eq[1] == '/')
-				key_file(h, eq + 1);
-		}
-		key_str(h, l->triple ? l->triple : "host");
-		key_str(h, l->cpu ? l->cpu : "native");
-		key_str(h, l->features ? l->features : "");
-		if (!l->triple && !l->cpu)
-			key_host_cpu(h);
-		key_tool(h, l->mlir_opt);
-		key_tool(h, l->mlir_translate);
-		key_tool(h, l->llc);
-		key_tool(h, l->objcopy);
-		key_tool(h, l->clang);
-		cached = llm_xasprintf("%s/%016llx%016llx.o", l->cache, (unsigned long long)h[0], (unsigned long long)h[1]);
-		if (llm_file_exists(cached)) {
-			if (l->verbose)
-				fprintf(stderr, "%s: cache hit %s\n", llm_prog, cached);
-			if (copy_file(cached, l->output) == 0) {
-				l->cache_hit = 1;
-				rc = 0;
-			}
-			free(cached);
-			goto out;
-		}
-	}
+/* One lowering's files, in a temporary directory beside the output. */
+struct work {
+	char *dir, *in, *llvm, *ll, *obj, *log[3];
+};
+enum { LOG_OPT, LOG_TRANSLATE, LOG_LLC };
 
-	/* The temporary directory beside the output, so the final rename stays
-	 * on one file system. */
+/* Creates the directory beside the output, so that the final copy stays
+ * on one file system, names every file in it, and registers them for the
+ * signal cleanup. */
+static int
+work_open(const struct llm_lower *l, struct work *w)
+{
 	const char *named = strcmp(l->output, "-") == 0 ? l->input : l->output;
 	const char *base = strrchr(named, '/') ? strrchr(named, '/') + 1 : named;
 	if (strcmp(base, "-") == 0)
@@ -436,145 +404,198 @@ llm_lower_run(struct llm_lower *l)
 		free(odir);
 		odir = llm_xstrdup("/");
 	}
-	template = llm_xasprintf("%s/.%s.lower.XXXXXX", odir, base);
+	char *dir = llm_xasprintf("%s/.%s.lower.XXXXXX", odir, base);
 	free(odir);
-	if (!mkdtemp(template)) {
+	if (!mkdtemp(dir)) {
+		free(dir);
 		/* name the output, not the hidden directory beside it */
-		llm_seterr("%s:", l->output);
-		goto out;
+		return llm_seterr("%s:", l->output);
 	}
-	dir = template;
-	template = NULL;
+	w->dir = dir;
 
-	/* Every path the signal cleanup may have to remove is known now. */
 	char *stem = llm_xstrdup(base);
 	char *dot = strrchr(stem, '.');
 	if (dot && dot != stem)
 		*dot = 0;
-	in = strcmp(l->input, "-") == 0 ? llm_xasprintf("%s/%s.mlir", dir, stem) : llm_xstrdup(l->input);
-	llvm = llm_xasprintf("%s/%s.llvm.mlir", dir, stem);
-	ll = llm_xasprintf("%s/%s.ll", dir, stem);
-	obj = llm_xasprintf("%s/%s.o", dir, stem);
-	logs[0] = llm_xasprintf("%s/mlir-opt.log", dir);
-	logs[1] = llm_xasprintf("%s/mlir-translate.log", dir);
-	logs[2] = llm_xasprintf("%s/llc.log", dir);
+	w->in = strcmp(l->input, "-") == 0 ? llm_xasprintf("%s/%s.mlir", dir, stem) : llm_xstrdup(l->input);
+	w->llvm = llm_xasprintf("%s/%s.llvm.mlir", dir, stem);
+	w->ll = llm_xasprintf("%s/%s.ll", dir, stem);
+	w->obj = llm_xasprintf("%s/%s.o", dir, stem);
+	w->log[LOG_OPT] = llm_xasprintf("%s/mlir-opt.log", dir);
+	w->log[LOG_TRANSLATE] = llm_xasprintf("%s/mlir-translate.log", dir);
+	w->log[LOG_LLC] = llm_xasprintf("%s/llc.log", dir);
 	free(stem);
-	char *files[NTMPFILE] = {llvm, ll, obj, logs[0], logs[1], logs[2], strcmp(l->input, "-") == 0 ? in : NULL};
+	char *files[NTMPFILE] = {w->llvm, w->ll, w->obj, w->log[0], w->log[1], w->log[2],
+		strcmp(l->input, "-") == 0 ? w->in : NULL};
 	for (int i = 0; i < NTMPFILE; i++)
 		tmpfiles[i] = files[i];
 	tmpdir = dir;
 	llm_atsignal(remove_tmp);
+	return 0;
+}
 
-	if (strcmp(l->input, "-") == 0 && save_stdin(in) < 0)
-		goto fail;
+static void
+work_free(struct work *w)
+{
+	tmpdir = NULL;
+	for (int i = 0; i < NTMPFILE; i++)
+		tmpfiles[i] = NULL;
+	free(w->dir);
+	free(w->in);
+	free(w->llvm);
+	free(w->ll);
+	free(w->obj);
+	for (int i = 0; i < 3; i++)
+		free(w->log[i]);
+}
 
-	opt[1] = in;
-	opt = llm_xreallocarray(opt, (size_t)nopt + 3, sizeof(*opt));
-	opt[nopt++] = "-o";
-	opt[nopt++] = llvm;
-	opt[nopt] = NULL;
-	if (stage(l, opt, "mlir-opt", logs[0]) < 0)
-		goto fail;
-
-	char *tr[] = {(char *)l->mlir_translate, "--mlir-to-llvmir", llvm, "-o", ll, NULL};
-	if (stage(l, tr, "mlir-translate", logs[1]) < 0)
-		goto fail;
-
-	/* llc: the host CPU unless cross-compiling.  RISC-V Linux wants the
-	 * lp64d ABI and, for our vector code, the V extension. */
-	char *lc[16];
-	int n = 0;
-	lc[n++] = (char *)l->llc;
-	lc[n++] = "-O3";
-	lc[n++] = "-relocation-model=pic";
-	lc[n++] = "-filetype=obj";
-	const char *features = l->features;
+/* llc's argv: the host CPU unless cross-compiling.  RISC-V Linux wants
+ * the lp64d ABI and, for our vector code, the V extension.  *features is
+ * the -mattr list used (for the target section). */
+static void
+llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, const char **features)
+{
+	*features = l->features;
+	llm_argv_add(a, l->llc);
+	llm_argv_add(a, "-O3");
+	llm_argv_add(a, "-relocation-model=pic");
+	llm_argv_add(a, "-filetype=obj");
 	if (l->triple) {
-		lc[n++] = mtriple = llm_xasprintf("-mtriple=%s", l->triple);
+		llm_argv_addf(a, "-mtriple=%s", l->triple);
 		if (strncmp(l->triple, "riscv64", 7) == 0) {
-			if (!features)
-				features = "+m,+a,+f,+d,+c,+v";
-			lc[n++] = "-target-abi=lp64d";
+			if (!*features)
+				*features = "+m,+a,+f,+d,+c,+v";
+			llm_argv_add(a, "-target-abi=lp64d");
 		}
 	}
 	if (l->cpu || !l->triple)
-		lc[n++] = mcpu = llm_xasprintf("-mcpu=%s", l->cpu ? l->cpu : "native");
-	if (features)
-		lc[n++] = mattr = llm_xasprintf("-mattr=%s", features);
-	lc[n++] = ll;
-	lc[n++] = "-o";
-	lc[n++] = obj;
-	lc[n] = NULL;
-	if (stage(l, lc, "llc", logs[2]) < 0)
-		goto fail;
+		llm_argv_addf(a, "-mcpu=%s", l->cpu ? l->cpu : "native");
+	if (*features)
+		llm_argv_addf(a, "-mattr=%s", *features);
+	llm_argv_add(a, w->ll);
+	llm_argv_add(a, "-o");
+	llm_argv_add(a, w->obj);
+}
 
-	/* The target the object is for, as data (target.h), in its section
-	 * .llm.target; only the entry points stay global. */
+/* The target the object is for, as data (target.h), in its section
+ * .llm.target; only the entry points stay global. */
+static int
+seal_object(const struct llm_lower *l, const struct work *w, const char *features)
+{
 	struct llm_target tg;
-	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, features, &tg) < 0) {
-		llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
-		goto fail;
-	}
-	char *tjson = llm_target_json(&tg), *tpath = llm_path_join(dir, "target.json");
-	char *addsec = llm_xasprintf("--add-section=" LLM_TARGET_SECTION "=%s", tpath);
+	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, features, &tg) < 0)
+		return llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
+	char *tjson = llm_target_json(&tg), *tpath = llm_path_join(w->dir, "target.json");
 	llm_target_free(&tg);
-	int wrc = llm_write_file(tpath, tjson, strlen(tjson));
-	char *oc[] = {(char *)l->objcopy, "--wildcard", "--keep-global-symbol=llm_*",
-		"--keep-global-symbol=_mlir_ciface_*", addsec, obj, NULL};
-	wrc = wrc < 0 ? -1 : stage(l, oc, "llvm-objcopy", logs[2]);
+	int rc = llm_write_file(tpath, tjson, strlen(tjson));
+	if (rc == 0) {
+		struct llm_argv oc = {0};
+		llm_argv_add(&oc, l->objcopy);
+		llm_argv_add(&oc, "--wildcard");
+		llm_argv_add(&oc, "--keep-global-symbol=llm_*");
+		llm_argv_add(&oc, "--keep-global-symbol=_mlir_ciface_*");
+		llm_argv_addf(&oc, "--add-section=" LLM_TARGET_SECTION "=%s", tpath);
+		llm_argv_add(&oc, w->obj);
+		rc = stage(l, oc.v, "llvm-objcopy", w->log[LOG_LLC]);
+		llm_argv_free(&oc);
+	}
 	free(tjson);
 	free(tpath);
-	free(addsec);
-	if (wrc < 0)
-		goto fail;
+	return rc;
+}
+
+/* The three stages and the sealing, in w. */
+static int
+run_stages(struct llm_lower *l, const struct work *w, const struct llm_argv *passes)
+{
+	if (strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0)
+		return -1;
+
+	struct llm_argv a = {0};
+	llm_argv_add(&a, l->mlir_opt);
+	llm_argv_add(&a, w->in);
+	for (size_t i = 0; i < passes->n; i++)
+		llm_argv_add(&a, passes->v[i]);
+	llm_argv_add(&a, "-o");
+	llm_argv_add(&a, w->llvm);
+	int rc = stage(l, a.v, "mlir-opt", w->log[LOG_OPT]);
+	llm_argv_free(&a);
+	if (rc < 0)
+		return -1;
+
+	char *tr[] = {(char *)l->mlir_translate, "--mlir-to-llvmir", w->llvm, "-o", w->ll, NULL};
+	if (stage(l, tr, "mlir-translate", w->log[LOG_TRANSLATE]) < 0)
+		return -1;
+
+	const char *features;
+	llc_argv(l, w, &a, &features);
+	rc = stage(l, a.v, "llc", w->log[LOG_LLC]);
+	llm_argv_free(&a);
+	if (rc < 0)
+		return -1;
+	return seal_object(l, w, features);
+}
+
+int
+llm_lower_run(struct llm_lower *l)
+{
+	struct llm_argv passes = {0};
+	struct work w = {0};
+	char *pipeline = NULL, *cached = NULL;
+	int rc = -1;
+
+	l->kept = NULL;
+	l->cache_hit = 0;
+	if (!(pipeline = llm_lower_pipeline(l->share, l->kind)))
+		return -1;
+	if (check_tools(l) < 0 || llm_pipeline_read(pipeline, l->share, &passes) < 0)
+		goto out;
+
+	if (l->cache && strcmp(l->input, "-") != 0) {
+		cached = cache_path(l, &passes);
+		if (llm_file_exists(cached)) {
+			if (l->verbose)
+				fprintf(stderr, "%s: cache hit %s\n", llm_prog, cached);
+			if (copy_file(cached, l->output) == 0) {
+				l->cache_hit = 1;
+				rc = 0;
+			}
+			goto out;
+		}
+	}
+
+	if (work_open(l, &w) < 0)
+		goto out;
+	if (run_stages(l, &w, &passes) < 0) {
+		/* Keep what there is, except a partial object. */
+		unlink(w.obj);
+		l->kept = w.dir;
+		w.dir = NULL;
+		goto out;
+	}
 
 	/* Into the cache first (a failure there only costs a later rebuild). */
-	if (cached) {
-		if (llm_mkdirs(l->cache) < 0 || copy_file(obj, cached) < 0)
-			llm_warn("%s (object not cached)", llm_errmsg());
-		free(cached);
-		cached = NULL;
-	}
+	if (cached && (llm_mkdirs(l->cache) < 0 || copy_file(w.obj, cached) < 0))
+		llm_warn("%s (object not cached)", llm_errmsg());
 
 	/* Copied, not renamed: an output that is a device, a FIFO or a
 	 * symbolic link is written as llm_out writes it (util.h); with -k
 	 * the object stays beside the .ll. */
-	if (copy_file(obj, l->output) < 0)
-		goto fail;
-	if (l->keep)
-		l->kept = dir;
-	else {
-		rm_tree(dir);
-		free(dir);
+	if (copy_file(w.obj, l->output) < 0) {
+		l->kept = w.dir;
+		w.dir = NULL;
+		goto out;
 	}
-	dir = NULL;
+	if (l->keep) {
+		l->kept = w.dir;
+		w.dir = NULL;
+	} else
+		rm_tree(w.dir);
 	rc = 0;
-	goto out;
-
-fail:
-	free(cached);
-	/* Keep what there is, except a partial object. */
-	unlink(obj);
-	l->kept = dir;
-	dir = NULL;
 out:
-	tmpdir = NULL;
-	for (int i = 0; i < NTMPFILE; i++)
-		tmpfiles[i] = NULL;
-	for (int i = 0; i < npass; i++)
-		free(opt[2 + i]);
-	free(opt);
+	work_free(&w);
+	llm_argv_free(&passes);
 	free(pipeline);
-	free(template);
-	free(dir);
-	free(in);
-	free(llvm);
-	free(ll);
-	free(obj);
-	for (int i = 0; i < 3; i++)
-		free(logs[i]);
-	free(mtriple);
-	free(mcpu);
-	free(mattr);
+	free(cached);
 	return rc;
 }

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -197,4 +199,83 @@ out:
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	llm_buf_free(&local);
 	return rc;
+}
+
+void
+llm_argv_add(struct llm_argv *a, const char *s)
+{
+	a->v = llm_xreallocarray(a->v, a->n + 2, sizeof(*a->v));
+	a->v[a->n++] = llm_xstrdup(s);
+	a->v[a->n] = NULL;
+}
+
+void
+llm_argv_addf(struct llm_argv *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		llm_fatal("out of memory");
+	va_end(ap);
+	a->v = llm_xreallocarray(a->v, a->n + 2, sizeof(*a->v));
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+void
+llm_argv_words(struct llm_argv *a, const char *s)
+{
+	char *copy = llm_xstrdup(s), *save = NULL;
+	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+		llm_argv_add(a, w);
+	free(copy);
+}
+
+void
+llm_argv_free(struct llm_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	a->v = NULL;
+	a->n = 0;
+}
+
+#ifndef LLM_LLVM_BINDIR
+#define LLM_LLVM_BINDIR "/usr/lib/llvm-22/bin"
+#endif
+
+const char *
+llm_llvm_bindir(void)
+{
+	const char *env = getenv("LLVM_BINDIR");
+	return env && *env ? env : LLM_LLVM_BINDIR;
+}
+
+char *
+llm_llvm_tool(const char *env, const char *name)
+{
+	const char *v = getenv(env);
+	if (v && *v)
+		return llm_xstrdup(v);
+	return llm_path_join(llm_llvm_bindir(), name);
+}
+
+char *
+llm_which(const char *tool)
+{
+	if (strchr(tool, '/'))
+		return llm_xstrdup(tool);
+	const char *p = getenv("PATH");
+	char *copy = llm_xstrdup(p ? p : "/usr/bin:/bin"), *save = NULL, *path = NULL;
+	for (char *d = strtok_r(copy, ":", &save); d && !path; d = strtok_r(NULL, ":", &save)) {
+		char *c = llm_path_join(d, tool);
+		if (access(c, X_OK) == 0)
+			path = c;
+		else
+			free(c);
+	}
+	free(copy);
+	return path;
 }

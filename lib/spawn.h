@@ -20,4 +20,27 @@ struct llm_spawn_opts {
  * stderr is appended to *err when err is not NULL, else passed through. */
 int llm_spawn(char *const argv[], const struct llm_spawn_opts *opts, struct llm_buf *err);
 
+/* A tool's argument vector under construction: v[n] is NULL, every
+ * argument an owned copy.  {0} is the empty vector. */
+struct llm_argv {
+	char **v;
+	size_t n;
+};
+void llm_argv_add(struct llm_argv *a, const char *s);
+void llm_argv_addf(struct llm_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Each word of s, split at blanks ($CC as a shell would give it, without
+ * quoting). */
+void llm_argv_words(struct llm_argv *a, const char *s);
+void llm_argv_free(struct llm_argv *a);
+
+/* The LLVM tools: $LLVM_BINDIR when set, else the directory configured
+ * at build time (config.mk's LLVM_BINDIR). */
+const char *llm_llvm_bindir(void);
+/* Tool name: $env when set and not empty (a path or a name on $PATH),
+ * else llm_llvm_bindir()/name.  A new string. */
+char *llm_llvm_tool(const char *env, const char *name);
+/* The file posix_spawnp runs for tool: tool itself when it has a slash,
+ * else the first executable on $PATH.  A new string, or NULL. */
+char *llm_which(const char *tool);
+
 #endif

@@ -130,29 +130,24 @@ llm_target_resolve(const char *clang, const char *llc, const char *triple, const
 		if (!t->cpu)
 			t->cpu = llm_xstrdup(cpu ? cpu : "x86-64");
 		/* LLVM's own view of what the CPU and features enable */
-		char *argv[64];
-		int n = 0;
-		char *tgt = llm_xasprintf("--target=%s", t->triple);
-		char *march = llm_xasprintf("-march=%s", cpu ? cpu : triple ? "x86-64" : "native");
-		argv[n++] = (char *)clang;
-		argv[n++] = tgt;
-		argv[n++] = march;
+		struct llm_argv a = {0};
+		llm_argv_add(&a, clang);
+		llm_argv_addf(&a, "--target=%s", t->triple);
+		llm_argv_addf(&a, "-march=%s", cpu ? cpu : triple ? "x86-64" : "native");
 		char *copy = llm_xstrdup(mattr ? mattr : ""), *save = NULL;
-		for (char *f = strtok_r(copy, ",", &save); f && n < 56; f = strtok_r(NULL, ",", &save)) {
-			argv[n++] = "-Xclang";
-			argv[n++] = "-target-feature";
-			argv[n++] = "-Xclang";
-			argv[n++] = f;
+		for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+			llm_argv_add(&a, "-Xclang");
+			llm_argv_add(&a, "-target-feature");
+			llm_argv_add(&a, "-Xclang");
+			llm_argv_add(&a, f);
 		}
-		argv[n++] = "-E";
-		argv[n++] = "-dM";
-		argv[n++] = "-xc";
-		argv[n++] = "/dev/null";
-		argv[n] = NULL;
-		char *out = run_output(argv);
+		llm_argv_add(&a, "-E");
+		llm_argv_add(&a, "-dM");
+		llm_argv_add(&a, "-xc");
+		llm_argv_add(&a, "/dev/null");
+		char *out = run_output(a.v);
 		free(copy);
-		free(tgt);
-		free(march);
+		llm_argv_free(&a);
 		if (!out) {
 			llm_target_free(t);
 			return -1;

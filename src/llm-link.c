@@ -32,10 +32,6 @@
 #define LLM_LLVM_MAJOR 22
 #include "../lib/weights.h"
 
-#ifndef LLM_LLVM_BINDIR
-#define LLM_LLVM_BINDIR "/usr/lib/llvm-22/bin"
-#endif
-
 #define TIMEOUT 600.0
 
 static const char usage_text[] = "usage: llm-link [-v] [-o bundle] outdir [object ...]\n";
@@ -78,38 +74,6 @@ run(char **argv, int verbose)
 	struct llm_spawn_opts so = {NULL, TIMEOUT, verbose};
 	if (llm_spawn(argv, &so, NULL) < 0)
 		llm_fatal("%s", llm_errmsg());
-}
-
-struct argv {
-	char **v;
-	size_t n;
-};
-
-static void
-arg(struct argv *a, const char *s)
-{
-	a->v = llm_xreallocarray(a->v, a->n + 2, sizeof(*a->v));
-	a->v[a->n++] = llm_xstrdup(s);
-	a->v[a->n] = NULL;
-}
-
-static void
-argv_free(struct argv *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-}
-
-/* Split $CC (or "cc") into words. */
-static void
-compiler(struct argv *a)
-{
-	const char *cc = getenv("CC");
-	char *copy = llm_xstrdup(cc && *cc ? cc : "cc"), *save = NULL;
-	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
-		arg(a, w);
-	free(copy);
 }
 
 static const char help_text[] =
@@ -249,7 +213,7 @@ main(int argc, char **argv)
 	} else if (unlink(tpath) < 0 && errno != ENOENT)
 		llm_fatal("%s:", tpath);
 
-	const char *bindir = (env = getenv("LLVM_BINDIR")) && *env ? env : LLM_LLVM_BINDIR;
+	const char *bindir = llm_llvm_bindir();
 	char *libdir;
 	if ((env = getenv("LLVM_LIBDIR")) && *env)
 		libdir = llm_xstrdup(env);
@@ -268,32 +232,32 @@ main(int argc, char **argv)
 		llm_fatal("%s", llm_errmsg());
 	if (!lib.tmp)
 		llm_fatal("%s: not a regular file (the linker writes a new one)", libpath);
-	struct argv l = {0};
-	compiler(&l);
-	arg(&l, "-shared");
-	arg(&l, "-o");
-	arg(&l, lib.tmp);
+	struct llm_argv l = {0};
+	const char *cc = getenv("CC");
+	llm_argv_words(&l, cc && *cc ? cc : "cc");
+	llm_argv_add(&l, "-shared");
+	llm_argv_add(&l, "-o");
+	llm_argv_add(&l, lib.tmp);
 	for (size_t i = 0; i < nobjs; i++)
-		arg(&l, objs[i]);
-	char *ldir = llm_xasprintf("-L%s", libdir), *rpath = llm_xasprintf("-Wl,-rpath,%s", libdir);
-	arg(&l, ldir);
-	arg(&l, rpath);
-	arg(&l, "-Wl,-z,defs");
+		llm_argv_add(&l, objs[i]);
+	llm_argv_addf(&l, "-L%s", libdir);
+	llm_argv_addf(&l, "-Wl,-rpath,%s", libdir);
+	llm_argv_add(&l, "-Wl,-z,defs");
 	char *runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
 	if (llm_file_exists(runner)) {
 		/* memref.copy of strided memrefs calls memrefCopy. */
-		arg(&l, "-Wl,--as-needed");
-		arg(&l, "-lmlir_c_runner_utils");
-		arg(&l, "-Wl,--no-as-needed");
+		llm_argv_add(&l, "-Wl,--as-needed");
+		llm_argv_add(&l, "-lmlir_c_runner_utils");
+		llm_argv_add(&l, "-Wl,--no-as-needed");
 	}
-	arg(&l, "-lomp");
-	arg(&l, "-lm");
+	llm_argv_add(&l, "-lomp");
+	llm_argv_add(&l, "-lm");
 	/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2, which
 	 * libgcc 12 lacks, for a bf16 KV cache): a static archive, linked
 	 * last so that only what the objects call is taken. */
 	char *builtins = llm_xasprintf("%s/clang/%d/lib/linux/libclang_rt.builtins-x86_64.a", libdir, LLM_LLVM_MAJOR);
 	if (llm_file_exists(builtins))
-		arg(&l, builtins);
+		llm_argv_add(&l, builtins);
 	run(l.v, verbose);
 
 	/* Check the exports and the plan of every phase. */
@@ -341,9 +305,7 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < nobjs; i++)
 		free(objs[i]);
 	free(objs);
-	argv_free(&l);
-	free(ldir);
-	free(rpath);
+	llm_argv_free(&l);
 	free(runner);
 	free(builtins);
 	free(libdir);

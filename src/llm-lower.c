@@ -14,13 +14,11 @@
 #include <string.h>
 
 #include "../lib/lower.h"
+#include "../lib/spawn.h"
 #include "../lib/util.h"
 
 #ifndef LLM_SHAREDIR
 #define LLM_SHAREDIR "/usr/local/share/llm"
-#endif
-#ifndef LLM_LLVM_BINDIR
-#define LLM_LLVM_BINDIR "/usr/lib/llvm-22/bin"
 #endif
 
 #define DEFAULT_TIMEOUT 600.0
@@ -45,16 +43,6 @@ static const char help_text[] =
 	"  -v                   echo each command and its time\n"
 	"  -h                   print the usage\n"
 	"  --help, --version    print this help, or the version\n";
-
-/* A tool: $ENV when set, else $LLVM_BINDIR/name. */
-static char *
-tool(const char *env, const char *bindir, const char *name)
-{
-	const char *v = getenv(env);
-	if (v && *v)
-		return llm_xstrdup(v);
-	return llm_path_join(bindir, name);
-}
 
 static double
 parse_timeout(const char *s, const char *what)
@@ -166,12 +154,11 @@ main(int argc, char **argv)
 	}
 	l.output = output;
 
-	const char *bindir = (env = getenv("LLVM_BINDIR")) && *env ? env : LLM_LLVM_BINDIR;
-	char *opt = tool("LLM_MLIR_OPT", bindir, "mlir-opt");
-	char *translate = tool("LLM_MLIR_TRANSLATE", bindir, "mlir-translate");
-	char *llc = tool("LLM_LLC", bindir, "llc");
-	char *objcopy = tool("LLM_OBJCOPY", bindir, "llvm-objcopy");
-	char *clang = tool("LLM_CLANG", bindir, "clang");
+	char *opt = llm_llvm_tool("LLM_MLIR_OPT", "mlir-opt");
+	char *translate = llm_llvm_tool("LLM_MLIR_TRANSLATE", "mlir-translate");
+	char *llc = llm_llvm_tool("LLM_LLC", "llc");
+	char *objcopy = llm_llvm_tool("LLM_OBJCOPY", "llvm-objcopy");
+	char *clang = llm_llvm_tool("LLM_CLANG", "clang");
 	l.mlir_opt = opt;
 	l.mlir_translate = translate;
 	l.llc = llc;

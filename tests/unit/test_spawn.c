@@ -277,6 +277,49 @@ T_TEST(terminating_the_parent_kills_the_tool)
 }
 
 
+T_TEST(argv_builds_a_terminated_vector_of_copies)
+{
+	struct llm_argv a = {0};
+	char word[] = "cc";
+	llm_argv_add(&a, word);
+	word[0] = 'x'; /* a copy was taken */
+	llm_argv_addf(&a, "-L%s/%d", "lib", 22);
+	llm_argv_words(&a, "  ccache \tgcc -O2 ");
+	T_CHECK(a.n == 5 && a.v[5] == NULL);
+	T_CHECK(strcmp(a.v[0], "cc") == 0 && strcmp(a.v[1], "-Llib/22") == 0);
+	T_CHECK(strcmp(a.v[2], "ccache") == 0 && strcmp(a.v[3], "gcc") == 0 && strcmp(a.v[4], "-O2") == 0);
+	llm_argv_free(&a);
+	T_CHECK(a.n == 0 && a.v == NULL);
+}
+
+T_TEST(tool_lookup_follows_the_environment)
+{
+	char *old = getenv("LLVM_BINDIR") ? llm_xstrdup(getenv("LLVM_BINDIR")) : NULL;
+	setenv("LLVM_BINDIR", "/opt/llvm/bin", 1);
+	setenv("LLM_TEST_TOOL", "", 1);
+	char *t = llm_llvm_tool("LLM_TEST_TOOL", "llc");
+	T_CHECK(strcmp(t, "/opt/llvm/bin/llc") == 0);
+	free(t);
+	setenv("LLM_TEST_TOOL", "my-llc", 1);
+	t = llm_llvm_tool("LLM_TEST_TOOL", "llc");
+	T_CHECK(strcmp(t, "my-llc") == 0);
+	free(t);
+	unsetenv("LLM_TEST_TOOL");
+	if (old) {
+		setenv("LLVM_BINDIR", old, 1);
+		free(old);
+	} else
+		unsetenv("LLVM_BINDIR");
+	/* sh is on $PATH; a path is itself; a missing tool is NULL */
+	t = llm_which("sh");
+	T_CHECK(t && t[0] == '/' && access(t, X_OK) == 0);
+	free(t);
+	t = llm_which("./x/y");
+	T_CHECK(t && strcmp(t, "./x/y") == 0);
+	free(t);
+	T_CHECK(llm_which("no-such-tool-llm") == NULL);
+}
+
 int
 main(void)
 {
@@ -296,5 +339,7 @@ main(void)
 	T_RUN(unwritable_stdout_path_names_the_file);
 	T_RUN(verbose_echoes_a_shell_quoted_command_line);
 	T_RUN(terminating_the_parent_kills_the_tool);
+	T_RUN(argv_builds_a_terminated_vector_of_copies);
+	T_RUN(tool_lookup_follows_the_environment);
 	return T_DONE();
 }
