@@ -189,22 +189,64 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
 # STYLE.md's memory rules allow.  ASAN_OPTIONS=detect_leaks=1 turns them on.
 SANENV_1 = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=print_stacktrace=1
 
-# The last line sums the unit tests and the bats suites: "N passed, N failed".
+# `make check` runs check-unit (the C unit tests), check-man (mandoc -T
+# lint of every page), check-style (line length, the generated transform
+# scripts) and check-bats (the bats suites; BATS_FILES= picks some), each
+# also a target of its own, and goes on after a failing one.  Its last line
+# sums the unit tests and the bats tests: "check: N passed, N failed".
 BATS_FILES = tests/*.bats
 check: all $(UNITS)
-	@export $(SANENV_$(SANITIZE)) PATH; \
-	fail=0; : >$(O)/check.log; \
-	for t in $(UNITS); do $$t >$(O)/unit.out || fail=1; cat $(O)/unit.out | tee -a $(O)/check.log; done; \
-	mandoc -T lint -W warning man/*.[0-9] || fail=1; \
-	{ LLM_BIN=$(PWD)/$(B) LLM_TOOLS=$(PWD)/$(T) bats $(BATS_FILES); echo $$? >$(O)/bats.rc; } | tee $(O)/bats.tap; \
-	[ "$$(cat $(O)/bats.rc)" = 0 ] || fail=1; \
-	up=$$(awk '/ passed, / { p += $$(NF-3) } END { print p + 0 }' $(O)/check.log); \
-	uf=$$(awk '/ passed, / { f += $$(NF-1) } END { print f + 0 }' $(O)/check.log); \
+	@fail=0; \
+	for t in check-unit check-man check-style check-bats; do \
+		$(MAKE) --no-print-directory $$t || fail=1; \
+	done; \
+	up=$$(awk '/ passed, / { p += $$(NF-3) } END { print p + 0 }' $(O)/unit.log); \
+	uf=$$(awk '/ passed, / { f += $$(NF-1) } END { print f + 0 }' $(O)/unit.log); \
 	bp=$$(grep -c '^ok ' $(O)/bats.tap || true); bf=$$(grep -c '^not ok ' $(O)/bats.tap || true); \
-	[ "$$uf" = 0 ] || fail=1; \
-	[ "$$bf" = 0 ] || fail=1; \
+	[ "$$uf" = 0 ] && [ "$$bf" = 0 ] || fail=1; \
 	echo "check: $$((up + bp)) passed, $$((uf + bf)) failed"; \
 	exit $$fail
+
+check-unit: $(UNITS)
+	@export $(SANENV_$(SANITIZE)); \
+	fail=0; : >$(O)/unit.log; \
+	for t in $(UNITS); do $$t >$(O)/unit.out || fail=1; tee -a $(O)/unit.log <$(O)/unit.out; done; \
+	exit $$fail
+
+check-man:
+	mandoc -T lint -W warning man/*.[0-9]
+
+# Lines of C at most LINE_MAX columns (tabs of 8), as QBE checks; the
+# transform scripts equal what mkscript.py writes (regenerate them with
+# `make transforms`).
+LINE_MAX = 142
+CSRC = lib/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c
+check-style:
+	@fail=0; \
+	for f in $(CSRC); do \
+		expand -t 8 $$f | awk -v f=$$f -v m=$(LINE_MAX) \
+			'length > m { printf "%s:%d: %d columns (at most %d)\n", f, NR, length, m; bad = 1 } END { exit bad }' || fail=1; \
+	done; \
+	for k in $(TRANSFORMS); do \
+		python3 share/llm/transforms/mkscript.py $$k | cmp -s - share/llm/transforms/$$k.mlir || \
+			{ echo "share/llm/transforms/$$k.mlir: not what mkscript.py writes: make transforms"; fail=1; }; \
+	done; \
+	exit $$fail
+
+check-bats: all
+	@export $(SANENV_$(SANITIZE)) PATH; \
+	{ LLM_BIN=$(PWD)/$(B) LLM_TOOLS=$(PWD)/$(T) bats $(BATS_FILES); echo $$? >$(O)/bats.rc; } | tee $(O)/bats.tap; \
+	bf=$$(grep -c '^not ok ' $(O)/bats.tap || true); \
+	[ "$$(cat $(O)/bats.rc)" = 0 ] && [ "$$bf" = 0 ]
+
+# The transform scripts of llm-lower, generated (the transform dialect has
+# no parameters); generic.mlir is written by hand.
+TRANSFORMS = decode prefill
+transforms:
+	for k in $(TRANSFORMS); do \
+		python3 share/llm/transforms/mkscript.py $$k >share/llm/transforms/$$k.mlir.tmp && \
+		mv share/llm/transforms/$$k.mlir.tmp share/llm/transforms/$$k.mlir || exit 1; \
+	done
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)/llm
@@ -220,7 +262,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm
 
 clean:
-	rm -rf build bin/llm-* bin/san tests/tools/mkmodel tests/tools/refmodel tests/tools/cmpf32 tests/tools/tokcheck tests/tools/mkrunmodel tests/tools/dequant tests/tools/san
+	rm -rf build bin/llm-* bin/san $(TOOLS) tests/tools/san
 
 # The README's first command: a trained model when one is at hand (MODEL=
 # a GGUF file, else the stories260K fixture of ../shared), so that the text
@@ -246,4 +288,4 @@ demo: all
 		printf 'Once upon a time' && $(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24; \
 	fi
 
-.PHONY: all check demo install uninstall clean
+.PHONY: all check check-unit check-man check-style check-bats transforms demo install uninstall clean

@@ -115,7 +115,8 @@ main(int argc, char **argv)
 	json_object_set_new(m, "tokenizer", json_pack("{s:[s],s:i,s:[i],s:b,s:n}", "files", "tokenizer.json",
 	    "bos_id", BOS, "eos_ids", EOS, "add_bos", bos, "chat_template"));
 	/* 1 layer, k and v, 1 head of 2, llm_kv_positions(C) rows, f32 */
-	json_object_set_new(m, "kv_cache", json_pack("{s:s,s:s,s:I,s:I}", "layout", "layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)",
+	json_object_set_new(m, "kv_cache", json_pack("{s:s,s:s,s:I,s:I}",
+	    "layout", "layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)",
 	    "dtype", "f32", "positions", (json_int_t)llm_kv_positions(C),
 	    "bytes", (json_int_t)(1 * 2 * 1 * llm_kv_positions(C) * 2 * 4)));
 	json_object_set_new(m, "weights", json_pack("{s:s,s:i,s:i,s:I,s:s,s:O}", "file", "weights.bin",
