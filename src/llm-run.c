@@ -1193,400 +1193,435 @@ set_mode(enum mode *m, enum mode to)
 	*m = to;
 }
 
-int
-main(int argc, char **argv)
-{
-	enum {
-		OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
-		OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
-		OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
-		OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
-		OPT_NO_ESCAPE,
-	};
-	static const struct option longopts[] = {
-		{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
-		{"bench", optional_argument, NULL, OPT_BENCH},
-		{"chat", no_argument, NULL, 'i'},
-		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
-		{"chunks", required_argument, NULL, OPT_CHUNKS},
-		{"conversation", no_argument, NULL, 'i'},
-		{"ctx-size", required_argument, NULL, 'c'},
-		{"escape", no_argument, NULL, OPT_ESCAPE},
-		{"file", required_argument, NULL, 'f'},
-		{"model", required_argument, NULL, 'm'},
-		{"n-predict", required_argument, NULL, 'n'},
-		{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
-		{"prompt", required_argument, NULL, 'p'},
-		{"system-prompt", required_argument, NULL, OPT_SYSTEM},
-		{"threads", required_argument, NULL, 't'},
-		{"detokenize", no_argument, NULL, OPT_DETOKENIZE},
-		{"json", no_argument, NULL, OPT_JSON},
-		{"kl-divergence", required_argument, NULL, OPT_KLD},
-		{"kl-divergence-base", required_argument, NULL, OPT_KLD_BASE},
-		{"logits", required_argument, NULL, OPT_LOGITS},
-		{"min-p", required_argument, NULL, OPT_MIN_P},
-		{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
-		{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
-		{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
-		{"render", required_argument, NULL, OPT_RENDER},
-		{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
-		{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"skip-special", no_argument, NULL, OPT_SKIP_SPECIAL},
-		{"stop", required_argument, NULL, OPT_STOP},
-		{"system", required_argument, NULL, OPT_SYSTEM},
-		{"temp", required_argument, NULL, OPT_TEMP},
-		{"tokenize", no_argument, NULL, OPT_TOKENIZE},
-		{"tokenizer", required_argument, NULL, OPT_TOKENIZER},
-		{"tokens", required_argument, NULL, OPT_TOKENS},
-		{"top-k", required_argument, NULL, OPT_TOP_K},
-		{"top-p", required_argument, NULL, OPT_TOP_P},
-		LLM_STD_LONGOPTS,
-		{NULL, 0, NULL, 0},
-	};
-	const char *model = NULL, *prompt = NULL, *prompt_file = NULL, *tokens_arg = NULL;
-	const char *logits_path = NULL, *tokenizer_path = NULL, *template_name = NULL, *system = NULL;
-	const char *render_path = NULL, *bench_arg = NULL, *ppl_path = NULL;
-	struct llm_ppl_opts po = {512, 0, -1, NULL, NULL, NULL, NULL};
-	int ppl_ctx_set = 0;
-	struct llm_sampler_params sp = LLM_SAMPLER_DEFAULTS;
-	struct bench_spec bench = {512, 64, 0, 3};
-	char **stop = NULL;
-	size_t nstop = 0;
-	int64_t max_new = 128, threads = 0;
-	int json = 0, verbose = 0, ch, seeded = 0, add_special = 0, skip_special = 0, no_gen = 0, escape = 0;
-	int64_t ctx_cap = 0;
-	enum mode mode = M_NONE;
+/* The command line. */
+struct args {
+	const char *model, *prompt, *prompt_file, *tokens_arg;
+	const char *logits_path, *tokenizer_path, *template_name, *system;
+	const char *render_path, *bench_arg, *ppl_path;
+	struct llm_ppl_opts po;
+	int ppl_ctx_set;
+	struct llm_sampler_params sp;
+	struct bench_spec bench;
+	char **stop;
+	size_t nstop;
+	int64_t max_new, threads, ctx_cap;
+	int json, verbose, seeded, add_special, skip_special, no_gen, escape;
+	enum mode mode;
+};
 
-	t_start = llm_now();
-	argv[0] = (char *)llm_setprog(argv[0]);
-	llama_cli_words(argc, argv);
+enum {
+	OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
+	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
+	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
+	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
+	OPT_NO_ESCAPE,
+};
+static const struct option longopts[] = {
+	{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
+	{"bench", optional_argument, NULL, OPT_BENCH},
+	{"chat", no_argument, NULL, 'i'},
+	{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
+	{"chunks", required_argument, NULL, OPT_CHUNKS},
+	{"conversation", no_argument, NULL, 'i'},
+	{"ctx-size", required_argument, NULL, 'c'},
+	{"escape", no_argument, NULL, OPT_ESCAPE},
+	{"file", required_argument, NULL, 'f'},
+	{"model", required_argument, NULL, 'm'},
+	{"n-predict", required_argument, NULL, 'n'},
+	{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
+	{"prompt", required_argument, NULL, 'p'},
+	{"system-prompt", required_argument, NULL, OPT_SYSTEM},
+	{"threads", required_argument, NULL, 't'},
+	{"detokenize", no_argument, NULL, OPT_DETOKENIZE},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"kl-divergence", required_argument, NULL, OPT_KLD},
+	{"kl-divergence-base", required_argument, NULL, OPT_KLD_BASE},
+	{"logits", required_argument, NULL, OPT_LOGITS},
+	{"min-p", required_argument, NULL, OPT_MIN_P},
+	{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
+	{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
+	{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
+	{"render", required_argument, NULL, OPT_RENDER},
+	{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
+	{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"skip-special", no_argument, NULL, OPT_SKIP_SPECIAL},
+	{"stop", required_argument, NULL, OPT_STOP},
+	{"system", required_argument, NULL, OPT_SYSTEM},
+	{"temp", required_argument, NULL, OPT_TEMP},
+	{"tokenize", no_argument, NULL, OPT_TOKENIZE},
+	{"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+	{"tokens", required_argument, NULL, OPT_TOKENS},
+	{"top-k", required_argument, NULL, OPT_TOP_K},
+	{"top-p", required_argument, NULL, OPT_TOP_P},
+	LLM_STD_LONGOPTS,
+	{NULL, 0, NULL, 0},
+};
+
+/* Reads the options into a and checks that they go together. */
+static void
+parse_args(int argc, char **argv, struct args *a)
+{
+	int ch;
+
 	while ((ch = getopt_long(argc, argv, "c:ef:him:n:p:s:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
-			prompt_file = optarg;
-			set_mode(&mode, M_RUN);
+			a->prompt_file = optarg;
+			set_mode(&a->mode, M_RUN);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			return LLM_EXIT_OK;
+			exit(LLM_EXIT_OK);
 		case LLM_OPT_HELP:
 			fputs(usage_text, stdout);
 			llm_help(help_text);
 		case LLM_OPT_VERSION:
 			llm_version();
 		case 'i':
-			set_mode(&mode, M_CHAT);
+			set_mode(&a->mode, M_CHAT);
 			break;
 		case 'm':
-			model = optarg;
+			a->model = optarg;
 			break;
 		case 'n':
 			/* -1, as llama-cli: until an end of sequence or a full context */
-			max_new = parse_int("-n", optarg, -1, INT64_MAX);
-			if (max_new < 0)
-				max_new = INT64_MAX;
+			a->max_new = parse_int("-n", optarg, -1, INT64_MAX);
+			if (a->max_new < 0)
+				a->max_new = INT64_MAX;
 			break;
 		case 'c':
-			ctx_cap = parse_int("-c", optarg, 1, INT64_MAX);
+			a->ctx_cap = parse_int("-c", optarg, 1, INT64_MAX);
 			break;
 		case 'e':
 		case OPT_ESCAPE:
-			escape = 1;
+			a->escape = 1;
 			break;
 		case OPT_NO_ESCAPE:
-			escape = 0;
+			a->escape = 0;
 			break;
 		case 'p':
-			prompt = optarg;
-			set_mode(&mode, M_RUN);
+			a->prompt = optarg;
+			set_mode(&a->mode, M_RUN);
 			break;
 		case 't':
-			threads = parse_int("-t", optarg, 1, 4096);
+			a->threads = parse_int("-t", optarg, 1, 4096);
 			break;
 		case 'v':
-			verbose = 1;
+			a->verbose = 1;
 			break;
 		case OPT_ADD_SPECIAL:
-			add_special = 1;
+			a->add_special = 1;
 			break;
 		case OPT_BENCH:
-			set_mode(&mode, M_BENCH);
-			bench_arg = optarg;
+			set_mode(&a->mode, M_BENCH);
+			a->bench_arg = optarg;
 			break;
 		case OPT_CHUNKS:
-			po.max_chunks = parse_int("--chunks", optarg, 1, INT32_MAX);
+			a->po.max_chunks = parse_int("--chunks", optarg, 1, INT32_MAX);
 			break;
 		case OPT_KLD:
-			po.base = optarg;
+			a->po.base = optarg;
 			break;
 		case OPT_KLD_BASE:
-			po.save_base = optarg;
+			a->po.save_base = optarg;
 			break;
 		case OPT_PERPLEXITY:
-			ppl_path = optarg;
-			set_mode(&mode, M_PPL);
+			a->ppl_path = optarg;
+			set_mode(&a->mode, M_PPL);
 			break;
 		case OPT_PPL_CONTEXT:
-			po.n_ctx = parse_int("--ppl-context", optarg, 4, INT32_MAX);
-			ppl_ctx_set = 1;
+			a->po.n_ctx = parse_int("--ppl-context", optarg, 4, INT32_MAX);
+			a->ppl_ctx_set = 1;
 			break;
 		case OPT_CHAT_TEMPLATE:
-			template_name = optarg;
+			a->template_name = optarg;
 			if (llm_chat_find(optarg) < 0)
 				usage_msg(llm_xasprintf("--chat-template: unknown template '%s' (deepseek-r1, qwen2, "
 				    "llama3, llama2)", optarg));
 			break;
 		case OPT_DETOKENIZE:
-			set_mode(&mode, M_DETOKENIZE);
+			set_mode(&a->mode, M_DETOKENIZE);
 			break;
 		case OPT_JSON:
-			json = 1;
+			a->json = 1;
 			break;
 		case OPT_LOGITS:
-			logits_path = optarg;
+			a->logits_path = optarg;
 			break;
 		case OPT_MIN_P:
-			sp.min_p = parse_num("--min-p", optarg, 0, 1);
+			a->sp.min_p = parse_num("--min-p", optarg, 0, 1);
 			break;
 		case OPT_NO_GEN_PROMPT:
-			no_gen = 1;
+			a->no_gen = 1;
 			break;
 		case OPT_RENDER:
-			set_mode(&mode, M_RENDER);
-			render_path = optarg;
+			set_mode(&a->mode, M_RENDER);
+			a->render_path = optarg;
 			break;
 		case OPT_REPEAT_LAST_N:
-			sp.repeat_last_n = parse_int("--repeat-last-n", optarg, -1, INT64_MAX);
+			a->sp.repeat_last_n = parse_int("--repeat-last-n", optarg, -1, INT64_MAX);
 			break;
 		case OPT_REPEAT_PENALTY:
-			sp.repeat_penalty = parse_num("--repeat-penalty", optarg, 1e-6, 1e6);
+			a->sp.repeat_penalty = parse_num("--repeat-penalty", optarg, 1e-6, 1e6);
 			break;
 		case 's':
 		case OPT_SEED:
-			sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
-			seeded = 1;
+			a->sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
+			a->seeded = 1;
 			break;
 		case OPT_SKIP_SPECIAL:
-			skip_special = 1;
+			a->skip_special = 1;
 			break;
 		case OPT_STOP:
 			if (!*optarg)
 				usage_msg("--stop: empty string");
-			stop = llm_xreallocarray(stop, nstop + 1, sizeof(*stop));
-			stop[nstop++] = optarg;
+			a->stop = llm_xreallocarray(a->stop, a->nstop + 1, sizeof(*a->stop));
+			a->stop[a->nstop++] = optarg;
 			break;
 		case OPT_SYSTEM:
-			system = optarg;
+			a->system = optarg;
 			break;
 		case OPT_TEMP:
-			sp.temp = parse_num("--temp", optarg, 0, 1e6);
+			a->sp.temp = parse_num("--temp", optarg, 0, 1e6);
 			break;
 		case OPT_TOKENIZE:
-			set_mode(&mode, M_TOKENIZE);
+			set_mode(&a->mode, M_TOKENIZE);
 			break;
 		case OPT_TOKENIZER:
-			tokenizer_path = optarg;
+			a->tokenizer_path = optarg;
 			break;
 		case OPT_TOKENS:
-			tokens_arg = optarg;
-			set_mode(&mode, M_RUN);
+			a->tokens_arg = optarg;
+			set_mode(&a->mode, M_RUN);
 			break;
 		case OPT_TOP_K:
-			sp.top_k = parse_int("--top-k", optarg, 0, INT32_MAX);
+			a->sp.top_k = parse_int("--top-k", optarg, 0, INT32_MAX);
 			break;
 		case OPT_TOP_P:
-			sp.top_p = parse_num("--top-p", optarg, 0, 1);
+			a->sp.top_p = parse_num("--top-p", optarg, 0, 1);
 			break;
 		default:
 			usage();
 		}
 	}
 	/* --bench takes its spec as --bench=spec or as the next argument. */
-	if (mode == M_BENCH && !bench_arg && optind + 1 == argc)
-		bench_arg = argv[optind++];
+	if (a->mode == M_BENCH && !a->bench_arg && optind + 1 == argc)
+		a->bench_arg = argv[optind++];
 	if (optind != argc)
 		usage_msg(llm_xasprintf("unexpected argument '%s'", argv[optind]));
-	if ((prompt != NULL) + (prompt_file != NULL) + (tokens_arg != NULL) > 1)
+	if ((a->prompt != NULL) + (a->prompt_file != NULL) + (a->tokens_arg != NULL) > 1)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
-	if (bench_arg)
-		parse_bench(bench_arg, &bench);
-	if (add_special && mode != M_TOKENIZE)
+	if (a->bench_arg)
+		parse_bench(a->bench_arg, &a->bench);
+	if (a->add_special && a->mode != M_TOKENIZE)
 		usage_msg("--add-special goes with --tokenize");
-	if (skip_special && mode != M_DETOKENIZE)
+	if (a->skip_special && a->mode != M_DETOKENIZE)
 		usage_msg("--skip-special goes with --detokenize");
-	if (no_gen && mode != M_RENDER)
+	if (a->no_gen && a->mode != M_RENDER)
 		usage_msg("--no-gen-prompt goes with --render");
-	if (logits_path && mode != M_RUN)
+	if (a->logits_path && a->mode != M_RUN)
 		usage_msg("--logits goes with -f, -p or --tokens");
-	if (system && mode != M_CHAT)
+	if (a->system && a->mode != M_CHAT)
 		usage_msg("--system goes with -i");
-	if ((ppl_ctx_set || po.max_chunks || po.base || po.save_base) && mode != M_PPL)
+	if ((a->ppl_ctx_set || a->po.max_chunks || a->po.base || a->po.save_base) && a->mode != M_PPL)
 		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
-	if (po.base && po.save_base)
+	if (a->po.base && a->po.save_base)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
 
-	/* The scriptable modes need no model library. */
-	if (mode == M_TOKENIZE || mode == M_DETOKENIZE || mode == M_RENDER) {
-		struct source src = {NULL, -1, NULL, NULL};
-		struct llm_buf out = {0};
-		size_t len;
-		if (model && tokenizer_path)
-			usage_msg("give one of -m and --tokenizer");
-		if (mode != M_RENDER && !model && !tokenizer_path)
-			usage_msg("no tokenizer (-m model or --tokenizer path)");
-		if (tokenizer_path || model)
-			source_path(&src, tokenizer_path ? tokenizer_path : model);
-		if (mode != M_RENDER && !src.tok)
-			llm_fatal("%s: no tokenizer.json", tokenizer_path ? tokenizer_path : model);
-		if (mode == M_RENDER) {
-			struct llm_chat conv = {0};
-			int tmpl = template_name ? llm_chat_find(template_name) : src.tmpl;
-			const char *label = strcmp(render_path, "-") == 0 ? "<stdin>" : render_path;
-			if (tmpl < 0)
-				llm_fatal("%s: no chat template recognised: give --chat-template",
-				    tokenizer_path ? tokenizer_path : model ? model : label);
-			char *text = read_input(render_path, &len);
-			if (llm_chat_parse(&conv, text, len, label) < 0)
-				llm_fatal("%s", llm_errmsg());
-			if (llm_chat_render(tmpl, &conv, !no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
-			    src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
-				llm_fatal("%s: %s", label, llm_errmsg());
-			free(text);
-			llm_chat_free(&conv);
-		} else {
-			char *text = read_input("-", &len);
-			int rc = mode == M_TOKENIZE ?
-			    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>", add_special, &out) :
-			    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
-				(skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
-			if (rc < 0)
-				llm_fatal("%s", llm_errmsg());
-			free(text);
-		}
-		write_out(out.p, out.len);
-		finish_stdout();
-		llm_buf_free(&out);
-		source_free(&src);
-		return LLM_EXIT_OK;
-	}
+}
 
-	if (!model)
+/* --tokenize, --detokenize and --render: no model library. */
+static void
+run_text_mode(const struct args *a)
+{
+	struct source src = {NULL, -1, NULL, NULL};
+	struct llm_buf out = {0};
+	size_t len;
+	if (a->model && a->tokenizer_path)
+		usage_msg("give one of -m and --tokenizer");
+	if (a->mode != M_RENDER && !a->model && !a->tokenizer_path)
+		usage_msg("no tokenizer (-m model or --tokenizer path)");
+	if (a->tokenizer_path || a->model)
+		source_path(&src, a->tokenizer_path ? a->tokenizer_path : a->model);
+	if (a->mode != M_RENDER && !src.tok)
+		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
+	if (a->mode == M_RENDER) {
+		struct llm_chat conv = {0};
+		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src.tmpl;
+		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
+		if (tmpl < 0)
+			llm_fatal("%s: no chat template recognised: give --chat-template",
+			    a->tokenizer_path ? a->tokenizer_path : a->model ? a->model : label);
+		char *text = read_input(a->render_path, &len);
+		if (llm_chat_parse(&conv, text, len, label) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (llm_chat_render(tmpl, &conv, !a->no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
+		    src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
+			llm_fatal("%s: %s", label, llm_errmsg());
+		free(text);
+		llm_chat_free(&conv);
+	} else {
+		char *text = read_input("-", &len);
+		int rc = a->mode == M_TOKENIZE ?
+		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>", a->add_special, &out) :
+		    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
+			(a->skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
+		if (rc < 0)
+			llm_fatal("%s", llm_errmsg());
+		free(text);
+	}
+	write_out(out.p, out.len);
+	finish_stdout();
+	llm_buf_free(&out);
+	source_free(&src);
+}
+
+/* Opens the model (and its tokenizer, unless benchmarking); the load time
+ * in seconds. */
+static double
+open_model(struct args *a, struct llm_runtime *rt, struct source *src)
+{
+	if (!a->model)
 		usage_msg("no model (-m bundle or build directory)");
-	if (mode == M_NONE)
+	if (a->mode == M_NONE)
 		usage_msg("no prompt (-i, -f, -p, --tokens, --bench or --perplexity)");
-	if (!seeded)
-		sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	if (!a->seeded)
+		a->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
 	/* Open the model. */
-	struct llm_runtime rt;
-	struct llm_runtime_opts ro = {(int)threads, verbose, 1};
-	struct source src = {NULL, -1, NULL, NULL};
+	struct llm_runtime_opts ro = {(int)a->threads, a->verbose, 1};
 	double t_load = llm_now();
-	if (llm_runtime_open(&rt, model, &ro) < 0)
+	if (llm_runtime_open(rt, a->model, &ro) < 0)
 		llm_fatal("%s", llm_errmsg());
 	/* -c: a smaller context than the build's (the cache stays allocated
 	 * for the build's; llm-import --max-context sets that) */
-	if (ctx_cap > rt.max_context)
+	if (a->ctx_cap > rt->max_context)
 		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
-		    " (llm-import --max-context sets it)", model, ctx_cap, rt.max_context);
-	if (ctx_cap)
-		rt.max_context = ctx_cap;
-	if (mode != M_BENCH) {
-		if (tokenizer_path)
-			source_path(&src, tokenizer_path);
+		    " (llm-import --max-context sets it)", a->model, a->ctx_cap, rt->max_context);
+	if (a->ctx_cap)
+		rt->max_context = a->ctx_cap;
+	if (a->mode != M_BENCH) {
+		if (a->tokenizer_path)
+			source_path(src, a->tokenizer_path);
 		else
-			source_bundle(&src, &rt.bundle);
+			source_bundle(src, &rt->bundle);
 	}
 	t_load = llm_now() - t_load;
-	if (verbose) {
-		const struct llm_model *m = &rt.model;
+	if (a->verbose) {
+		const struct llm_model *m = &rt->model;
 		char fp[17];
-		llm_hex64(rt.lib_fingerprint, fp);
+		llm_hex64(rt->lib_fingerprint, fp);
 		fprintf(stderr, "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", max_context %" PRId64
 		    ", chunk %" PRId64 ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
-		    llm_prog, model, m->family, m->cfg.n_layers, rt.vocab, rt.max_context, m->prefill_chunk,
+		    llm_prog, a->model, m->family, m->cfg.n_layers, rt->vocab, rt->max_context, m->prefill_chunk,
 		    m->data_bytes, fp, t_load * 1e3);
 	}
-	if (mode == M_BENCH) {
-		run_bench(&rt, model, &bench, sp.seed, json);
-		llm_runtime_close(&rt);
-		return LLM_EXIT_OK;
-	}
-	if (mode == M_PPL) {
-		if (!ppl_ctx_set && po.n_ctx > rt.max_context)
-			po.n_ctx = rt.max_context;
-		run_perplexity(&rt, model, src.tok, ppl_path, &po, json, verbose);
-		source_free(&src);
-		llm_runtime_close(&rt);
-		return LLM_EXIT_OK;
-	}
+	return t_load;
+}
 
+/* -p, -f, --tokens and -i: generation. */
+static void
+run_generate(const struct args *a, struct llm_runtime *rt, const struct source *src, double t_load)
+{
 	struct gen g = {0};
-	g.rt = &rt;
-	g.tok = src.tok;
-	g.max_new = max_new;
-	g.stop = stop;
-	g.nstop = nstop;
-	g.json = json;
-	g.verbose = verbose;
-	if (!(g.sampler = llm_sampler_new(&sp, rt.vocab)))
+	g.rt = rt;
+	g.tok = src->tok;
+	g.max_new = a->max_new;
+	g.stop = a->stop;
+	g.nstop = a->nstop;
+	g.json = a->json;
+	g.verbose = a->verbose;
+	if (!(g.sampler = llm_sampler_new(&a->sp, rt->vocab)))
 		usage_msg(llm_errmsg());
-	for (int i = 0; i < rt.model.n_eos; i++)
-		add_eos(&g, rt.model.eos_ids[i]);
-	g.added = llm_xcalloc((size_t)rt.vocab, 1);
+	for (int i = 0; i < rt->model.n_eos; i++)
+		add_eos(&g, rt->model.eos_ids[i]);
+	g.added = llm_xcalloc((size_t)rt->vocab, 1);
 	if (g.tok)
 		for (size_t i = 0; i < llm_tokenizer_n_added(g.tok); i++) {
 			int64_t id = llm_tokenizer_added_id(g.tok, i);
-			if (id >= 0 && id < rt.vocab)
+			if (id >= 0 && id < rt->vocab)
 				g.added[id] = 1;
 		}
 
-	if (mode == M_CHAT) {
-		int tmpl = template_name ? llm_chat_find(template_name) : src.tmpl;
+	if (a->mode == M_CHAT) {
+		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src->tmpl;
 		if (!g.tok)
-			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
+			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", a->model);
 		if (tmpl < 0)
-			llm_fatal("%s: no chat template recognised: give --chat-template", model);
+			llm_fatal("%s: no chat template recognised: give --chat-template", a->model);
 		const char *eot = llm_chat_end_of_turn(tmpl);
 		add_eos(&g, llm_tokenizer_find(g.tok, eot, strlen(eot)));
-		run_chat(&g, model, tmpl, src.bos ? src.bos : llm_chat_default_bos(tmpl),
-		    src.eos ? src.eos : llm_chat_default_eos(tmpl), system);
+		run_chat(&g, a->model, tmpl, src->bos ? src->bos : llm_chat_default_bos(tmpl),
+		    src->eos ? src->eos : llm_chat_default_eos(tmpl), a->system);
 	} else {
 		int64_t *ids = NULL;
 		size_t nids = 0;
 		struct llm_out lo;
-		if (tokens_arg)
-			parse_ids(tokens_arg, &ids, &nids);
+		if (a->tokens_arg)
+			parse_ids(a->tokens_arg, &ids, &nids);
 		else {
 			size_t len;
-			char *ptext = prompt ? llm_xstrdup(prompt) : read_input(prompt_file, &len);
-			if (prompt && escape)
+			char *ptext = a->prompt ? llm_xstrdup(a->prompt) : read_input(a->prompt_file, &len);
+			if (a->prompt && a->escape)
 				unescape(ptext);
-			if (prompt)
+			if (a->prompt)
 				len = strlen(ptext);
 			if (!g.tok)
-				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
-			if (rt.model.add_bos && rt.model.bos_id >= 0) {
+				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", a->model);
+			if (rt->model.add_bos && rt->model.bos_id >= 0) {
 				ids = llm_xmalloc(sizeof(*ids));
-				ids[nids++] = rt.model.bos_id;
+				ids[nids++] = rt->model.bos_id;
 			}
 			if (llm_tokenizer_encode(g.tok, ptext, len, 0, &ids, &nids) < 0)
-				llm_fatal("%s: %s", prompt ? "-p" : prompt_file, llm_errmsg());
+				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
 			free(ptext);
 		}
-		if (logits_path) {
-			if (llm_out_open(&lo, logits_path) < 0)
+		if (a->logits_path) {
+			if (llm_out_open(&lo, a->logits_path) < 0)
 				llm_fatal("%s", llm_errmsg());
 			g.logits = &lo;
 		}
-		run_once(&g, model, t_load, ids, nids);
+		run_once(&g, a->model, t_load, ids, nids);
 		free(ids);
 	}
 
 	llm_sampler_free(g.sampler);
 	free(g.added);
-	free(stop);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct args a = {
+		.po = {512, 0, -1, NULL, NULL, NULL, NULL},
+		.sp = LLM_SAMPLER_DEFAULTS,
+		.bench = {512, 64, 0, 3},
+		.max_new = 128,
+		.mode = M_NONE,
+	};
+	struct llm_runtime rt;
+	struct source src = {NULL, -1, NULL, NULL};
+
+	t_start = llm_now();
+	argv[0] = (char *)llm_setprog(argv[0]);
+	llama_cli_words(argc, argv);
+	parse_args(argc, argv, &a);
+	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
+		run_text_mode(&a);
+		return LLM_EXIT_OK;
+	}
+
+	double t_load = open_model(&a, &rt, &src);
+	if (a.mode == M_BENCH)
+		run_bench(&rt, a.model, &a.bench, a.sp.seed, a.json);
+	else if (a.mode == M_PPL) {
+		if (!a.ppl_ctx_set && a.po.n_ctx > rt.max_context)
+			a.po.n_ctx = rt.max_context;
+		run_perplexity(&rt, a.model, src.tok, a.ppl_path, &a.po, a.json, a.verbose);
+	} else
+		run_generate(&a, &rt, &src, t_load);
+	free(a.stop);
 	source_free(&src);
 	llm_runtime_close(&rt);
 	return LLM_EXIT_OK;
