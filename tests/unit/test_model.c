@@ -150,13 +150,11 @@ T_TEST(kv_cache_size_is_checked_against_the_config)
 		refingerprint(j);
 		T_CHECK(parse(j, &m) < 0);
 		T_CHECKF(strstr(llm_errmsg(), "the config implies 1536") != NULL, "%s", llm_errmsg());
-		json_decref(j);
 	}
 	json_t *j = manifest();
 	json_object_set_new(json_object_get(j, "kv_cache"), "positions", json_integer(32));
 	refingerprint(j);
 	T_CHECK(parse(j, &m) < 0 && strstr(llm_errmsg(), "kv_cache.positions must be 48") != NULL);
-	json_decref(j);
 }
 
 T_TEST(missing_and_mistyped_keys_are_named)
