@@ -21,13 +21,16 @@
  * and --render expose the tokenizer (lib/tokenizer.c) and the templates
  * to scripts and golden tests.  The last step of the pipeline: llm-import,
  * llm-pack-weights, llm-lower, llm-link, llm-run. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +44,7 @@
 #include "../lib/ppl.h"
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
+#include "../lib/target.h"
 #include "../lib/tokenizer.h"
 #include "../lib/util.h"
 
@@ -50,7 +54,8 @@ static const char usage_text[] =
 	"               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
 	"               [--chat-template name] [--system text] -m model\n"
 	"               -i | -f file | -p text | --tokens ids\n"
-	"       llm-run [-v] [--json] [-t threads] [--seed n] -m model --bench [spec]\n"
+	"       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
+	"               [-r n] -m model --bench [spec]\n"
 	"       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
 	"               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
 	"       llm-run -m model | --tokenizer path --tokenize [--add-special]\n"
@@ -81,7 +86,9 @@ static const char help_text[] =
 	"  --system text        the system message of a chat\n"
 	"  --chat-template name deepseek-r1, qwen2, llama3 or llama2 (default: the model's)\n"
 	"  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
-	"  --bench [spec]       prefill and decode rates like llama-bench (default pp=512,tg=64,reps=3)\n"
+	"  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
+	"                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
+	"                       the runs (default 5); or spec pp=n,tg=n,depth=n,reps=n\n"
 	"  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
 	"  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
 	"  --chunks n           the first n chunks only\n"
@@ -937,18 +944,41 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	llm_chat_cache_free(&c.cache);
 }
 
-/* --bench [pp=N,tg=N,depth=N,reps=N]: like llama-bench, random tokens, no
- * sampling and no tokenizer.  pp: a prefill of N tokens at position depth
- * (through prefill_kv when depth > 0); tg: N decode steps after depth
- * tokens, or after one prompt token when depth is 0.  Each test runs reps
- * times after one warm-up run; the rate is the mean over the runs with
- * its sample standard deviation.  The depth tokens are prefilled once,
- * untimed, and every run rewinds the cache to them: the phases write
- * positions [pos, pos + n) only, so the first depth positions stay as
- * they were. */
-struct bench_spec {
-	int64_t pp, tg, depth, reps;
+/* --bench: llama-bench's tests, random tokens, no sampling and no
+ * tokenizer.  The spec is llama-bench's -p/-n/-d/-r (lists of counts;
+ * default pp512, tg128, 5 repetitions) or pp=N,tg=N,depth=N,reps=N.
+ * pp: a prefill of N tokens at position depth (through prefill_kv when
+ * depth > 0); tg: N decode steps after depth tokens, or after one prompt
+ * token when depth is 0.  Each test runs reps times after one warm-up
+ * run; the rate is the mean over the runs with its sample standard
+ * deviation.  The depth tokens are prefilled once per depth, untimed, and
+ * every run rewinds the cache to them: the phases write positions
+ * [pos, pos + n) only, so the first depth positions stay as they were. */
+#define BENCH_MAX 16
+struct bench_list {
+	int n;
+	int64_t v[BENCH_MAX];
 };
+struct bench_spec {
+	struct bench_list pp, tg, depth;
+	int64_t reps;
+};
+
+/* "512" or "128,256,512" (llama-bench's lists); what names the option. */
+static void
+parse_bench_list(const char *what, const char *s, struct bench_list *l)
+{
+	char *copy = llm_xstrdup(s), *save = NULL;
+	l->n = 0;
+	if (!*s || s[strlen(s) - 1] == ',')
+		usage_msg(llm_xasprintf("%s: '%s' is not a list of counts", what, s));
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (l->n == BENCH_MAX)
+			usage_msg(llm_xasprintf("%s: at most %d values", what, BENCH_MAX));
+		l->v[l->n++] = parse_int(what, t, 0, 1 << 24);
+	}
+	free(copy);
+}
 
 static void
 parse_bench(const char *s, struct bench_spec *b)
@@ -957,19 +987,23 @@ parse_bench(const char *s, struct bench_spec *b)
 
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		size_t k = strcspn(t, "=");
-		int64_t *dst = NULL;
+		struct bench_list *dst = NULL;
 		if (t[k] == '=')
 			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp : k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
-			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth :
-			    k == 4 && strncmp(t, "reps", 4) == 0 ? &b->reps : NULL;
+			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth : NULL;
+		if (t[k] == '=' && k == 4 && strncmp(t, "reps", 4) == 0) {
+			b->reps = parse_int("--bench", t + k + 1, 1, 1 << 24);
+			continue;
+		}
 		if (!dst)
 			usage_msg(llm_xasprintf("--bench: '%s' is not pp=N, tg=N, depth=N or reps=N", t));
-		*dst = parse_int("--bench", t + k + 1, dst == &b->reps, 1 << 24);
+		dst->n = 1;
+		dst->v[0] = parse_int("--bench", t + k + 1, 0, 1 << 24);
 	}
 	free(copy);
 }
 
-/* n random ids of the vocabulary. */
+/* n random tokens, none of them special (ids below the vocabulary). */
 static void
 bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens, int64_t n)
 {
@@ -977,94 +1011,241 @@ bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens,
 		tokens[i] = (int64_t)(llm_rng_next(rng) % (uint64_t)rt->vocab);
 }
 
+/* What llama-bench's columns say of the model. */
+struct bench_model {
+	char type[96];          /* "qwen2 1.8B BF16", as llama_model_desc */
+	uint64_t size;          /* bytes of weights */
+	uint64_t params;        /* elements of the checkpoint's tensors */
+	int threads;
+	char *cpu;              /* the target's CPU (target.json), or NULL */
+};
+
 static void
-run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, uint64_t seed, int json)
+bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threads)
+{
+	const struct llm_model *m = &rt->model;
+	const char *qtype = NULL;
+	uint64_t qbytes = 0;
+
+	memset(bm, 0, sizeof(*bm));
+	bm->size = m->data_bytes;
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const struct llm_plan_tensor *t = &m->tensors[i];
+		if (t->nsource == 0)
+			continue; /* RoPE tables */
+		uint64_t e = 1;
+		for (int d = 0; d < t->ndim; d++)
+			e *= (uint64_t)t->shape[d];
+		bm->params += e;
+		/* the block type that holds most of the bytes names a quantized model */
+		uint64_t qb = 0;
+		for (size_t j = 0; t->quant && j < m->ntensors; j++)
+			if (m->tensors[j].quant && strcmp(m->tensors[j].quant, t->quant) == 0)
+				qb += m->tensors[j].bytes;
+		if (qb > qbytes) {
+			qbytes = qb;
+			qtype = t->quant;
+		}
+	}
+	char label[32], dt[16];
+	if (bm->params >= 1000000000)
+		snprintf(label, sizeof(label), "%.1fB", bm->params / 1e9);
+	else
+		snprintf(label, sizeof(label), "%.0fM", bm->params / 1e6);
+	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(m->weight_dtype));
+	for (char *c = dt; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	snprintf(bm->type, sizeof(bm->type), "%s %s %s", m->family, label, dt);
+
+	/* OpenMP's default: the CPUs this process may run on */
+	const char *env = getenv("OMP_NUM_THREADS");
+	cpu_set_t set;
+	bm->threads = threads > 0 ? threads : env && atoi(env) > 0 ? atoi(env) :
+	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+
+	const struct llm_member *tm = llm_bundle_find(&rt->bundle, LLM_TARGET_MEMBER);
+	char *text;
+	size_t len;
+	struct llm_target tg;
+	if (tm && llm_bundle_read(&rt->bundle, tm, &text, &len) == 0) {
+		if (llm_target_parse(text, len, tm->label, &tg) == 0) {
+			bm->cpu = llm_xstrdup(tg.cpu);
+			llm_target_free(&tg);
+		}
+		free(text);
+	}
+}
+
+/* llama-bench's markdown: its columns, widths and alignment. */
+static const struct {
+	const char *name;
+	int width; /* < 0: left-aligned */
+} bench_cols[] = {
+	{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}, {"test", 15}, {"t/s", 20},
+};
+
+static void
+bench_header(void)
+{
+	putchar('|');
+	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++)
+		printf(" %*s |", bench_cols[i].width, bench_cols[i].name);
+	printf("\n|");
+	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++) {
+		int w = abs(bench_cols[i].width);
+		printf(" %.*s%c |", w - 1, "------------------------------", bench_cols[i].width > 0 ? ':' : '-');
+	}
+	putchar('\n');
+}
+
+static void
+bench_row(const struct bench_model *bm, const char *test, double mean, double sd)
+{
+	char size[32], params[32], ts[64], threads[16];
+	if (bm->size < 1024ull * 1024 * 1024)
+		snprintf(size, sizeof(size), "%.2f MiB", bm->size / 1024.0 / 1024.0);
+	else
+		snprintf(size, sizeof(size), "%.2f GiB", bm->size / 1024.0 / 1024.0 / 1024.0);
+	if (bm->params < 1000000000)
+		snprintf(params, sizeof(params), "%.2f M", bm->params / 1e6);
+	else
+		snprintf(params, sizeof(params), "%.2f B", bm->params / 1e9);
+	snprintf(ts, sizeof(ts), "%.2f ± %.2f", mean, sd);
+	snprintf(threads, sizeof(threads), "%d", bm->threads);
+	const char *v[] = {bm->type, size, params, "CPU", threads, test, ts};
+	putchar('|');
+	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++)
+		printf(" %*s |", bench_cols[i].width + (i == LLM_NELEM(bench_cols) - 1), v[i]); /* ± is 2 bytes */
+	putchar('\n');
+}
+
+/* One test, reps times after a warm-up: the rates. */
+static void
+bench_test(struct llm_runtime *rt, const char *model, struct llm_rng *rng, int64_t *tokens, int64_t npp,
+    int64_t ntg, int64_t d, int64_t reps, double *rates)
+{
+	int64_t n = npp > ntg + 1 ? npp : ntg + 1;
+	for (int64_t rep = -1; rep < reps; rep++) {
+		double t0, secs;
+		int64_t first = 0;
+		bench_tokens(rng, rt, tokens, n);
+		if (d == 0)
+			llm_runtime_reset(rt);
+		else if (llm_runtime_rewind(rt, d) < 0)
+			llm_fatal("%s: %s", model, llm_errmsg());
+		if (npp) {
+			t0 = llm_now();
+			if (llm_runtime_prefill(rt, tokens, npp) < 0)
+				llm_fatal("%s: %s", model, llm_errmsg());
+			secs = llm_now() - t0;
+		} else {
+			if (d == 0) {
+				if (llm_runtime_prefill(rt, tokens, 1) < 0)
+					llm_fatal("%s: %s", model, llm_errmsg());
+				first = 1;
+			}
+			t0 = llm_now();
+			for (int64_t i = 0; i < ntg; i++)
+				if (llm_runtime_decode(rt, tokens[first + i]) < 0)
+					llm_fatal("%s: %s", model, llm_errmsg());
+			secs = llm_now() - t0;
+		}
+		if (rep >= 0) /* not the warm-up */
+			rates[rep] = rate((double)(npp ? npp : ntg), secs);
+	}
+}
+
+static int64_t
+list_max(const struct bench_list *l)
+{
+	int64_t m = 0;
+	for (int i = 0; i < l->n; i++)
+		m = l->v[i] > m ? l->v[i] : m;
+	return m;
+}
+
+static void
+run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, int threads, uint64_t seed,
+    int json)
 {
 	struct llm_rng rng;
-	int64_t d = b->depth;
-	int64_t n = b->pp > b->tg + 1 ? b->pp : b->tg + 1;
-	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > d ? n : d), sizeof(*tokens));
+	struct bench_model bm;
+	int64_t pmax = list_max(&b->pp), tmax = list_max(&b->tg), dmax = list_max(&b->depth);
+	int64_t n = pmax > tmax + 1 ? pmax : tmax + 1;
+	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > dmax ? n : dmax), sizeof(*tokens));
+	double *rates = llm_xreallocarray(NULL, (size_t)b->reps, sizeof(*rates));
 	json_t *arr = json_array();
-	struct {
-		const char *kind;
-		int64_t n;
-	} tests[2] = {{"pp", b->pp}, {"tg", b->tg}};
 
 	/* tg needs one token of context before its first decode step. */
-	if (d + b->pp > rt->max_context || (d > 0 ? d : 1) + b->tg > rt->max_context) {
-		char depth[32] = "";
-		if (d > 0)
-			snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
-		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64, model,
-		    b->pp, b->tg, depth, rt->max_context);
-	}
-	llm_rng_seed(&rng, seed);
-	if (d > 0 && (b->pp > 0 || b->tg > 0)) {
-		bench_tokens(&rng, rt, tokens, d);
-		llm_runtime_reset(rt);
-		if (llm_runtime_prefill(rt, tokens, d) < 0)
-			llm_fatal("%s: %s", model, llm_errmsg());
-	}
-	if (!json)
-		printf("| model | test | t/s |\n| --- | ---: | ---: |\n");
-	for (int t = 0; t < 2; t++) {
-		double sum = 0, sum2 = 0;
-		if (tests[t].n == 0)
-			continue;
-		for (int64_t rep = -1; rep < b->reps; rep++) {
-			double t0, secs;
-			int64_t first = 0;
-			bench_tokens(&rng, rt, tokens, n);
-			if (d == 0)
-				llm_runtime_reset(rt);
-			else if (llm_runtime_rewind(rt, d) < 0)
-				llm_fatal("%s: %s", model, llm_errmsg());
-			if (t == 0) {
-				t0 = llm_now();
-				if (llm_runtime_prefill(rt, tokens, tests[t].n) < 0)
-					llm_fatal("%s: %s", model, llm_errmsg());
-				secs = llm_now() - t0;
-			} else {
-				if (d == 0) {
-					if (llm_runtime_prefill(rt, tokens, 1) < 0)
-						llm_fatal("%s: %s", model, llm_errmsg());
-					first = 1;
-				}
-				t0 = llm_now();
-				for (int64_t i = 0; i < tests[t].n; i++)
-					if (llm_runtime_decode(rt, tokens[first + i]) < 0)
-						llm_fatal("%s: %s", model, llm_errmsg());
-				secs = llm_now() - t0;
-			}
-			if (rep < 0)
-				continue;       /* warm-up */
-			double r = rate((double)tests[t].n, secs);
-			sum += r;
-			sum2 += r * r;
+	for (int i = 0; i < b->depth.n; i++) {
+		int64_t d = b->depth.v[i];
+		if (d + pmax > rt->max_context || (d > 0 ? d : 1) + tmax > rt->max_context) {
+			char depth[32] = "";
+			if (d > 0)
+				snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
+			llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64, model,
+			    pmax, tmax, depth, rt->max_context);
 		}
-		double mean = sum / (double)b->reps;
-		double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
-		double sd = var > 0 ? sqrt(var) : 0;
-		char name[64];
-		if (d > 0)
-			snprintf(name, sizeof(name), "%s%" PRId64 " @ d%" PRId64, tests[t].kind, tests[t].n, d);
-		else
-			snprintf(name, sizeof(name), "%s%" PRId64, tests[t].kind, tests[t].n);
-		if (json)
-			json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f}", "test", name, "depth", (json_int_t)d,
-			    "tokens_per_s", mean, "stddev", sd));
-		else
-			printf("| %s | %s | %.2f ± %.2f |\n", model, name, mean, sd);
-		/* a loaded machine: say so rather than print a wide spread silently */
-		if (sd > 0.1 * mean)
-			llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more reps, or a "
-			    "quiet machine", name, 100 * sd / mean);
+	}
+	bench_model_init(&bm, rt, threads);
+	llm_rng_seed(&rng, seed);
+	if (!json)
+		bench_header();
+	for (int i = 0; i < b->depth.n; i++) {
+		int64_t d = b->depth.v[i];
+		if (d > 0 && (pmax > 0 || tmax > 0)) {
+			bench_tokens(&rng, rt, tokens, d);
+			llm_runtime_reset(rt);
+			if (llm_runtime_prefill(rt, tokens, d) < 0)
+				llm_fatal("%s: %s", model, llm_errmsg());
+		}
+		for (int t = 0; t < b->pp.n + b->tg.n; t++) {
+			int64_t npp = t < b->pp.n ? b->pp.v[t] : 0, ntg = t < b->pp.n ? 0 : b->tg.v[t - b->pp.n];
+			if (npp == 0 && ntg == 0)
+				continue;
+			bench_test(rt, model, &rng, tokens, npp, ntg, d, b->reps, rates);
+			double sum = 0, sum2 = 0;
+			for (int64_t r = 0; r < b->reps; r++) {
+				sum += rates[r];
+				sum2 += rates[r] * rates[r];
+			}
+			double mean = sum / (double)b->reps;
+			double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
+			double sd = var > 0 ? sqrt(var) : 0;
+			char name[64];
+			int len = snprintf(name, sizeof(name), "%s%" PRId64, npp ? "pp" : "tg", npp ? npp : ntg);
+			if (d > 0)
+				snprintf(name + len, sizeof(name) - (size_t)len, " @ d%" PRId64, d);
+			if (json) {
+				json_t *samples = json_array();
+				for (int64_t r = 0; r < b->reps; r++)
+					json_array_append_new(samples, json_real(rates[r]));
+				/* ours, then llama-bench's -o json fields of the same */
+				json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,s:I,s:I,s:I,"
+				    "s:f,s:f,s:o}",
+				    "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
+				    "model_type", bm.type, "model_size", (json_int_t)bm.size,
+				    "model_n_params", (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu,
+				    "n_threads", bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg,
+				    "n_depth", (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
+			} else
+				bench_row(&bm, name, mean, sd);
+			/* a loaded machine: say so rather than print a wide spread silently */
+			if (sd > 0.1 * mean)
+				llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more "
+				    "reps, or a quiet machine", name, 100 * sd / mean);
+		}
 	}
 	if (json)
 		print_json(arr);
-	else
+	else {
 		json_decref(arr);
+		printf("\nbuild: llm-run %s, LLVM %s%s%s\n", LLM_VERSION, LLM_LLVM_VERSION, bm.cpu ? ", code for " : "",
+		    bm.cpu ? bm.cpu : "");
+	}
 	finish_stdout();
+	free(bm.cpu);
+	free(rates);
 	free(tokens);
 }
 
@@ -1198,6 +1379,7 @@ struct args {
 	const char *model, *prompt, *prompt_file, *tokens_arg;
 	const char *logits_path, *tokenizer_path, *template_name, *system;
 	const char *render_path, *bench_arg, *ppl_path;
+	const char *n_arg, *d_arg, *r_arg; /* -n, -d, -r as given */
 	struct llm_ppl_opts po;
 	int ppl_ctx_set;
 	struct llm_sampler_params sp;
@@ -1264,7 +1446,7 @@ parse_args(int argc, char **argv, struct args *a)
 {
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "c:ef:him:n:p:s:t:v", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:d:ef:him:n:p:r:s:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			a->prompt_file = optarg;
@@ -1285,10 +1467,13 @@ parse_args(int argc, char **argv, struct args *a)
 			a->model = optarg;
 			break;
 		case 'n':
-			/* -1, as llama-cli: until an end of sequence or a full context */
-			a->max_new = parse_int("-n", optarg, -1, INT64_MAX);
-			if (a->max_new < 0)
-				a->max_new = INT64_MAX;
+			a->n_arg = optarg; /* a count, or --bench's list of tg tests */
+			break;
+		case 'd':
+			a->d_arg = optarg;
+			break;
+		case 'r':
+			a->r_arg = optarg;
 			break;
 		case 'c':
 			a->ctx_cap = parse_int("-c", optarg, 1, INT64_MAX);
@@ -1301,8 +1486,7 @@ parse_args(int argc, char **argv, struct args *a)
 			a->escape = 0;
 			break;
 		case 'p':
-			a->prompt = optarg;
-			set_mode(&a->mode, M_RUN);
+			a->prompt = optarg; /* a prompt, or --bench's list of pp tests */
 			break;
 		case 't':
 			a->threads = parse_int("-t", optarg, 1, 4096);
@@ -1410,6 +1594,31 @@ parse_args(int argc, char **argv, struct args *a)
 		a->bench_arg = argv[optind++];
 	if (optind != argc)
 		usage_msg(llm_xasprintf("unexpected argument '%s'", argv[optind]));
+	/* With --bench, -p, -n, -d and -r are llama-bench's. */
+	if (a->mode == M_BENCH) {
+		if (a->bench_arg && (a->prompt || a->n_arg || a->d_arg || a->r_arg))
+			usage_msg("give the --bench spec or llama-bench's -p, -n, -d and -r, not both");
+		if (a->prompt)
+			parse_bench_list("-p", a->prompt, &a->bench.pp);
+		if (a->n_arg)
+			parse_bench_list("-n", a->n_arg, &a->bench.tg);
+		if (a->d_arg)
+			parse_bench_list("-d", a->d_arg, &a->bench.depth);
+		if (a->r_arg)
+			a->bench.reps = parse_int("-r", a->r_arg, 1, 1 << 24);
+		a->prompt = NULL;
+	} else {
+		if (a->d_arg || a->r_arg)
+			usage_msg(a->d_arg ? "-d goes with --bench" : "-r goes with --bench");
+		if (a->prompt)
+			set_mode(&a->mode, M_RUN);
+		if (a->n_arg) {
+			/* -1, as llama-cli: until an end of sequence or a full context */
+			a->max_new = parse_int("-n", a->n_arg, -1, INT64_MAX);
+			if (a->max_new < 0)
+				a->max_new = INT64_MAX;
+		}
+	}
 	if ((a->prompt != NULL) + (a->prompt_file != NULL) + (a->tokens_arg != NULL) > 1)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
 	if (a->bench_arg)
@@ -1596,7 +1805,7 @@ main(int argc, char **argv)
 	struct args a = {
 		.po = {512, 0, -1, NULL, NULL, NULL, NULL},
 		.sp = LLM_SAMPLER_DEFAULTS,
-		.bench = {512, 64, 0, 3},
+		.bench = {{1, {512}}, {1, {128}}, {1, {0}}, 5},
 		.max_new = 128,
 		.mode = M_NONE,
 	};
@@ -1614,7 +1823,7 @@ main(int argc, char **argv)
 
 	double t_load = open_model(&a, &rt, &src);
 	if (a.mode == M_BENCH)
-		run_bench(&rt, a.model, &a.bench, a.sp.seed, a.json);
+		run_bench(&rt, a.model, &a.bench, (int)a.threads, a.sp.seed, a.json);
 	else if (a.mode == M_PPL) {
 		if (!a.ppl_ctx_set && a.po.n_ctx > rt.max_context)
 			a.po.n_ctx = rt.max_context;

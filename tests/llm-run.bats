@@ -507,11 +507,18 @@ stop_job() {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench pp=8,tg=4,reps=2 --json
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8","tg4"]' ]
-	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and .depth == 0 and (keys == ["depth","stddev","test","tokens_per_s"]))' <<<"$output")" = true ]
-	run -0 --separate-stderr llm-run -m "$d" --bench=pp=4,tg=0,reps=1
-	[ "${lines[0]}" = "| model | test | t/s |" ]
-	[[ "${lines[2]}" =~ ^\|\ $d\ \|\ pp4\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
-	[ "${#lines[@]}" -eq 3 ]
+	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and .depth == 0)' <<<"$output")" = true ]
+	# llama-bench's -o json fields beside ours
+	[ "$(jq -c '.[0] | keys' <<<"$output")" = '["avg_ts","backends","depth","model_n_params","model_size","model_type","n_depth","n_gen","n_prompt","n_threads","samples_ts","stddev","stddev_ts","test","tokens_per_s"]' ]
+	[ "$(jq -c '[.[] | [.n_prompt, .n_gen, .n_depth, .n_threads, (.samples_ts | length), .avg_ts == .tokens_per_s]]' <<<"$output")" = '[[8,0,0,1,2,true],[0,4,0,1,2,true]]' ]
+	[ "$(jq -r '.[0].model_size' <<<"$output")" = "$(jq .weights.data_bytes "$d/model.json")" ]
+	# llama-bench's markdown: its columns, widths and alignment, and a build line
+	run -0 --separate-stderr llm-run -m "$d" -t 3 --bench=pp=4,tg=0,reps=1
+	[ "${lines[0]}" = "| model                          |       size |     params | backend    | threads |            test |                  t/s |" ]
+	[ "${lines[1]}" = "| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |" ]
+	[[ "${lines[2]}" =~ ^\|\ fixture\ 0M\ F32\ +\|\ +0\.00\ MiB\ \|\ +0\.00\ M\ \|\ CPU\ +\|\ +3\ \|\ +pp4\ \|\ +[0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[[ "${lines[3]}" == "build: llm-run "* ]]
+	[ "${#lines[@]}" -eq 4 ]
 	# One warm-up run, then reps runs: pp8 is two chunks of S = 4; tg4
 	# is one prompt token, then 4 decode steps.
 	run -0 --separate-stderr llm-run -v -m "$d" --bench pp=8,tg=4,reps=2
@@ -524,7 +531,7 @@ stop_job() {
 @test "--bench refuses a test larger than the context and a bad spec" {
 	d=$(fixture_linked a)
 	run -1 --separate-stderr llm-run -m "$d" --bench
-	[ "$stderr" = "llm-run: $d: --bench pp=512,tg=64 does not fit max_context 64" ]
+	[ "$stderr" = "llm-run: $d: --bench pp=512,tg=128 does not fit max_context 64" ]
 	run -2 llm-run -m "$d" --bench pp=x
 	run -2 llm-run -m "$d" --bench qq=1
 	run -2 llm-run -m "$d" --bench reps=0
@@ -537,10 +544,27 @@ stop_job() {
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8 @ d20","tg4 @ d20"]' ]
 	[ "$(jq 'all(.[]; .depth == 20 and .tokens_per_s > 0 and .stddev >= 0)' <<<"$output")" = true ]
 	run -0 --separate-stderr llm-run -m "$d" --bench pp=4,tg=2,depth=7,reps=1
-	[ "${lines[0]}" = "| model | test | t/s |" ]
-	[[ "${lines[2]}" =~ ^\|\ $d\ \|\ pp4\ @\ d7\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
-	[[ "${lines[3]}" =~ ^\|\ $d\ \|\ tg2\ @\ d7\ \|\ [0-9.]+\ ±\ [0-9.]+\ \|$ ]]
-	[ "${#lines[@]}" -eq 4 ]
+	[[ "${lines[2]}" =~ \|\ +pp4\ @\ d7\ \|\ +[0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[[ "${lines[3]}" =~ \|\ +tg2\ @\ d7\ \|\ +[0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[ "${#lines[@]}" -eq 5 ]
+}
+
+@test "--bench takes llama-bench's -p, -n, -d and -r, lists included, and not with a spec" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench -p 4,8 -n 2 -d 0,5 -r 2 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp4","pp8","tg2","pp4 @ d5","pp8 @ d5","tg2 @ d5"]' ]
+	[ "$(jq -c 'map(.samples_ts | length) | unique' <<<"$output")" = '[2]' ]
+	# -n 0: no tg test, as llama-bench
+	run -0 --separate-stderr llm-run -m "$d" --bench -p 4 -n 0 -r 1 --json
+	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp4"]' ]
+	run -2 llm-run -m "$d" --bench pp=4 -p 8
+	assert_line --index 0 "llm-run: give the --bench spec or llama-bench's -p, -n, -d and -r, not both"
+	run -2 llm-run -m "$d" --bench -p 4,
+	assert_line --index 0 "llm-run: -p: '4,' is not a list of counts"
+	run -2 llm-run -m "$d" -p hello -r 3
+	assert_line --index 0 "llm-run: -r goes with --bench"
+	run -2 llm-run -m "$d" -p hello -d 3
+	assert_line --index 0 "llm-run: -d goes with --bench"
 }
 
 @test "--bench depth=N prefills the depth once and starts every run at position N" {
