@@ -122,7 +122,7 @@ $(OUT)/obj/%.o: $(P)/%.mlir $(TARGET_STAMP) | $(P)/verify.json
 	$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<
 
 $(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
-	$(LLM)llm-link -o $@ $(OUT) $(OBJS)
+	$(LLM)llm-link $(OUT) $(OBJS)
 
 run: all
 	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)

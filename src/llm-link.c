@@ -1,7 +1,8 @@
 /* llm-link: link a lowered model into a shared library and a bundle.
  *
  * Reads a build directory after llm-lower: model.json, weights.bin, the
- * tokenizer files and every object under obj/ (any depth, in sorted order).
+ * tokenizer files and the objects: those named, else those of the
+ * partition set in parts/, else every one under obj/ (any depth, sorted).
  * Links the objects with the system compiler driver into libmodel.so
  * (with libomp and libm) and checks that it exports, for every phase of
  * model.json, the entry and <entry>_fingerprint, returning the plan
@@ -23,10 +24,12 @@
 #include <unistd.h>
 
 #include "../lib/bundle.h"
+#include "../lib/json.h"
 #include "../lib/model.h"
 #include "../lib/spawn.h"
 #include "../lib/target.h"
 #include "../lib/util.h"
+#include "../lib/verifypart.h"
 
 /* The LLVM release whose runtime helpers are linked in. */
 #define LLM_LLVM_MAJOR 22
@@ -60,6 +63,48 @@ collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
 		objs[nobjs++] = llm_xstrdup(path);
 	}
 	return FTW_CONTINUE;
+}
+
+static void
+add_obj(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		llm_fatal("%s:", path);
+	if (!S_ISREG(st.st_mode))
+		llm_fatal("%s: not a regular file", path);
+	objs = llm_xreallocarray(objs, nobjs + 1, sizeof(*objs));
+	objs[nobjs++] = llm_xstrdup(path);
+}
+
+/* The objects of the partition set in outdir/parts (llm-split's
+ * partition.json): obj/<module>.o for each kernel and each phase's glue,
+ * as pipelines/model.mk and llm(7) lower parts/<module>.mlir.  Objects of
+ * an earlier split (another strategy) under obj/ are not taken. */
+static void
+partition_objs(const char *ppath, const char *objdir)
+{
+	json_t *p = llm_json_load(ppath), *a, *x;
+	size_t i;
+	if (!p)
+		llm_fatal("%s", llm_errmsg());
+	if (!json_is_string(json_object_get(p, "format")) ||
+	    strcmp(json_string_value(json_object_get(p, "format")), LLM_PARTITION_FORMAT) != 0)
+		llm_fatal("%s: not a partition set (format %s)", ppath, LLM_PARTITION_FORMAT);
+	for (int k = 0; k < 2; k++) {
+		a = json_object_get(p, k == 0 ? "kernels" : "phases");
+		json_array_foreach(a, i, x) {
+			const char *f = json_string_value(json_object_get(x, k == 0 ? "file" : "glue"));
+			size_t n = f ? strlen(f) : 0;
+			if (n < 6 || strcmp(f + n - 5, ".mlir") != 0 || f[0] == '/' || strstr(f, ".."))
+				llm_fatal("%s: %s[%zu]: a module path in parts/ (x/y.mlir) expected", ppath,
+				    k == 0 ? "kernels" : "phases", i);
+			char *o = llm_xasprintf("%s/%.*s.o", objdir, (int)(n - 5), f);
+			add_obj(o);
+			free(o);
+		}
+	}
+	json_decref(p);
 }
 
 static int
@@ -146,19 +191,17 @@ main(int argc, char **argv)
 	}
 
 	/* The objects named on the command line (a build that knows them,
-	 * such as pipelines/model.mk), else every one under obj/. */
+	 * such as pipelines/model.mk), else those of the partition set in
+	 * parts/, else every one under obj/ (phases lowered whole). */
 	char *objdir = llm_path_join(outdir, "obj");
-	for (int i = optind + 1; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st) < 0)
-			llm_fatal("%s:", argv[i]);
-		if (!S_ISREG(st.st_mode))
-			llm_fatal("%s: not a regular file", argv[i]);
-		objs = llm_xreallocarray(objs, nobjs + 1, sizeof(*objs));
-		objs[nobjs++] = llm_xstrdup(argv[i]);
-	}
-	if (argc - optind == 1 && nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
+	char *ppath = llm_path_join(outdir, "parts/partition.json");
+	for (int i = optind + 1; i < argc; i++)
+		add_obj(argv[i]);
+	if (argc - optind == 1 && llm_file_exists(ppath))
+		partition_objs(ppath, objdir);
+	else if (argc - optind == 1 && nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
 		llm_fatal("%s:", objdir);
+	free(ppath);
 	if (nobjs == 0)
 		llm_fatal("%s: no object files", objdir);
 	qsort(objs, nobjs, sizeof(*objs), cmp_str);
@@ -205,12 +248,25 @@ main(int argc, char **argv)
 		llm_unmap(&om);
 	}
 	llm_target_free(&tfirst);
-	char *tpath = llm_path_join(outdir, LLM_TARGET_MEMBER);
-	if (tjson) {
+	/* With -o, libmodel.so and target.json exist only inside the bundle:
+	 * temporaries beside it, named bundle(member) in messages, and outdir
+	 * is not written.  Else they are outdir's files too. */
+	char *bpath = bundle ? llm_xstrdup(bundle) : llm_path_join(outdir, "model.llm");
+	/* its directory, with a slash: dlopen takes a name without one from
+	 * its search path */
+	const char *bbase = strrchr(bpath, '/') ? strrchr(bpath, '/') + 1 : bpath;
+	char *bdir = bbase > bpath ? llm_xstrndup(bpath, (size_t)(bbase - bpath)) : llm_xstrdup("./");
+	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase) : llm_path_join(outdir, LLM_TARGET_MEMBER);
+	struct llm_out tout = {0};
+	if (tjson && bundle) {
+		if (llm_out_open(&tout, tpath) < 0 || fputs(tjson, tout.fp) == EOF || fflush(tout.fp) != 0)
+			llm_fatal("%s:", tpath);
+		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tout.tmp, 0};
+	} else if (tjson) {
 		if (llm_write_file(tpath, tjson, strlen(tjson)) < 0)
 			llm_fatal("%s", llm_errmsg());
 		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tpath, 0};
-	} else if (unlink(tpath) < 0 && errno != ENOENT)
+	} else if (!bundle && unlink(tpath) < 0 && errno != ENOENT)
 		llm_fatal("%s:", tpath);
 
 	const char *bindir = llm_llvm_bindir();
@@ -226,7 +282,8 @@ main(int argc, char **argv)
 	}
 
 	/* Link. */
-	char *libpath = llm_path_join(outdir, "libmodel.so");
+	char *libpath = bundle ? llm_xasprintf("%s.%s.libmodel.so", bdir, bbase) : llm_path_join(outdir, "libmodel.so");
+	char *liblabel = bundle ? llm_xasprintf("%s(libmodel.so)", bpath) : llm_xstrdup(libpath);
 	struct llm_out lib;
 	if (llm_out_open(&lib, libpath) < 0)
 		llm_fatal("%s", llm_errmsg());
@@ -263,7 +320,7 @@ main(int argc, char **argv)
 	/* Check the exports and the plan of every phase. */
 	void *h = dlopen(lib.tmp, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
-		llm_fatal("%s: %s", libpath, dlerror());
+		llm_fatal("%s: %s", liblabel, dlerror());
 	char want[17], got[17];
 	llm_hex64(m.fingerprint, want);
 	for (int i = 0; i < m.nphases; i++) {
@@ -272,34 +329,39 @@ main(int argc, char **argv)
 		char *fsym = llm_xasprintf("_mlir_ciface_%s_fingerprint", ph->entry);
 		int64_t (*fp)(void);
 		if (!dlsym(h, sym))
-			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", libpath, sym, ph->name, mpath);
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", liblabel, sym, ph->name, mpath);
 		if (!(fp = (int64_t (*)(void))dlsym(h, fsym)))
-			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", libpath, fsym, ph->name, mpath);
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", liblabel, fsym, ph->name, mpath);
 		if ((uint64_t)fp() != m.fingerprint) {
 			llm_hex64((uint64_t)fp(), got);
-			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", libpath, ph->name,
+			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", liblabel, ph->name,
 			    ph->file, got, mpath, want);
 		}
 		free(sym);
 		free(fsym);
 	}
 	dlclose(h);
-	if (llm_out_commit(&lib) < 0)
+	if (!bundle && llm_out_commit(&lib) < 0)
 		llm_fatal("%s", llm_errmsg());
 
 	/* The bundle: small members first, weights.bin last and aligned. */
-	src[ns++] = (struct llm_bundle_src){"libmodel.so", libpath, 0};
+	src[ns++] = (struct llm_bundle_src){"libmodel.so", bundle ? lib.tmp : libpath, 0};
 	src[ns++] = (struct llm_bundle_src){m.weights_file, wpath, 1};
-	char *bpath = bundle ? llm_xstrdup(bundle) : llm_path_join(outdir, "model.llm");
 	if (llm_bundle_write(bpath, src, ns) < 0)
 		llm_fatal("%s", llm_errmsg());
+	if (bundle) {
+		llm_out_abort(&lib);
+		if (tout.fp)
+			llm_out_abort(&tout);
+	}
 	if (verbose)
-		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, libpath, bpath);
+		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, liblabel, bpath);
 
-	for (size_t i = 1; i + 2 < ns; i++)
-		if (src[i].path != tpath)
-			free((char *)src[i].path);
+	for (size_t i = 1; i <= m.ntokenizer_files; i++)
+		free((char *)src[i].path);
 	free(tpath);
+	free(bdir);
+	free(liblabel);
 	free(tjson);
 	free(src);
 	for (size_t i = 0; i < nobjs; i++)

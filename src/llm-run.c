@@ -934,9 +934,9 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 		write_out("\n", 1);
 	finish_stdout();
 	if (!g->json)
-		fprintf(stderr, "%s: chat: %d turns, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
-		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, c.turns, c.prefill_tokens,
-		    c.prefill_s * 1e3, rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
+		fprintf(stderr, "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
+		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, c.turns, c.turns == 1 ? "" : "s",
+		    c.prefill_tokens, c.prefill_s * 1e3, rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
 		    rate((double)c.decode_tokens, c.decode_s));
 	llm_buf_free(&msg);
 	llm_buf_free(&clean);

@@ -103,9 +103,9 @@ main(int argc, char **argv)
 			llm_warn("%s: %s", path, json_string_value(json_object_get(x, "message")));
 	}
 	json_t *counts = json_object_get(report, "counts"); /* borrowed */
+	long long nv = (long long)json_integer_value(json_object_get(counts, "violations"));
 	if (rc > 0)
-		llm_warn("%s: invalid: %lld violations", path,
-		    (long long)json_integer_value(json_object_get(counts, "violations")));
+		llm_warn("%s: invalid: %lld violation%s", path, nv, nv == 1 ? "" : "s");
 	else if (!quiet)
 		printf("%s: valid: %lld phases, %lld partitions, %lld calls, %lld ops\n", path,
 		    (long long)json_integer_value(json_object_get(counts, "phases")),

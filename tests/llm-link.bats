@@ -101,6 +101,44 @@ no_output() {
 	[[ "$stderr" == *" -shared -o "* ]]
 }
 
+@test "without objects named, a build with parts/partition.json links that partition's objects only (issue 17)" {
+	fixture_copy "$(fixture a)" "$T/d"
+	# the stand-in's phases as a partition set: two kernels and a glue,
+	# lowered as parts/<module>.mlir -> obj/<module>.o
+	mkdir -p "$T/d/parts" "$T/d/obj/p" "$T/d/obj/old"
+	mv "$T/d/obj/prefill.o" "$T/d/obj/prefill_kv.o" "$T/d/obj/p/"
+	printf '{"format": "llm-partition/1", "kernels": [{"file": "p/prefill.mlir"}, {"file": "p/prefill_kv.mlir"}],
+		"phases": [{"glue": "decode.mlir"}]}\n' >"$T/d/parts/partition.json"
+	# an earlier split's object that would not link is not taken
+	printf 'not an object' >"$T/d/obj/old/k0.o"
+	run -0 --separate-stderr llm-link -v "$T/d"
+	[[ "$stderr" == *" $T/d/obj/decode.o $T/d/obj/p/prefill.o $T/d/obj/p/prefill_kv.o "* ]]
+	[[ "$stderr" != *old/k0.o* ]]
+	# a module of the set not lowered is named
+	rm "$T/d/obj/p/prefill.o"
+	run -1 --separate-stderr llm-link "$T/d"
+	[ "$stderr" = "llm-link: $T/d/obj/p/prefill.o: No such file or directory" ]
+	printf '{"format": "llm-partition/1", "kernels": [{"file": "../x.mlir"}]}\n' >"$T/d/parts/partition.json"
+	run -1 --separate-stderr llm-link "$T/d"
+	[ "$stderr" = "llm-link: $T/d/parts/partition.json: kernels[0]: a module path in parts/ (x/y.mlir) expected" ]
+}
+
+@test "llm-link -o elsewhere writes the bundle only, nothing in the build directory (issue 17)" {
+	fixture_copy "$(fixture a)" "$T/d"
+	mkdir "$T/b"
+	before=$(ls -A "$T/d")
+	run -0 llm-link -o "$T/b/x.llm" "$T/d"
+	[ "$(ls -A "$T/d")" = "$before" ]
+	[ "$(ls -A "$T/b")" = x.llm ]
+	tar -tf "$T/b/x.llm" | grep -qx libmodel.so
+	run -0 llm-run -m "$T/b/x.llm" --tokens 1,2 -n 1
+	# a failing link names the bundle's member and leaves no temporary
+	rm "$T/d/obj/decode.o"
+	run -1 --separate-stderr llm-link -o "$T/b/y.llm" "$T/d"
+	[[ "$stderr" == "llm-link: $T/b/y.llm(libmodel.so): missing symbol '_mlir_ciface_llm_decode'"* ]]
+	[ "$(ls -A "$T/b")" = x.llm ]
+}
+
 @test "objects in subdirectories are linked and hidden directories skipped" {
 	fixture_copy "$(fixture a)" "$T/d"
 	mkdir -p "$T/d/obj/p/q" "$T/d/obj/.kept"

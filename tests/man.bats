@@ -105,6 +105,9 @@ imported() {
 	run_examples llm-link.1
 	[ "$n" -eq 3 ]
 	[ -s out/model.llm ] && [ -s model.llm ]
+	# -o model.llm: libmodel.so and target.json in the bundle, no temporary left
+	[ "$(tar -tf model.llm | grep -cx 'libmodel.so\|target.json')" -eq 2 ]
+	! ls -A | grep -q '^\.model\.llm\.'
 	llm-run -m model.llm --tokens 1,2,3 -n 2 >/dev/null
 }
 
