@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lower.h"
+#include "phase.h"
 #include "spawn.h"
 #include "target.h"
 
@@ -52,33 +53,16 @@ rm_tree(const char *path)
 	nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-int
-llm_lower_kind_name(const char *kind, char *buf, size_t n)
-{
-	size_t len = strlen(kind);
-
-	if (len == 0 || len >= n)
-		return llm_seterr("bad kind '%s'", kind);
-	for (size_t i = 0; i < len; i++)
-		if (!islower((unsigned char)kind[i]) && !isdigit((unsigned char)kind[i]) && kind[i] != '_')
-			return llm_seterr("bad kind '%s'", kind);
-	/* prefill_kv differs from prefill only in its history: same schedule. */
-	if (strcmp(kind, "prefill_kv") == 0)
-		kind = "prefill";
-	snprintf(buf, n, "%s", kind);
-	return 0;
-}
-
-/* The kind named by the leading word of a file or directory name. */
+/* The kind named by the leading word of a file or directory name: a
+ * phase's (phase.h), or llm-split's glue. */
 static const char *
 kind_of_name(const char *name)
 {
-	static const char *const kinds[] = {"prefill", "decode", "glue"};
-
-	for (size_t i = 0; i < LLM_NELEM(kinds); i++) {
-		size_t n = strlen(kinds[i]);
-		if (strncmp(name, kinds[i], n) == 0 && !isalpha((unsigned char)name[n]))
-			return kinds[i];
+	for (int i = 0; i <= LLM_PH_COUNT; i++) {
+		const char *k = i < LLM_PH_COUNT ? llm_phase_specs[i].kind : "glue";
+		size_t n = strlen(k);
+		if (strncmp(name, k, n) == 0 && !isalpha((unsigned char)name[n]))
+			return k;
 	}
 	return NULL;
 }
@@ -213,7 +197,7 @@ llm_lower_pipeline(const char *share, const char *kind)
 {
 	char name[64];
 
-	if (llm_lower_kind_name(kind, name, sizeof(name)) < 0)
+	if (llm_phase_kind(kind, name, sizeof(name)) < 0)
 		return NULL;
 	char *file = llm_xasprintf("pipelines/%s.txt", name);
 	char *path = llm_path_join(share, file);

@@ -7,13 +7,14 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "phase.h"
 #include "quant.h"
 
 #define LLM_MODEL_FORMAT "llm-model/1"
 #define LLM_WEIGHTS_HEADER_BYTES 4096
 #define LLM_WEIGHTS_ALIGN 64
 #define LLM_MAX_SOURCES 4
-#define LLM_MAX_PHASES 3
+#define LLM_MAX_PHASES LLM_PH_COUNT
 
 struct llm_model_config {
 	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;

@@ -562,27 +562,21 @@ main(int argc, char **argv)
 	json_object_set_new(weights, "fingerprint", json_string(fph));
 	json_object_set_new(weights, "tensors", tensors);
 
-	static const struct { const char *name, *entry; } ph[] = {
-		{"prefill", "llm_prefill"}, {"prefill_kv", "llm_prefill_kv"}, {"decode", "llm_decode"},
-	};
-	for (size_t i = 0; i < LLM_NELEM(ph); i++) {
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		const struct llm_phase_spec *ps = &llm_phase_specs[i];
 		json_t *p = json_object(), *args = json_array();
-		static const char *an[][2] = {
-			{"weights", "memref<?xi8>"}, {"kv", "memref<?xi8>"}, {"tokens", "memref<?xi64>"},
-			{"pos", "i64"}, {"n_tokens", "i64"}, {"logits", "memref<?xf32>"},
-		};
-		for (size_t j = 0; j < LLM_NELEM(an); j++) {
+		for (int j = 0; j < LLM_PHASE_NARGS; j++) {
 			json_t *a = json_object();
-			json_object_set_new(a, "name", json_string(an[j][0]));
-			json_object_set_new(a, "type", json_string(an[j][1]));
+			json_object_set_new(a, "name", json_string(llm_phase_args[j].name));
+			json_object_set_new(a, "type", json_string(llm_phase_args[j].type));
 			json_array_append_new(args, a);
 		}
-		json_object_set_new(p, "name", json_string(ph[i].name));
-		json_object_set_new(p, "entry", json_string(ph[i].entry));
-		char *file = llm_xasprintf("%s.mlir", ph[i].name);
+		json_object_set_new(p, "name", json_string(ps->name));
+		json_object_set_new(p, "entry", json_string(ps->entry));
+		char *file = llm_xasprintf("%s.mlir", ps->name);
 		json_object_set_new(p, "file", json_string(file));
 		free(file);
-		json_object_set_new(p, "tokens", json_integer(strcmp(ph[i].name, "decode") == 0 ? 1 : chunk));
+		json_object_set_new(p, "tokens", json_integer(llm_phase_tokens(ps, chunk)));
 		json_object_set_new(p, "args", args);
 		json_array_append_new(phases, p);
 	}
