@@ -9,41 +9,34 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "runtime.h"
 #include "target.h"
 #include "util.h"
 #include "weights.h"
 
-/* model.json of a bundle: llm_model_load reads a path, so it reads a
- * memfd copy; the messages then name the member, not /proc/self/fd/N. */
+/* model.json of a build directory, or the member of a bundle: the
+ * messages name the member ("model.llm: model.json"). */
 static int
 load_model(struct llm_runtime *rt)
 {
 	struct llm_bundle *b = &rt->bundle;
 	const struct llm_member *mb = llm_bundle_get(b, "model.json");
-	char proc[64], *msg;
-	int fd, rc;
+	char *text;
+	size_t len;
+	json_t *root;
 
 	if (!mb)
 		return -1;
 	if (b->is_dir)
 		return llm_model_load(&rt->model, mb->label);
-	if ((fd = llm_bundle_memfd(b, mb)) < 0)
+	if (llm_bundle_read(b, mb, &text, &len) < 0)
 		return -1;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	rc = llm_model_load(&rt->model, proc);
-	close(fd);
-	if (rc < 0) {
-		const char *e = llm_errmsg();
-		size_t n = strlen(proc);
-		msg = strncmp(e, proc, n) == 0 ? llm_xasprintf("%s%s", mb->label, e + n) : llm_xstrdup(e);
-		llm_seterr("%s", msg);
-		free(msg);
+	root = llm_json_loadb(text, len, mb->label);
+	free(text);
+	if (!root || llm_model_parse(&rt->model, root, mb->label) < 0)
 		return -1;
-	}
-	free(rt->model.path);
 	free(rt->model.dir);
-	rt->model.path = llm_xstrdup(mb->label);
 	rt->model.dir = llm_xstrdup(b->path);
 	return 0;
 }
