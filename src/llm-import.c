@@ -226,19 +226,6 @@ role_name(const char *f, int layer, char *buf, size_t n)
 	return buf;
 }
 
-/* The heads of a role stored permuted (GGUF llama q and k), else 0. */
-static int64_t
-permuted(const struct llm_family_spec *fs, int gguf, const struct llm_hfconfig *c, enum llm_role r)
-{
-	if (!gguf || !fs->gguf_permuted_qk)
-		return 0;
-	if (r == LLM_ROLE_WQ || r == LLM_ROLE_BQ)
-		return c->n_heads;
-	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
-		return c->n_kv_heads;
-	return 0;
-}
-
 /* The weight plan.  Source names are the checkpoint's (Hugging Face or
  * GGUF); in a GGUF file of a llama model, q and k (and their biases) are
  * stored permuted and get the transform unpermute_qk.  Every tensor of a
@@ -253,42 +240,29 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	const char *const *names = gguf ? fs->gguf : fs->hf;
 	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src,
 		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant, mix, c};
-	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
-	int64_t shapes[LLM_ROLE_COUNT][2] = {
-		[LLM_ROLE_EMBED] = {c->vocab_size, d},
-		[LLM_ROLE_ATTN_NORM] = {d},
-		[LLM_ROLE_WQ] = {q, d}, [LLM_ROLE_WK] = {kv, d}, [LLM_ROLE_WV] = {kv, d},
-		[LLM_ROLE_BQ] = {q}, [LLM_ROLE_BK] = {kv}, [LLM_ROLE_BV] = {kv},
-		[LLM_ROLE_WO] = {d, q},
-		[LLM_ROLE_FFN_NORM] = {d},
-		[LLM_ROLE_WGATE] = {c->intermediate_size, d}, [LLM_ROLE_WUP] = {c->intermediate_size, d},
-		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
-		[LLM_ROLE_FINAL_NORM] = {d},
-		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
-	};
+	const struct llm_model_config *mc = &m->cfg;
+	int64_t shape[2];
 	char rn[128], hn[128];
 
 	/* Matrices and the embedding take the weight dtype; norms and biases
 	 * stay f32 (small, and exact). */
 #define ADD(role, layer) do { \
-	int nd_ = shapes[role][1] ? 2 : 1; \
-	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
-	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, permuted(fs, gguf, c, role), \
-	    nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+	int nd_ = llm_role_shape(role, mc, shape); \
+	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
+	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, \
+	    gguf ? llm_role_permuted_heads(fs, role, mc) : 0, nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);
-	int64_t rope_shape[2] = {max_ctx, hd / 2};
-	add_tensor(&p, "rope.cos", NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, "rope.sin", NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
-	for (int l = 0; l < c->n_layers; l++)
-		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
-			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)
-				continue;
-			ADD(r, l);
-		}
+	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
+	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	for (int l = 0; l < mc->n_layers; l++)
+		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++)
+			if (llm_role_present(r, mc))
+				ADD(r, l);
 	ADD(LLM_ROLE_FINAL_NORM, 0);
-	if (!c->tie_word_embeddings)
+	if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
