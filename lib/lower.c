@@ -357,7 +357,7 @@ llm_lower_run(struct llm_lower *l)
 {
 	char *pipeline = NULL, **opt = NULL, *dir = NULL, *template = NULL;
 	char *in = NULL, *llvm = NULL, *ll = NULL, *obj = NULL, *logs[3] = {0};
-	char *mtriple = NULL, *mcpu = NULL, *mattr = NULL, *cached = NULL;
+	char *mtriple = NULL, *mcpu = NULL, *mattr = NULL, *mabi = NULL, *cached = NULL;
 	int nopt = 0, npass = 0, rc = -1;
 
 	l->kept = NULL;
@@ -475,8 +475,8 @@ llm_lower_run(struct llm_lower *l)
 	if (stage(l, tr, "mlir-translate", logs[1]) < 0)
 		goto fail;
 
-	/* llc: the host CPU unless cross-compiling.  RISC-V Linux wants the
-	 * lp64d ABI and, for our vector code, the V extension. */
+	/* llc: the host CPU unless cross-compiling; a cross target's default
+	 * features and ABI are the target spec's (target.h). */
 	char *lc[16];
 	int n = 0;
 	lc[n++] = (char *)l->llc;
@@ -486,11 +486,10 @@ llm_lower_run(struct llm_lower *l)
 	const char *features = l->features;
 	if (l->triple) {
 		lc[n++] = mtriple = llm_xasprintf("-mtriple=%s", l->triple);
-		if (strncmp(l->triple, "riscv64", 7) == 0) {
-			if (!features)
-				features = "+m,+a,+f,+d,+c,+v";
-			lc[n++] = "-target-abi=lp64d";
-		}
+		if (!features)
+			features = llm_target_default_mattr(l->triple);
+		if (llm_target_abi(l->triple))
+			lc[n++] = mabi = llm_xasprintf("-target-abi=%s", llm_target_abi(l->triple));
 	}
 	if (l->cpu || !l->triple)
 		lc[n++] = mcpu = llm_xasprintf("-mcpu=%s", l->cpu ? l->cpu : "native");
@@ -574,5 +573,6 @@ out:
 	free(mtriple);
 	free(mcpu);
 	free(mattr);
+	free(mabi);
 	return rc;
 }
