@@ -314,7 +314,11 @@ product_body(const char *wt)
 	    wcode, wn);
 }
 
-/* Rows of W per GEMV chunk and per stream (see gemv). */
+/* Rows of W per GEMV chunk and per stream (see gemv).  The chunk, one
+ * scf.forall iteration, is share/llm/transforms/mkscript.py's GV_NC (the
+ * chunk of the other single-row products, classes matmul and head), and
+ * its GV_NR divides the stream: tests/llm-lower.bats fails when they
+ * disagree, or when the scripts are not what mkscript.py writes. */
 #define GEMV_CHUNK 64
 #define GEMV_STREAM 8
 

@@ -228,3 +228,18 @@ check_numbers() {
 	run -1 --separate-stderr llm-lower -o missing-dir/x.o "$F/decode.mlir"
 	[ "$stderr" = "llm-lower: missing-dir/x.o: No such file or directory" ]
 }
+
+@test "class gemv's chunk in lib/emit.c is mkscript.py's GV_NC, and the transform scripts are mkscript.py's output" {
+	command -v python3 >/dev/null || skip "no python3"
+	local tr="$PROJECT_ROOT/share/llm/transforms"
+	chunk=$(sed -n 's/^#define GEMV_CHUNK \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit.c")
+	stream=$(sed -n 's/^#define GEMV_STREAM \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit.c")
+	nc=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\1/p' "$tr/mkscript.py")
+	nr=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\2/p' "$tr/mkscript.py")
+	[ -n "$chunk" ] && [ -n "$stream" ] && [ -n "$nc" ] && [ -n "$nr" ]
+	[ "$chunk" = "$nc" ]
+	[ $((stream % nr)) = 0 ]
+	for k in decode prefill; do
+		python3 "$tr/mkscript.py" "$k" | cmp - "$tr/$k.mlir"
+	done
+}
