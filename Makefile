@@ -39,14 +39,14 @@ T = tests/tools$(SANITIZE:1=/san)
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h lib/target.h
+	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h lib/target.h lib/phase.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
-	$(O)/lib/target.o
+	$(O)/lib/target.o $(O)/lib/phase.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, outside libllm.a) need its headers, and only these
@@ -108,6 +108,7 @@ $(O)/lib/quantize.o: lib/quantize.c
 $(O)/lib/qmix.o: lib/qmix.c
 $(O)/lib/ppl.o: lib/ppl.c
 $(O)/lib/target.o: lib/target.c
+$(O)/lib/phase.o: lib/phase.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 $(PROGS): $(O)/lib/libllm.a $(LIBHDR)
@@ -208,7 +209,7 @@ check: all $(UNITS)
 	exit $$fail
 
 check-unit: $(UNITS)
-	@export $(SANENV_$(SANITIZE)); \
+	@export $(SANENV_$(SANITIZE)) PATH; \
 	fail=0; : >$(O)/unit.log; \
 	for t in $(UNITS); do $$t >$(O)/unit.out || fail=1; tee -a $(O)/unit.log <$(O)/unit.out; done; \
 	exit $$fail

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emit.h"
+#include "family.h"
 
 /* Layer numbers for ops outside the decoder layers. */
 #define LAYER_PRE (-1)
@@ -245,10 +246,11 @@ wview(struct em *e, const char *name, const char **elt)
 	return wview_as(e, name, NULL, elt);
 }
 
+/* The plan's name of role r (family.h) in layer l. */
 static const char *
-wname(int layer, const char *what)
+wname(int l, enum llm_role r)
 {
-	return layer >= 0 ? fmt("layers.%d.%s", layer, what) : what;
+	return fmt(llm_role_runtime(r), l);
 }
 
 /* RMSNorm over rows r of x [r, d]: x * rsqrt(mean(x^2) + eps) * w. */
@@ -312,7 +314,11 @@ product_body(const char *wt)
 	    wcode, wn);
 }
 
-/* Rows of W per GEMV chunk and per stream (see gemv). */
+/* Rows of W per GEMV chunk and per stream (see gemv).  The chunk, one
+ * scf.forall iteration, is share/llm/transforms/mkscript.py's GV_NC (the
+ * chunk of the other single-row products, classes matmul and head), and
+ * its GV_NR divides the stream: tests/llm-lower.bats fails when they
+ * disagree, or when the scripts are not what mkscript.py writes. */
 #define GEMV_CHUNK 64
 #define GEMV_STREAM 8
 
@@ -796,20 +802,20 @@ layer(struct em *e, const char *x, int l)
 	const struct llm_model_config *c = e->c;
 	int64_t d = c->hidden_size, hd = c->head_dim, h2 = hd / 2, kvh = c->n_kv_heads, C = e->m->max_context;
 	int64_t Cp = llm_kv_positions(C);
-	int bias = c->attention_bias;
 	const char *R = e->R.t, *Rd = e->R.dyn[0] ? "%R" : "1";
 
 	e->layer = l;
 	e->stage = "attn";
-	const char *h = rmsnorm(e, x, e->R, wname(l, "attn_norm"));
-	const char *q = linear(e, h, e->R, d, wname(l, "wq"), bias ? wname(l, "bq") : NULL, "matmul");
-	const char *k = linear(e, h, e->R, d, wname(l, "wk"), bias ? wname(l, "bk") : NULL, "matmul");
-	const char *v = linear(e, h, e->R, d, wname(l, "wv"), bias ? wname(l, "bv") : NULL, "matmul");
+	const char *h = rmsnorm(e, x, e->R, wname(l, LLM_ROLE_ATTN_NORM));
+	int bias = llm_role_present(LLM_ROLE_BQ, c);
+	const char *q = linear(e, h, e->R, d, wname(l, LLM_ROLE_WQ), bias ? wname(l, LLM_ROLE_BQ) : NULL, "matmul");
+	const char *k = linear(e, h, e->R, d, wname(l, LLM_ROLE_WK), bias ? wname(l, LLM_ROLE_BK) : NULL, "matmul");
+	const char *v = linear(e, h, e->R, d, wname(l, LLM_ROLE_WV), bias ? wname(l, LLM_ROLE_BV) : NULL, "matmul");
 
 	/* RoPE rows pos .. pos+R-1 of the tables */
 	const char *tt = fmt("tensor<%" PRId64 "x%" PRId64 "xf32>", C, h2);
 	const char *st = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
-	const char *cosT = wview(e, "rope.cos", NULL), *sinT = wview(e, "rope.sin", NULL);
+	const char *cosT = wview(e, LLM_TENSOR_ROPE_COS, NULL), *sinT = wview(e, LLM_TENSOR_ROPE_SIN, NULL);
 	const char *cs = val(e, "cos"), *sn = val(e, "sin");
 	top(e, cs, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", cosT, Rd, h2), fmt(": %s to %s", tt, st));
 	top(e, sn, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", sinT, Rd, h2), fmt(": %s to %s", tt, st));
@@ -848,14 +854,14 @@ layer(struct em *e, const char *x, int l)
 	    fmt(": (%s, memref<%s) -> ()", ct4, ct4 + strlen("tensor<")));
 	top(e, NULL, fmt("bufferization.materialize_in_destination %s in restrict writable %s", vc2, vm),
 	    fmt(": (%s, memref<%s) -> ()", ct, ct + strlen("tensor<")));
-	const char *o = linear(e, att, e->R, c->n_heads * hd, wname(l, "wo"), NULL, "matmul");
+	const char *o = linear(e, att, e->R, c->n_heads * hd, wname(l, LLM_ROLE_WO), NULL, "matmul");
 	x = add(e, x, o, e->R, d);
 
 	e->stage = "mlp";
 	int64_t f = c->intermediate_size;
-	const char *h2n = rmsnorm(e, x, e->R, wname(l, "ffn_norm"));
-	const char *gt = linear(e, h2n, e->R, d, wname(l, "wgate"), NULL, "matmul");
-	const char *up = linear(e, h2n, e->R, d, wname(l, "wup"), NULL, "matmul");
+	const char *h2n = rmsnorm(e, x, e->R, wname(l, LLM_ROLE_FFN_NORM));
+	const char *gt = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WGATE), NULL, "matmul");
+	const char *up = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WUP), NULL, "matmul");
 	const char *ft = tensor2(e->R, f, "f32");
 	const char *act = generic(e, "eltwise", "swiglu", 2,
 	    (struct gin[]){{gt, ft, "d0, d1", "f32"}, {up, ft, "d0, d1", "f32"}},
@@ -866,7 +872,7 @@ layer(struct em *e, const char *x, int l)
 	    "      %den = arith.addf %one, %eg : f32\n"
 	    "      %sg = arith.divf %a0, %den : f32\n"
 	    "      %r = arith.mulf %sg, %a1 : f32\n");
-	const char *dn = linear(e, act, e->R, f, wname(l, "wdown"), NULL, "matmul");
+	const char *dn = linear(e, act, e->R, f, wname(l, LLM_ROLE_WDOWN), NULL, "matmul");
 	return add(e, x, dn, e->R, d);
 }
 
@@ -875,7 +881,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 {
 	struct em e = {0};
 	const struct llm_model_config *c = &m->cfg;
-	int decode = ph->tokens == 1 && strcmp(ph->name, "decode") == 0;
+	const struct llm_phase_spec *ps = llm_phase_spec_by_name(ph->name);
+	int decode = ph->tokens == 1 && ps && ps->single;
 	int64_t d = c->hidden_size, V = c->vocab_size;
 
 	e.b = b;
@@ -889,8 +896,10 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 
 	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n",
 	    ph->name, m->family, m->architecture);
-	llm_buf_printf(b, "module {\n  func.func @%s(%%weights: memref<?xi8>, %%kv: memref<?xi8>, %%tokens: memref<?xi64>, "
-	    "%%pos_i: i64, %%n_tokens: i64, %%logits: memref<?xf32>) attributes {llvm.emit_c_interface} {\n", ph->entry);
+	llm_buf_printf(b, "module {\n  func.func @%s(", ph->entry);
+	for (int i = 0; i < LLM_PHASE_NARGS; i++)
+		llm_buf_printf(b, "%s%%%s: %s", i ? ", " : "", llm_phase_args[i].ssa, llm_phase_args[i].type);
+	llm_buf_puts(b, ") attributes {llvm.emit_c_interface} {\n");
 
 	/* Prologue: positions and the embedding gather. */
 	top(&e, "%c1", "arith.constant", "1 : index");
@@ -904,12 +913,12 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	top(&e, "%tokm", fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
 	    fmt(": memref<?xi64> to %s", tmt));
 	top(&e, "%tok", "bufferization.to_tensor %tokm restrict", fmt(": %s to %s", tmt, ttt));
-	const struct llm_plan_tensor *pe = llm_model_tensor(m, "embed");
+	const struct llm_plan_tensor *pe = llm_model_tensor(m, llm_role_runtime(LLM_ROLE_EMBED));
 	const char *x;
 	if (pe && pe->layout)
 		x = qgather(&e, pe, ttt);
 	else {
-		const char *et, *emb = wview(&e, "embed", &et);
+		const char *et, *emb = wview(&e, llm_role_runtime(LLM_ROLE_EMBED), &et);
 		const char *en, *ew = widen("%wb", et, "%r", &en);
 		x = generic(&e, "gather", "x", 0, NULL, NULL, tensor2(e.R, d, "f32"), e.R.dyn, "d0, d1", 2,
 		    "parallel, parallel",
@@ -933,8 +942,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	const char *xl = val(&e, "xlast");
 	top(&e, xl, fmt("tensor.extract_slice %s[%%last, 0] [1, %" PRId64 "] [1, 1]", x, d),
 	    fmt(": %s to tensor<1x%" PRId64 "xf32>", tensor2(e.R, d, "f32"), d));
-	const char *hn = rmsnorm(&e, xl, one, "final_norm");
-	const char *lg = linear(&e, hn, one, d, c->tie_word_embeddings ? "embed" : "lm_head", NULL, "head");
+	const char *hn = rmsnorm(&e, xl, one, llm_role_runtime(LLM_ROLE_FINAL_NORM));
+	const char *lg = linear(&e, hn, one, d, llm_role_runtime(llm_role_present(LLM_ROLE_LM_HEAD, c) ? LLM_ROLE_LM_HEAD : LLM_ROLE_EMBED), NULL, "head");
 	const char *lc = val(&e, "lg");
 	top(&e, lc, fmt("tensor.collapse_shape %s [[0, 1]]", lg),
 	    fmt(": tensor<1x%" PRId64 "xf32> into tensor<%" PRId64 "xf32>", V, V));

@@ -1,7 +1,8 @@
 /* family.c: the family specs.  Qwen2 and Llama share the Hugging Face
  * tensor names and the GGUF ones; they differ in the q/k/v biases (always
- * present in Qwen2, config attention_bias in Llama) and in the GGUF row
- * order of q and k (permuted in Llama files only). */
+ * present in Qwen2, config attention_bias in Llama), in the config's
+ * defaults and switches (Qwen2's sliding window, Llama's mlp_bias) and in
+ * the GGUF row order of q and k (permuted in Llama files only). */
 #include <stddef.h>
 #include <string.h>
 
@@ -44,51 +45,115 @@
 	[LLM_ROLE_LM_HEAD] = "output.weight", \
 }
 
-#define RUNTIME_NAMES { \
-	[LLM_ROLE_EMBED] = "embed", \
-	[LLM_ROLE_ATTN_NORM] = "layers.%d.attn_norm", \
-	[LLM_ROLE_WQ] = "layers.%d.wq", \
-	[LLM_ROLE_WK] = "layers.%d.wk", \
-	[LLM_ROLE_WV] = "layers.%d.wv", \
-	[LLM_ROLE_BQ] = "layers.%d.bq", \
-	[LLM_ROLE_BK] = "layers.%d.bk", \
-	[LLM_ROLE_BV] = "layers.%d.bv", \
-	[LLM_ROLE_WO] = "layers.%d.wo", \
-	[LLM_ROLE_FFN_NORM] = "layers.%d.ffn_norm", \
-	[LLM_ROLE_WGATE] = "layers.%d.wgate", \
-	[LLM_ROLE_WUP] = "layers.%d.wup", \
-	[LLM_ROLE_WDOWN] = "layers.%d.wdown", \
-	[LLM_ROLE_FINAL_NORM] = "final_norm", \
-	[LLM_ROLE_LM_HEAD] = "lm_head", \
-}
+/* The plan's names (model.json weights.tensors[].name): the same in every
+ * family; llm-import writes them, emit.c reads them. */
+static const char *const runtime_names[LLM_ROLE_COUNT] = {
+	[LLM_ROLE_EMBED] = "embed",
+	[LLM_ROLE_ATTN_NORM] = "layers.%d.attn_norm",
+	[LLM_ROLE_WQ] = "layers.%d.wq",
+	[LLM_ROLE_WK] = "layers.%d.wk",
+	[LLM_ROLE_WV] = "layers.%d.wv",
+	[LLM_ROLE_BQ] = "layers.%d.bq",
+	[LLM_ROLE_BK] = "layers.%d.bk",
+	[LLM_ROLE_BV] = "layers.%d.bv",
+	[LLM_ROLE_WO] = "layers.%d.wo",
+	[LLM_ROLE_FFN_NORM] = "layers.%d.ffn_norm",
+	[LLM_ROLE_WGATE] = "layers.%d.wgate",
+	[LLM_ROLE_WUP] = "layers.%d.wup",
+	[LLM_ROLE_WDOWN] = "layers.%d.wdown",
+	[LLM_ROLE_FINAL_NORM] = "final_norm",
+	[LLM_ROLE_LM_HEAD] = "lm_head",
+};
 
 static const struct llm_family_spec specs[] = {
-	{"qwen2", {"Qwen2ForCausalLM"}, 1, RUNTIME_NAMES, HF_NAMES, GGUF_NAMES, 0},
-	{"llama", {"LlamaForCausalLM"}, 0, RUNTIME_NAMES, HF_NAMES, GGUF_NAMES, 1},
+	{
+		.family = LLM_FAMILY_QWEN2, .name = "qwen2", .architectures = {"Qwen2ForCausalLM"},
+		.max_position_embeddings = 32768, .qkv_bias = 1, .sliding_window = 1,
+		.hf = HF_NAMES, .gguf = GGUF_NAMES, .gguf_permuted_qk = 0,
+	},
+	{
+		.family = LLM_FAMILY_LLAMA, .name = "llama", .architectures = {"LlamaForCausalLM"},
+		.max_position_embeddings = 2048, .qkv_bias = 0, .sliding_window = 0,
+		.hf = HF_NAMES, .gguf = GGUF_NAMES, .gguf_permuted_qk = 1,
+	},
 };
 
 const struct llm_family_spec *
 llm_family_spec(enum llm_family f)
 {
-	switch (f) {
-	case LLM_FAMILY_QWEN2: return &specs[0];
-	case LLM_FAMILY_LLAMA: return &specs[1];
-	default: return NULL;
-	}
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (specs[i].family == f)
+			return &specs[i];
+	return NULL;
 }
 
 enum llm_family
 llm_family_by_name(const char *name)
 {
-	static const enum llm_family fam[] = {LLM_FAMILY_QWEN2, LLM_FAMILY_LLAMA};
-	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
-		if (strcmp(llm_family_spec(fam[i])->name, name) == 0)
-			return fam[i];
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (strcmp(specs[i].name, name) == 0)
+			return specs[i].family;
 	return LLM_FAMILY_NONE;
+}
+
+const char *
+llm_family_name(enum llm_family f)
+{
+	const struct llm_family_spec *fs = llm_family_spec(f);
+	return fs ? fs->name : "";
 }
 
 int
 llm_role_is_layer(enum llm_role r)
 {
 	return r >= LLM_ROLE_ATTN_NORM && r <= LLM_ROLE_WDOWN;
+}
+
+const char *
+llm_role_runtime(enum llm_role r)
+{
+	return runtime_names[r];
+}
+
+int
+llm_role_present(enum llm_role r, const struct llm_model_config *c)
+{
+	if (r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV)
+		return c->attention_bias;
+	if (r == LLM_ROLE_LM_HEAD)
+		return !c->tie_word_embeddings;
+	return 1;
+}
+
+int
+llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[2])
+{
+	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
+	const int64_t shapes[LLM_ROLE_COUNT][2] = {
+		[LLM_ROLE_EMBED] = {c->vocab_size, d},
+		[LLM_ROLE_ATTN_NORM] = {d},
+		[LLM_ROLE_WQ] = {q, d}, [LLM_ROLE_WK] = {kv, d}, [LLM_ROLE_WV] = {kv, d},
+		[LLM_ROLE_BQ] = {q}, [LLM_ROLE_BK] = {kv}, [LLM_ROLE_BV] = {kv},
+		[LLM_ROLE_WO] = {d, q},
+		[LLM_ROLE_FFN_NORM] = {d},
+		[LLM_ROLE_WGATE] = {c->intermediate_size, d}, [LLM_ROLE_WUP] = {c->intermediate_size, d},
+		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
+		[LLM_ROLE_FINAL_NORM] = {d},
+		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
+	};
+	shape[0] = shapes[r][0];
+	shape[1] = shapes[r][1];
+	return shape[1] ? 2 : 1;
+}
+
+int64_t
+llm_role_permuted_heads(const struct llm_family_spec *fs, enum llm_role r, const struct llm_model_config *c)
+{
+	if (!fs->gguf_permuted_qk)
+		return 0;
+	if (r == LLM_ROLE_WQ || r == LLM_ROLE_BQ)
+		return c->n_heads;
+	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
+		return c->n_kv_heads;
+	return 0;
 }

@@ -1,11 +1,24 @@
 /* family.h: what differs between the supported model families, in one
- * place: where each runtime tensor comes from in a checkpoint, a Hugging
- * Face one or a GGUF file.  Everything else (sizes, biases, tying, RoPE
- * base) comes from the config (config.json or the GGUF metadata). */
+ * place: the family's names (config.json model_type and architectures,
+ * GGUF general.architecture), its config defaults and rules, and where
+ * each runtime tensor comes from in a checkpoint, a Hugging Face one or a
+ * GGUF file.  Also what the families share: the runtime tensor names of
+ * the plan and the shape of each role.  Everything else (sizes, biases,
+ * tying, RoPE base) comes from the config (config.json or the GGUF
+ * metadata). */
 #ifndef LLM_FAMILY_H
 #define LLM_FAMILY_H
 
-#include "hfconfig.h"
+#include <stdint.h>
+
+#include "model.h"
+
+enum llm_family {
+	LLM_FAMILY_NONE = 0,
+	LLM_FAMILY_QWEN2,
+	LLM_FAMILY_LLAMA,
+	LLM_FAMILY_COUNT
+};
 
 /* Runtime tensor roles, in weights.bin order within a layer. */
 enum llm_role {
@@ -27,12 +40,22 @@ enum llm_role {
 	LLM_ROLE_COUNT
 };
 
+/* The RoPE tables of the plan (transforms rope_cos, rope_sin): computed,
+ * not taken from the checkpoint, [max_context, head_dim / 2] f32. */
+#define LLM_TENSOR_ROPE_COS "rope.cos"
+#define LLM_TENSOR_ROPE_SIN "rope.sin"
+
 struct llm_family_spec {
-	const char *name;                       /* "qwen2"; also GGUF's general.architecture */
+	enum llm_family family;
+	const char *name;                       /* "qwen2": config.json model_type, GGUF
+	                                         * general.architecture, model.json family */
 	const char *architectures[4];           /* config.json architectures[0] */
-	int qkv_bias;                           /* always has q/k/v biases */
-	/* Runtime name and checkpoint names per role; "%d" is the layer. */
-	const char *runtime[LLM_ROLE_COUNT];
+	int64_t max_position_embeddings;        /* config.json's default (transformers') */
+	int qkv_bias;                           /* always has q/k/v biases; else config.json's
+	                                         * attention_bias says, and mlp_bias is refused */
+	int sliding_window;                     /* config.json may turn on use_sliding_window
+	                                         * (refused) */
+	/* Checkpoint names per role; "%d" is the layer. */
 	const char *hf[LLM_ROLE_COUNT];
 	const char *gguf[LLM_ROLE_COUNT];       /* llama.cpp's names */
 	/* GGUF stores the q and k projections (and biases) with the rows of
@@ -41,11 +64,27 @@ struct llm_family_spec {
 	int gguf_permuted_qk;
 };
 
+/* The spec of family f, or NULL for LLM_FAMILY_NONE. */
 const struct llm_family_spec *llm_family_spec(enum llm_family f);
 /* The family whose spec is called name ("llama", "qwen2"), or
  * LLM_FAMILY_NONE. */
 enum llm_family llm_family_by_name(const char *name);
+/* Its name, or "" for LLM_FAMILY_NONE. */
+const char *llm_family_name(enum llm_family f);
 /* Per-layer roles are those between ATTN_NORM and WDOWN. */
 int llm_role_is_layer(enum llm_role r);
+
+/* The plan's name of role r ("layers.%d.wq": "%d" is the layer), the same
+ * in every family. */
+const char *llm_role_runtime(enum llm_role r);
+/* Whether a model of config c has role r: the biases with
+ * attention_bias, the LM head when it is not tied to the embedding. */
+int llm_role_present(enum llm_role r, const struct llm_model_config *c);
+/* The shape of role r (row-major, outermost first): its ndim, 1 or 2. */
+int llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[2]);
+/* The heads of the rows of role r for a family whose GGUF files store q
+ * and k permuted (gguf_permuted_qk): n_heads for q, n_kv_heads for k (and
+ * their biases); else 0. */
+int64_t llm_role_permuted_heads(const struct llm_family_spec *fs, enum llm_role r, const struct llm_model_config *c);
 
 #endif

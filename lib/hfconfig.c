@@ -17,15 +17,6 @@
 #include "json.h"
 #include "util.h"
 
-static const struct {
-	enum llm_family family;
-	const char *model_type, *arch;
-	int64_t max_pos;          /* max_position_embeddings default */
-} families[] = {
-	{LLM_FAMILY_QWEN2, "qwen2", "Qwen2ForCausalLM", 32768},
-	{LLM_FAMILY_LLAMA, "llama", "LlamaForCausalLM", 2048},
-};
-
 /* Sizes beyond this are corrupt, and would overflow products later. */
 #define MAX_SIZE INT32_MAX
 
@@ -37,15 +28,6 @@ shown(const char *s)
 		if (*p < 0x20 || *p == 0x7f)
 			return "(text with control characters)";
 	return s;
-}
-
-const char *
-llm_family_name(enum llm_family f)
-{
-	for (size_t i = 0; i < LLM_NELEM(families); i++)
-		if (families[i].family == f)
-			return families[i].model_type;
-	return "";
 }
 
 static int
@@ -145,12 +127,33 @@ check_rope_scaling(const json_t *j, const char *ctx)
 	return 0;
 }
 
+/* The families' architectures ("Qwen2ForCausalLM, LlamaForCausalLM") or,
+ * model_types 1, their model types ("qwen2, llama"), for a message. */
+static const char *
+supported(int model_types, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT; f++) {
+		const struct llm_family_spec *fs = llm_family_spec(f);
+		for (size_t i = 0; i < LLM_NELEM(fs->architectures) && fs->architectures[i]; i++) {
+			len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%s", len ? ", " : "",
+			    model_types ? fs->name : fs->architectures[i]);
+			if (model_types)
+				break;
+		}
+	}
+	return buf;
+}
+
 static int
-decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struct llm_family_spec **out)
 {
 	const json_t *archs = json_object_get(j, "architectures"); /* borrowed */
 	const char *arch = NULL, *mt = NULL;
-	int fi = -1;
+	const struct llm_family_spec *fs = NULL;
+	char list[256];
 
 	if (archs && !json_is_null(archs)) {
 		if (!json_is_array(archs) ||
@@ -162,40 +165,43 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (llm_json_str_opt(j, "model_type", ctx, &mt) < 0)
 		return -1;
 	if (arch) {
-		for (size_t i = 0; i < LLM_NELEM(families); i++)
-			if (strcmp(arch, families[i].arch) == 0)
-				fi = (int)i;
-		if (fi < 0)
+		for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT && !fs; f++) {
+			const struct llm_family_spec *s = llm_family_spec(f);
+			for (size_t i = 0; i < LLM_NELEM(s->architectures) && s->architectures[i]; i++)
+				if (strcmp(arch, s->architectures[i]) == 0)
+					fs = s;
+		}
+		if (!fs)
 			return llm_seterr("%s: unsupported architecture '%s' "
-					  "(supported: Qwen2ForCausalLM, LlamaForCausalLM)", ctx, shown(arch));
-		if (mt && strcmp(mt, families[fi].model_type) != 0)
+					  "(supported: %s)", ctx, shown(arch), supported(0, list, sizeof(list)));
+		if (mt && strcmp(mt, fs->name) != 0)
 			return llm_seterr("%s: model_type '%s' does not match architecture '%s'",
 					  ctx, shown(mt), arch);
 	} else if (mt) {
-		for (size_t i = 0; i < LLM_NELEM(families); i++)
-			if (strcmp(mt, families[i].model_type) == 0)
-				fi = (int)i;
-		if (fi < 0)
-			return llm_seterr("%s: unsupported model_type '%s' (supported: qwen2, llama)",
-					  ctx, shown(mt));
+		fs = llm_family_spec(llm_family_by_name(mt));
+		if (!fs)
+			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)",
+					  ctx, shown(mt), supported(1, list, sizeof(list)));
 	} else
 		return llm_seterr("%s: neither 'architectures' nor 'model_type' given", ctx);
-	c->family = families[fi].family;
-	snprintf(c->family_name, sizeof(c->family_name), "%s", families[fi].model_type);
-	snprintf(c->architecture, sizeof(c->architecture), "%s", families[fi].arch);
-	c->max_position_embeddings = families[fi].max_pos;
+	c->family = fs->family;
+	snprintf(c->family_name, sizeof(c->family_name), "%s", fs->name);
+	snprintf(c->architecture, sizeof(c->architecture), "%s", arch ? arch : fs->architectures[0]);
+	c->max_position_embeddings = fs->max_position_embeddings;
+	*out = fs;
 	return 0;
 }
 
 static int
 parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 {
+	const struct llm_family_spec *fs = NULL;
 	const char *s;
 	int b;
 
 	if (!json_is_object(j))
 		return llm_seterr("%s: not a JSON object", ctx);
-	if (decide_family(c, j, ctx) < 0)
+	if (decide_family(c, j, ctx, &fs) < 0)
 		return -1;
 	if (size_key(j, "hidden_size", ctx, 1, &c->hidden_size) < 0 ||
 	    size_key(j, "num_hidden_layers", ctx, 1, &c->n_layers) < 0 ||
@@ -240,20 +246,22 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (strcmp(s, "silu") != 0)
 		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, shown(s));
 
-	if (c->family == LLM_FAMILY_QWEN2) {
+	if (fs->qkv_bias) {
 		/* Qwen2Attention has q/k/v biases whatever the config says. */
 		c->attention_bias = 1;
-		b = 0;
-		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
-			return -1;
-		if (b)
-			return llm_seterr("%s: use_sliding_window true is not supported", ctx);
 	} else {
 		if (llm_json_bool_opt(j, "attention_bias", ctx, &c->attention_bias) < 0 ||
 		    llm_json_bool_opt(j, "mlp_bias", ctx, &c->mlp_bias) < 0)
 			return -1;
 		if (c->mlp_bias)
 			return llm_seterr("%s: mlp_bias true is not supported", ctx);
+	}
+	if (fs->sliding_window) {
+		b = 0;
+		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
+			return -1;
+		if (b)
+			return llm_seterr("%s: use_sliding_window true is not supported", ctx);
 	}
 
 	/* Newer transformers write "dtype", older ones "torch_dtype". */

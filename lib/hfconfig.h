@@ -1,23 +1,19 @@
 /* hfconfig.h: the facts llm-* needs from a Hugging Face config.json (and
  * generation_config.json beside it), for the families it supports.
  *
- * Family is decided by model_type / architectures: "qwen2"
- * (Qwen2ForCausalLM, including DeepSeek-R1-Distill-Qwen) or "llama"
- * (LlamaForCausalLM).  Anything else is rejected with a clear error. */
+ * Family is decided by model_type / architectures, as the family specs
+ * (family.h) name them: "qwen2" (Qwen2ForCausalLM, including
+ * DeepSeek-R1-Distill-Qwen) or "llama" (LlamaForCausalLM).  Anything else
+ * is rejected with a clear error. */
 #ifndef LLM_HFCONFIG_H
 #define LLM_HFCONFIG_H
 
 #include <stdint.h>
 
 #include "dtype.h"
+#include "family.h"
 
 #define LLM_MAX_EOS 8
-
-enum llm_family {
-	LLM_FAMILY_NONE = 0,
-	LLM_FAMILY_QWEN2,
-	LLM_FAMILY_LLAMA,
-};
 
 struct llm_hfconfig {
 	enum llm_family family;
@@ -34,7 +30,8 @@ struct llm_hfconfig {
 	double rms_norm_eps;
 	double rope_theta;
 	int tie_word_embeddings;  /* default: false */
-	int attention_bias;       /* q/k/v biases: qwen2 always; llama if attention_bias */
+	int attention_bias;       /* q/k/v biases: always for a family with qkv_bias,
+	                           * else config.json attention_bias */
 	int mlp_bias;             /* llama mlp_bias (rejected if true for now) */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;           /* -1 if none; generation_config wins */
@@ -46,11 +43,11 @@ struct llm_hfconfig {
  * PATH may also name config.json itself.  0, or -1 with llm_errmsg (and *c
  * zeroed, bos_id -1).  Defaults are transformers': max_position_embeddings
  * 32768 (qwen2) or 2048 (llama), rms_norm_eps 1e-6, rope_theta 10000.
+ * (the family spec's for max_position_embeddings).
  * Rejected: a missing or non-positive size, heads not a multiple of KV
  * heads, an odd head_dim, rope_scaling other than "default", mlp_bias,
  * hidden_act other than silu, use_sliding_window, torch_dtype other than
  * float32/float16/bfloat16, token ids outside [0, vocab_size). */
 int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);
-const char *llm_family_name(enum llm_family f);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "lower.h"
+#include "phase.h"
 #include "spawn.h"
 #include "target.h"
 
@@ -43,33 +44,16 @@ rm_tree(const char *path)
 	nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
-int
-llm_lower_kind_name(const char *kind, char *buf, size_t n)
-{
-	size_t len = strlen(kind);
-
-	if (len == 0 || len >= n)
-		return llm_seterr("bad kind '%s'", kind);
-	for (size_t i = 0; i < len; i++)
-		if (!islower((unsigned char)kind[i]) && !isdigit((unsigned char)kind[i]) && kind[i] != '_')
-			return llm_seterr("bad kind '%s'", kind);
-	/* prefill_kv differs from prefill only in its history: same schedule. */
-	if (strcmp(kind, "prefill_kv") == 0)
-		kind = "prefill";
-	snprintf(buf, n, "%s", kind);
-	return 0;
-}
-
-/* The kind named by the leading word of a file or directory name. */
+/* The kind named by the leading word of a file or directory name: a
+ * phase's (phase.h), or llm-split's glue. */
 static const char *
 kind_of_name(const char *name)
 {
-	static const char *const kinds[] = {"prefill", "decode", "glue"};
-
-	for (size_t i = 0; i < LLM_NELEM(kinds); i++) {
-		size_t n = strlen(kinds[i]);
-		if (strncmp(name, kinds[i], n) == 0 && !isalpha((unsigned char)name[n]))
-			return kinds[i];
+	for (int i = 0; i <= LLM_PH_COUNT; i++) {
+		const char *k = i < LLM_PH_COUNT ? llm_phase_specs[i].kind : "glue";
+		size_t n = strlen(k);
+		if (strncmp(name, k, n) == 0 && !isalpha((unsigned char)name[n]))
+			return k;
 	}
 	return NULL;
 }
@@ -203,7 +187,7 @@ llm_lower_pipeline(const char *share, const char *kind)
 {
 	char name[64];
 
-	if (llm_lower_kind_name(kind, name, sizeof(name)) < 0)
+	if (llm_phase_kind(kind, name, sizeof(name)) < 0)
 		return NULL;
 	char *file = llm_xasprintf("pipelines/%s.txt", name);
 	char *path = llm_path_join(share, file);
@@ -449,9 +433,9 @@ work_free(struct work *w)
 		free(w->log[i]);
 }
 
-/* llc's argv: the host CPU unless cross-compiling.  RISC-V Linux wants
- * the lp64d ABI and, for our vector code, the V extension.  *features is
- * the -mattr list used (for the target section). */
+/* llc's argv: the host CPU unless cross-compiling; a cross target's
+ * default features and ABI are the target spec's (target.h).  *features
+ * is the -mattr list used (for the target section). */
 static void
 llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, const char **features)
 {
@@ -462,11 +446,10 @@ llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, co
 	llm_argv_add(a, "-filetype=obj");
 	if (l->triple) {
 		llm_argv_addf(a, "-mtriple=%s", l->triple);
-		if (strncmp(l->triple, "riscv64", 7) == 0) {
-			if (!*features)
-				*features = "+m,+a,+f,+d,+c,+v";
-			llm_argv_add(a, "-target-abi=lp64d");
-		}
+		if (!*features)
+			*features = llm_target_default_mattr(l->triple);
+		if (llm_target_abi(l->triple))
+			llm_argv_addf(a, "-target-abi=%s", llm_target_abi(l->triple));
 	}
 	if (l->cpu || !l->triple)
 		llm_argv_addf(a, "-mcpu=%s", l->cpu ? l->cpu : "native");

@@ -53,10 +53,6 @@ int llm_lower_run(struct llm_lower *l);
  * new string (prefill_kv folds into prefill), or NULL. */
 char *llm_lower_guess_kind(const char *path, const char *text);
 
-/* Canonical pipeline name of a kind ("prefill_kv" -> "prefill"); -1 with
- * llm_errmsg when the name is not a plain word. */
-int llm_lower_kind_name(const char *kind, char *buf, size_t n);
-
 /* The pass list of a kind, share/pipelines/<name>.txt, as a new string;
  * NULL with llm_errmsg when the kind is malformed or has no pass list. */
 char *llm_lower_pipeline(const char *share, const char *kind);

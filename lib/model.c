@@ -176,6 +176,8 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (lt && (!json_is_string(lt) || llm_qlayout_parse(json_string_value(lt), &p->ql) < 0))
 		return llm_seterr("%s: 'layout' must be a tiled layout name such as \"i4-r8-g32\"", c);
 	p->layout = lt ? json_string_value(lt) : NULL;
+	json_t *ht = json_object_get(t, "heads"); /* borrowed; checked by llm-pack-weights */
+	p->heads = json_is_integer(ht) ? json_integer_value(ht) : 0;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
 		json_t *s = json_array_get(src, (size_t)j);
@@ -221,6 +223,165 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 			return llm_seterr("%s: overlaps '%s' or is out of offset order", c, q->name);
 	}
 	return 0;
+}
+
+/* model.json from a struct llm_model, in the order of formats.txt: what
+ * llm_model_parse reads back. */
+
+static json_t *
+str_array_json(const char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *
+shape_json(int n, const int64_t *s)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(s[i]));
+	return a;
+}
+
+static json_t *
+tensor_json(const struct llm_plan_tensor *p)
+{
+	json_t *t = json_object();
+	json_object_set_new(t, "name", json_string(p->name));
+	json_object_set_new(t, "source", str_array_json(p->source, (size_t)p->nsource));
+	if (p->quant)
+		json_object_set_new(t, "quant", json_string(p->quant));
+	json_object_set_new(t, "transform", json_string(p->transform));
+	if (p->heads)
+		json_object_set_new(t, "heads", json_integer(p->heads));
+	if (p->layout)
+		json_object_set_new(t, "layout", json_string(p->layout));
+	json_object_set_new(t, "dtype", json_string(llm_dtype_name(p->dtype)));
+	json_object_set_new(t, "shape", shape_json(p->ndim, p->shape));
+	json_object_set_new(t, "offset", json_integer((json_int_t)p->offset));
+	json_object_set_new(t, "bytes", json_integer((json_int_t)p->bytes));
+	return t;
+}
+
+static json_t *
+config_json(const struct llm_model_config *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+	json_object_set_new(o, "n_layers", json_integer(c->n_layers));
+	json_object_set_new(o, "n_heads", json_integer(c->n_heads));
+	json_object_set_new(o, "n_kv_heads", json_integer(c->n_kv_heads));
+	json_object_set_new(o, "head_dim", json_integer(c->head_dim));
+	json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+	json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+	json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
+	json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
+	json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+	json_object_set_new(o, "attention_bias", json_boolean(c->attention_bias));
+	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+	return o;
+}
+
+static json_t *
+tokenizer_json(const struct llm_model *m)
+{
+	json_t *t = json_object(), *eos = json_array();
+
+	for (int i = 0; i < m->n_eos; i++)
+		json_array_append_new(eos, json_integer(m->eos_ids[i]));
+	json_object_set_new(t, "files", str_array_json(m->tokenizer_files, m->ntokenizer_files));
+	json_object_set_new(t, "bos_id", m->bos_id >= 0 ? json_integer(m->bos_id) : json_null());
+	json_object_set_new(t, "eos_ids", eos);
+	json_object_set_new(t, "add_bos", json_boolean(m->add_bos && m->bos_id >= 0));
+	json_object_set_new(t, "chat_template", m->chat_template ? json_string(m->chat_template) : json_null());
+	return t;
+}
+
+/* The phases of phase.h, each with the argument list of the ABI. */
+static json_t *
+phases_json(int64_t chunk)
+{
+	json_t *phases = json_array();
+
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		const struct llm_phase_spec *s = &llm_phase_specs[i];
+		json_t *p = json_object(), *args = json_array();
+		for (int j = 0; j < LLM_PHASE_NARGS; j++) {
+			json_t *a = json_object();
+			json_object_set_new(a, "name", json_string(llm_phase_args[j].name));
+			json_object_set_new(a, "type", json_string(llm_phase_args[j].type));
+			json_array_append_new(args, a);
+		}
+		json_object_set_new(p, "name", json_string(s->name));
+		json_object_set_new(p, "entry", json_string(s->entry));
+		char *file = llm_xasprintf("%s.mlir", s->name);
+		json_object_set_new(p, "file", json_string(file));
+		free(file);
+		json_object_set_new(p, "tokens", json_integer(llm_phase_tokens(s, chunk)));
+		json_object_set_new(p, "args", args);
+		json_array_append_new(phases, p);
+	}
+	return phases;
+}
+
+void
+llm_model_init(struct llm_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->weights_file = "weights.bin";
+	m->header_bytes = LLM_WEIGHTS_HEADER_BYTES;
+	m->alignment = LLM_WEIGHTS_ALIGN;
+	m->act_dtype = LLM_DT_F32;
+	m->bos_id = -1;
+}
+
+json_t *
+llm_model_build(const struct llm_model *m)
+{
+	const struct llm_model_config *c = &m->cfg;
+	json_t *root = json_object(), *src = json_object(), *dtypes = json_object(), *limits = json_object();
+	json_t *kvc = json_object(), *weights = json_object(), *tensors = json_array(), *config = config_json(c);
+	char fph[17];
+
+	json_object_set_new(src, "kind", json_string(m->source_kind));
+	json_object_set_new(src, "dir", json_string(m->source_dir));
+	json_object_set_new(src, "files", str_array_json(m->source_files, m->nsource_files));
+	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(m->weight_dtype)));
+	json_object_set_new(dtypes, "activations", json_string(llm_dtype_name(m->act_dtype)));
+	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
+	json_object_set_new(limits, "max_context", json_integer(m->max_context));
+	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
+	for (size_t i = 0; i < m->ntensors; i++)
+		json_array_append_new(tensors, tensor_json(&m->tensors[i]));
+	llm_hex64(llm_plan_fingerprint(dtypes, config, limits, tensors), fph);
+
+	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
+	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(m->kv_dtype)));
+	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(m->max_context)));
+	json_object_set_new(kvc, "bytes", json_integer(c->n_layers * 2 * c->n_kv_heads * llm_kv_positions(m->max_context) *
+	    c->head_dim * (int64_t)llm_dtype_size(m->kv_dtype)));
+	json_object_set_new(weights, "file", json_string(m->weights_file));
+	json_object_set_new(weights, "header_bytes", json_integer((json_int_t)m->header_bytes));
+	json_object_set_new(weights, "alignment", json_integer((json_int_t)m->alignment));
+	json_object_set_new(weights, "data_bytes", json_integer((json_int_t)m->data_bytes));
+	json_object_set_new(weights, "fingerprint", json_string(fph));
+	json_object_set_new(weights, "tensors", tensors);
+
+	json_object_set_new(root, "format", json_string(LLM_MODEL_FORMAT));
+	json_object_set_new(root, "family", json_string(m->family));
+	json_object_set_new(root, "architecture", json_string(m->architecture));
+	json_object_set_new(root, "source", src);
+	json_object_set_new(root, "config", config);
+	json_object_set_new(root, "dtypes", dtypes);
+	json_object_set_new(root, "limits", limits);
+	json_object_set_new(root, "tokenizer", tokenizer_json(m));
+	json_object_set_new(root, "kv_cache", kvc);
+	json_object_set_new(root, "weights", weights);
+	json_object_set_new(root, "phases", phases_json(m->prefill_chunk));
+	return root;
 }
 
 int

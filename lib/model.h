@@ -7,13 +7,14 @@
 #include <stdint.h>
 
 #include "dtype.h"
+#include "phase.h"
 #include "quant.h"
 
 #define LLM_MODEL_FORMAT "llm-model/1"
 #define LLM_WEIGHTS_HEADER_BYTES 4096
 #define LLM_WEIGHTS_ALIGN 64
 #define LLM_MAX_SOURCES 4
-#define LLM_MAX_PHASES 3
+#define LLM_MAX_PHASES LLM_PH_COUNT
 
 struct llm_model_config {
 	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
@@ -27,6 +28,8 @@ struct llm_plan_tensor {
 	int nsource;
 	const char *source[LLM_MAX_SOURCES];
 	const char *transform;  /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
+	int64_t heads;          /* unpermute_qk: the heads of the rows; else 0
+	                         * (llm-pack-weights reads and checks it) */
 	const char *quant;      /* the source's ggml block type ("Q4_K"), when
 	                         * it is block-quantized; else NULL */
 	const char *layout;     /* NULL: dense, dtype elements in row-major
@@ -76,6 +79,18 @@ struct llm_model {
  * transposed keys) are not a power of two apart and a tile of keys read
  * down the head dim does not fall into one set of the caches. */
 int64_t llm_kv_positions(int64_t max_context);
+
+/* A model to be described by llm_model_build: zeroed but for the fixed
+ * facts of the format (weights.bin, its header size and alignment, f32
+ * activations, no bos). */
+void llm_model_init(struct llm_model *m);
+/* model.json for m, as llm_model_parse reads it.  Written from m: the
+ * top, source, config, dtypes, limits, tokenizer (add_bos only with a
+ * bos) and weights (the tensors in plan order, offsets and bytes as
+ * given).  Derived: kv_cache, the fingerprint and the phases (phase.h,
+ * tokens from prefill_chunk).  Not read: root, path, dir, the tensors'
+ * ql, kv_bytes, fingerprint, nphases and phases.  A new reference. */
+json_t *llm_model_build(const struct llm_model *m);
 
 /* Load and validate (format, types, offsets aligned, inside data_bytes and
  * not overlapping, byte sizes equal shape x dtype, fingerprint equal to

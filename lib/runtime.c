@@ -9,43 +9,34 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "runtime.h"
 #include "target.h"
 #include "util.h"
 #include "weights.h"
 
-static const char *const phase_names[LLM_PH_COUNT] = {"prefill", "prefill_kv", "decode"};
-
-/* model.json of a bundle: llm_model_load reads a path, so it reads a
- * memfd copy; the messages then name the member, not /proc/self/fd/N. */
+/* model.json of a build directory, or the member of a bundle: the
+ * messages name the member ("model.llm: model.json"). */
 static int
 load_model(struct llm_runtime *rt)
 {
 	struct llm_bundle *b = &rt->bundle;
 	const struct llm_member *mb = llm_bundle_get(b, "model.json");
-	char proc[64], *msg;
-	int fd, rc;
+	char *text;
+	size_t len;
+	json_t *root;
 
 	if (!mb)
 		return -1;
 	if (b->is_dir)
 		return llm_model_load(&rt->model, mb->label);
-	if ((fd = llm_bundle_memfd(b, mb)) < 0)
+	if (llm_bundle_read(b, mb, &text, &len) < 0)
 		return -1;
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	rc = llm_model_load(&rt->model, proc);
-	close(fd);
-	if (rc < 0) {
-		const char *e = llm_errmsg();
-		size_t n = strlen(proc);
-		msg = strncmp(e, proc, n) == 0 ? llm_xasprintf("%s%s", mb->label, e + n) : llm_xstrdup(e);
-		llm_seterr("%s", msg);
-		free(msg);
+	root = llm_json_loadb(text, len, mb->label);
+	free(text);
+	if (!root || llm_model_parse(&rt->model, root, mb->label) < 0)
 		return -1;
-	}
-	free(rt->model.path);
 	free(rt->model.dir);
-	rt->model.path = llm_xstrdup(mb->label);
 	rt->model.dir = llm_xstrdup(b->path);
 	return 0;
 }
@@ -149,16 +140,17 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 			set(o->threads);
 	}
 	for (int i = 0; i < LLM_PH_COUNT; i++) {
-		const struct llm_phase *ph = llm_model_phase(&rt->model, phase_names[i]);
+		const struct llm_phase_spec *ps = &llm_phase_specs[i];
+		const struct llm_phase *ph = llm_model_phase(&rt->model, ps->name);
 		char sym[256], fsym[256];
 		if (!ph) {
-			if (i == LLM_PH_PREFILL_KV)
+			if (ps->optional)
 				continue;
-			return llm_seterr("%s: no phase '%s'", rt->model.path, phase_names[i]);
+			return llm_seterr("%s: no phase '%s'", rt->model.path, ps->name);
 		}
-		if (i == LLM_PH_DECODE && ph->tokens != 1)
-			return llm_seterr("%s: phase 'decode' takes %" PRId64 " tokens, expected 1", rt->model.path,
-			    ph->tokens);
+		if (ps->single && ph->tokens != 1)
+			return llm_seterr("%s: phase '%s' takes %" PRId64 " tokens, expected 1", rt->model.path,
+			    ps->name, ph->tokens);
 		snprintf(sym, sizeof(sym), "_mlir_ciface_%s", ph->entry);
 		snprintf(fsym, sizeof(fsym), "_mlir_ciface_%s_fingerprint", ph->entry);
 		if (!(rt->phase[i] = (llm_phase_fn *)dlsym(rt->lib, sym)))
@@ -294,7 +286,7 @@ call(struct llm_runtime *rt, int ph, const int64_t *tokens, int64_t n)
 	memcpy(rt->tokens, tokens, (size_t)n * sizeof(*tokens));
 	memset(rt->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
 	if (rt->verbose)
-		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, phase_names[ph], rt->pos, n);
+		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, llm_phase_specs[ph].name, rt->pos, n);
 	rt->phase[ph](&w, &kv, &tk, rt->pos, n, &lg);
 	rt->pos += n;
 	rt->calls[ph]++;
@@ -311,7 +303,7 @@ llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
 		int ph = rt->pos == 0 ? LLM_PH_PREFILL : LLM_PH_PREFILL_KV;
 		if (!rt->phase[ph])
 			return llm_seterr("%s: no phase '%s' for %" PRId64 " more tokens at position %" PRId64,
-			    rt->model.path, phase_names[ph], n, rt->pos);
+			    rt->model.path, llm_phase_specs[ph].name, n, rt->pos);
 		int64_t k = n < rt->phase_tokens[ph] ? n : rt->phase_tokens[ph];
 		call(rt, ph, tokens, k);
 		tokens += k;

@@ -22,11 +22,10 @@ struct llm_memref1 {
 	int64_t offset, size, stride;
 };
 
-/* _mlir_ciface_<entry> of every phase. */
+/* _mlir_ciface_<entry> of every phase: the arguments of llm_phase_args
+ * (phase.h), in its order. */
 typedef void llm_phase_fn(struct llm_memref1 *weights, struct llm_memref1 *kv,
     struct llm_memref1 *tokens, int64_t pos, int64_t n_tokens, struct llm_memref1 *logits);
-
-enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_COUNT };
 
 struct llm_runtime_opts {
 	int threads;            /* OpenMP threads; 0: the OpenMP default */

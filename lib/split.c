@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "ir.h"
-#include "lower.h"
+#include "phase.h"
 #include "split.h"
 #include "util.h"
 
@@ -241,7 +241,7 @@ load_phase(struct phase *p)
 	struct split *s = p->s;
 	size_t n = 0, cap = 0;
 
-	if (llm_lower_kind_name(p->ph->name, p->kind, sizeof(p->kind)) < 0)
+	if (llm_phase_kind(p->ph->name, p->kind, sizeof(p->kind)) < 0)
 		return llm_seterr("%s: phase '%s': %s", s->m->path, p->ph->name, llm_errmsg());
 	if (llm_ir_parse(s->ctx, p->path, &p->mod) < 0)
 		return -1;

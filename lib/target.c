@@ -87,6 +87,58 @@ run_output(char **argv)
 	return text;
 }
 
+/* Per architecture (the start of a triple, or uname's machine): llc's
+ * defaults and compiler-rt's builtins archive. */
+static const struct {
+	const char *name;
+	const char *mattr;      /* llc -mattr when no features are given, or NULL */
+	const char *abi;        /* llc -target-abi, or NULL */
+	const char *builtins;   /* in <libdir>/clang/<major>/lib/linux */
+} archs[] = {
+	{"x86_64", NULL, NULL, "libclang_rt.builtins-x86_64.a"},
+	/* RISC-V Linux wants the lp64d ABI and, for our vector code, the V
+	 * extension. */
+	{"riscv64", "+m,+a,+f,+d,+c,+v", "lp64d", "libclang_rt.builtins-riscv64.a"},
+};
+
+static int
+arch_of(const char *triple)
+{
+	for (size_t i = 0; i < LLM_NELEM(archs); i++)
+		if (strncmp(triple, archs[i].name, strlen(archs[i].name)) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *
+llm_target_default_mattr(const char *triple)
+{
+	int a = arch_of(triple);
+	return a < 0 ? NULL : archs[a].mattr;
+}
+
+const char *
+llm_target_abi(const char *triple)
+{
+	int a = arch_of(triple);
+	return a < 0 ? NULL : archs[a].abi;
+}
+
+const char *
+llm_target_builtins(const char *arch)
+{
+	struct utsname u;
+	int a;
+
+	if (!arch) {
+		if (uname(&u) != 0)
+			return NULL;
+		arch = u.machine;
+	}
+	a = arch_of(arch);
+	return a < 0 ? NULL : archs[a].builtins;
+}
+
 static int
 is_riscv(const char *triple)
 {

@@ -37,6 +37,15 @@ struct llm_target {
 int llm_target_resolve(const char *clang, const char *llc, const char *triple, const char *cpu,
     const char *mattr, struct llm_target *t);
 
+/* llc's options for a triple that the user leaves out: the -mattr list
+ * when no features are given, and the -target-abi (RISC-V: the lp64d ABI
+ * and the V extension).  NULL: none, llc's defaults. */
+const char *llm_target_default_mattr(const char *triple);
+const char *llm_target_abi(const char *triple);
+/* The file name of compiler-rt's builtins archive for arch ("x86_64";
+ * NULL: this machine's), "libclang_rt.builtins-x86_64.a", or NULL. */
+const char *llm_target_builtins(const char *arch);
+
 /* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */
 char *llm_target_json(const struct llm_target *t);
 /* Parse it back; label names the source in messages.  0 or -1. */

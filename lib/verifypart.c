@@ -16,8 +16,8 @@
 
 #include "ir.h"
 #include "json.h"
-#include "lower.h"
 #include "model.h"
+#include "phase.h"
 #include "util.h"
 #include "verifypart.h"
 
@@ -886,7 +886,7 @@ static void
 record_use(struct vctx *v, const struct vphase *p, const struct vpart *pt)
 {
 	char kind[32];
-	if (llm_lower_kind_name(p->name, kind, sizeof(kind)) < 0)
+	if (llm_phase_kind(p->name, kind, sizeof(kind)) < 0)
 		snprintf(kind, sizeof(kind), "%s", p->name);
 	for (size_t i = 0; i < v->nuses; i++) {
 		struct kuse *u = &v->uses[i];

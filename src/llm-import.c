@@ -88,9 +88,10 @@ parse_count(const char *s, const char *opt)
 	return v;
 }
 
-/* The plan under construction. */
+/* The plan under construction: the tensors of the model being described. */
 struct plan {
-	json_t *tensors;
+	struct llm_model *m;                /* tensors, ntensors: the plan so far */
+	size_t cap;
 	uint64_t off;
 	const char *dir;                    /* the checkpoint, for messages */
 	const char *meta;                   /* where the sizes come from */
@@ -106,21 +107,12 @@ struct plan {
 	const struct llm_hfconfig *cfg;
 };
 
-static json_t *
-shape_json(int n, const int64_t *s)
-{
-	json_t *a = json_array();
-	for (int i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(s[i]));
-	return a;
-}
-
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
     int64_t heads, const struct llm_qlayout *ql,
     enum llm_dtype dt, int ndim, const int64_t *shape)
 {
-	json_t *t = json_object(), *src = json_array();
+	struct llm_model *m = p->m;
 	uint64_t bytes = llm_dtype_size(dt);
 	char lname[LLM_QLAYOUT_NAME];
 
@@ -128,25 +120,29 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 		bytes *= (uint64_t)shape[i];
 	if (ql)
 		bytes = llm_qlayout_bytes(ql, shape[0], shape[1]);
-	if (source)
-		json_array_append_new(src, json_string(source));
+	if (m->ntensors == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 64;
+		m->tensors = llm_xrealloc(m->tensors, p->cap * sizeof(*m->tensors));
+	}
+	struct llm_plan_tensor *t = &m->tensors[m->ntensors++];
+	memset(t, 0, sizeof(*t));
 	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
-	json_object_set_new(t, "name", json_string(name));
-	json_object_set_new(t, "source", src);
-	if (quant)
-		json_object_set_new(t, "quant", json_string(quant));
-	json_object_set_new(t, "transform", json_string(transform));
-	if (heads)
-		json_object_set_new(t, "heads", json_integer(heads));
+	t->name = llm_xstrdup(name);
+	if (source)
+		t->source[t->nsource++] = llm_xstrdup(source);
+	t->quant = quant;
+	t->transform = transform;
+	t->heads = heads;
 	if (ql) {
 		llm_qlayout_name(ql, lname);
-		json_object_set_new(t, "layout", json_string(lname));
+		t->layout = llm_xstrdup(lname);
+		t->ql = *ql;
 	}
-	json_object_set_new(t, "dtype", json_string(llm_dtype_name(dt)));
-	json_object_set_new(t, "shape", shape_json(ndim, shape));
-	json_object_set_new(t, "offset", json_integer((json_int_t)p->off));
-	json_object_set_new(t, "bytes", json_integer((json_int_t)bytes));
-	json_array_append_new(p->tensors, t);
+	t->dtype = dt;
+	t->ndim = ndim;
+	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
+	t->offset = p->off;
+	t->bytes = bytes;
 	p->off += bytes;
 }
 
@@ -230,69 +226,43 @@ role_name(const char *f, int layer, char *buf, size_t n)
 	return buf;
 }
 
-/* The heads of a role stored permuted (GGUF llama q and k), else 0. */
-static int64_t
-permuted(const struct llm_family_spec *fs, int gguf, const struct llm_hfconfig *c, enum llm_role r)
-{
-	if (!gguf || !fs->gguf_permuted_qk)
-		return 0;
-	if (r == LLM_ROLE_WQ || r == LLM_ROLE_BQ)
-		return c->n_heads;
-	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
-		return c->n_kv_heads;
-	return 0;
-}
-
 /* The weight plan.  Source names are the checkpoint's (Hugging Face or
  * GGUF); in a GGUF file of a llama model, q and k (and their biases) are
  * stored permuted and get the transform unpermute_qk.  Every tensor of a
  * GGUF file must be in the plan: one left over is a feature (a bias, RoPE
  * frequency factors, ...) that the generated code would silently ignore. */
-static json_t *
-build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
-    enum llm_dtype wdt, int keep_quant, int mix, int64_t max_ctx, uint64_t *data_bytes)
+static void
+build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
+    enum llm_dtype wdt, int keep_quant, int mix, int64_t max_ctx)
 {
 	const struct llm_family_spec *fs = llm_family_spec(c->family);
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
-	struct plan p = {json_array(), 0, dir, gguf ? "the metadata" : "config.json", src,
+	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src,
 		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant, mix, c};
-	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
-	int64_t shapes[LLM_ROLE_COUNT][2] = {
-		[LLM_ROLE_EMBED] = {c->vocab_size, d},
-		[LLM_ROLE_ATTN_NORM] = {d},
-		[LLM_ROLE_WQ] = {q, d}, [LLM_ROLE_WK] = {kv, d}, [LLM_ROLE_WV] = {kv, d},
-		[LLM_ROLE_BQ] = {q}, [LLM_ROLE_BK] = {kv}, [LLM_ROLE_BV] = {kv},
-		[LLM_ROLE_WO] = {d, q},
-		[LLM_ROLE_FFN_NORM] = {d},
-		[LLM_ROLE_WGATE] = {c->intermediate_size, d}, [LLM_ROLE_WUP] = {c->intermediate_size, d},
-		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
-		[LLM_ROLE_FINAL_NORM] = {d},
-		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
-	};
+	const struct llm_model_config *mc = &m->cfg;
+	int64_t shape[2];
 	char rn[128], hn[128];
 
 	/* Matrices and the embedding take the weight dtype; norms and biases
 	 * stay f32 (small, and exact). */
 #define ADD(role, layer) do { \
-	int nd_ = shapes[role][1] ? 2 : 1; \
-	add_source(&p, role_name(fs->runtime[role], layer, rn, sizeof(rn)), \
-	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, permuted(fs, gguf, c, role), \
-	    nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shapes[role]); \
+	int nd_ = llm_role_shape(role, mc, shape); \
+	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
+	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, \
+	    gguf ? llm_role_permuted_heads(fs, role, mc) : 0, nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);
-	int64_t rope_shape[2] = {max_ctx, hd / 2};
-	add_tensor(&p, "rope.cos", NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, "rope.sin", NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
-	for (int l = 0; l < c->n_layers; l++)
-		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++) {
-			if ((r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV) && !c->attention_bias)
-				continue;
-			ADD(r, l);
-		}
+	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
+	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	for (int l = 0; l < mc->n_layers; l++)
+		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++)
+			if (llm_role_present(r, mc))
+				ADD(r, l);
 	ADD(LLM_ROLE_FINAL_NORM, 0);
-	if (!c->tie_word_embeddings)
+	if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
@@ -300,8 +270,7 @@ build_plan(const struct llm_hfconfig *c, const struct llm_source *src, const cha
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);
-	*data_bytes = LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
-	return p.tensors;
+	m->data_bytes = LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
 }
 
 /* A tokenizer file to write into OUTDIR. */
@@ -313,32 +282,29 @@ struct tokfile {
 
 /* model.json "tokenizer" from the files that will be written, the bos and
  * eos ids, add_bos and the chat template's text (or NULL). */
-static json_t *
-tokenizer_section(const struct tokfile *tf, int ntf, int64_t bos_id, const int64_t *eos_ids, int n_eos,
-    int add_bos, const char *tmpl)
+static void
+tokenizer_facts(struct llm_model *m, const struct tokfile *tf, int ntf, int64_t bos_id, const int64_t *eos_ids,
+    int n_eos, int add_bos, const char *tmpl)
 {
-	json_t *t = json_object(), *files = json_array(), *eos = json_array();
-
-	for (int i = 0; i < ntf; i++)
-		json_array_append_new(files, json_string(tf[i].name));
-	for (int i = 0; i < n_eos; i++)
-		json_array_append_new(eos, json_integer(eos_ids[i]));
 	int ct = llm_chat_recognise(tmpl);
-	const char *name = ct >= 0 ? llm_chat_name(ct) : NULL;
-	json_object_set_new(t, "files", files);
-	json_object_set_new(t, "bos_id", bos_id >= 0 ? json_integer(bos_id) : json_null());
-	json_object_set_new(t, "eos_ids", eos);
-	json_object_set_new(t, "add_bos", json_boolean(add_bos && bos_id >= 0));
-	json_object_set_new(t, "chat_template", name ? json_string(name) : json_null());
-	return t;
+
+	m->ntokenizer_files = (size_t)ntf;
+	m->tokenizer_files = llm_xcalloc((size_t)ntf + 1, sizeof(*m->tokenizer_files));
+	for (int i = 0; i < ntf; i++)
+		m->tokenizer_files[i] = tf[i].name;
+	m->bos_id = bos_id;
+	m->n_eos = n_eos;
+	memcpy(m->eos_ids, eos_ids, (size_t)n_eos * sizeof(*eos_ids));
+	m->add_bos = add_bos;
+	m->chat_template = ct >= 0 ? llm_chat_name(ct) : NULL;
 }
 
 /* A checkpoint's tokenizer: the files present in dir, read whole, and
  * model.json "tokenizer". */
-static json_t *
-hf_tokenizer(const char *dir, const struct llm_hfconfig *c, struct tokfile *tf, int *ntf)
+static void
+hf_tokenizer(struct llm_model *m, const char *dir, const struct llm_hfconfig *c, struct tokfile *tf, int *ntf)
 {
-	json_t *tc = NULL, *t;
+	json_t *tc = NULL;
 	const char *tmpl = NULL;
 	int add_bos = 0;
 
@@ -371,26 +337,28 @@ hf_tokenizer(const char *dir, const struct llm_hfconfig *c, struct tokfile *tf, 
 	for (int i = 0; i < *ntf; i++)
 		if (strcmp(tf[i].name, "chat_template.jinja") == 0)
 			tmpl = tf[i].data;
-	t = tokenizer_section(tf, *ntf, c->bos_id, c->eos_ids, c->n_eos, add_bos, tmpl);
+	tokenizer_facts(m, tf, *ntf, c->bos_id, c->eos_ids, c->n_eos, add_bos, tmpl);
 	json_decref(tc);
-	return t;
 }
 
 /* A GGUF file's tokenizer: tokenizer.json and tokenizer_config.json made
  * from its metadata (none when it has no tokenizer), and model.json
  * "tokenizer". */
-static json_t *
-gguf_tokenizer(const struct llm_gguf *g, const struct llm_hfconfig *c, struct tokfile *tf, int *ntf)
+static void
+gguf_tokenizer(struct llm_model *m, const struct llm_gguf *g, const struct llm_hfconfig *c, struct tokfile *tf,
+    int *ntf)
 {
 	struct llm_gguf_tokenizer gt;
-	json_t *j, *t;
+	json_t *j;
 	int rc;
 
 	*ntf = 0;
 	if ((rc = llm_gguf_tokenizer_load(&gt, g)) < 0)
 		llm_fatal("%s", llm_errmsg());
-	if (rc == 1)
-		return tokenizer_section(tf, 0, c->bos_id, c->eos_ids, c->n_eos, 0, NULL);
+	if (rc == 1) {
+		tokenizer_facts(m, tf, 0, c->bos_id, c->eos_ids, c->n_eos, 0, NULL);
+		return;
+	}
 	j = llm_gguf_tokenizer_json(&gt);
 	tf[0].name = "tokenizer.json";
 	tf[0].data = llm_json_dumps(j);
@@ -402,9 +370,8 @@ gguf_tokenizer(const struct llm_gguf *g, const struct llm_hfconfig *c, struct to
 	tf[1].len = strlen(tf[1].data);
 	json_decref(j);
 	*ntf = 2;
-	t = tokenizer_section(tf, *ntf, gt.v.bos_id, gt.eos_ids, gt.n_eos, gt.v.add_bos, gt.chat_template);
+	tokenizer_facts(m, tf, *ntf, gt.v.bos_id, gt.eos_ids, gt.n_eos, gt.v.add_bos, gt.chat_template);
 	llm_gguf_tokenizer_free(&gt);
-	return t;
 }
 
 /* Whether path already holds exactly these bytes: such files are left
@@ -423,187 +390,117 @@ same_contents(const char *path, const char *p, size_t n)
 	return same;
 }
 
-int
-main(int argc, char **argv)
+/* The options. */
+struct opts {
+	const char *outdir;
+	int64_t max_ctx, chunk;             /* 0: the default max_ctx */
+	enum llm_dtype wdt, kvdt;           /* wdt LLM_DT_NONE: auto */
+	int mix;                            /* a --dtype mix (qmix.h), else -1 */
+	int verbose;
+};
+
+/* The model at dir (a GGUF file, or a checkpoint directory) as model.json
+ * describes it, into m (llm_model_build's input; its strings are owned,
+ * freed by free_description), and the tokenizer files to write. */
+static void
+describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source *src, struct tokfile *tf, int *ntf)
 {
-	static const struct option longopts[] = {
-		{"max-context", required_argument, NULL, 'C'},
-		{"prefill-chunk", required_argument, NULL, 'S'},
-		{"dtype", required_argument, NULL, 'D'},
-		{"kv-dtype", required_argument, NULL, 'K'},
-		LLM_STD_LONGOPTS,
-		{NULL, 0, NULL, 0},
-	};
-	const char *outdir = ".", *dir;
-	int64_t max_ctx = 0, chunk = DEFAULT_PREFILL_CHUNK;
-	enum llm_dtype wdt = LLM_DT_NONE, kvdt = LLM_DT_F32;
-	int verbose = 0, ch, gguf, ntf = 0, mix = -1;
 	struct llm_hfconfig cfg;
-	struct llm_source src;
-	struct tokfile tf[LLM_NELEM(tokenizer_names)];
 	struct stat sb;
 
-	argv[0] = (char *)llm_setprog(argv[0]);
-	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'C': max_ctx = parse_count(optarg, "--max-context"); break;
-		case 'D':
-			if ((mix = llm_qmix_parse(optarg)) >= 0)
-				wdt = LLM_DT_F32;
-			else
-				wdt = parse_dtype(optarg, 1, "--dtype");
-			break;
-		case 'K': kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
-		case 'S': chunk = parse_count(optarg, "--prefill-chunk"); break;
-		case 'h': usage(stdout); return LLM_EXIT_OK;
-		case LLM_OPT_HELP: usage(stdout); llm_help(help_text);
-		case LLM_OPT_VERSION: llm_version();
-		case 'o': outdir = optarg; break;
-		case 'v': verbose = 1; break;
-		default: usage(stderr); return LLM_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 1) {
-		usage(stderr);
-		return LLM_EXIT_USAGE;
-	}
-	dir = argv[optind];
-
 	/* A file is a GGUF model; a directory (or nothing) a checkpoint. */
-	gguf = stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode);
+	int gguf = stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode);
 	if (gguf) {
-		if (llm_source_open_path(&src, dir) < 0 || llm_gguf_config(&cfg, src.gguf) < 0)
+		if (llm_source_open_path(src, dir) < 0 || llm_gguf_config(&cfg, src->gguf) < 0)
 			llm_fatal("%s", llm_errmsg());
 	} else {
-		if (llm_hfconfig_load(&cfg, dir) < 0 || llm_source_open_path(&src, dir) < 0)
+		if (llm_hfconfig_load(&cfg, dir) < 0 || llm_source_open_path(src, dir) < 0)
 			llm_fatal("%s", llm_errmsg());
 	}
 	if (cfg.head_dim % 2)
 		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir, cfg.head_dim);
-	if (!max_ctx)
-		max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings : DEFAULT_MAX_CONTEXT;
-	if (max_ctx > cfg.max_position_embeddings)
+	if (!o->max_ctx)
+		o->max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings :
+		    DEFAULT_MAX_CONTEXT;
+	if (o->max_ctx > cfg.max_position_embeddings)
 		llm_warn("%s: --max-context %" PRId64 " exceeds max_position_embeddings %" PRId64,
-		    dir, max_ctx, cfg.max_position_embeddings);
-	if (chunk > max_ctx)
-		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, chunk, max_ctx);
+		    dir, o->max_ctx, cfg.max_position_embeddings);
+	if (o->chunk > o->max_ctx)
+		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, o->chunk, o->max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
-	int keep_quant = wdt == LLM_DT_NONE && mix < 0;
-	if (wdt == LLM_DT_NONE) {
+	int keep_quant = o->wdt == LLM_DT_NONE && o->mix < 0;
+	if (o->wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
-		const struct llm_source_tensor *e = llm_source_find(&src,
+		const struct llm_source_tensor *e = llm_source_find(src,
 		    gguf ? fs->gguf[LLM_ROLE_EMBED] : fs->hf[LLM_ROLE_EMBED], &err);
-		wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
+		o->wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
 		    cfg.torch_dtype != LLM_DT_NONE ? cfg.torch_dtype : LLM_DT_F32;
 	}
 
-	/* model.json */
-	json_t *root = json_object(), *srcj = json_object(), *files = json_array();
-	json_t *config = json_object(), *dtypes = json_object(), *limits = json_object();
-	json_t *kvc = json_object(), *weights = json_object(), *phases = json_array();
-	uint64_t data_bytes;
-	json_object_set_new(srcj, "kind", json_string(llm_source_kind_name(src.kind)));
+	llm_model_init(m);
+	m->family = llm_xstrdup(cfg.family_name);
+	m->architecture = llm_xstrdup(cfg.architecture);
+	m->source_kind = llm_source_kind_name(src->kind);
 	/* The absolute path, so that later steps run from anywhere; for a GGUF
 	 * file, its directory and its name, links resolved. */
 	char *absdir = realpath(dir, NULL);
 	if (!absdir)
 		llm_fatal("%s:", dir);
+	m->source_files = llm_xcalloc(src->nfiles + 1, sizeof(*m->source_files));
 	if (gguf) {
-		char *d = llm_xstrdup(absdir), *slash = strrchr(d, '/');
-		json_array_append_new(files, json_string(slash + 1));
-		slash[slash == d] = 0; /* "/m.gguf" lies in "/" */
-		free(absdir);
-		absdir = d;
+		char *slash = strrchr(absdir, '/');
+		m->source_files[m->nsource_files++] = llm_xstrdup(slash + 1);
+		slash[slash == absdir] = 0; /* "/m.gguf" lies in "/" */
 	} else {
-		for (size_t i = 0; i < src.nfiles; i++) {
-			const char *f = strrchr(src.files[i].path, '/');
-			json_array_append_new(files, json_string(f ? f + 1 : src.files[i].path));
+		for (size_t i = 0; i < src->nfiles; i++) {
+			const char *f = strrchr(src->files[i].path, '/');
+			m->source_files[m->nsource_files++] = llm_xstrdup(f ? f + 1 : src->files[i].path);
 		}
 	}
-	json_object_set_new(srcj, "dir", json_string(absdir));
-	free(absdir);
-	json_object_set_new(srcj, "files", files);
+	m->source_dir = absdir;
+	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
+		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
+		cfg.tie_word_embeddings, cfg.attention_bias};
+	m->weight_dtype = o->wdt;
+	m->kv_dtype = o->kvdt;
+	m->max_context = o->max_ctx;
+	m->prefill_chunk = o->chunk;
+	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
+	if (gguf)
+		gguf_tokenizer(m, src->gguf, &cfg, tf, ntf);
+	else
+		hf_tokenizer(m, dir, &cfg, tf, ntf);
+}
 
-	json_object_set_new(config, "hidden_size", json_integer(cfg.hidden_size));
-	json_object_set_new(config, "n_layers", json_integer(cfg.n_layers));
-	json_object_set_new(config, "n_heads", json_integer(cfg.n_heads));
-	json_object_set_new(config, "n_kv_heads", json_integer(cfg.n_kv_heads));
-	json_object_set_new(config, "head_dim", json_integer(cfg.head_dim));
-	json_object_set_new(config, "intermediate_size", json_integer(cfg.intermediate_size));
-	json_object_set_new(config, "vocab_size", json_integer(cfg.vocab_size));
-	json_object_set_new(config, "rms_norm_eps", json_real(cfg.rms_norm_eps));
-	json_object_set_new(config, "rope_theta", json_real(cfg.rope_theta));
-	json_object_set_new(config, "tie_word_embeddings", json_boolean(cfg.tie_word_embeddings));
-	json_object_set_new(config, "attention_bias", json_boolean(cfg.attention_bias));
-	json_object_set_new(config, "max_position_embeddings", json_integer(cfg.max_position_embeddings));
-
-	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(wdt)));
-	json_object_set_new(dtypes, "activations", json_string("f32"));
-	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(kvdt)));
-	json_object_set_new(limits, "max_context", json_integer(max_ctx));
-	json_object_set_new(limits, "prefill_chunk", json_integer(chunk));
-
-	json_t *tensors = build_plan(&cfg, &src, dir, wdt, keep_quant, mix, max_ctx, &data_bytes);
-	json_t *tok = gguf ? gguf_tokenizer(src.gguf, &cfg, tf, &ntf) : hf_tokenizer(dir, &cfg, tf, &ntf);
-	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
-	char fph[17];
-	llm_hex64(fp, fph);
-
-	json_object_set_new(kvc, "layout", json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
-	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(kvdt)));
-	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(max_ctx)));
-	json_object_set_new(kvc, "bytes", json_integer(cfg.n_layers * 2 * cfg.n_kv_heads * llm_kv_positions(max_ctx) * cfg.head_dim *
-	    (int64_t)llm_dtype_size(kvdt)));
-	json_object_set_new(weights, "file", json_string("weights.bin"));
-	json_object_set_new(weights, "header_bytes", json_integer(LLM_WEIGHTS_HEADER_BYTES));
-	json_object_set_new(weights, "alignment", json_integer(LLM_WEIGHTS_ALIGN));
-	json_object_set_new(weights, "data_bytes", json_integer((json_int_t)data_bytes));
-	json_object_set_new(weights, "fingerprint", json_string(fph));
-	json_object_set_new(weights, "tensors", tensors);
-
-	static const struct { const char *name, *entry; } ph[] = {
-		{"prefill", "llm_prefill"}, {"prefill_kv", "llm_prefill_kv"}, {"decode", "llm_decode"},
-	};
-	for (size_t i = 0; i < LLM_NELEM(ph); i++) {
-		json_t *p = json_object(), *args = json_array();
-		static const char *an[][2] = {
-			{"weights", "memref<?xi8>"}, {"kv", "memref<?xi8>"}, {"tokens", "memref<?xi64>"},
-			{"pos", "i64"}, {"n_tokens", "i64"}, {"logits", "memref<?xf32>"},
-		};
-		for (size_t j = 0; j < LLM_NELEM(an); j++) {
-			json_t *a = json_object();
-			json_object_set_new(a, "name", json_string(an[j][0]));
-			json_object_set_new(a, "type", json_string(an[j][1]));
-			json_array_append_new(args, a);
-		}
-		json_object_set_new(p, "name", json_string(ph[i].name));
-		json_object_set_new(p, "entry", json_string(ph[i].entry));
-		char *file = llm_xasprintf("%s.mlir", ph[i].name);
-		json_object_set_new(p, "file", json_string(file));
-		free(file);
-		json_object_set_new(p, "tokens", json_integer(strcmp(ph[i].name, "decode") == 0 ? 1 : chunk));
-		json_object_set_new(p, "args", args);
-		json_array_append_new(phases, p);
+static void
+free_description(struct llm_model *m)
+{
+	for (size_t i = 0; i < m->ntensors; i++) {
+		free((char *)m->tensors[i].name);
+		if (m->tensors[i].nsource)
+			free((char *)m->tensors[i].source[0]);
+		free((char *)m->tensors[i].layout);
 	}
+	for (size_t i = 0; i < m->nsource_files; i++)
+		free((char *)m->source_files[i]);
+	free(m->tensors);
+	free(m->source_files);
+	free(m->tokenizer_files);
+	free((char *)m->family);
+	free((char *)m->architecture);
+	free((char *)m->source_dir);
+}
 
-	json_object_set_new(root, "format", json_string(LLM_MODEL_FORMAT));
-	json_object_set_new(root, "family", json_string(cfg.family_name));
-	json_object_set_new(root, "architecture", json_string(cfg.architecture));
-	json_object_set_new(root, "source", srcj);
-	json_object_set_new(root, "config", config);
-	json_object_set_new(root, "dtypes", dtypes);
-	json_object_set_new(root, "limits", limits);
-	json_object_set_new(root, "tokenizer", tok);
-	json_object_set_new(root, "kv_cache", kvc);
-	json_object_set_new(root, "weights", weights);
-	json_object_set_new(root, "phases", phases);
-
-	/* Everything goes to temporaries first and is renamed at the end, so
-	 * a failure leaves no partial output. */
-	if (llm_mkdirs(outdir) < 0)
+/* OUTDIR: the phases' MLIR, the tokenizer files and model.json (root).
+ * Everything goes to temporaries first and is renamed at the end, so a
+ * failure leaves no partial output. */
+static void
+write_outputs(const struct opts *o, json_t *root, const struct tokfile *tf, int ntf)
+{
+	if (llm_mkdirs(o->outdir) < 0)
 		llm_fatal("%s", llm_errmsg());
-	char *mpath = llm_path_join(outdir, "model.json");
+	char *mpath = llm_path_join(o->outdir, "model.json");
 	char *mtext = llm_json_dumps(root);
 	struct llm_model m;
 	if (llm_model_parse(&m, json_incref(root), mpath) < 0)
@@ -615,7 +512,7 @@ main(int argc, char **argv)
 	double t0 = llm_now();
 	for (int i = 0; i < m.nphases; i++) {
 		struct llm_buf b = {0};
-		char *p = llm_path_join(outdir, m.phases[i].file);
+		char *p = llm_path_join(o->outdir, m.phases[i].file);
 		if (llm_emit_phase(&b, &m, &m.phases[i]) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (same_contents(p, b.p, b.len)) {
@@ -629,13 +526,13 @@ main(int argc, char **argv)
 		if (fwrite(b.p, 1, b.len, outs[nout].fp) != b.len)
 			llm_fatal("%s: write error:", p);
 		nout++;
-		if (verbose)
+		if (o->verbose)
 			fprintf(stderr, "llm-import: %s: %zu bytes\n", p, b.len);
 		llm_buf_free(&b);
 		free(p);
 	}
 	for (int i = 0; i < ntf; i++) {
-		char *to = llm_path_join(outdir, tf[i].name);
+		char *to = llm_path_join(o->outdir, tf[i].name);
 		if (same_contents(to, tf[i].data, tf[i].len)) {
 			kept++;
 			free(to);
@@ -655,15 +552,66 @@ main(int argc, char **argv)
 	for (int i = 0; i < nout; i++)
 		if (llm_out_commit(&outs[i]) < 0)
 			llm_fatal("%s", llm_errmsg());
-	if (verbose)
+	if (o->verbose) {
+		char fph[17];
+		llm_hex64(m.fingerprint, fph);
 		fprintf(stderr, "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
 		    "fingerprint %s, %d files unchanged, %.2f s\n", mpath, m.family,
-		    mix >= 0 ? llm_qmix_name(mix) : llm_dtype_name(wdt), cfg.n_layers,
-		    m.ntensors, data_bytes, fph, kept, llm_now() - t0);
+		    o->mix >= 0 ? llm_qmix_name(o->mix) : llm_dtype_name(m.weight_dtype), m.cfg.n_layers,
+		    m.ntensors, m.data_bytes, fph, kept, llm_now() - t0);
+	}
 	llm_model_free(&m);
-	json_decref(root);
 	free(mtext);
 	free(mpath);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"max-context", required_argument, NULL, 'C'},
+		{"prefill-chunk", required_argument, NULL, 'S'},
+		{"dtype", required_argument, NULL, 'D'},
+		{"kv-dtype", required_argument, NULL, 'K'},
+		LLM_STD_LONGOPTS,
+		{NULL, 0, NULL, 0},
+	};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0};
+	struct llm_model d;
+	struct llm_source src;
+	struct tokfile tf[LLM_NELEM(tokenizer_names)];
+	int ch, ntf = 0;
+
+	argv[0] = (char *)llm_setprog(argv[0]);
+	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
+		case 'D':
+			if ((o.mix = llm_qmix_parse(optarg)) >= 0)
+				o.wdt = LLM_DT_F32;
+			else
+				o.wdt = parse_dtype(optarg, 1, "--dtype");
+			break;
+		case 'K': o.kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
+		case 'S': o.chunk = parse_count(optarg, "--prefill-chunk"); break;
+		case 'h': usage(stdout); return LLM_EXIT_OK;
+		case LLM_OPT_HELP: usage(stdout); llm_help(help_text);
+		case LLM_OPT_VERSION: llm_version();
+		case 'o': o.outdir = optarg; break;
+		case 'v': o.verbose = 1; break;
+		default: usage(stderr); return LLM_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1) {
+		usage(stderr);
+		return LLM_EXIT_USAGE;
+	}
+
+	describe(&d, argv[optind], &o, &src, tf, &ntf);
+	json_t *root = llm_model_build(&d);
+	write_outputs(&o, root, tf, ntf);
+	json_decref(root);
+	free_description(&d);
 	for (int i = 0; i < ntf; i++)
 		free(tf[i].data);
 	llm_source_close(&src);

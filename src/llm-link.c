@@ -312,8 +312,9 @@ main(int argc, char **argv)
 	/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2, which
 	 * libgcc 12 lacks, for a bf16 KV cache): a static archive, linked
 	 * last so that only what the objects call is taken. */
-	char *builtins = llm_xasprintf("%s/clang/%d/lib/linux/libclang_rt.builtins-x86_64.a", libdir, LLM_LLVM_MAJOR);
-	if (llm_file_exists(builtins))
+	const char *rt = llm_target_builtins(NULL);
+	char *builtins = rt ? llm_xasprintf("%s/clang/%d/lib/linux/%s", libdir, LLM_LLVM_MAJOR, rt) : NULL;
+	if (builtins && llm_file_exists(builtins))
 		llm_argv_add(&l, builtins);
 	run(l.v, verbose);
 

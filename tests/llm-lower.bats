@@ -254,3 +254,14 @@ check_numbers() {
 	run -1 --separate-stderr llm-lower -o missing-dir/x.o "$F/decode.mlir"
 	[ "$stderr" = "llm-lower: missing-dir/x.o: No such file or directory" ]
 }
+
+@test "class gemv's chunk in lib/emit.c is mkscript.py's GV_NC (make check-style checks the scripts are its output)" {
+	local tr="$PROJECT_ROOT/share/llm/transforms"
+	chunk=$(sed -n 's/^#define GEMV_CHUNK \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit.c")
+	stream=$(sed -n 's/^#define GEMV_STREAM \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit.c")
+	nc=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\1/p' "$tr/mkscript.py")
+	nr=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\2/p' "$tr/mkscript.py")
+	[ -n "$chunk" ] && [ -n "$stream" ] && [ -n "$nc" ] && [ -n "$nr" ]
+	[ "$chunk" = "$nc" ]
+	[ $((stream % nr)) = 0 ]
+}

@@ -206,6 +206,82 @@ T_TEST(load_reports_json_errors_with_position)
 	free(p);
 }
 
+/* llm_model_build writes what llm_model_parse reads: the manifest's
+ * facts come back, and building the parsed model again gives the same
+ * text (the derived kv_cache, fingerprint and phases included). */
+T_TEST(build_and_parse_round_trip)
+{
+	struct llm_model d, m, m2;
+	const char *files[] = {"tokenizer.json"}, *src[] = {"model.safetensors"};
+	struct llm_plan_tensor t[2] = {
+		{.name = "embed", .nsource = 1, .source = {"model.embed_tokens.weight"}, .transform = "copy",
+		    .dtype = LLM_DT_BF16, .ndim = 2, .shape = {10, 8}, .offset = 0, .bytes = 160},
+		{.name = "layers.0.wq", .nsource = 1, .source = {"blk.0.attn_q.weight"}, .transform = "unpermute_qk",
+		    .heads = 2, .dtype = LLM_DT_F32, .ndim = 2, .shape = {8, 8}, .offset = 192, .bytes = 256},
+	};
+
+	llm_model_init(&d);
+	T_CHECK(strcmp(d.weights_file, "weights.bin") == 0 && d.bos_id == -1 && d.act_dtype == LLM_DT_F32);
+	d.family = "qwen2";
+	d.architecture = "Qwen2ForCausalLM";
+	d.source_kind = "safetensors";
+	d.source_dir = "/m";
+	d.source_files = src;
+	d.nsource_files = 1;
+	d.cfg = (struct llm_model_config){8, 1, 2, 1, 4, 16, 10, 32, 1e-6, 10000, 1, 0};
+	d.weight_dtype = LLM_DT_BF16;
+	d.kv_dtype = LLM_DT_F16;
+	d.max_context = 32;
+	d.prefill_chunk = 4;
+	d.tokenizer_files = files;
+	d.ntokenizer_files = 1;
+	d.bos_id = 1;
+	d.n_eos = 1;
+	d.eos_ids[0] = 2;
+	d.add_bos = 1;
+	d.chat_template = "chatml";
+	d.data_bytes = 448;
+	d.tensors = t;
+	d.ntensors = 2;
+	json_t *j = llm_model_build(&d);
+	char *text = llm_json_dumps(j);
+	T_CHECKF(llm_model_parse(&m, j, "model.json") == 0, "%s", llm_errmsg());
+	T_CHECK(strcmp(m.architecture, "Qwen2ForCausalLM") == 0 && strcmp(m.source_dir, "/m") == 0);
+	T_CHECK(m.kv_dtype == LLM_DT_F16 && m.prefill_chunk == 4 && m.add_bos && m.bos_id == 1);
+	T_CHECK(strcmp(m.chat_template, "chatml") == 0 && m.n_eos == 1 && m.eos_ids[0] == 2);
+	T_CHECK(m.ntensors == 2 && m.tensors[1].heads == 2 && m.tensors[1].offset == 192);
+	T_CHECK(m.kv_bytes == 1 * 2 * 1 * (uint64_t)llm_kv_positions(32) * 4 * 2);
+	T_CHECK(m.nphases == LLM_PH_COUNT);
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		T_CHECK(strcmp(m.phases[i].name, llm_phase_specs[i].name) == 0);
+		T_CHECK(strcmp(m.phases[i].entry, llm_phase_specs[i].entry) == 0);
+		T_CHECK(m.phases[i].tokens == (llm_phase_specs[i].single ? 1 : 4));
+	}
+	T_CHECK(json_array_size(json_object_get(json_array_get(json_object_get(m.root, "phases"), 0), "args")) ==
+	    LLM_PHASE_NARGS);
+	json_t *j2 = llm_model_build(&m);
+	char *text2 = llm_json_dumps(j2);
+	T_CHECK(strcmp(text, text2) == 0);
+	T_CHECKF(llm_model_parse(&m2, j2, "model.json") == 0, "%s", llm_errmsg());
+	T_CHECK(m2.fingerprint == m.fingerprint);
+	llm_model_free(&m2);
+	llm_model_free(&m);
+	free(text);
+	free(text2);
+}
+
+T_TEST(phase_kinds_come_from_the_phase_table)
+{
+	char k[32];
+	T_CHECK(llm_phase_kind("prefill_kv", k, sizeof(k)) == 0 && strcmp(k, "prefill") == 0);
+	T_CHECK(llm_phase_kind("decode", k, sizeof(k)) == 0 && strcmp(k, "decode") == 0);
+	T_CHECK(llm_phase_kind("glue", k, sizeof(k)) == 0 && strcmp(k, "glue") == 0);
+	T_CHECK(llm_phase_kind("Bad-kind", k, sizeof(k)) == -1);
+	T_CHECK(strstr(llm_errmsg(), "bad kind 'Bad-kind'") != NULL);
+	T_CHECK(llm_phase_spec_by_name("prefill_kv")->optional);
+	T_CHECK(llm_phase_spec_by_name("nope") == NULL);
+}
+
 int
 main(void)
 {
@@ -219,5 +295,7 @@ main(void)
 	T_RUN(missing_and_mistyped_keys_are_named);
 	T_RUN(fingerprint_changes_with_the_plan);
 	T_RUN(load_reports_json_errors_with_position);
+	T_RUN(build_and_parse_round_trip);
+	T_RUN(phase_kinds_come_from_the_phase_table);
 	return T_DONE();
 }

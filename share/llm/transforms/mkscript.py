@@ -8,8 +8,10 @@ Parameters (measured on the 2-vCPU Zen3, AVX2, 16 ymm registers; see the
 comments of each sequence):
   GV_NC, GV_NR, GV_KV  GEMV: W rows per scf.forall chunk, W rows per register
                        tile, k lanes (vector accumulators kept over the whole row);
-                       class gemv has its chunks of 64 rows (8 streams of 8)
-                       in its IR (lib/emit.c), GV_NR must divide 8 there
+                       class gemv has its chunks of GV_NC rows (8 streams of 8)
+                       in its IR: GV_NC is lib/emit.c's GEMV_CHUNK and GV_NR
+                       must divide its GEMV_STREAM, which tests/llm-lower.bats
+                       checks (with the scripts being this program's output)
   GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
                        per register tile, k lanes, k block (0: no k blocking)
   QV_NT                quantized GEMV (classes qmv, qsum): 8-row tiles of W per
@@ -106,7 +108,7 @@ e(f"""  // y[1, n] = sum_k x[1, k] * W[n, k] (W in its [N, K] layout): chunks of
 
 e(f"""  // The single-row products in streams (class gemv, share/doc/llm/ir.txt):
   // y[0, c, j, h] = sum_k x[0, k] * W[c, j, h, k], iterated (r, c, h, j, k).  One
-  // chunk c (64 rows of W) per scf.forall iteration, then for each row h of
+  // chunk c ({P['GV_NC']} rows of W) per scf.forall iteration, then for each row h of
   // the streams a register tile of {P['GV_NR']} streams j (rows 8 apart) with k in
   // {P['GV_KV']} lanes: the {P['GV_NR']} rows a tile reads run on into the next h, so the
   // hardware prefetchers see long streams.

@@ -1,0 +1,47 @@
+/* phase.h: the phases of a compiled model and their ABI, in one place.
+ *
+ * llm-import writes the table into model.json ("phases", with each
+ * phase's argument list) and emits one MLIR function per phase; llm-lower
+ * and llm-split take a module's pass list from its phase's kind; llm-run
+ * calls the phases through the argument list below (its C type,
+ * llm_phase_fn in runtime.h, spells the same list). */
+#ifndef LLM_PHASE_H
+#define LLM_PHASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Indices into llm_phase_specs, in model.json order. */
+enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_COUNT };
+
+struct llm_phase_spec {
+	const char *name;       /* model.json phases[].name; the MLIR is <name>.mlir */
+	const char *entry;      /* the function's symbol (_mlir_ciface_<entry> in the library) */
+	const char *kind;       /* the pass list (share/llm/pipelines/<kind>.txt) */
+	int single;             /* takes one token a call; else limits.prefill_chunk */
+	int optional;           /* a model may lack it (llm-run then prefills at position 0 only) */
+};
+
+extern const struct llm_phase_spec llm_phase_specs[LLM_PH_COUNT];
+
+/* The arguments of every phase's function, in order: name (model.json
+ * args[].name), MLIR type, and the name of the SSA argument in the
+ * emitted function. */
+struct llm_phase_arg {
+	const char *name, *type, *ssa;
+};
+
+#define LLM_PHASE_NARGS 6
+extern const struct llm_phase_arg llm_phase_args[LLM_PHASE_NARGS];
+
+/* The spec of the phase called name, or NULL. */
+const struct llm_phase_spec *llm_phase_spec_by_name(const char *name);
+/* Rows a call of phase s takes for a prefill chunk of chunk tokens. */
+int64_t llm_phase_tokens(const struct llm_phase_spec *s, int64_t chunk);
+
+/* The pipeline kind of a module called kind: a phase's kind for a phase
+ * name ("prefill_kv" -> "prefill"), else kind itself ("glue"); -1 with
+ * llm_errmsg when the name is not a plain word. */
+int llm_phase_kind(const char *kind, char *buf, size_t n);
+
+#endif
