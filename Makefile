@@ -37,12 +37,14 @@ T = tests/tools$(SANITIZE:1=/san)
 
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
-	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
+	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/tokenizer_int.h lib/toklines.h \
+	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
 	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h lib/target.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
-	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
+	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
+	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
 	$(O)/lib/target.o
@@ -96,6 +98,10 @@ $(O)/lib/pack.o: lib/pack.c
 $(O)/lib/bundle.o: lib/bundle.c
 $(O)/lib/runtime.o: lib/runtime.c
 $(O)/lib/tokenizer.o: lib/tokenizer.c
+$(O)/lib/tokjson.o: lib/tokjson.c
+$(O)/lib/tokbuild.o: lib/tokbuild.c
+$(O)/lib/toklines.o: lib/toklines.c
+$(O)/lib/hash.o: lib/hash.c
 $(O)/lib/lower.o: lib/lower.c
 $(O)/lib/gguf.o: lib/gguf.c
 $(O)/lib/sample.o: lib/sample.c
@@ -159,7 +165,7 @@ $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
 $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
-$(O)/tests/unit/test_tokload: tests/unit/test_tokload.c lib/tokenizer.c
+$(O)/tests/unit/test_tokload: tests/unit/test_tokload.c
 $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c

@@ -13,6 +13,7 @@
 #include <mlir-c/IR.h>
 #include <stdint.h>
 
+#include "hash.h"
 #include "util.h"
 
 /* A context with every upstream dialect registered and a diagnostic
@@ -91,24 +92,11 @@ uint64_t llm_ir_func_hash(MlirOperation func, struct llm_buf *text);
  * pairs them.  Returns 1 when equal (names, attributes other than
  * placement, result types, operand values through the map, regions, op
  * by op), else 0.  cb, when set, decides operands that are not in the
- * map: it returns 1 if b's operand value may stand for a's. */
-struct llm_ptrmap;
+ * map: it returns 1 if b's operand value may stand for a's.  (struct
+ * llm_ptrmap is in hash.h.) */
 typedef int (*llm_ir_operand_cb)(MlirValue a, MlirValue b, void *user);
 int llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map,
     llm_ir_operand_cb cb, void *user);
-
-/* A map from pointers (MlirValue.ptr, MlirOperation.ptr, ...) to
- * pointers or small integers.  Keys must not be NULL. */
-struct llm_ptrmap {
-	const void **keys;
-	const void **vals;
-	size_t n, cap;
-};
-void llm_ptrmap_put(struct llm_ptrmap *m, const void *key, const void *val);
-/* 1 and *val when present, else 0. */
-int llm_ptrmap_get(const struct llm_ptrmap *m, const void *key, const void **val);
-void llm_ptrmap_clear(struct llm_ptrmap *m);
-void llm_ptrmap_free(struct llm_ptrmap *m);
 
 /* An MlirStringRef for a C string. */
 #define LLM_SREF(s) mlirStringRefCreateFromCString(s)

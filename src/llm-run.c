@@ -42,6 +42,7 @@
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
 #include "../lib/tokenizer.h"
+#include "../lib/toklines.h"
 #include "../lib/util.h"
 
 static const char usage_text[] =

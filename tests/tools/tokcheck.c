@@ -26,6 +26,7 @@
 #include "../../lib/gguf.h"
 #include "../../lib/ggufmeta.h"
 #include "../../lib/tokenizer.h"
+#include "../../lib/toklines.h"
 #include "../../lib/util.h"
 
 static const char usage_str[] =
