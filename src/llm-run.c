@@ -37,10 +37,12 @@
 #include <unistd.h>
 
 #include "../lib/chat.h"
+#include "../lib/chatcache.h"
 #include "../lib/json.h"
 #include "../lib/ppl.h"
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
+#include "../lib/stream.h"
 #include "../lib/tokenizer.h"
 #include "../lib/toklines.h"
 #include "../lib/util.h"
