@@ -40,13 +40,15 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/tokenizer_int.h lib/toklines.h \
 	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
 	lib/stream.h lib/chatcache.h \
-	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h lib/target.h
+	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
+	lib/target.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
 	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
-	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
+	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
+	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
 	$(O)/lib/target.o
 
@@ -110,7 +112,8 @@ $(O)/lib/chat.o: lib/chat.c
 $(O)/lib/stream.o: lib/stream.c
 $(O)/lib/chatcache.o: lib/chatcache.c
 $(O)/lib/source.o: lib/source.c
-$(O)/lib/ggufmeta.o: lib/ggufmeta.c
+$(O)/lib/gguf_config.o: lib/gguf_config.c
+$(O)/lib/gguf_tokenizer.o: lib/gguf_tokenizer.c
 $(O)/lib/quant.o: lib/quant.c
 $(O)/lib/quantize.o: lib/quantize.c
 $(O)/lib/qmix.o: lib/qmix.c

@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "../../lib/gguf.h"
-#include "../../lib/ggufmeta.h"
+#include "../../lib/gguf_tokenizer.h"
 #include "../../lib/tokenizer.h"
 #include "../../lib/toklines.h"
 #include "../../lib/util.h"
