@@ -90,18 +90,6 @@ get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
 }
 
 static int
-get_u64(json_t *o, const char *key, const char *ctx, uint64_t *out)
-{
-	int64_t v;
-	if (llm_json_int(o, key, ctx, &v) < 0)
-		return -1;
-	if (v < 0)
-		return llm_seterr("%s: key '%s': negative", ctx, key);
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int
 get_pos(json_t *o, const char *key, const char *ctx, int64_t *out)
 {
 	if (llm_json_int(o, key, ctx, out) < 0)
@@ -164,7 +152,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
 	    llm_json_str(t, "transform", c, &p->transform) < 0 ||
 	    get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
-	    get_u64(t, "offset", c, &p->offset) < 0 || get_u64(t, "bytes", c, &p->bytes) < 0)
+	    llm_json_u64(t, "offset", c, &p->offset) < 0 || llm_json_u64(t, "bytes", c, &p->bytes) < 0)
 		return -1;
 	if (json_array_size(src) > LLM_MAX_SOURCES)
 		return llm_seterr("%s: too many sources", c);
@@ -299,7 +287,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		m->eos_ids[m->n_eos++] = json_integer_value(e);
 	}
 
-	if (get_obj(r, "kv_cache", path, &o) < 0 || get_u64(o, "bytes", path, &m->kv_bytes) < 0)
+	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
 		goto fail;
 	{
 		/* The runtime allocates and the kernels index the cache by the
@@ -321,9 +309,9 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	}
 
 	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
-	    get_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
-	    get_u64(o, "alignment", path, &m->alignment) < 0 ||
-	    get_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
+	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
+	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
+	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
 	    llm_json_str(o, "fingerprint", path, &fp) < 0 || get_arr(o, "tensors", path, &a) < 0)
 		goto fail;
 	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {

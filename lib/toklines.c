@@ -5,42 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "tokenizer.h"
 #include "toklines.h"
 #include "util.h"
-
-void
-llm_tokenizer_json_string(struct llm_buf *out, const char *s, size_t n)
-{
-	llm_buf_add(out, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *e = NULL;
-		char u[8];
-		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		default:
-			if (c < 0x20) {
-				snprintf(u, sizeof(u), "\\u%04x", c);
-				e = u;
-			}
-		}
-		if (!e)
-			continue;
-		llm_buf_add(out, s + run, i - run);
-		llm_buf_puts(out, e);
-		run = i + 1;
-	}
-	llm_buf_add(out, s + run, n - run);
-	llm_buf_add(out, "\"", 1);
-}
 
 /* Run one line of the protocol; 0, or -1 with llm_errmsg. */
 static int
@@ -101,7 +69,7 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 	if (tl) /* out->p may still be NULL when nothing was decoded */
 		memcpy(text, out->p + start, tl);
 	out->len = start;
-	llm_tokenizer_json_string(out, text, tl);
+	llm_json_quote(out, text, tl);
 	llm_buf_add(out, "\n", 1);
 	free(text);
 	return 0;

@@ -8,7 +8,7 @@
  * add_special); detokenize_lines reads JSON arrays of ids and appends JSON
  * strings.  Strings are escaped as JavaScript's JSON.stringify escapes them
  * (only '"', '\\' and control characters), so the output compares byte for
- * byte with goldens written by node.  0, or -1 with llm_errmsg
+ * byte with goldens written by node (llm_json_quote of json.h).  0, or -1 with llm_errmsg
  * "name:LINE: message"; out then holds a partial result, to be discarded
  * (no half-written output). */
 #ifndef LLM_TOKLINES_H
@@ -29,7 +29,5 @@ int llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t
 #define LLM_DETOK_STRICT 2
 int llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
 	int flags, struct llm_buf *out);
-/* Append s as a JSON string, escaped as JSON.stringify does. */
-void llm_tokenizer_json_string(struct llm_buf *out, const char *s, size_t n);
 
 #endif

@@ -107,15 +107,6 @@ struct plan {
 	const struct llm_hfconfig *cfg;
 };
 
-static json_t *
-shape_json(int n, const int64_t *s)
-{
-	json_t *a = json_array();
-	for (int i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(s[i]));
-	return a;
-}
-
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
     int64_t heads, const struct llm_qlayout *ql,
@@ -144,7 +135,7 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 		json_object_set_new(t, "layout", json_string(lname));
 	}
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(dt)));
-	json_object_set_new(t, "shape", shape_json(ndim, shape));
+	json_object_set_new(t, "shape", llm_json_i64_array(shape, (size_t)ndim));
 	json_object_set_new(t, "offset", json_integer((json_int_t)p->off));
 	json_object_set_new(t, "bytes", json_integer((json_int_t)bytes));
 	json_array_append_new(p->tensors, t);

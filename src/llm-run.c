@@ -241,15 +241,6 @@ rss_kb(void)
 	return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-static json_t *
-ids_json(const int64_t *ids, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(ids[i]));
-	return a;
-}
-
 /* One compact JSON value and a newline on stdout (consumes j). */
 static void
 print_json(json_t *j)
@@ -661,8 +652,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		const char *text = result_text(&r, &len);
 		json_t *o = json_object();
 		json_object_set_new(o, "model", json_string(model));
-		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
-		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(text, len));
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "timings", timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids,
@@ -789,8 +780,8 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "turn", json_integer(c->turns));
 		json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
 		json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
-		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
-		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(reply, rlen));
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "context_tokens", json_integer(rt->pos));
