@@ -86,9 +86,3 @@ llm_family_by_name(const char *name)
 			return fam[i];
 	return LLM_FAMILY_NONE;
 }
-
-int
-llm_role_is_layer(enum llm_role r)
-{
-	return r >= LLM_ROLE_ATTN_NORM && r <= LLM_ROLE_WDOWN;
-}

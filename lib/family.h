@@ -45,7 +45,5 @@ const struct llm_family_spec *llm_family_spec(enum llm_family f);
 /* The family whose spec is called name ("llama", "qwen2"), or
  * LLM_FAMILY_NONE. */
 enum llm_family llm_family_by_name(const char *name);
-/* Per-layer roles are those between ATTN_NORM and WDOWN. */
-int llm_role_is_layer(enum llm_role r);
 
 #endif

@@ -135,12 +135,6 @@ llm_ir_attr_str(MlirOperation op, const char *name, MlirStringRef *out)
 	return 1;
 }
 
-int
-llm_ir_has_attr(MlirOperation op, const char *name)
-{
-	return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, LLM_SREF(name)));
-}
-
 static const char *const placement_attrs[] = {"llm.id", "llm.layer", "llm.stage"};
 
 int
@@ -266,13 +260,6 @@ void
 llm_ir_print_type(MlirType t, struct llm_buf *b)
 {
 	mlirTypePrint(t, buf_cb, b);
-	llm_buf_puts(b, "");
-}
-
-void
-llm_ir_print_attr(MlirAttribute a, struct llm_buf *b)
-{
-	mlirAttributePrint(a, buf_cb, b);
 	llm_buf_puts(b, "");
 }
 

@@ -38,8 +38,6 @@ int llm_ir_line(MlirOperation op);
  * type, 0 when absent, -1 when present with another type. */
 int llm_ir_attr_i64(MlirOperation op, const char *name, int64_t *out);
 int llm_ir_attr_str(MlirOperation op, const char *name, MlirStringRef *out);
-/* A unit attribute (inherent or not) is present. */
-int llm_ir_has_attr(MlirOperation op, const char *name);
 
 /* Removes llm.id, llm.layer and llm.stage from op and every nested op:
  * what is left (llm.sched included) is what lowering sees. */
@@ -74,7 +72,6 @@ MlirOperation llm_ir_ancestor_in(MlirBlock body, MlirOperation op);
  * generic op form; otherwise the custom form.  Call only on verified ops. */
 void llm_ir_print(MlirOperation op, int generic, struct llm_buf *b);
 void llm_ir_print_type(MlirType t, struct llm_buf *b);
-void llm_ir_print_attr(MlirAttribute a, struct llm_buf *b);
 /* A new string holding the printed type. */
 char *llm_ir_type_str(MlirType t);
 
