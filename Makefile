@@ -53,14 +53,15 @@ LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/target.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
-# their objects (IROBJ, outside libllm.a) need its headers, and only these
-# two programs link its static CAPI archives, libMLIR and libLLVM.
+# their objects (IROBJ, from lib/ir/, outside libllm.a) need its headers,
+# and only these two programs link its static CAPI archives, libMLIR and
+# libLLVM.
 MLIR_CAPI_CFLAGS = -I$(LLVM_INCDIR)
 MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
 	$(LLVM_LIBDIR)/libMLIRCAPIIR.a $(LLVM_LIBDIR)/libMLIRCAPIRegisterEverything.a \
 	-Wl,--end-group -lMLIR -lLLVM-22 -lstdc++
-IRHDR = lib/ir.h lib/split.h lib/verifypart.h
-IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
+IRHDR = lib/ir/ir.h lib/ir/split.h lib/ir/verifypart.h
+IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition
@@ -132,15 +133,15 @@ $(B)/llm-link: src/llm-link.c
 $(B)/llm-run: src/llm-run.c
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
-LINK_llm-split = $(O)/lib/ir.o $(O)/lib/split.o $(MLIR_CAPI_LIBS)
-LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS)
+LINK_llm-split = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(MLIR_CAPI_LIBS)
+LINK_llm-verify-partition = $(O)/lib/ir/ir.o $(O)/lib/ir/verifypart.o $(MLIR_CAPI_LIBS)
 
 $(IROBJ): $(IRHDR) $(LIBHDR) config.mk
-	@mkdir -p $(O)/lib
-	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
-$(O)/lib/ir.o: lib/ir.c
-$(O)/lib/split.o: lib/split.c
-$(O)/lib/verifypart.o: lib/verifypart.c
+	@mkdir -p $(O)/lib/ir
+	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/ir/$(@F:.o=.c)
+$(O)/lib/ir/ir.o: lib/ir/ir.c
+$(O)/lib/ir/split.o: lib/ir/split.c
+$(O)/lib/ir/verifypart.o: lib/ir/verifypart.c
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)

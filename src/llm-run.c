@@ -8,17 +8,17 @@
  * prefill_kv in chunks, then decode generates one token at a time, each
  * chosen by the sampler (lib/sample.c: greedy unless --temp), until -n
  * tokens, an end-of-sequence id, a stop string, a full context or Ctrl-C.
- * The text streams to stdout in whole UTF-8 characters (lib/chat.c);
+ * The text streams to stdout in whole UTF-8 characters (lib/stream.c);
  * time to first token and the prefill and decode rates go to stderr, or
  * everything to stdout as one JSON object with --json.
  *
  * -i chats: each line of stdin is a user message; the conversation is
  * rendered with the model's chat template (lib/chat.c) and only the
- * tokens the KV cache lacks go through prefill_kv.  --bench measures
+ * tokens the KV cache lacks (lib/chatcache.c) go through prefill_kv.  --bench measures
  * prefill and decode rates on random tokens; --perplexity measures a
  * text's perplexity (and, against a base run, the KL divergence) as
  * llama-perplexity does (lib/ppl.c).  --tokenize, --detokenize
- * and --render expose the tokenizer (lib/tokenizer.c) and the templates
+ * and --render expose the tokenizer (lib/toklines.c) and the templates
  * to scripts and golden tests.  The last step of the pipeline: llm-import,
  * llm-pack-weights, llm-lower, llm-link, llm-run. */
 #include <errno.h>

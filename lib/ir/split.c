@@ -17,12 +17,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "../json.h"
+#include "../lower.h"
+#include "../model.h"
+#include "../util.h"
 #include "ir.h"
-#include "json.h"
-#include "lower.h"
-#include "model.h"
 #include "split.h"
-#include "util.h"
 #include "verifypart.h"
 
 enum op_class {

@@ -1,6 +1,6 @@
 /* ir.h: small helpers over the MLIR C API (mlir-c/IR.h), shared by
  * llm-split and llm-verify-partition.  Only these two programs link the
- * MLIR libraries; nothing else in lib/ includes this header.
+ * MLIR libraries; nothing outside lib/ir/ includes this header.
  *
  * Handles returned by the C API are non-owning unless a comment says
  * otherwise.  Strings from the C API (MlirStringRef) are not
@@ -13,8 +13,8 @@
 #include <mlir-c/IR.h>
 #include <stdint.h>
 
-#include "hash.h"
-#include "util.h"
+#include "../hash.h"
+#include "../util.h"
 
 /* A context with every upstream dialect registered and a diagnostic
  * handler that keeps the first error (with its location) for the next
