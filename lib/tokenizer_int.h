@@ -200,6 +200,7 @@ llm_tok_charlen(const char *s)
 	return b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
 }
 
+/* The model id of token s, or -1. */
 static inline int32_t
 llm_tok_model_find(const struct llm_tokenizer *t, const char *s, size_t len)
 {
