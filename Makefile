@@ -38,25 +38,31 @@ T = tests/tools$(SANITIZE:1=/san)
 
 LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
-	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/source.h lib/ggufmeta.h lib/quant.h lib/qmix.h lib/ppl.h lib/target.h lib/phase.h
+	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/tokenizer_int.h lib/toklines.h \
+	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
+	lib/stream.h lib/chatcache.h \
+	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
+	lib/target.h lib/phase.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
-	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/gguf.o \
-	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/source.o $(O)/lib/ggufmeta.o \
+	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
+	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
+	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
+	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
 	$(O)/lib/target.o $(O)/lib/phase.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
-# their objects (IROBJ, outside libllm.a) need its headers, and only these
-# two programs link its static CAPI archives, libMLIR and libLLVM.
+# their objects (IROBJ, from lib/ir/, outside libllm.a) need its headers,
+# and only these two programs link its static CAPI archives, libMLIR and
+# libLLVM.
 MLIR_CAPI_CFLAGS = -I$(LLVM_INCDIR)
 MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
 	$(LLVM_LIBDIR)/libMLIRCAPIIR.a $(LLVM_LIBDIR)/libMLIRCAPIRegisterEverything.a \
 	-Wl,--end-group -lMLIR -lLLVM-22 -lstdc++
-IRHDR = lib/ir.h lib/split.h lib/verifypart.h
-IROBJ = $(O)/lib/ir.o $(O)/lib/split.o $(O)/lib/verifypart.o
+IRHDR = lib/ir/ir.h lib/ir/split.h lib/ir/verifypart.h
+IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition
@@ -97,12 +103,19 @@ $(O)/lib/pack.o: lib/pack.c
 $(O)/lib/bundle.o: lib/bundle.c
 $(O)/lib/runtime.o: lib/runtime.c
 $(O)/lib/tokenizer.o: lib/tokenizer.c
+$(O)/lib/tokjson.o: lib/tokjson.c
+$(O)/lib/tokbuild.o: lib/tokbuild.c
+$(O)/lib/toklines.o: lib/toklines.c
+$(O)/lib/hash.o: lib/hash.c
 $(O)/lib/lower.o: lib/lower.c
 $(O)/lib/gguf.o: lib/gguf.c
 $(O)/lib/sample.o: lib/sample.c
 $(O)/lib/chat.o: lib/chat.c
+$(O)/lib/stream.o: lib/stream.c
+$(O)/lib/chatcache.o: lib/chatcache.c
 $(O)/lib/source.o: lib/source.c
-$(O)/lib/ggufmeta.o: lib/ggufmeta.c
+$(O)/lib/gguf_config.o: lib/gguf_config.c
+$(O)/lib/gguf_tokenizer.o: lib/gguf_tokenizer.c
 $(O)/lib/quant.o: lib/quant.c
 $(O)/lib/quantize.o: lib/quantize.c
 $(O)/lib/qmix.o: lib/qmix.c
@@ -121,15 +134,15 @@ $(B)/llm-link: src/llm-link.c
 $(B)/llm-run: src/llm-run.c
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
-LINK_llm-split = $(O)/lib/ir.o $(O)/lib/split.o $(MLIR_CAPI_LIBS)
-LINK_llm-verify-partition = $(O)/lib/ir.o $(O)/lib/verifypart.o $(MLIR_CAPI_LIBS)
+LINK_llm-split = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(MLIR_CAPI_LIBS)
+LINK_llm-verify-partition = $(O)/lib/ir/ir.o $(O)/lib/ir/verifypart.o $(MLIR_CAPI_LIBS)
 
 $(IROBJ): $(IRHDR) $(LIBHDR) config.mk
-	@mkdir -p $(O)/lib
-	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
-$(O)/lib/ir.o: lib/ir.c
-$(O)/lib/split.o: lib/split.c
-$(O)/lib/verifypart.o: lib/verifypart.c
+	@mkdir -p $(O)/lib/ir
+	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/ir/$(@F:.o=.c)
+$(O)/lib/ir/ir.o: lib/ir/ir.c
+$(O)/lib/ir/split.o: lib/ir/split.c
+$(O)/lib/ir/verifypart.o: lib/ir/verifypart.c
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
@@ -160,7 +173,7 @@ $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
 $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
-$(O)/tests/unit/test_tokload: tests/unit/test_tokload.c lib/tokenizer.c
+$(O)/tests/unit/test_tokload: tests/unit/test_tokload.c
 $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c

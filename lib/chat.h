@@ -1,7 +1,6 @@
-/* chat.h: conversations for llm-run: the chat templates it knows, rendered
- * by C code; the text stream of a generation (UTF-8 characters and stop
- * strings); and the record of what the KV cache holds, so that a new turn
- * sends only the tokens the cache lacks.
+/* chat.h: conversations for llm-run: the messages and the chat templates
+ * it knows, rendered by C code.  The text stream of a generation is in
+ * stream.h, the record of what the KV cache holds in chatcache.h.
  *
  * Templates.  Each renders exactly what @huggingface/jinja (the engine of
  * transformers.js) renders from the real template text with the same
@@ -80,52 +79,5 @@ int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char 
  * raises an error (llama2's role order), out unchanged then. */
 int llm_chat_render(int tmpl, const struct llm_chat *c, int add_generation_prompt, const char *bos,
 	const char *eos, struct llm_buf *out);
-
-/* The text of one generation as it streams.  Token bytes go in; text
- * comes out that never ends inside a UTF-8 character (each invalid
- * sequence becomes one U+FFFD, as Hugging Face decoding gives it) and
- * never holds the start of a stop string that may still complete, so
- * that a stop string split across tokens is never printed.  When one
- * completes, the text before it comes out and the stream stops. */
-struct llm_stream {
-	char **stop;            /* stop strings (borrowed) */
-	size_t nstop, maxstop;
-	struct llm_buf raw;     /* every byte pushed */
-	size_t done;            /* raw bytes already turned into text */
-	struct llm_buf text;    /* all text released so far (valid UTF-8) */
-	int stopped;            /* a stop string completed */
-};
-void llm_stream_init(struct llm_stream *s, char **stop, size_t nstop);
-/* Push the bytes of a token; the text released by it is appended to out
- * (and to s->text).  Returns 1 when a stop string completed (nothing
- * after it is released; later pushes are ignored), else 0. */
-int llm_stream_push(struct llm_stream *s, const char *p, size_t n, struct llm_buf *out);
-/* The generation ended: release what was held back (an incomplete
- * character as U+FFFD, the start of a stop string as text). */
-void llm_stream_finish(struct llm_stream *s, struct llm_buf *out);
-void llm_stream_free(struct llm_stream *s);
-
-/* What the KV cache holds: the tokens at positions [0, n), the text they
- * stand for, and where the cache may be cut.  A cut after token i is
- * allowed when the text up to end[i] is exactly what tokens [0, i] stand
- * for and the text after it can be encoded on its own: after a generated
- * token, after the last token of an encoded piece, and after an added
- * token inside a piece whose token bytes spell its text. */
-struct llm_chat_cache {
-	int64_t *ids;
-	size_t *end;            /* (n) end of token i's text in text */
-	unsigned char *cut;     /* (n) 1: the cache may be cut after token i */
-	size_t n, cap;
-	struct llm_buf text;
-};
-void llm_chat_cache_push(struct llm_chat_cache *c, int64_t id, const char *bytes, size_t len, int cut);
-/* The number of tokens to keep for a context whose text is text[0, len):
- * the last cut point whose text is a prefix of it (0: none). */
-size_t llm_chat_cache_reuse(const struct llm_chat_cache *c, const char *text, size_t len);
-/* The last cut point before keep tokens (0: none). */
-size_t llm_chat_cache_prev_cut(const struct llm_chat_cache *c, size_t keep);
-/* Keep the first n tokens. */
-void llm_chat_cache_truncate(struct llm_chat_cache *c, size_t n);
-void llm_chat_cache_free(struct llm_chat_cache *c);
 
 #endif

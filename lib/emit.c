@@ -943,7 +943,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	top(&e, xl, fmt("tensor.extract_slice %s[%%last, 0] [1, %" PRId64 "] [1, 1]", x, d),
 	    fmt(": %s to tensor<1x%" PRId64 "xf32>", tensor2(e.R, d, "f32"), d));
 	const char *hn = rmsnorm(&e, xl, one, llm_role_runtime(LLM_ROLE_FINAL_NORM));
-	const char *lg = linear(&e, hn, one, d, llm_role_runtime(llm_role_present(LLM_ROLE_LM_HEAD, c) ? LLM_ROLE_LM_HEAD : LLM_ROLE_EMBED), NULL, "head");
+	enum llm_role head = llm_role_present(LLM_ROLE_LM_HEAD, c) ? LLM_ROLE_LM_HEAD : LLM_ROLE_EMBED;
+	const char *lg = linear(&e, hn, one, d, llm_role_runtime(head), NULL, "head");
 	const char *lc = val(&e, "lg");
 	top(&e, lc, fmt("tensor.collapse_shape %s [[0, 1]]", lg),
 	    fmt(": tensor<1x%" PRId64 "xf32> into tensor<%" PRId64 "xf32>", V, V));

@@ -103,12 +103,6 @@ llm_family_name(enum llm_family f)
 	return fs ? fs->name : "";
 }
 
-int
-llm_role_is_layer(enum llm_role r)
-{
-	return r >= LLM_ROLE_ATTN_NORM && r <= LLM_ROLE_WDOWN;
-}
-
 const char *
 llm_role_runtime(enum llm_role r)
 {

@@ -71,8 +71,6 @@ const struct llm_family_spec *llm_family_spec(enum llm_family f);
 enum llm_family llm_family_by_name(const char *name);
 /* Its name, or "" for LLM_FAMILY_NONE. */
 const char *llm_family_name(enum llm_family f);
-/* Per-layer roles are those between ATTN_NORM and WDOWN. */
-int llm_role_is_layer(enum llm_role r);
 
 /* The plan's name of role r ("layers.%d.wq": "%d" is the layer), the same
  * in every family. */

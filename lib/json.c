@@ -182,3 +182,57 @@ REQUIRED(int, int64_t)
 REQUIRED(num, double)
 REQUIRED(str, const char *)
 REQUIRED(bool, int)
+
+int
+llm_json_u64(const json_t *o, const char *key, const char *ctx, uint64_t *out)
+{
+	int64_t v;
+	if (llm_json_int(o, key, ctx, &v) < 0)
+		return -1;
+	if (v < 0)
+		return llm_seterr("%s: key '%s': negative", ctx, key);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+json_t *
+llm_json_i64_array(const int64_t *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(v[i]));
+	return a;
+}
+
+void
+llm_json_quote(struct llm_buf *out, const char *s, size_t n)
+{
+	llm_buf_add(out, "\"", 1);
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *e = NULL;
+		char u[8];
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			if (c < 0x20) {
+				snprintf(u, sizeof(u), "\\u%04x", c);
+				e = u;
+			}
+		}
+		if (!e)
+			continue;
+		llm_buf_add(out, s + run, i - run);
+		llm_buf_puts(out, e);
+		run = i + 1;
+	}
+	llm_buf_add(out, s + run, n - run);
+	llm_buf_add(out, "\"", 1);
+}

@@ -31,5 +31,16 @@ int llm_json_int_opt(const json_t *o, const char *key, const char *ctx, int64_t 
 int llm_json_num_opt(const json_t *o, const char *key, const char *ctx, double *out);
 int llm_json_str_opt(const json_t *o, const char *key, const char *ctx, const char **out);
 int llm_json_bool_opt(const json_t *o, const char *key, const char *ctx, int *out);
+/* A required integer that must not be negative. */
+int llm_json_u64(const json_t *o, const char *key, const char *ctx, uint64_t *out);
+
+/* Append s[0, n) to out as a JSON string, escaped as JavaScript's
+ * JSON.stringify escapes it: '"', '\\', and control characters (\b \f \n
+ * \r \t, the others as \u00XX); the bytes are not checked for UTF-8. */
+struct llm_buf;
+void llm_json_quote(struct llm_buf *out, const char *s, size_t n);
+
+/* A JSON array of the n integers at v (a new reference). */
+json_t *llm_json_i64_array(const int64_t *v, size_t n);
 
 #endif

@@ -90,18 +90,6 @@ get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
 }
 
 static int
-get_u64(json_t *o, const char *key, const char *ctx, uint64_t *out)
-{
-	int64_t v;
-	if (llm_json_int(o, key, ctx, &v) < 0)
-		return -1;
-	if (v < 0)
-		return llm_seterr("%s: key '%s': negative", ctx, key);
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int
 get_pos(json_t *o, const char *key, const char *ctx, int64_t *out)
 {
 	if (llm_json_int(o, key, ctx, out) < 0)
@@ -164,7 +152,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
 	    llm_json_str(t, "transform", c, &p->transform) < 0 ||
 	    get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
-	    get_u64(t, "offset", c, &p->offset) < 0 || get_u64(t, "bytes", c, &p->bytes) < 0)
+	    llm_json_u64(t, "offset", c, &p->offset) < 0 || llm_json_u64(t, "bytes", c, &p->bytes) < 0)
 		return -1;
 	if (json_array_size(src) > LLM_MAX_SOURCES)
 		return llm_seterr("%s: too many sources", c);
@@ -238,15 +226,6 @@ str_array_json(const char *const *v, size_t n)
 }
 
 static json_t *
-shape_json(int n, const int64_t *s)
-{
-	json_t *a = json_array();
-	for (int i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(s[i]));
-	return a;
-}
-
-static json_t *
 tensor_json(const struct llm_plan_tensor *p)
 {
 	json_t *t = json_object();
@@ -260,7 +239,7 @@ tensor_json(const struct llm_plan_tensor *p)
 	if (p->layout)
 		json_object_set_new(t, "layout", json_string(p->layout));
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(p->dtype)));
-	json_object_set_new(t, "shape", shape_json(p->ndim, p->shape));
+	json_object_set_new(t, "shape", llm_json_i64_array(p->shape, (size_t)(p->ndim)));
 	json_object_set_new(t, "offset", json_integer((json_int_t)p->offset));
 	json_object_set_new(t, "bytes", json_integer((json_int_t)p->bytes));
 	return t;
@@ -288,13 +267,11 @@ config_json(const struct llm_model_config *c)
 static json_t *
 tokenizer_json(const struct llm_model *m)
 {
-	json_t *t = json_object(), *eos = json_array();
+	json_t *t = json_object();
 
-	for (int i = 0; i < m->n_eos; i++)
-		json_array_append_new(eos, json_integer(m->eos_ids[i]));
 	json_object_set_new(t, "files", str_array_json(m->tokenizer_files, m->ntokenizer_files));
 	json_object_set_new(t, "bos_id", m->bos_id >= 0 ? json_integer(m->bos_id) : json_null());
-	json_object_set_new(t, "eos_ids", eos);
+	json_object_set_new(t, "eos_ids", llm_json_i64_array(m->eos_ids, (size_t)m->n_eos));
 	json_object_set_new(t, "add_bos", json_boolean(m->add_bos && m->bos_id >= 0));
 	json_object_set_new(t, "chat_template", m->chat_template ? json_string(m->chat_template) : json_null());
 	return t;
@@ -460,7 +437,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		m->eos_ids[m->n_eos++] = json_integer_value(e);
 	}
 
-	if (get_obj(r, "kv_cache", path, &o) < 0 || get_u64(o, "bytes", path, &m->kv_bytes) < 0)
+	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
 		goto fail;
 	{
 		/* The runtime allocates and the kernels index the cache by the
@@ -482,9 +459,9 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	}
 
 	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
-	    get_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
-	    get_u64(o, "alignment", path, &m->alignment) < 0 ||
-	    get_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
+	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
+	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
+	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
 	    llm_json_str(o, "fingerprint", path, &fp) < 0 || get_arr(o, "tensors", path, &a) < 0)
 		goto fail;
 	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {

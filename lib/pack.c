@@ -789,15 +789,6 @@ write_rounded(struct packer *k, struct llm_out *o, size_t ti, const struct llm_p
 	return 0;
 }
 
-static json_t *
-shape_json(const int64_t *shape, int ndim)
-{
-	json_t *a = json_array();
-	for (int i = 0; i < ndim; i++)
-		json_array_append_new(a, json_integer(shape[i]));
-	return a;
-}
-
 /* weights.json, keys in the order of formats.txt section 3. */
 static json_t *
 manifest(struct packer *k)
@@ -831,7 +822,7 @@ manifest(struct packer *k)
 		json_object_set_new(o, "dtype", json_string(llm_dtype_name(p->dtype)));
 		if (p->layout)
 			json_object_set_new(o, "layout", json_string(p->layout));
-		json_object_set_new(o, "shape", shape_json(p->shape, p->ndim));
+		json_object_set_new(o, "shape", llm_json_i64_array(p->shape, (size_t)p->ndim));
 		json_object_set_new(o, "offset", json_integer((json_int_t)p->offset));
 		json_object_set_new(o, "bytes", json_integer((json_int_t)p->bytes));
 		llm_hex64(k->sum[i], hex);

@@ -131,30 +131,6 @@ int llm_tokenizer_is_special(const struct llm_tokenizer *t, int64_t id);
 int64_t llm_tokenizer_bos(const struct llm_tokenizer *t);
 int64_t llm_tokenizer_eos(const struct llm_tokenizer *t);
 
-/* The scriptable line protocol of `llm-run --tokenizer PATH --tokenize` and
- * `--detokenize` (and tests/tools/tokcheck).  in holds one JSON value per
- * line (a final newline is optional; name, e.g. "<stdin>", is used in
- * messages).  tokenize_lines reads JSON strings and appends, per line, a
- * JSON array of ids ("[1,2,3]\n", special tokens added only with
- * add_special); detokenize_lines reads JSON arrays of ids and appends JSON
- * strings.  Strings are escaped as JavaScript's JSON.stringify escapes them
- * (only '"', '\\' and control characters), so the output compares byte for
- * byte with goldens written by node.  0, or -1 with llm_errmsg
- * "name:LINE: message"; out then holds a partial result, to be discarded
- * (no half-written output). */
-int llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int add_special, struct llm_buf *out);
-/* flags: LLM_DETOK_SKIP_SPECIAL (leave the special tokens out), and
- * LLM_DETOK_STRICT (an id outside the vocabulary is an error, as llm-run's
- * --detokenize has it; without it such ids decode to nothing, as Hugging
- * Face's decode does). */
-#define LLM_DETOK_SKIP_SPECIAL 1
-#define LLM_DETOK_STRICT 2
-int llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int flags, struct llm_buf *out);
-/* Append s as a JSON string, escaped as JSON.stringify does. */
-void llm_tokenizer_json_string(struct llm_buf *out, const char *s, size_t n);
-
 /* UTF-8 helpers shared with the tests.  utf8_decode reads one code point
  * at s (n bytes available) into *cp and returns its length, or 0 for an
  * invalid or truncated sequence.  utf8_lossy appends s to out with each

@@ -105,18 +105,6 @@ llm_weights_close(struct llm_weights *w)
 }
 
 static int
-get_u64(const json_t *o, const char *key, const char *ctx, uint64_t *out)
-{
-	int64_t v;
-	if (llm_json_int(o, key, ctx, &v) < 0)
-		return -1;
-	if (v < 0)
-		return llm_seterr("%s: key '%s': negative", ctx, key);
-	*out = (uint64_t)v;
-	return 0;
-}
-
-static int
 get_hex(const json_t *o, const char *key, const char *ctx, uint64_t *out)
 {
 	const char *s;
@@ -140,8 +128,8 @@ load_entry(struct llm_weights_entry *e, json_t *t, size_t i, const char *path)
 	if (llm_json_str(t, "name", c, &e->name) < 0)
 		return -1;
 	snprintf(c, sizeof(c), "%s: tensor '%s'", path, e->name);
-	if (llm_json_str(t, "dtype", c, &dt) < 0 || get_u64(t, "offset", c, &e->offset) < 0 ||
-	    get_u64(t, "bytes", c, &e->bytes) < 0 || get_hex(t, "checksum", c, &e->checksum) < 0)
+	if (llm_json_str(t, "dtype", c, &dt) < 0 || llm_json_u64(t, "offset", c, &e->offset) < 0 ||
+	    llm_json_u64(t, "bytes", c, &e->bytes) < 0 || get_hex(t, "checksum", c, &e->checksum) < 0)
 		return -1;
 	if ((e->dtype = llm_dtype_from_name(dt)) == LLM_DT_NONE)
 		return llm_seterr("%s: unknown dtype '%s'", c, dt);
@@ -185,8 +173,8 @@ llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 	}
 	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 ||
 	    llm_json_str(r, "file", path, &w->file) < 0 ||
-	    get_u64(r, "header_bytes", path, &w->header_bytes) < 0 ||
-	    get_u64(r, "data_bytes", path, &w->data_bytes) < 0)
+	    llm_json_u64(r, "header_bytes", path, &w->header_bytes) < 0 ||
+	    llm_json_u64(r, "data_bytes", path, &w->data_bytes) < 0)
 		goto fail;
 
 	o = json_object_get(r, "source");
@@ -207,7 +195,7 @@ llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 			llm_seterr("%s: expected an object", c);
 			goto fail;
 		}
-		if (llm_json_str(f, "path", c, &s->path) < 0 || get_u64(f, "size", c, &s->size) < 0 ||
+		if (llm_json_str(f, "path", c, &s->path) < 0 || llm_json_u64(f, "size", c, &s->size) < 0 ||
 		    llm_json_int(f, "mtime_ns", c, &mt) < 0 ||
 		    get_hex(f, "header_hash", c, &s->header_hash) < 0)
 			goto fail;

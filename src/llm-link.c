@@ -29,7 +29,7 @@
 #include "../lib/spawn.h"
 #include "../lib/target.h"
 #include "../lib/util.h"
-#include "../lib/verifypart.h"
+#include "../lib/ir/verifypart.h"
 
 /* The LLVM release whose runtime helpers are linked in. */
 #define LLM_LLVM_MAJOR 22

@@ -8,17 +8,17 @@
  * prefill_kv in chunks, then decode generates one token at a time, each
  * chosen by the sampler (lib/sample.c: greedy unless --temp), until -n
  * tokens, an end-of-sequence id, a stop string, a full context or Ctrl-C.
- * The text streams to stdout in whole UTF-8 characters (lib/chat.c);
+ * The text streams to stdout in whole UTF-8 characters (lib/stream.c);
  * time to first token and the prefill and decode rates go to stderr, or
  * everything to stdout as one JSON object with --json.
  *
  * -i chats: each line of stdin is a user message; the conversation is
  * rendered with the model's chat template (lib/chat.c) and only the
- * tokens the KV cache lacks go through prefill_kv.  --bench measures
+ * tokens the KV cache lacks (lib/chatcache.c) go through prefill_kv.  --bench measures
  * prefill and decode rates on random tokens; --perplexity measures a
  * text's perplexity (and, against a base run, the KL divergence) as
  * llama-perplexity does (lib/ppl.c).  --tokenize, --detokenize
- * and --render expose the tokenizer (lib/tokenizer.c) and the templates
+ * and --render expose the tokenizer (lib/toklines.c) and the templates
  * to scripts and golden tests.  The last step of the pipeline: llm-import,
  * llm-pack-weights, llm-lower, llm-link, llm-run. */
 #include <ctype.h>
@@ -40,12 +40,15 @@
 #include <unistd.h>
 
 #include "../lib/chat.h"
+#include "../lib/chatcache.h"
 #include "../lib/json.h"
 #include "../lib/ppl.h"
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
+#include "../lib/stream.h"
 #include "../lib/target.h"
 #include "../lib/tokenizer.h"
+#include "../lib/toklines.h"
 #include "../lib/util.h"
 
 static const char usage_text[] =
@@ -243,15 +246,6 @@ rss_kb(void)
 		fclose(f);
 	}
 	return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-static json_t *
-ids_json(const int64_t *ids, size_t n)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(a, json_integer(ids[i]));
-	return a;
 }
 
 /* One compact JSON value and a newline on stdout (consumes j). */
@@ -665,8 +659,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		const char *text = result_text(&r, &len);
 		json_t *o = json_object();
 		json_object_set_new(o, "model", json_string(model));
-		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
-		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(text, len));
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "timings", timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids,
@@ -793,8 +787,8 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "turn", json_integer(c->turns));
 		json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
 		json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
-		json_object_set_new(o, "prompt_tokens", ids_json(ids, nids));
-		json_object_set_new(o, "generated_tokens", ids_json(r.ids, r.n));
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(reply, rlen));
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "context_tokens", json_integer(rt->pos));

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "../lib/model.h"
-#include "../lib/split.h"
+#include "../lib/ir/split.h"
 #include "../lib/util.h"
 
 static const char usage_text[] = "usage: llm-split [-v] [-o partsdir] [-s none|layer|stage] model.json\n";

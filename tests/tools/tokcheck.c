@@ -1,4 +1,5 @@
-/* tokcheck: drive lib/tokenizer.c from scripts, the way `llm-run
+/* tokcheck: drive the tokenizer (lib/tokenizer.c, through the line
+ * protocol of lib/toklines.c) from scripts, the way `llm-run
  * --tokenizer PATH --tokenize/--detokenize` does, for the golden tests
  * (tests/tokenizer.bats) and the speed measurement.
  *
@@ -24,8 +25,9 @@
 #include <time.h>
 
 #include "../../lib/gguf.h"
-#include "../../lib/ggufmeta.h"
+#include "../../lib/gguf_tokenizer.h"
 #include "../../lib/tokenizer.h"
+#include "../../lib/toklines.h"
 #include "../../lib/util.h"
 
 static const char usage_str[] =

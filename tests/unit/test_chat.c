@@ -1,8 +1,11 @@
-/* Unit tests for lib/chat.c: the JavaScript corners of the templates (the
- * golden suite in tests/llm-run-chat.bats covers whole conversations), the
- * generation stream (UTF-8 characters and stop strings split across
- * tokens), and the KV cache record. */
+/* Unit tests for lib/chat.c, lib/stream.c and lib/chatcache.c: the
+ * JavaScript corners of the templates (the golden suite in
+ * tests/llm-run-chat.bats covers whole conversations), the generation
+ * stream (UTF-8 characters and stop strings split across tokens), and the
+ * KV cache record. */
 #include "../../lib/chat.h"
+#include "../../lib/chatcache.h"
+#include "../../lib/stream.h"
 #include "../../lib/util.h"
 #include "t.h"
 

@@ -1,11 +1,12 @@
-/* Unit tests for lib/ggufmeta.c on GGUF files built here in memory: the
- * hyperparameters and their defaults, the SentencePiece merges derived from
+/* Unit tests for lib/gguf_config.c and lib/gguf_tokenizer.c on GGUF files
+ * built here in memory: the hyperparameters and their defaults, the SentencePiece merges derived from
  * scores in transformers' order (ties included, which the trained fixture
  * does not have), the tokenizer.json and tokenizer_config.json written, and
  * the refusals. */
 #include <math.h>
 
-#include "../../lib/ggufmeta.h"
+#include "../../lib/gguf_config.h"
+#include "../../lib/gguf_tokenizer.h"
 #include "../../lib/json.h"
 #include "t.h"
 

@@ -1,21 +1,26 @@
-/* Unit tests for loading tokenizer.json (lib/tokenizer.c, included here for
- * its internals): the reader that takes model.vocab and model.merges
+/* Unit tests for loading tokenizer.json (lib/tokjson.c; lib/tokenizer_int.h
+ * gives its internals): the reader that takes model.vocab and model.merges
  * straight from the text must build the very tables the general loader
  * (jansson) builds, on the real tokenizers and the committed synthetic
  * ones, on every JSON escape, and on thousands of mutated documents; and
  * wherever it declines, the error is the general loader's word for word.
  * The real files are used when present (../shared, and the npm cache that
  * tests/tools/fetch-golden-tokenizers fills). */
-#include "../../lib/tokenizer.c"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#include "../../lib/tokenizer_int.h"
 #include "t.h"
 
 static int
-same_smap(const struct smap *a, const struct smap *b)
+same_smap(const struct llm_smap *a, const struct llm_smap *b)
 {
 	if (a->cap != b->cap || a->n != b->n)
 		return 0;
 	for (size_t i = 0; i < a->cap; i++) {
-		const struct sment *x = &a->e[i], *y = &b->e[i];
+		const struct llm_smap_ent *x = &a->e[i], *y = &b->e[i];
 		if ((x->off == UINT32_MAX) != (y->off == UINT32_MAX))
 			return 0;
 		if (x->off != UINT32_MAX && (x->h != y->h || x->off != y->off || x->len != y->len || x->val != y->val))
@@ -25,12 +30,12 @@ same_smap(const struct smap *a, const struct smap *b)
 }
 
 static int
-same_pairmap(const struct pairmap *a, const struct pairmap *b)
+same_pairmap(const struct llm_pairmap *a, const struct llm_pairmap *b)
 {
 	if (a->cap != b->cap || a->n != b->n)
 		return 0;
 	for (size_t i = 0; i < a->cap; i++) {
-		const struct pent *x = &a->e[i], *y = &b->e[i];
+		const struct llm_pairmap_ent *x = &a->e[i], *y = &b->e[i];
 		if (x->key != y->key || (x->key != UINT64_MAX && (x->rank != y->rank || x->id != y->id)))
 			return 0;
 	}
@@ -96,8 +101,8 @@ check_doc(const char *doc, size_t len, const char *what)
 	char *text = llm_xmalloc(len ? len : 1);
 	memcpy(text, doc, len);
 	int rc = -1;
-	struct llm_tokenizer *fast = load_doc(text, len, "test.json", 1);
-	struct llm_tokenizer *slow = load_doc(text, len, "test.json", 0);
+	struct llm_tokenizer *fast = llm_tok_load_doc(text, len, "test.json", 1);
+	struct llm_tokenizer *slow = llm_tok_load_doc(text, len, "test.json", 0);
 	char *err = llm_xstrdup(slow ? "" : llm_errmsg());
 	if (fast) {
 		if (!slow)
@@ -312,7 +317,7 @@ T_TEST(mutated_documents_load_as_the_general_loader_loads_them)
  * table must be the one that asking utf8proc about each gives. */
 T_TEST(nfc_table_is_what_utf8proc_says_for_every_code_point)
 {
-	nfc_init();
+	llm_tok_nfc_init();
 	uint8_t *u = llm_xcalloc(NFC_TABLE_MAX / 8, 1);
 	for (utf8proc_int32_t c = 0x80; c < NFC_TABLE_MAX; c++) {
 		utf8proc_int32_t buf[16];
@@ -334,7 +339,7 @@ T_TEST(nfc_table_is_what_utf8proc_says_for_every_code_point)
 		if (k != 1 || buf[0] != c)
 			u[c >> 3] |= (uint8_t)(1u << (c & 7));
 	}
-	int same = memcmp(u, nfc_unsafe, NFC_TABLE_MAX / 8) == 0;
+	int same = memcmp(u, llm_tok_nfc_unsafe, NFC_TABLE_MAX / 8) == 0;
 	free(u);
 	T_CHECK(same);
 }

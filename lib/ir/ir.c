@@ -135,12 +135,6 @@ llm_ir_attr_str(MlirOperation op, const char *name, MlirStringRef *out)
 	return 1;
 }
 
-int
-llm_ir_has_attr(MlirOperation op, const char *name)
-{
-	return !mlirAttributeIsNull(mlirOperationGetAttributeByName(op, LLM_SREF(name)));
-}
-
 static const char *const placement_attrs[] = {"llm.id", "llm.layer", "llm.stage"};
 
 int
@@ -269,13 +263,6 @@ llm_ir_print_type(MlirType t, struct llm_buf *b)
 	llm_buf_puts(b, "");
 }
 
-void
-llm_ir_print_attr(MlirAttribute a, struct llm_buf *b)
-{
-	mlirAttributePrint(a, buf_cb, b);
-	llm_buf_puts(b, "");
-}
-
 char *
 llm_ir_type_str(MlirType t)
 {
@@ -395,71 +382,4 @@ llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map, llm_ir
 	for (intptr_t i = 0; i < mlirOperationGetNumResults(a); i++)
 		llm_ptrmap_put(map, mlirOperationGetResult(b, i).ptr, mlirOperationGetResult(a, i).ptr);
 	return 1;
-}
-
-/* Pointer map: open addressing, linear probing, at most half full. */
-static size_t
-slot(const void *key, size_t cap)
-{
-	uint64_t h = (uint64_t)(uintptr_t)key;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return (size_t)h & (cap - 1);
-}
-
-void
-llm_ptrmap_put(struct llm_ptrmap *m, const void *key, const void *val)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		struct llm_ptrmap g = {0};
-		g.cap = m->cap ? 2 * m->cap : 64;
-		g.keys = llm_xcalloc(g.cap, sizeof(*g.keys));
-		g.vals = llm_xcalloc(g.cap, sizeof(*g.vals));
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->keys[i])
-				llm_ptrmap_put(&g, m->keys[i], m->vals[i]);
-		free(m->keys);
-		free(m->vals);
-		*m = g;
-	}
-	size_t i = slot(key, m->cap);
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		m->n++;
-	m->keys[i] = key;
-	m->vals[i] = val;
-}
-
-int
-llm_ptrmap_get(const struct llm_ptrmap *m, const void *key, const void **val)
-{
-	if (!m->cap)
-		return 0;
-	for (size_t i = slot(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
-		if (m->keys[i] == key) {
-			if (val)
-				*val = m->vals[i];
-			return 1;
-		}
-	return 0;
-}
-
-void
-llm_ptrmap_clear(struct llm_ptrmap *m)
-{
-	if (m->cap) {
-		memset(m->keys, 0, m->cap * sizeof(*m->keys));
-		memset(m->vals, 0, m->cap * sizeof(*m->vals));
-	}
-	m->n = 0;
-}
-
-void
-llm_ptrmap_free(struct llm_ptrmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
 }

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../json.h"
+#include "../model.h"
+#include "../phase.h"
+#include "../util.h"
 #include "ir.h"
-#include "json.h"
-#include "model.h"
-#include "phase.h"
-#include "util.h"
 #include "verifypart.h"
 
 enum { OWN_NONE = -1, OWN_GLUE = -2, OWN_REMAT = -3 };

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "model.h"
+#include "../model.h"
 
 enum llm_split_strategy {
 	LLM_SPLIT_NONE,  /* one partition per phase */

@@ -1,6 +1,6 @@
 /* ir.h: small helpers over the MLIR C API (mlir-c/IR.h), shared by
  * llm-split and llm-verify-partition.  Only these two programs link the
- * MLIR libraries; nothing else in lib/ includes this header.
+ * MLIR libraries; nothing outside lib/ir/ includes this header.
  *
  * Handles returned by the C API are non-owning unless a comment says
  * otherwise.  Strings from the C API (MlirStringRef) are not
@@ -13,7 +13,8 @@
 #include <mlir-c/IR.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "../hash.h"
+#include "../util.h"
 
 /* A context with every upstream dialect registered and a diagnostic
  * handler that keeps the first error (with its location) for the next
@@ -37,8 +38,6 @@ int llm_ir_line(MlirOperation op);
  * type, 0 when absent, -1 when present with another type. */
 int llm_ir_attr_i64(MlirOperation op, const char *name, int64_t *out);
 int llm_ir_attr_str(MlirOperation op, const char *name, MlirStringRef *out);
-/* A unit attribute (inherent or not) is present. */
-int llm_ir_has_attr(MlirOperation op, const char *name);
 
 /* Removes llm.id, llm.layer and llm.stage from op and every nested op:
  * what is left (llm.sched included) is what lowering sees. */
@@ -73,7 +72,6 @@ MlirOperation llm_ir_ancestor_in(MlirBlock body, MlirOperation op);
  * generic op form; otherwise the custom form.  Call only on verified ops. */
 void llm_ir_print(MlirOperation op, int generic, struct llm_buf *b);
 void llm_ir_print_type(MlirType t, struct llm_buf *b);
-void llm_ir_print_attr(MlirAttribute a, struct llm_buf *b);
 /* A new string holding the printed type. */
 char *llm_ir_type_str(MlirType t);
 
@@ -91,24 +89,11 @@ uint64_t llm_ir_func_hash(MlirOperation func, struct llm_buf *text);
  * pairs them.  Returns 1 when equal (names, attributes other than
  * placement, result types, operand values through the map, regions, op
  * by op), else 0.  cb, when set, decides operands that are not in the
- * map: it returns 1 if b's operand value may stand for a's. */
-struct llm_ptrmap;
+ * map: it returns 1 if b's operand value may stand for a's.  (struct
+ * llm_ptrmap is in hash.h.) */
 typedef int (*llm_ir_operand_cb)(MlirValue a, MlirValue b, void *user);
 int llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map,
     llm_ir_operand_cb cb, void *user);
-
-/* A map from pointers (MlirValue.ptr, MlirOperation.ptr, ...) to
- * pointers or small integers.  Keys must not be NULL. */
-struct llm_ptrmap {
-	const void **keys;
-	const void **vals;
-	size_t n, cap;
-};
-void llm_ptrmap_put(struct llm_ptrmap *m, const void *key, const void *val);
-/* 1 and *val when present, else 0. */
-int llm_ptrmap_get(const struct llm_ptrmap *m, const void *key, const void **val);
-void llm_ptrmap_clear(struct llm_ptrmap *m);
-void llm_ptrmap_free(struct llm_ptrmap *m);
 
 /* An MlirStringRef for a C string. */
 #define LLM_SREF(s) mlirStringRefCreateFromCString(s)

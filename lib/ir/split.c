@@ -17,10 +17,13 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "../json.h"
+#include "../model.h"
+#include "../phase.h"
+#include "../util.h"
 #include "ir.h"
-#include "phase.h"
 #include "split.h"
-#include "util.h"
+#include "verifypart.h"
 
 enum op_class {
 	C_PART,  /* belongs to a partition */
@@ -112,28 +115,6 @@ llm_split_strategy_parse(const char *name, enum llm_split_strategy *out)
 }
 
 /* ---- small helpers ---- */
-
-static void
-json_str(struct llm_buf *b, const char *s, size_t n)
-{
-	llm_buf_puts(b, "\"");
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			llm_buf_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			llm_buf_printf(b, "\\u%04x", c);
-		else
-			llm_buf_add(b, &s[i], 1);
-	}
-	llm_buf_puts(b, "\"");
-}
-
-static void
-json_cstr(struct llm_buf *b, const char *s)
-{
-	json_str(b, s, strlen(s));
-}
 
 /* The path of `to` relative to the directory `from` (both absolute). */
 static char *
@@ -625,12 +606,6 @@ make_op(MlirContext ctx, const char *name, const MlirValue *operands, size_t n, 
 	return mlirOperationCreate(&st);
 }
 
-static char *
-hex64(uint64_t h)
-{
-	return llm_xasprintf("%016llx", (unsigned long long)h);
-}
-
 /* Builds the function of partition pi, finds or adds its kernel. */
 static int
 build_kernel(struct phase *p, size_t pi)
@@ -682,7 +657,8 @@ build_kernel(struct phase *p, size_t pi)
 		same_hash++; /* a collision: equal hash, other text */
 	}
 
-	char *hx = hex64(h);
+	char hx[17];
+	llm_hex64(h, hx);
 	if (same_hash) {
 		kn.name = llm_xasprintf("llm_%s_k%s_%zu", p->kind, hx, same_hash + 1);
 		kn.file = llm_xasprintf("%s/k%s_%zu.mlir", p->kind, hx, same_hash + 1);
@@ -690,7 +666,6 @@ build_kernel(struct phase *p, size_t pi)
 		kn.name = llm_xasprintf("llm_%s_k%s", p->kind, hx);
 		kn.file = llm_xasprintf("%s/k%s.mlir", p->kind, hx);
 	}
-	free(hx);
 	mlirOperationSetInherentAttributeByName(f, LLM_SREF("sym_name"), mlirStringAttrGet(ctx, LLM_SREF(kn.name)));
 	km = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
 	MlirOperation kmo = mlirModuleGetOperation(km);
@@ -874,7 +849,7 @@ json_values(struct llm_buf *b, const struct phase *p, const MlirValue *v, size_t
 		else
 			llm_buf_printf(b, "{\"op\": %lld, \"result\": %lld, \"type\": ", (long long)p->ids[d],
 			    (long long)idx);
-		json_cstr(b, t);
+		llm_json_quote(b, t, strlen(t));
 		llm_buf_puts(b, "}");
 		free(t);
 	}
@@ -890,13 +865,13 @@ phase_json(struct phase *p, const char *glue_rel)
 
 	llm_buf_puts(b, b->len ? ",\n    {\n" : "\n    {\n");
 	llm_buf_puts(b, "      \"name\": ");
-	json_cstr(b, p->ph->name);
+	llm_json_quote(b, p->ph->name, strlen(p->ph->name));
 	llm_buf_puts(b, ",\n      \"entry\": ");
-	json_cstr(b, p->ph->entry);
+	llm_json_quote(b, p->ph->entry, strlen(p->ph->entry));
 	llm_buf_puts(b, ",\n      \"source\": ");
-	json_cstr(b, src);
+	llm_json_quote(b, src, strlen(src));
 	llm_buf_puts(b, ",\n      \"glue\": ");
-	json_cstr(b, glue_rel);
+	llm_json_quote(b, glue_rel, strlen(glue_rel));
 	llm_buf_printf(b, ",\n      \"ops\": %zu,\n      \"glue_ops\": ", p->nops);
 	json_ids(b, p, C_GLUE);
 	llm_buf_puts(b, ",\n      \"remat_ops\": ");
@@ -905,7 +880,8 @@ phase_json(struct phase *p, const char *glue_rel)
 	for (size_t pi = 0; pi < p->nparts; pi++) {
 		struct part *pt = &p->parts[pi];
 		struct kernel *kn = &s->kernels[pt->kernel];
-		char *hx = hex64(kn->hash);
+		char hx[17];
+		llm_hex64(kn->hash, hx);
 		llm_buf_printf(b, "%s\n        {\n          \"index\": %zu,\n          \"layer\": ", pi ? "," : "", pi);
 		if (s->o->strategy == LLM_SPLIT_NONE)
 			llm_buf_puts(b, "null");
@@ -913,13 +889,13 @@ phase_json(struct phase *p, const char *glue_rel)
 			llm_buf_printf(b, "%lld", (long long)pt->layer);
 		llm_buf_puts(b, ",\n          \"stage\": ");
 		if (s->o->strategy == LLM_SPLIT_STAGE)
-			json_str(b, pt->stage.data, pt->stage.length);
+			llm_json_quote(b, pt->stage.data, pt->stage.length);
 		else
 			llm_buf_puts(b, "null");
 		llm_buf_puts(b, ",\n          \"kernel\": ");
-		json_cstr(b, kn->name);
+		llm_json_quote(b, kn->name, strlen(kn->name));
 		llm_buf_puts(b, ",\n          \"file\": ");
-		json_cstr(b, kn->file);
+		llm_json_quote(b, kn->file, strlen(kn->file));
 		llm_buf_printf(b, ",\n          \"hash\": \"%s\",\n          \"ops\": [", hx);
 		for (size_t k = 0; k < pt->nops; k++)
 			llm_buf_printf(b, "%s%lld", k ? ", " : "", (long long)p->ids[pt->ops[k]]);
@@ -928,7 +904,6 @@ phase_json(struct phase *p, const char *glue_rel)
 		llm_buf_puts(b, ",\n          \"outputs\": ");
 		json_values(b, p, pt->out, pt->nout);
 		llm_buf_puts(b, "\n        }");
-		free(hx);
 	}
 	llm_buf_puts(b, p->nparts ? "\n      ]\n    }" : "]\n    }");
 	free(abs);
@@ -1128,22 +1103,23 @@ partition_json(struct split *s, size_t nparts)
 	struct llm_buf b = {0};
 	char *abs = abspath(s->m->path), *model = abs ? relpath(s->absparts, abs) : llm_xstrdup(s->m->path);
 
-	llm_buf_puts(&b, "{\n  \"format\": \"llm-partition/1\",\n  \"strategy\": ");
-	json_cstr(&b, llm_split_strategy_name(s->o->strategy));
+	llm_buf_puts(&b, "{\n  \"format\": \"" LLM_PARTITION_FORMAT "\",\n  \"strategy\": ");
+	const char *strategy = llm_split_strategy_name(s->o->strategy);
+	llm_json_quote(&b, strategy, strlen(strategy));
 	llm_buf_puts(&b, ",\n  \"model\": ");
-	json_cstr(&b, model);
+	llm_json_quote(&b, model, strlen(model));
 	llm_buf_printf(&b, ",\n  \"partitions\": %zu,\n  \"kernels\": [", nparts);
 	for (size_t k = 0; k < s->nkernels; k++) {
 		struct kernel *kn = &s->kernels[k];
-		char *hx = hex64(kn->hash);
+		char hx[17];
+		llm_hex64(kn->hash, hx);
 		llm_buf_puts(&b, k ? ",\n    {\"name\": " : "\n    {\"name\": ");
-		json_cstr(&b, kn->name);
+		llm_json_quote(&b, kn->name, strlen(kn->name));
 		llm_buf_puts(&b, ", \"file\": ");
-		json_cstr(&b, kn->file);
+		llm_json_quote(&b, kn->file, strlen(kn->file));
 		llm_buf_puts(&b, ", \"kind\": ");
-		json_cstr(&b, kn->kind);
+		llm_json_quote(&b, kn->kind, strlen(kn->kind));
 		llm_buf_printf(&b, ", \"hash\": \"%s\", \"partitions\": %zu}", hx, kn->uses);
-		free(hx);
 	}
 	llm_buf_puts(&b, s->nkernels ? "\n  ],\n  \"phases\": [" : "],\n  \"phases\": [");
 	llm_buf_add(&b, s->phases_json.p, s->phases_json.len);

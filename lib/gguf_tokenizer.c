@@ -1,77 +1,21 @@
-/* ggufmeta.c: see ggufmeta.h. */
+/* gguf_tokenizer.c: see gguf_tokenizer.h. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "family.h"
-#include "ggufmeta.h"
+#include "gguf_tokenizer.h"
+#include "hash.h"
 #include "json.h"
 #include "util.h"
 
-#define MAX_SIZE (INT64_C(1) << 24) /* a sanity bound for sizes and counts */
-#define NO_ID 0xffffffffu           /* llama.cpp's "none" for token ids */
+#define NO_ID 0xffffffffu /* llama.cpp's "none" for token ids */
 
-/* ---- hyperparameters ---- */
+/* ---- token ids ---- */
 
-/* A positive integer A.key (def when absent and def > 0; required when def
- * is 0) of at most MAX_SIZE. */
-static int
-get_size(const struct llm_gguf *g, const char *arch, const char *key, int64_t def, int64_t *out)
-{
-	char k[160];
-	uint64_t v;
-	int rc;
-
-	snprintf(k, sizeof(k), "%s.%s", arch, key);
-	if ((rc = llm_gguf_get_u64(g, k, &v)) < 0)
-		return -1;
-	if (rc == 1) {
-		if (!def)
-			return -1; /* "missing key" is set */
-		*out = def;
-		return 0;
-	}
-	if (v == 0 || v > (uint64_t)MAX_SIZE)
-		return llm_seterr("%s: key '%s': %" PRIu64 " is out of range (1 to %" PRId64 ")", g->path, k, v,
-		    MAX_SIZE);
-	*out = (int64_t)v;
-	return 0;
-}
-
-/* A float A.key: 1 when absent; an F32 value becomes the shortest decimal
- * that reads back as the same f32. */
-static int
-get_real(const struct llm_gguf *g, const char *arch, const char *key, double *out)
-{
-	char k[160], buf[64];
-	const struct llm_gguf_kv *kv;
-	double v;
-	int rc;
-
-	snprintf(k, sizeof(k), "%s.%s", arch, key);
-	if ((rc = llm_gguf_get_f64(g, k, &v)) != 0)
-		return rc;
-	if (!isfinite(v))
-		return llm_seterr("%s: key '%s': %g is not a finite number", g->path, k, v);
-	kv = llm_gguf_find_kv(g, k);
-	if (kv->value.type == LLM_GGUF_F32) {
-		for (int p = 1; p <= 9; p++) {
-			snprintf(buf, sizeof(buf), "%.*g", p, v);
-			if ((float)strtod(buf, NULL) == (float)v) {
-				v = strtod(buf, NULL);
-				break;
-			}
-		}
-	}
-	*out = v;
-	return 0;
-}
-
-/* A token id key: -1 when absent or NO_ID; an error when outside [0, n). */
-static int
-get_id(const struct llm_gguf *g, const char *key, uint64_t n, int64_t *out)
+int
+llm_gguf_token_id(const struct llm_gguf *g, const char *key, uint64_t n, int64_t *out)
 {
 	uint64_t v;
 	int rc;
@@ -88,8 +32,8 @@ get_id(const struct llm_gguf *g, const char *key, uint64_t n, int64_t *out)
 	return 0;
 }
 
-static void
-add_eos(int64_t *ids, int *n, int64_t id)
+void
+llm_gguf_add_stop_id(int64_t *ids, int *n, int64_t id)
 {
 	if (id < 0)
 		return;
@@ -100,202 +44,40 @@ add_eos(int64_t *ids, int *n, int64_t id)
 		ids[(*n)++] = id;
 }
 
-int
-llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
-{
-	char *arch = NULL, *scaling = NULL, k[160];
-	const struct llm_family_spec *fs;
-	const struct llm_gguf_tensor *e;
-	int64_t v, vocab;
-	uint64_t nt = 0;
-	int rc = -1;
+/* ---- the arrays ---- */
 
-	memset(c, 0, sizeof(*c));
-	c->bos_id = -1;
-	if (llm_gguf_get_strdup(g, "general.architecture", &arch) != 0)
-		goto out;
-	c->family = llm_family_by_name(arch);
-	if (c->family == LLM_FAMILY_NONE) {
-		llm_seterr("%s: unsupported architecture '%s' (llama and qwen2 are supported)", g->path, arch);
-		goto out;
-	}
-	fs = llm_family_spec(c->family);
-	snprintf(c->family_name, sizeof(c->family_name), "%s", fs->name);
-	snprintf(c->architecture, sizeof(c->architecture), "%s", fs->architectures[0]);
-
-	if (get_size(g, arch, "block_count", 0, &c->n_layers) < 0 ||
-	    get_size(g, arch, "embedding_length", 0, &c->hidden_size) < 0 ||
-	    get_size(g, arch, "feed_forward_length", 0, &c->intermediate_size) < 0 ||
-	    get_size(g, arch, "attention.head_count", 0, &c->n_heads) < 0 ||
-	    get_size(g, arch, "attention.head_count_kv", c->n_heads, &c->n_kv_heads) < 0 ||
-	    get_size(g, arch, "context_length", 0, &c->max_position_embeddings) < 0)
-		goto out;
-	if (get_real(g, arch, "attention.layer_norm_rms_epsilon", &c->rms_norm_eps) != 0)
-		goto out;
-	if (c->rms_norm_eps <= 0) {
-		llm_seterr("%s: key '%s.attention.layer_norm_rms_epsilon': %g is not positive", g->path, arch,
-		    c->rms_norm_eps);
-		goto out;
-	}
-	c->rope_theta = 10000.0;
-	if (get_real(g, arch, "rope.freq_base", &c->rope_theta) < 0)
-		goto out;
-	if (c->rope_theta <= 0) {
-		llm_seterr("%s: key '%s.rope.freq_base': %g is not positive", g->path, arch, c->rope_theta);
-		goto out;
-	}
-	if (c->n_heads % c->n_kv_heads) {
-		llm_seterr("%s: key '%s.attention.head_count' %" PRId64 " is not a multiple of "
-		    "'%s.attention.head_count_kv' %" PRId64, g->path, arch, c->n_heads, arch, c->n_kv_heads);
-		goto out;
-	}
-	if (c->hidden_size % c->n_heads == 0)
-		c->head_dim = c->hidden_size / c->n_heads;
-	if (get_size(g, arch, "attention.key_length", c->head_dim ? c->head_dim : 0, &c->head_dim) < 0) {
-		if (!c->head_dim)
-			llm_seterr("%s: key '%s.embedding_length' %" PRId64 " is not a multiple of "
-			    "'%s.attention.head_count' %" PRId64 " and there is no '%s.attention.key_length'",
-			    g->path, arch, c->hidden_size, arch, c->n_heads, arch);
-		goto out;
-	}
-	if (get_size(g, arch, "attention.value_length", c->head_dim, &v) < 0)
-		goto out;
-	if (v != c->head_dim) {
-		llm_seterr("%s: key '%s.attention.value_length' %" PRId64 " differs from the key length %" PRId64
-		    " (not supported)", g->path, arch, v, c->head_dim);
-		goto out;
-	}
-	if (c->head_dim % 2) {
-		llm_seterr("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", g->path,
-		    c->head_dim);
-		goto out;
-	}
-	if (get_size(g, arch, "rope.dimension_count", c->head_dim, &v) < 0)
-		goto out;
-	if (v != c->head_dim) {
-		llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " differs from head_dim %" PRId64
-		    " (partial rotary embedding is not supported)", g->path, arch, v, c->head_dim);
-		goto out;
-	}
-	snprintf(k, sizeof(k), "%s.rope.scaling.type", arch);
-	if ((rc = llm_gguf_get_strdup(g, k, &scaling)) < 0)
-		goto out;
-	rc = -1;
-	if (scaling && strcmp(scaling, "none") != 0) {
-		llm_seterr("%s: key '%s': rope scaling '%s' is not supported", g->path, k, scaling);
-		goto out;
-	}
-	snprintf(k, sizeof(k), "%s.expert_count", arch);
-	if (llm_gguf_get_u64(g, k, &nt) < 0)
-		goto out;
-	if (nt > 0) {
-		llm_seterr("%s: key '%s': mixture-of-experts models are not supported", g->path, k);
-		goto out;
-	}
-
-	/* The vocabulary is what the embedding has rows for. */
-	e = llm_gguf_find_tensor(g, fs->gguf[LLM_ROLE_EMBED]);
-	if (!e) {
-		llm_seterr("%s: missing tensor '%s'", g->path, fs->gguf[LLM_ROLE_EMBED]);
-		goto out;
-	}
-	if (e->n_dims != 2 || e->shape[1] != c->hidden_size) {
-		llm_seterr("%s: tensor '%s' is not [vocab, %" PRId64 "] ('%s.embedding_length')", g->path, e->name,
-		    c->hidden_size, arch);
-		goto out;
-	}
-	c->vocab_size = e->shape[0];
-	if (get_size(g, arch, "vocab_size", c->vocab_size, &vocab) < 0)
-		goto out;
-	if (vocab != c->vocab_size) {
-		llm_seterr("%s: key '%s.vocab_size' %" PRId64 " differs from the %" PRId64 " rows of '%s'", g->path,
-		    arch, vocab, c->vocab_size, e->name);
-		goto out;
-	}
-	const struct llm_gguf_kv *tk = llm_gguf_find_kv(g, "tokenizer.ggml.tokens");
-	if (tk && tk->value.type == LLM_GGUF_ARRAY && tk->value.len > (uint64_t)c->vocab_size) {
-		llm_seterr("%s: key 'tokenizer.ggml.tokens': %" PRIu64 " tokens, more than the %" PRId64
-		    " rows of '%s'", g->path, tk->value.len, c->vocab_size, e->name);
-		goto out;
-	}
-	c->torch_dtype = llm_dtype_is_float_weight(e->dtype) ? e->dtype : LLM_DT_NONE;
-	c->tie_word_embeddings = !llm_gguf_find_tensor(g, fs->gguf[LLM_ROLE_LM_HEAD]);
-	snprintf(k, sizeof(k), fs->gguf[LLM_ROLE_BQ], 0);
-	c->attention_bias = fs->qkv_bias || llm_gguf_find_tensor(g, k) != NULL;
-
-	int64_t id;
-	if (get_id(g, "tokenizer.ggml.bos_token_id", (uint64_t)c->vocab_size, &c->bos_id) < 0)
-		goto out;
-	static const char *const eos_keys[] = {
-		"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
-	};
-	for (size_t i = 0; i < LLM_NELEM(eos_keys); i++) {
-		if (get_id(g, eos_keys[i], (uint64_t)c->vocab_size, &id) < 0)
-			goto out;
-		add_eos(c->eos_ids, &c->n_eos, id);
-	}
-	rc = 0;
-out:
-	free(arch);
-	free(scaling);
-	return rc;
-}
-
-/* ---- tokenizer ---- */
-
-/* A string -> first id hash table over the token strings. */
+/* String -> first id over the token strings: hash.h's map, its keys
+ * copied into one pool. */
 struct strmap {
-	int32_t *slot;      /* id, or -1 */
-	size_t mask;
-	char **s;
-	size_t *len;
+	struct llm_smap m;
+	struct llm_buf pool;
 };
-
-static uint64_t
-hash(const char *s, size_t n)
-{
-	return llm_fnv1a(LLM_FNV_INIT, s, n);
-}
 
 static void
 strmap_init(struct strmap *m, char **s, size_t *len, size_t n)
 {
-	size_t cap = 16;
-	while (cap < 2 * n)
-		cap <<= 1;
-	m->slot = llm_xmalloc(cap * sizeof(*m->slot));
-	memset(m->slot, 0xff, cap * sizeof(*m->slot));
-	m->mask = cap - 1;
-	m->s = s;
-	m->len = len;
+	memset(m, 0, sizeof(*m));
+	llm_smap_init(&m->m, n);
 	for (size_t i = 0; i < n; i++) {
-		size_t h = (size_t)hash(s[i], len[i]) & m->mask;
-		for (;; h = (h + 1) & m->mask) {
-			int32_t j = m->slot[h];
-			if (j < 0) {
-				m->slot[h] = (int32_t)i;
-				break;
-			}
-			if (len[j] == len[i] && memcmp(s[j], s[i], len[i]) == 0)
-				break; /* a duplicate: the first id stays */
-		}
+		uint64_t h = llm_hash_bytes(s[i], len[i]);
+		size_t off = m->pool.len;
+		llm_buf_add(&m->pool, s[i], len[i]);
+		if (llm_smap_get(&m->m, m->pool.p, s[i], len[i], h) < 0) /* a duplicate: the first id stays */
+			llm_smap_put(&m->m, m->pool.p, off, len[i], h, (int32_t)i);
 	}
 }
 
 static int32_t
 strmap_get(const struct strmap *m, const char *s, size_t n)
 {
-	for (size_t h = (size_t)hash(s, n) & m->mask;; h = (h + 1) & m->mask) {
-		int32_t j = m->slot[h];
-		if (j < 0 || (m->len[j] == n && memcmp(m->s[j], s, n) == 0))
-			return j;
-	}
+	return llm_smap_get(&m->m, m->pool.p, s, n, llm_hash_bytes(s, n));
 }
 
 static void
 strmap_free(struct strmap *m)
 {
-	free(m->slot);
+	llm_smap_free(&m->m);
+	llm_buf_free(&m->pool);
 }
 
 /* The pre-tokenizers of tokenizer.ggml.pre, as the real tokenizer.json
@@ -319,23 +101,18 @@ find_pre(const char *name)
 	return NULL;
 }
 
-int
-llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
+/* tokenizer.ggml.model, and tokenizer.ggml.pre for a byte-level BPE: 0,
+ * 1 when there is no tokenizer (the key absent, or "none"), or -1. */
+static int
+load_kind(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, const struct pre **pre)
 {
-	const struct llm_gguf_value *a;
-	const struct pre *pre = NULL;
 	char *model = NULL;
-	size_t n;
-	int rc, spm, b;
+	int rc;
 
-	memset(t, 0, sizeof(*t));
-	t->pad_id = -1;
-	t->name = llm_xstrdup(g->path);
 	if ((rc = llm_gguf_get_strdup(g, "tokenizer.ggml.model", &model)) < 0)
-		goto fail;
+		return -1;
 	if (rc == 1 || strcmp(model, "none") == 0) {
 		free(model);
-		llm_gguf_tokenizer_free(t);
 		return 1;
 	}
 	if (strcmp(model, "llama") == 0) {
@@ -345,28 +122,38 @@ llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
 	} else {
 		llm_seterr("%s: key 'tokenizer.ggml.model': tokenizer '%s' is not supported (llama and gpt2 are)",
 		    g->path, model);
-		goto fail;
+		free(model);
+		return -1;
 	}
-	spm = strcmp(t->model, "llama") == 0;
-	if (!spm) {
+	free(model);
+	if (strcmp(t->model, "llama") != 0) {
 		if ((rc = llm_gguf_get_strdup(g, "tokenizer.ggml.pre", &t->pre)) != 0)
-			goto fail;
-		if (!(pre = find_pre(t->pre))) {
+			return -1;
+		if (!(*pre = find_pre(t->pre))) {
 			llm_seterr("%s: key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported (qwen2, "
 			    "deepseek-r1-qwen and llama-bpe are)", g->path, t->pre);
-			goto fail;
+			return -1;
 		}
-		t->nfc = pre->nfc;
-		t->ignore_merges = pre->ignore_merges;
+		t->nfc = (*pre)->nfc;
+		t->ignore_merges = (*pre)->ignore_merges;
 	}
+	return 0;
+}
 
-	/* Tokens. */
+/* Tokens: every one valid UTF-8 without NUL bytes; *np gets their
+ * number. */
+static int
+load_tokens(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t *np)
+{
+	const struct llm_gguf_value *a;
+	size_t n;
+
 	if (llm_gguf_get_arr(g, "tokenizer.ggml.tokens", LLM_GGUF_STRING, &a) != 0)
-		goto fail;
+		return -1;
 	n = (size_t)a->len;
 	if (n == 0 || n >= INT32_MAX) {
 		llm_seterr("%s: key 'tokenizer.ggml.tokens': %zu tokens", g->path, n);
-		goto fail;
+		return -1;
 	}
 	t->tokens = llm_xcalloc(n, sizeof(*t->tokens));
 	t->lens = llm_xcalloc(n, sizeof(*t->lens));
@@ -377,22 +164,31 @@ llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
 		if (!s || memchr(s, 0, len) || !llm_utf8_valid(s, len)) {
 			llm_seterr("%s: key 'tokenizer.ggml.tokens': token %zu is %s", g->path, i,
 			    !s ? "missing" : memchr(s, 0, len) ? "holds a NUL byte" : "not valid UTF-8");
-			goto fail;
+			return -1;
 		}
 		t->tokens[i] = llm_xmalloc(len + 1);
 		memcpy(t->tokens[i], s, len);
 		t->tokens[i][len] = 0;
 		t->lens[i] = len;
 	}
+	*np = n;
+	return 0;
+}
 
-	/* Types: optional, normal when absent. */
+/* Types: optional, normal when absent. */
+static int
+load_types(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n)
+{
+	const struct llm_gguf_value *a;
+	int rc;
+
 	if ((rc = llm_gguf_get_arr(g, "tokenizer.ggml.token_type", LLM_GGUF_NTYPES, &a)) < 0)
-		goto fail;
+		return -1;
 	if (rc == 0) {
 		if (a->len != n) {
 			llm_seterr("%s: key 'tokenizer.ggml.token_type': %" PRIu64 " entries for %zu tokens",
 			    g->path, a->len, n);
-			goto fail;
+			return -1;
 		}
 		t->types = llm_xcalloc(n, sizeof(*t->types));
 		for (size_t i = 0; i < n; i++) {
@@ -401,101 +197,143 @@ llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
 			if (llm_gguf_arr_elem(a, i, &e) < 0 || llm_gguf_val_i64(&e, &ty) < 0 || ty < 1 || ty > 6) {
 				llm_seterr("%s: key 'tokenizer.ggml.token_type': entry %zu is not a token type "
 				    "(1 to 6)", g->path, i);
-				goto fail;
+				return -1;
 			}
 			t->types[i] = (int32_t)ty;
 		}
 	}
+	return 0;
+}
 
-	/* Scores: SentencePiece derives its merges from them. */
+/* Scores: SentencePiece derives its merges from them. */
+static int
+load_scores(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n, int spm)
+{
+	const struct llm_gguf_value *a;
+	int rc;
+
 	if ((rc = llm_gguf_get_arr(g, "tokenizer.ggml.scores", LLM_GGUF_F32, &a)) < 0)
-		goto fail;
+		return -1;
 	if (rc == 1 && spm) {
 		llm_seterr("%s: missing key 'tokenizer.ggml.scores' (a SentencePiece vocabulary needs them)",
 		    g->path);
-		goto fail;
+		return -1;
 	}
 	if (rc == 0) {
 		if (a->len != n) {
 			llm_seterr("%s: key 'tokenizer.ggml.scores': %" PRIu64 " entries for %zu tokens", g->path,
 			    a->len, n);
-			goto fail;
+			return -1;
 		}
 		t->scores = llm_xcalloc(n, sizeof(*t->scores));
 		for (size_t i = 0; i < n; i++) {
 			memcpy(&t->scores[i], a->data + i * 4, 4);
 			if (isnan(t->scores[i])) {
 				llm_seterr("%s: key 'tokenizer.ggml.scores': entry %zu is NaN", g->path, i);
-				goto fail;
+				return -1;
 			}
 		}
 	}
+	return 0;
+}
 
-	/* Merges: byte-level BPE only, "left right" with both sides and their
-	 * concatenation in the vocabulary. */
-	if (!spm) {
-		struct strmap sm;
-		if (llm_gguf_get_arr(g, "tokenizer.ggml.merges", LLM_GGUF_STRING, &a) != 0)
-			goto fail;
-		t->merges = llm_xcalloc(a->len ? (size_t)a->len : 1, sizeof(*t->merges));
-		t->v.n_merges = (size_t)a->len;
-		strmap_init(&sm, t->tokens, t->lens, n);
-		for (size_t i = 0; i < a->len; i++) {
-			size_t len;
-			const char *s = llm_gguf_arr_str(a, i, &len), *sp = s ? memchr(s, ' ', len) : NULL;
-			if (!sp || memchr(s, 0, len) || strmap_get(&sm, s, (size_t)(sp - s)) < 0 ||
-			    strmap_get(&sm, sp + 1, len - (size_t)(sp - s) - 1) < 0) {
-				strmap_free(&sm);
-				llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu is not two tokens", g->path, i);
-				goto fail;
-			}
-			t->merges[i] = llm_xmalloc(len + 1);
-			memcpy(t->merges[i], s, len);
-			t->merges[i][len] = 0;
-			char *cat = llm_xmalloc(len);
-			memcpy(cat, s, (size_t)(sp - s));
-			memcpy(cat + (sp - s), sp + 1, len - (size_t)(sp - s) - 1);
-			int32_t id = strmap_get(&sm, cat, len - 1);
-			free(cat);
-			if (id < 0) {
-				strmap_free(&sm);
-				llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu ('%s') does not make a token",
-				    g->path, i, t->merges[i]);
-				goto fail;
-			}
+/* Merges, of a byte-level BPE: "left right" with both sides and their
+ * concatenation in the vocabulary. */
+static int
+load_merges(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n)
+{
+	const struct llm_gguf_value *a;
+	struct strmap sm;
+
+	if (llm_gguf_get_arr(g, "tokenizer.ggml.merges", LLM_GGUF_STRING, &a) != 0)
+		return -1;
+	t->merges = llm_xcalloc(a->len ? (size_t)a->len : 1, sizeof(*t->merges));
+	t->v.n_merges = (size_t)a->len;
+	strmap_init(&sm, t->tokens, t->lens, n);
+	for (size_t i = 0; i < a->len; i++) {
+		size_t len;
+		const char *s = llm_gguf_arr_str(a, i, &len), *sp = s ? memchr(s, ' ', len) : NULL;
+		if (!sp || memchr(s, 0, len) || strmap_get(&sm, s, (size_t)(sp - s)) < 0 ||
+		    strmap_get(&sm, sp + 1, len - (size_t)(sp - s) - 1) < 0) {
+			strmap_free(&sm);
+			llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu is not two tokens", g->path, i);
+			return -1;
 		}
-		strmap_free(&sm);
+		t->merges[i] = llm_xmalloc(len + 1);
+		memcpy(t->merges[i], s, len);
+		t->merges[i][len] = 0;
+		char *cat = llm_xmalloc(len);
+		memcpy(cat, s, (size_t)(sp - s));
+		memcpy(cat + (sp - s), sp + 1, len - (size_t)(sp - s) - 1);
+		int32_t id = strmap_get(&sm, cat, len - 1);
+		free(cat);
+		if (id < 0) {
+			strmap_free(&sm);
+			llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu ('%s') does not make a token",
+			    g->path, i, t->merges[i]);
+			return -1;
+		}
 	}
+	strmap_free(&sm);
+return 0;
+}
 
-	/* Special ids and flags. */
+/* Special ids and flags. */
+static int
+load_ids(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n, int spm,
+	const struct pre *pre)
+{
 	int64_t id;
-	if (get_id(g, "tokenizer.ggml.bos_token_id", n, &t->v.bos_id) < 0 ||
-	    get_id(g, "tokenizer.ggml.eos_token_id", n, &t->v.eos_id) < 0 ||
-	    get_id(g, "tokenizer.ggml.unknown_token_id", n, &t->v.unk_id) < 0 ||
-	    get_id(g, "tokenizer.ggml.padding_token_id", n, &t->pad_id) < 0)
-		goto fail;
-	add_eos(t->eos_ids, &t->n_eos, t->v.eos_id);
-	if (get_id(g, "tokenizer.ggml.eot_token_id", n, &id) < 0)
-		goto fail;
-	add_eos(t->eos_ids, &t->n_eos, id);
-	if (get_id(g, "tokenizer.ggml.eom_token_id", n, &id) < 0)
-		goto fail;
-	add_eos(t->eos_ids, &t->n_eos, id);
+	int b;
+
+	if (llm_gguf_token_id(g, "tokenizer.ggml.bos_token_id", n, &t->v.bos_id) < 0 ||
+	    llm_gguf_token_id(g, "tokenizer.ggml.eos_token_id", n, &t->v.eos_id) < 0 ||
+	    llm_gguf_token_id(g, "tokenizer.ggml.unknown_token_id", n, &t->v.unk_id) < 0 ||
+	    llm_gguf_token_id(g, "tokenizer.ggml.padding_token_id", n, &t->pad_id) < 0)
+		return -1;
+	llm_gguf_add_stop_id(t->eos_ids, &t->n_eos, t->v.eos_id);
+	if (llm_gguf_token_id(g, "tokenizer.ggml.eot_token_id", n, &id) < 0)
+		return -1;
+	llm_gguf_add_stop_id(t->eos_ids, &t->n_eos, id);
+	if (llm_gguf_token_id(g, "tokenizer.ggml.eom_token_id", n, &id) < 0)
+		return -1;
+	llm_gguf_add_stop_id(t->eos_ids, &t->n_eos, id);
 	b = spm || (pre && pre->add_bos);
 	if (llm_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &b) < 0)
-		goto fail;
+		return -1;
 	t->v.add_bos = b && t->v.bos_id >= 0;
 	b = 0;
 	if (llm_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &b) < 0)
-		goto fail;
+		return -1;
 	t->v.add_eos = b && t->v.eos_id >= 0;
 	b = 1;
 	if (spm && llm_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &b) < 0)
-		goto fail;
+		return -1;
 	t->v.add_space_prefix = spm && b;
 	if (llm_gguf_get_strdup(g, "tokenizer.chat_template", &t->chat_template) < 0)
-		goto fail;
+		return -1;
+	return 0;
+}
+int
+llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
+{
+	const struct pre *pre = NULL;
+	size_t n;
+	int rc, spm;
 
+	memset(t, 0, sizeof(*t));
+	t->pad_id = -1;
+	t->name = llm_xstrdup(g->path);
+	if ((rc = load_kind(t, g, &pre)) != 0) {
+		llm_gguf_tokenizer_free(t);
+		return rc;
+	}
+	spm = strcmp(t->model, "llama") == 0;
+	if (load_tokens(t, g, &n) < 0 || load_types(t, g, n) < 0 || load_scores(t, g, n, spm) < 0 ||
+	    (!spm && load_merges(t, g, n) < 0) || load_ids(t, g, n, spm, pre) < 0) {
+		llm_gguf_tokenizer_free(t);
+		return -1;
+	}
 	t->v.kind = spm ? LLM_TOKENIZER_SPM_BPE : LLM_TOKENIZER_BYTE_BPE;
 	t->v.tokens = (const char *const *)t->tokens;
 	t->v.lens = t->lens;
@@ -503,12 +341,7 @@ llm_gguf_tokenizer_load(struct llm_gguf_tokenizer *t, const struct llm_gguf *g)
 	t->v.types = t->types;
 	t->v.merges = spm ? NULL : (const char *const *)t->merges;
 	t->v.pattern = pre ? pre->re : NULL;
-	free(model);
 	return 0;
-fail:
-	free(model);
-	llm_gguf_tokenizer_free(t);
-	return -1;
 }
 
 void
