@@ -157,27 +157,38 @@ affine(int nd, const char *res)
 	return keep(b.p);
 }
 
-/* A linalg.generic.  init: the out operand, or NULL for a fresh
- * tensor.empty(odyn) of type otype.  iters: comma-separated "parallel" /
- * "reduction".  body: lines defining %r from %a0.. and %o. */
+/* A linalg.generic: nin inputs in[] (INS() gives both), into init, the
+ * out operand, or, when NULL, a fresh tensor.empty(odyn) of type otype;
+ * omap the out operand's map over nd loops; iters their comma-separated
+ * "parallel" / "reduction"; body lines defining %r from %a0.. and %o;
+ * sched the llm.sched class (ir.txt) and hint the result's name. */
+struct gspec {
+	const char *sched, *hint;
+	int nin;
+	const struct gin *in;
+	const char *init, *otype, *odyn, *omap;
+	int nd;
+	const char *iters, *body;
+};
+#define INS(...) .in = (const struct gin[]){__VA_ARGS__}, \
+	.nin = (int)(sizeof((const struct gin[]){__VA_ARGS__}) / sizeof(struct gin))
+
 static const char *
-generic(struct em *e, const char *sched, const char *hint, int nin, const struct gin *in,
-    const char *init, const char *otype, const char *odyn, const char *omap,
-    int nd, const char *iters, const char *body)
+generic(struct em *e, const struct gspec *g)
 {
 	struct llm_buf b = {0};
-	const char *r = val(e, hint);
+	const char *r = val(e, g->hint), *init = g->init;
 
 	if (!init) {
 		init = val(e, "init");
-		top(e, init, fmt("tensor.empty(%s)", odyn), fmt(": %s", otype));
+		top(e, init, fmt("tensor.empty(%s)", g->odyn), fmt(": %s", g->otype));
 	}
 	llm_buf_puts(&b, "linalg.generic {indexing_maps = [");
-	for (int i = 0; i < nin; i++)
-		llm_buf_printf(&b, "%s, ", affine(nd, in[i].map));
-	llm_buf_printf(&b, "%s], iterator_types = [", affine(nd, omap));
+	for (int i = 0; i < g->nin; i++)
+		llm_buf_printf(&b, "%s, ", affine(g->nd, g->in[i].map));
+	llm_buf_printf(&b, "%s], iterator_types = [", affine(g->nd, g->omap));
 	/* Quote each iterator type. */
-	char *its = llm_xstrdup(iters), *save = NULL;
+	char *its = llm_xstrdup(g->iters), *save = NULL;
 	int first = 1;
 	for (char *t = strtok_r(its, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
 		llm_buf_printf(&b, "%s\"%s\"", first ? "" : ", ", t);
@@ -185,21 +196,21 @@ generic(struct em *e, const char *sched, const char *hint, int nin, const struct
 	}
 	free(its);
 	llm_buf_puts(&b, "]}");
-	if (nin) {
+	if (g->nin) {
 		llm_buf_puts(&b, " ins(");
-		for (int i = 0; i < nin; i++)
-			llm_buf_printf(&b, "%s%s", i ? ", " : "", in[i].v);
+		for (int i = 0; i < g->nin; i++)
+			llm_buf_printf(&b, "%s%s", i ? ", " : "", g->in[i].v);
 		llm_buf_puts(&b, " : ");
-		for (int i = 0; i < nin; i++)
-			llm_buf_printf(&b, "%s%s", i ? ", " : "", in[i].type);
+		for (int i = 0; i < g->nin; i++)
+			llm_buf_printf(&b, "%s%s", i ? ", " : "", g->in[i].type);
 		llm_buf_puts(&b, ")");
 	}
-	llm_buf_printf(&b, " outs(%s : %s)", init, otype);
-	llm_buf_printf(e->b, "    %s = %s attrs = {%s, llm.sched = \"%s\"} {\n    ^bb0(", r, b.p, attrs(e), sched);
-	for (int i = 0; i < nin; i++)
-		llm_buf_printf(e->b, "%%a%d: %s, ", i, in[i].elt);
+	llm_buf_printf(&b, " outs(%s : %s)", init, g->otype);
+	llm_buf_printf(e->b, "    %s = %s attrs = {%s, llm.sched = \"%s\"} {\n    ^bb0(", r, b.p, attrs(e), g->sched);
+	for (int i = 0; i < g->nin; i++)
+		llm_buf_printf(e->b, "%%a%d: %s, ", i, g->in[i].elt);
 	llm_buf_printf(e->b, "%%o: %s):\n%s      linalg.yield %%r : %s\n    } -> %s\n",
-	    elt_of_type(otype), body, elt_of_type(otype), otype);
+	    elt_of_type(g->otype), g->body, elt_of_type(g->otype), g->otype);
 	llm_buf_free(&b);
 	return r;
 }
@@ -264,17 +275,17 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
 	const char *z, *ss, *wn;
 	const char *wcode = widen("%a2", wt, "%wf", &wn);
 
-	z = generic(e, "fill", "zss", 0, NULL, NULL, st, r.dyn, "d0", 1, "parallel",
-	    "      %r = arith.constant 0.0 : f32\n");
-	ss = generic(e, "rowsum", "ss", 1, (struct gin[]){{x, xt, "d0, d1", "f32"}}, z, st, NULL, "d0",
-	    2, "parallel, reduction",
-	    "      %m = arith.mulf %a0, %a0 : f32\n"
-	    "      %r = arith.addf %o, %m : f32\n");
-	return generic(e, "eltwise", "nrm", 3,
-	    (struct gin[]){{x, xt, "d0, d1", "f32"}, {ss, st, "d0", "f32"},
-	        {w, fmt("tensor<%" PRId64 "x%s>", d, wt), "d1", wt}},
-	    NULL, xt, r.dyn, "d0, d1", 2, "parallel, parallel",
-	    fmt("      %%n = arith.constant %.17g : f32\n"
+	z = generic(e, &(struct gspec){.sched = "fill", .hint = "zss", .otype = st, .odyn = r.dyn, .omap = "d0",
+	    .nd = 1, .iters = "parallel", .body = "      %r = arith.constant 0.0 : f32\n"});
+	ss = generic(e, &(struct gspec){.sched = "rowsum", .hint = "ss", INS({x, xt, "d0, d1", "f32"}), .init = z,
+	    .otype = st, .omap = "d0", .nd = 2, .iters = "parallel, reduction",
+	    .body = "      %m = arith.mulf %a0, %a0 : f32\n"
+	    "      %r = arith.addf %o, %m : f32\n"});
+	return generic(e, &(struct gspec){.sched = "eltwise", .hint = "nrm",
+	    INS({x, xt, "d0, d1", "f32"}, {ss, st, "d0", "f32"},
+	        {w, fmt("tensor<%" PRId64 "x%s>", d, wt), "d1", wt}), .otype = xt, .odyn = r.dyn, .omap = "d0, d1",
+	    .nd = 2, .iters = "parallel, parallel",
+	    .body = fmt("      %%n = arith.constant %.17g : f32\n"
 		"      %%eps = arith.constant %.17g : f32\n"
 		"      %%ms = arith.mulf %%a1, %%n : f32\n"
 		"      %%me = arith.addf %%ms, %%eps : f32\n"
@@ -282,7 +293,7 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
 		"      %%y = arith.mulf %%a0, %%iv : f32\n"
 		"%s"
 		"      %%r = arith.mulf %%y, %s : f32\n",
-		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn));
+		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn)});
 }
 
 /* The output initialiser of a product: zeros, or the bias `b_name`
@@ -293,14 +304,15 @@ product_init(struct em *e, const char *b_name, const char *bshape, const char *b
     const char *dyn, const char *omap, int nd, const char *iters)
 {
 	if (!b_name)
-		return generic(e, "fill", "zero", 0, NULL, NULL, yt, dyn, omap, nd, iters,
-		    "      %r = arith.constant 0.0 : f32\n");
+		return generic(e, &(struct gspec){.sched = "fill", .hint = "zero", .otype = yt, .odyn = dyn,
+		    .omap = omap, .nd = nd, .iters = iters, .body = "      %r = arith.constant 0.0 : f32\n"});
 	const char *bt, *bv = wview_as(e, b_name, bshape, &bt), *bn;
 	const char *code = widen("%a0", bt, "%r", &bn);
 	/* x + -0.0 == x for every x: the body forwards the bias. */
-	return generic(e, "fill", "bias", 1, (struct gin[]){{bv, fmt("tensor<%s%s>", bshape, bt), bmap, bt}},
-	    NULL, yt, dyn, omap, nd, iters,
-	    *code ? code : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n");
+	return generic(e, &(struct gspec){.sched = "fill", .hint = "bias",
+	    INS({bv, fmt("tensor<%s%s>", bshape, bt), bmap, bt}), .otype = yt, .odyn = dyn, .omap = omap, .nd = nd,
+	    .iters = iters,
+	    .body = *code ? code : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n"});
 }
 
 /* The body of a product: o + x * widened W (%a0 = x, %a1 = W). */
@@ -341,11 +353,11 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
 	const char *yt = fmt("tensor<1x%sf32>", shape);
 	const char *iters = "parallel, parallel, parallel, parallel";
 	const char *init = product_init(e, b_name, shape, "d1, d2, d3", yt, "", "d0, d1, d2, d3", 4, iters);
-	const char *y = generic(e, "gemv", "mv", 2,
-	    (struct gin[]){{x, fmt("tensor<1x%" PRId64 "xf32>", k), "d0, d4", "f32"},
-	        {w, fmt("tensor<%s%" PRId64 "x%s>", shape, k, wt), "d1, d3, d2, d4", wt}},
-	    init, yt, NULL, "d0, d1, d3, d2", 5, "parallel, parallel, parallel, parallel, reduction",
-	    product_body(wt));
+	const char *y = generic(e, &(struct gspec){.sched = "gemv", .hint = "mv",
+	    INS({x, fmt("tensor<1x%" PRId64 "xf32>", k), "d0, d4", "f32"},
+	        {w, fmt("tensor<%s%" PRId64 "x%s>", shape, k, wt), "d1, d3, d2, d4", wt}), .init = init, .otype = yt,
+	    .omap = "d0, d1, d3, d2", .nd = 5, .iters = "parallel, parallel, parallel, parallel, reduction",
+	    .body = product_body(wt)});
 	const char *yc = val(e, "mvc");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", y),
 	    fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
@@ -453,8 +465,10 @@ qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
 	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct, q.scales, q.st,
 	    q.mins ? fmt("      %%wm = tensor.extract %s[%%t, %%g, %%h] : %s\n", q.mins, q.st) : "",
 	    qvalue(&q, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
-	const char *x = generic(e, "gather", "x", 0, NULL, NULL, ot, e->R.dyn, q.four ? "d0, d1, d2, d3" : "d0, d1, d2",
-	    q.four ? 4 : 3, q.four ? "parallel, parallel, parallel, parallel" : "parallel, parallel, parallel", body);
+	const char *x = generic(e, &(struct gspec){.sched = "gather", .hint = "x", .otype = ot, .odyn = e->R.dyn,
+	    .omap = q.four ? "d0, d1, d2, d3" : "d0, d1, d2", .nd = q.four ? 4 : 3,
+	    .iters = q.four ? "parallel, parallel, parallel, parallel" : "parallel, parallel, parallel",
+	    .body = body});
 	const char *xc = val(e, "xc");
 	top(e, xc, fmt("tensor.collapse_shape %s [[0], [1, 2%s]]", x, q.four ? ", 3" : ""),
 	    fmt(": %s into %s", ot, tensor2(e->R, k, "f32")));
@@ -496,9 +510,10 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	}
 	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%sxf32>", q.nt, q.R, lanes);
 	int nd = q.four ? 6 : 5;
-	const char *az = generic(e, "qfill", "qz", 0, NULL, NULL, at, "", q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3",
-	    nd - 1, q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
-	    "      %r = arith.constant 0.0 : f32\n");
+	const char *az = generic(e, &(struct gspec){.sched = "qfill", .hint = "qz", .otype = at, .odyn = "",
+	    .omap = q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", .nd = nd - 1,
+	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    .body = "      %r = arith.constant 0.0 : f32\n"});
 	/* dims: r, t, g, h, l  or  r, t, g, h, half, j */
 	struct gin in8[4] = {
 		{xe, xt, "d0, d2, d4", "f32"},
@@ -514,23 +529,24 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 		{q.mins, q.st, "d1, d2, d3", "f32"},
 	};
 	int c0 = q.four ? 2 : 1; /* the codes' operand */
-	const char *acc = generic(e, "qmv", "qa", c0 + (q.mins ? 3 : 2), q.four ? in4 : in8, az, at, NULL,
-	    q.four ? "d0, d1, d3, d4, d5" : "d0, d1, d3, d4", nd,
-	    q.four ? "parallel, parallel, reduction, parallel, parallel, parallel" :
+	const char *acc = generic(e, &(struct gspec){.sched = "qmv", .hint = "qa",
+	    .nin = c0 + (q.mins ? 3 : 2), .in = q.four ? in4 : in8, .init = az, .otype = at,
+	    .omap = q.four ? "d0, d1, d3, d4, d5" : "d0, d1, d3, d4", .nd = nd,
+	    .iters = q.four ? "parallel, parallel, reduction, parallel, parallel, parallel" :
 		     "parallel, parallel, reduction, parallel, parallel",
-	    fmt("%s%s      %%p = arith.mulf %s, %%wq fastmath<contract> : f32\n"
+	    .body = fmt("%s%s      %%p = arith.mulf %s, %%wq fastmath<contract> : f32\n"
 		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
 		qvalue_body(&q, c0, c0 + 1, q.mins ? c0 + 2 : -1, 4, "%wq"),
-		q.four ? "      %xv = arith.select %lo0, %a0, %a1 : f32\n" : "", q.four ? "%xv" : "%a0"));
+		q.four ? "      %xv = arith.select %lo0, %a0, %a1 : f32\n" : "", q.four ? "%xv" : "%a0")});
 	const char *shape = fmt("%" PRId64 "x%" PRId64 "x", q.nt, q.R);
 	const char *yt = fmt("tensor<1x%sf32>", shape);
 	const char *init = product_init(e, b_name, shape, "d1, d2", yt, "", "d0, d1, d2", 3,
 	    "parallel, parallel, parallel");
-	const char *y = generic(e, "qsum", "qy", 1,
-	    (struct gin[]){{acc, at, q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", "f32"}}, init, yt,
-	    NULL, "d0, d1, d2", nd - 1,
-	    q.four ? "parallel, parallel, parallel, reduction, reduction" : "parallel, parallel, parallel, reduction",
-	    "      %r = arith.addf %o, %a0 : f32\n");
+	const char *y = generic(e, &(struct gspec){.sched = "qsum", .hint = "qy",
+	    INS({acc, at, q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", "f32"}), .init = init, .otype = yt,
+	    .omap = "d0, d1, d2", .nd = nd - 1,
+	    .iters = q.four ? "parallel, parallel, parallel, reduction, reduction" : "parallel, parallel, parallel, reduction",
+	    .body = "      %r = arith.addf %o, %a0 : f32\n"});
 	const char *yc = val(e, "qyc");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y), fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
 	return yc;
@@ -555,10 +571,10 @@ qdequant(struct em *e, const struct llm_plan_tensor *pt)
 		{q.scales, q.st, "d0, d2, d1", "f32"},
 		{q.mins, q.st, "d0, d2, d1", "f32"},
 	};
-	const char *w = generic(e, "dequant", "dq", q.mins ? 3 : 2, in, NULL, wt, "",
-	    q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", q.four ? 5 : 4,
-	    q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
-	    qvalue_body(&q, 0, 1, q.mins ? 2 : -1, 3, "%r"));
+	const char *w = generic(e, &(struct gspec){.sched = "dequant", .hint = "dq", .nin = q.mins ? 3 : 2, .in = in,
+	    .otype = wt, .odyn = "", .omap = q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", .nd = q.four ? 5 : 4,
+	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    .body = qvalue_body(&q, 0, 1, q.mins ? 2 : -1, 3, "%r")});
 	const char *wc = val(e, "dqc");
 	top(e, wc, fmt("tensor.collapse_shape %s [[0, 1], [2, 3%s]]", w, q.four ? ", 4" : ""),
 	    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "xf32>", wt, n, k));
@@ -586,19 +602,19 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	const char *yt = tensor2(r, n, "f32");
 	const char *init = product_init(e, b_name, fmt("%" PRId64 "x", n), "d1", yt, r.dyn, "d0, d1", 2,
 	    "parallel, parallel");
-	return generic(e, sched, "mm", 2,
-	    (struct gin[]){{x, tensor2(r, k, "f32"), "d0, d2", "f32"},
-	        {w, fmt("tensor<%" PRId64 "x%" PRId64 "x%s>", n, k, wt), "d1, d2", wt}},
-	    init, yt, NULL, "d0, d1", 3, "parallel, parallel, reduction", product_body(wt));
+	return generic(e, &(struct gspec){.sched = sched, .hint = "mm",
+	    INS({x, tensor2(r, k, "f32"), "d0, d2", "f32"},
+	        {w, fmt("tensor<%" PRId64 "x%" PRId64 "x%s>", n, k, wt), "d1, d2", wt}), .init = init, .otype = yt,
+	    .omap = "d0, d1", .nd = 3, .iters = "parallel, parallel, reduction", .body = product_body(wt)});
 }
 
 static const char *
 add(struct em *e, const char *a, const char *b, struct rows r, int64_t n)
 {
 	const char *t = tensor2(r, n, "f32");
-	return generic(e, "eltwise", "res", 2, (struct gin[]){{a, t, "d0, d1", "f32"}, {b, t, "d0, d1", "f32"}},
-	    NULL, t, r.dyn, "d0, d1", 2, "parallel, parallel",
-	    "      %r = arith.addf %a0, %a1 : f32\n");
+	return generic(e, &(struct gspec){.sched = "eltwise", .hint = "res",
+	    INS({a, t, "d0, d1", "f32"}, {b, t, "d0, d1", "f32"}), .otype = t, .odyn = r.dyn, .omap = "d0, d1",
+	    .nd = 2, .iters = "parallel, parallel", .body = "      %r = arith.addf %a0, %a1 : f32\n"});
 }
 
 /* Rotate-half RoPE of xp [R, nh*HD] with cos/sin rows pos..pos+R-1.
@@ -658,21 +674,22 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n      %%r = arith.truncf %%rs : f32 to %s\n", elt));
 	if (is_q) {
 		/* dims (h, g, s, c, j) */
-		ot = generic(e, "rope", "qr", 4,
-		    (struct gin[]){{x1, sh3, "d2, d0, d1, d4", "f32"}, {x2, sh3, "d2, d0, d1, d4", "f32"},
-		        {cs, ct, "d2, d4", "f32"}, {sn, ct, "d2, d4", "f32"}},
-		    NULL, osh, e->R.dyn, "d0, d1, d2, d3, d4", 5, "parallel, parallel, parallel, parallel, parallel", body);
+		ot = generic(e, &(struct gspec){.sched = "rope", .hint = "qr",
+		    INS({x1, sh3, "d2, d0, d1, d4", "f32"}, {x2, sh3, "d2, d0, d1, d4", "f32"},
+		        {cs, ct, "d2, d4", "f32"}, {sn, ct, "d2, d4", "f32"}), .otype = osh, .odyn = e->R.dyn,
+		    .omap = "d0, d1, d2, d3, d4", .nd = 5,
+		    .iters = "parallel, parallel, parallel, parallel, parallel", .body = body});
 		res = val(e, "q");
 		top(e, res, fmt("tensor.collapse_shape %s [[0], [1], [2], [3, 4]]", ot),
 		    fmt(": %s into tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", osh, kvh, g, R, hd));
 	} else {
 		/* dims (h, c, j, s) */
-		ot = generic(e, "rope", "kr", 4,
-		    (struct gin[]){{x1, sh3, "d3, d0, d2", "f32"}, {x2, sh3, "d3, d0, d2", "f32"},
-		        {cs, ct, "d3, d2", "f32"}, {sn, ct, "d3, d2", "f32"}},
-		    NULL, osh, e->R.dyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-		    /* the body's output element type is the cache's */
-		    body);
+		ot = generic(e, &(struct gspec){.sched = "rope", .hint = "kr",
+		    INS({x1, sh3, "d3, d0, d2", "f32"}, {x2, sh3, "d3, d0, d2", "f32"},
+		        {cs, ct, "d3, d2", "f32"}, {sn, ct, "d3, d2", "f32"}), .otype = osh, .odyn = e->R.dyn,
+		    .omap = "d0, d1, d2, d3", .nd = 4, .iters = "parallel, parallel, parallel, parallel",
+		    .body = /* the body's output element type is the cache's */
+		    body});
 		/* [KVH, 2, HD/2, R]: inserted as is into the cache viewed with
 		 * the same split, so no copy is needed. */
 		res = ot;
@@ -689,8 +706,8 @@ fill(struct em *e, const char *type, const char *dyn, int nd, const char *value)
 		llm_buf_printf(&map, "%sd%d", i ? ", " : "", i);
 		llm_buf_printf(&its, "%sparallel", i ? ", " : "");
 	}
-	const char *r = generic(e, "fill", "fill", 0, NULL, NULL, type, dyn, map.p, nd, its.p,
-	    fmt("      %%r = arith.constant %s : f32\n", value));
+	const char *r = generic(e, &(struct gspec){.sched = "fill", .hint = "fill", .otype = type, .odyn = dyn,
+	    .omap = map.p, .nd = nd, .iters = its.p, .body = fmt("      %%r = arith.constant %s : f32\n", value)});
 	llm_buf_free(&map);
 	llm_buf_free(&its);
 	return r;
@@ -729,11 +746,11 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	    fmt(": %s to %s", ct, lt));
 	/* scores (h, g, s, t) = sum_d q(h, g, s, d) k(h, d, t) */
 	const char *z = fill(e, st, sdyn, 4, "0.0");
-	const char *sc = generic(e, "attn", "scores", 2,
-	    (struct gin[]){{q, qt, "d0, d1, d2, d4", "f32"}, {kt, lkt, "d0, d4, d3", kvt}},
-	    z, st, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
-	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
-		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", kw, kn));
+	const char *sc = generic(e, &(struct gspec){.sched = "attn", .hint = "scores",
+	    INS({q, qt, "d0, d1, d2, d4", "f32"}, {kt, lkt, "d0, d4, d3", kvt}), .init = z, .otype = st,
+	    .omap = "d0, d1, d2, d3", .nd = 5, .iters = "parallel, parallel, parallel, parallel, reduction",
+	    .body = fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", kw, kn)});
 	/* Softmax over t of the scaled scores, keys t > pos + s masked: the
 	 * scale and the mask are applied where the scores are read (rowmax,
 	 * probs), not in a pass of their own; class "softmax" shares the
@@ -741,35 +758,36 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	const char *scaled = fmt("%s      %%scale = arith.constant %.17g : f32\n"
 	    "      %%x = arith.mulf %%a0, %%scale : f32\n", mask, 1.0 / sqrt((double)hd));
 	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
-	const char *mx = generic(e, "softmax", "rowmax", 1, (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}},
-	    m0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
-	    fmt("%s      %%neg = arith.constant -1.0e30 : f32\n"
+	const char *mx = generic(e, &(struct gspec){.sched = "softmax", .hint = "rowmax",
+	    INS({sc, st, "d0, d1, d2, d3", "f32"}), .init = m0, .otype = rt, .omap = "d0, d1, d2", .nd = 4,
+	    .iters = "parallel, parallel, parallel, reduction",
+	    .body = fmt("%s      %%neg = arith.constant -1.0e30 : f32\n"
 		"      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
-		"      %%r = arith.maximumf %%xm, %%o : f32\n", scaled));
-	const char *p = generic(e, "softmax", "probs", 2,
-	    (struct gin[]){{sc, st, "d0, d1, d2, d3", "f32"}, {mx, rt, "d0, d1, d2", "f32"}},
-	    NULL, st, sdyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-	    fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
+		"      %%r = arith.maximumf %%xm, %%o : f32\n", scaled)});
+	const char *p = generic(e, &(struct gspec){.sched = "softmax", .hint = "probs",
+	    INS({sc, st, "d0, d1, d2, d3", "f32"}, {mx, rt, "d0, d1, d2", "f32"}), .otype = st, .odyn = sdyn,
+	    .omap = "d0, d1, d2, d3", .nd = 4, .iters = "parallel, parallel, parallel, parallel",
+	    .body = fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
 		"      %%ex = math.exp %%dd : f32\n"
 		"      %%zf = arith.constant 0.0 : f32\n"
-		"      %%r = arith.select %%ok, %%ex, %%zf : f32\n", scaled));
+		"      %%r = arith.select %%ok, %%ex, %%zf : f32\n", scaled)});
 	const char *l0 = fill(e, rt, e->R.dyn, 3, "0.0");
-	const char *l = generic(e, "softmax", "rowsum", 1, (struct gin[]){{p, st, "d0, d1, d2, d3", "f32"}},
-	    l0, rt, NULL, "d0, d1, d2", 4, "parallel, parallel, parallel, reduction",
-	    "      %r = arith.addf %o, %a0 : f32\n");
+	const char *l = generic(e, &(struct gspec){.sched = "softmax", .hint = "rowsum",
+	    INS({p, st, "d0, d1, d2, d3", "f32"}), .init = l0, .otype = rt, .omap = "d0, d1, d2", .nd = 4,
+	    .iters = "parallel, parallel, parallel, reduction", .body = "      %r = arith.addf %o, %a0 : f32\n"});
 	/* out (h, g, s, d) = sum_t p(h, g, s, t) v(h, t, d) */
 	const char *a0 = fill(e, qt, e->R.dyn, 4, "0.0");
-	const char *pv = generic(e, "attn", "pv", 2,
-	    (struct gin[]){{p, st, "d0, d1, d2, d4", "f32"}, {vt, lt, "d0, d4, d3", kvt}},
-	    a0, qt, NULL, "d0, d1, d2, d3", 5, "parallel, parallel, parallel, parallel, reduction",
-	    fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
-		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", vw, vn));
+	const char *pv = generic(e, &(struct gspec){.sched = "attn", .hint = "pv",
+	    INS({p, st, "d0, d1, d2, d4", "f32"}, {vt, lt, "d0, d4, d3", kvt}), .init = a0, .otype = qt,
+	    .omap = "d0, d1, d2, d3", .nd = 5, .iters = "parallel, parallel, parallel, parallel, reduction",
+	    .body = fmt("%s      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
+		"      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n", vw, vn)});
 	/* normalise, back to rows: (s, h, g, d) */
 	const char *ot = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", R, kvh, g, hd);
-	const char *o = generic(e, "attn", "attn", 2,
-	    (struct gin[]){{pv, qt, "d1, d2, d0, d3", "f32"}, {l, rt, "d1, d2, d0", "f32"}},
-	    NULL, ot, e->R.dyn, "d0, d1, d2, d3", 4, "parallel, parallel, parallel, parallel",
-	    "      %r = arith.divf %a0, %a1 : f32\n");
+	const char *o = generic(e, &(struct gspec){.sched = "attn", .hint = "attn",
+	    INS({pv, qt, "d1, d2, d0, d3", "f32"}, {l, rt, "d1, d2, d0", "f32"}), .otype = ot, .odyn = e->R.dyn,
+	    .omap = "d0, d1, d2, d3", .nd = 4, .iters = "parallel, parallel, parallel, parallel",
+	    .body = "      %r = arith.divf %a0, %a1 : f32\n"});
 	const char *res = val(e, "att");
 	top(e, res, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", o),
 	    fmt(": %s into %s", ot, tensor2(e->R, c->n_heads * hd, "f32")));
@@ -832,11 +850,12 @@ layer(struct em *e, const char *x, int l)
 	top(e, v3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd, kvh, hd),
 	    fmt(": %s into %s", tensor2(e->R, kvh * hd, "f32"), v3t));
 	const char *vtt = fmt("tensor<%" PRId64 "x%sx%" PRId64 "x%s>", kvh, R, hd, e->kvt);
-	const char *vr = generic(e, "eltwise", "vt", 1, (struct gin[]){{v3, v3t, "d1, d0, d2", "f32"}},
-	    NULL, vtt, e->R.dyn, "d0, d1, d2", 3, "parallel, parallel, parallel",
-	    strcmp(e->kvt, "f32") == 0
+	const char *vr = generic(e, &(struct gspec){.sched = "eltwise", .hint = "vt",
+	    INS({v3, v3t, "d1, d0, d2", "f32"}), .otype = vtt, .odyn = e->R.dyn, .omap = "d0, d1, d2", .nd = 3,
+	    .iters = "parallel, parallel, parallel",
+	    .body = strcmp(e->kvt, "f32") == 0
 	    ? "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n"
-	    : fmt("      %%r = arith.truncf %%a0 : f32 to %s\n", e->kvt));
+	    : fmt("      %%r = arith.truncf %%a0 : f32 to %s\n", e->kvt)});
 
 	/* Write the chunk's keys and values into the cache in place. */
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, Cp, hd, e->kvt);
@@ -863,15 +882,15 @@ layer(struct em *e, const char *x, int l)
 	const char *gt = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WGATE), NULL, "matmul");
 	const char *up = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WUP), NULL, "matmul");
 	const char *ft = tensor2(e->R, f, "f32");
-	const char *act = generic(e, "eltwise", "swiglu", 2,
-	    (struct gin[]){{gt, ft, "d0, d1", "f32"}, {up, ft, "d0, d1", "f32"}},
-	    NULL, ft, e->R.dyn, "d0, d1", 2, "parallel, parallel",
-	    "      %ng = arith.negf %a0 : f32\n"
+	const char *act = generic(e, &(struct gspec){.sched = "eltwise", .hint = "swiglu",
+	    INS({gt, ft, "d0, d1", "f32"}, {up, ft, "d0, d1", "f32"}), .otype = ft, .odyn = e->R.dyn,
+	    .omap = "d0, d1", .nd = 2, .iters = "parallel, parallel",
+	    .body = "      %ng = arith.negf %a0 : f32\n"
 	    "      %eg = math.exp %ng : f32\n"
 	    "      %one = arith.constant 1.0 : f32\n"
 	    "      %den = arith.addf %one, %eg : f32\n"
 	    "      %sg = arith.divf %a0, %den : f32\n"
-	    "      %r = arith.mulf %sg, %a1 : f32\n");
+	    "      %r = arith.mulf %sg, %a1 : f32\n"});
 	const char *dn = linear(e, act, e->R, f, wname(l, LLM_ROLE_WDOWN), NULL, "matmul");
 	return add(e, x, dn, e->R, d);
 }
@@ -920,15 +939,15 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	else {
 		const char *et, *emb = wview(&e, llm_role_runtime(LLM_ROLE_EMBED), &et);
 		const char *en, *ew = widen("%wb", et, "%r", &en);
-		x = generic(&e, "gather", "x", 0, NULL, NULL, tensor2(e.R, d, "f32"), e.R.dyn, "d0, d1", 2,
-		    "parallel, parallel",
-		    fmt("      %%si = linalg.index 0 : index\n"
+		x = generic(&e, &(struct gspec){.sched = "gather", .hint = "x", .otype = tensor2(e.R, d, "f32"),
+		    .odyn = e.R.dyn, .omap = "d0, d1", .nd = 2, .iters = "parallel, parallel",
+		    .body = fmt("      %%si = linalg.index 0 : index\n"
 			"      %%j = linalg.index 1 : index\n"
 			"      %%id = tensor.extract %%tok[%%si] : %s\n"
 			"      %%ii = arith.index_cast %%id : i64 to index\n"
 			"      %%wb = tensor.extract %s[%%ii, %%j] : tensor<%" PRId64 "x%" PRId64 "x%s>\n"
 			"%s%s",
-			ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n"));
+			ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n")});
 	}
 
 	for (int l = 0; l < c->n_layers; l++)
