@@ -732,7 +732,8 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 			/* .pad's header, its data (a multiple of 512), then the
 			 * member's header(s): the data lands on the boundary. */
 			uint64_t ph = header_bytes(LLM_BUNDLE_PAD, 0), mh = header_bytes(src[i].name, size);
-			uint64_t at = LLM_ALIGN_UP(w.n, BLOCK) + ph + mh, pad = (LLM_BUNDLE_ALIGN - at % LLM_BUNDLE_ALIGN) % LLM_BUNDLE_ALIGN;
+			uint64_t at = LLM_ALIGN_UP(w.n, BLOCK) + ph + mh,
+			         pad = (LLM_BUNDLE_ALIGN - at % LLM_BUNDLE_ALIGN) % LLM_BUNDLE_ALIGN;
 			if (header_bytes(LLM_BUNDLE_PAD, pad) != ph) {
 				llm_seterr("%s: cannot pad to alignment", out);
 				close(fd);

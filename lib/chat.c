@@ -301,7 +301,8 @@ render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct llm_b
 			}
 		} else if (is(m, "tool")) {
 			is_tool = 1;
-			put(out, is_output_first ? DS_TOOL_OUTPUTS_BEGIN DS_TOOL_OUTPUT_BEGIN : "\n" DS_TOOL_OUTPUT_BEGIN);
+			put(out,
+			    is_output_first ? DS_TOOL_OUTPUTS_BEGIN DS_TOOL_OUTPUT_BEGIN : "\n" DS_TOOL_OUTPUT_BEGIN);
 			put_content(out, m);
 			put(out, DS_TOOL_OUTPUT_END);
 			is_output_first = 0;

@@ -418,7 +418,8 @@ qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn,
 			  "      %%nb = arith.select %%lo0, %%nlo, %%nhi : i8\n"
 			  "%s",
 		    half, code, code,
-		    q->code == LLM_QCODE_I4 ? "      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
+		    q->code == LLM_QCODE_I4 ?
+			"      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
 		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
 	}
 	if (!mn)
@@ -503,16 +504,19 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	if (q.four) {
 		xlo = val(e, "qxl");
 		xhi = val(e, "qxh");
-		top(e, xlo, fmt("tensor.extract_slice %s[0, 0, 0, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng, q.B),
+		top(e, xlo, fmt("tensor.extract_slice %s[0, 0, 0, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
+		    xe, q.ng, q.B),
 		    fmt(": %s to %s", xt, xht));
-		top(e, xhi, fmt("tensor.extract_slice %s[0, 0, 1, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng, q.B),
+		top(e, xhi, fmt("tensor.extract_slice %s[0, 0, 1, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
+		    xe, q.ng, q.B),
 		    fmt(": %s to %s", xt, xht));
 	}
 	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%sxf32>", q.nt, q.R, lanes);
 	int nd = q.four ? 6 : 5;
 	const char *az = generic(e, &(struct gspec){.sched = "qfill", .hint = "qz", .otype = at, .odyn = "",
 	    .omap = q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", .nd = nd - 1,
-	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" :
+		"parallel, parallel, parallel, parallel",
 	    .body = "      %r = arith.constant 0.0 : f32\n"});
 	/* dims: r, t, g, h, l  or  r, t, g, h, half, j */
 	struct gin in8[4] = {
@@ -545,7 +549,8 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	const char *y = generic(e, &(struct gspec){.sched = "qsum", .hint = "qy",
 	    INS({acc, at, q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", "f32"}), .init = init, .otype = yt,
 	    .omap = "d0, d1, d2", .nd = nd - 1,
-	    .iters = q.four ? "parallel, parallel, parallel, reduction, reduction" : "parallel, parallel, parallel, reduction",
+	    .iters = q.four ? "parallel, parallel, parallel, reduction, reduction" :
+		"parallel, parallel, parallel, reduction",
 	    .body = "      %r = arith.addf %o, %a0 : f32\n"});
 	const char *yc = val(e, "qyc");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y), fmt(": %s into tensor<1x%" PRId64 "xf32>", yt, n));
@@ -573,7 +578,8 @@ qdequant(struct em *e, const struct llm_plan_tensor *pt)
 	};
 	const char *w = generic(e, &(struct gspec){.sched = "dequant", .hint = "dq", .nin = q.mins ? 3 : 2, .in = in,
 	    .otype = wt, .odyn = "", .omap = q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", .nd = q.four ? 5 : 4,
-	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" : "parallel, parallel, parallel, parallel",
+	    .iters = q.four ? "parallel, parallel, parallel, parallel, parallel" :
+		"parallel, parallel, parallel, parallel",
 	    .body = qvalue_body(&q, 0, 1, q.mins ? 2 : -1, 3, "%r")});
 	const char *wc = val(e, "dqc");
 	top(e, wc, fmt("tensor.collapse_shape %s [[0, 1], [2, 3%s]]", w, q.four ? ", 4" : ""),
@@ -592,7 +598,8 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	if (!pt)
 		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, w_name);
 	if (pt->shape[1] != k)
-		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name, pt->shape[1], k);
+		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name,
+		    pt->shape[1], k);
 	int64_t n = pt->shape[0];
 	if (pt->layout && strcmp(r.t, "1") == 0)
 		return qgemv(e, x, pt, b_name);
@@ -636,13 +643,18 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 	if (is_q) {
 		sh4 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x2x%" PRId64 "xf32>", R, kvh, g, h2);
 		sh3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", R, kvh, g, h2);
-		top(e, x4, fmt("tensor.expand_shape %s [[0], [1, 2, 3, 4]] output_shape [%s, %" PRId64 ", %" PRId64 ", 2, %" PRId64 "]",
-		    xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+		top(e, x4,
+		    fmt("tensor.expand_shape %s [[0], [1, 2, 3, 4]] output_shape [%s, %" PRId64 ", %" PRId64
+			", 2, %" PRId64 "]", xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
 		    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), sh4));
-		top(e, x1, fmt("tensor.extract_slice %s[0, 0, 0, 0, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1, 1]",
-		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2), fmt(": %s to %s", sh4, sh3));
-		top(e, x2, fmt("tensor.extract_slice %s[0, 0, 0, 1, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1, 1]",
-		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2), fmt(": %s to %s", sh4, sh3));
+		top(e, x1,
+		    fmt("tensor.extract_slice %s[0, 0, 0, 0, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64
+			"] [1, 1, 1, 1, 1]", x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+		    fmt(": %s to %s", sh4, sh3));
+		top(e, x2,
+		    fmt("tensor.extract_slice %s[0, 0, 0, 1, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64
+			"] [1, 1, 1, 1, 1]", x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+		    fmt(": %s to %s", sh4, sh3));
 		osh = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, g, R, h2, elt);
 	} else {
 		sh4 = fmt("tensor<%sx%" PRId64 "x2x%" PRId64 "xf32>", R, kvh, h2);
@@ -671,7 +683,8 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 	    "%s",
 	    is_q ? 3 : 1,
 	    strcmp(elt, "f32") == 0 ? "      %r = arith.select %is0, %r0, %r1 : f32\n"
-	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n      %%r = arith.truncf %%rs : f32 to %s\n", elt));
+	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n"
+		  "      %%r = arith.truncf %%rs : f32 to %s\n", elt));
 	if (is_q) {
 		/* dims (h, g, s, c, j) */
 		ot = generic(e, &(struct gspec){.sched = "rope", .hint = "qr",
@@ -721,7 +734,8 @@ static const char *
 attention(struct em *e, const char *q, const char *kc, const char *vc)
 {
 	const struct llm_model_config *c = e->c;
-	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim, C = llm_kv_positions(e->m->max_context);
+	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim,
+	    C = llm_kv_positions(e->m->max_context);
 	const char *R = e->R.t, *kvt = e->kvt;
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
 	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
@@ -811,7 +825,8 @@ cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 	*mem = val(e, which ? "vm" : "km");
 	top(e, *mem, fmt("memref.view %%kv[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
 	*ten = val(e, which ? "vc" : "kc");
-	top(e, *ten, fmt("bufferization.to_tensor %s restrict writable", *mem), fmt(": memref<%s> to tensor<%s>", ty, ty));
+	top(e, *ten, fmt("bufferization.to_tensor %s restrict writable", *mem),
+	    fmt(": memref<%s> to tensor<%s>", ty, ty));
 }
 
 static const char *
@@ -835,8 +850,10 @@ layer(struct em *e, const char *x, int l)
 	const char *st = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
 	const char *cosT = wview(e, LLM_TENSOR_ROPE_COS, NULL), *sinT = wview(e, LLM_TENSOR_ROPE_SIN, NULL);
 	const char *cs = val(e, "cos"), *sn = val(e, "sin");
-	top(e, cs, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", cosT, Rd, h2), fmt(": %s to %s", tt, st));
-	top(e, sn, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", sinT, Rd, h2), fmt(": %s to %s", tt, st));
+	top(e, cs, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", cosT, Rd, h2),
+	    fmt(": %s to %s", tt, st));
+	top(e, sn, fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", sinT, Rd, h2),
+	    fmt(": %s to %s", tt, st));
 	/* The cache views come first, so that the ops producing the new
 	 * rows can write straight into the cache (eliminate-empty-tensors). */
 	const char *km, *kc, *vm, *vc;
@@ -847,7 +864,8 @@ layer(struct em *e, const char *x, int l)
 
 	/* v [R, KVH*HD] -> [KVH, R, HD] in the cache type */
 	const char *v3 = val(e, "v3"), *v3t = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", R, kvh, hd);
-	top(e, v3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd, kvh, hd),
+	top(e, v3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd,
+	    kvh, hd),
 	    fmt(": %s into %s", tensor2(e->R, kvh * hd, "f32"), v3t));
 	const char *vtt = fmt("tensor<%" PRId64 "x%sx%" PRId64 "x%s>", kvh, R, hd, e->kvt);
 	const char *vr = generic(e, &(struct gspec){.sched = "eltwise", .hint = "vt",
@@ -865,7 +883,8 @@ layer(struct em *e, const char *x, int l)
 	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
 	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, 0, 0, %%pos] [%" PRId64 ", 2, %" PRId64 ", %s] [1, 1, 1, 1]",
 	    kr, kc, kvh, h2, Rd), fmt(": %s into %s", ktt, ct4));
-	top(e, vc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr, vc, kvh, Rd, hd),
+	top(e, vc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr,
+	    vc, kvh, Rd, hd),
 	    fmt(": %s into %s", vtt, ct));
 	top(e, kall, fmt("tensor.collapse_shape %s [[0], [1, 2], [3]]", kc2), fmt(": %s into %s", ct4, ctk));
 	const char *att = attention(e, qr, kall, vc2);
@@ -947,7 +966,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 			"      %%ii = arith.index_cast %%id : i64 to index\n"
 			"      %%wb = tensor.extract %s[%%ii, %%j] : tensor<%" PRId64 "x%" PRId64 "x%s>\n"
 			"%s%s",
-			ttt, emb, V, d, et, ew, *ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n")});
+			ttt, emb, V, d, et, ew,
+			*ew ? "" : "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n")});
 	}
 
 	for (int l = 0; l < c->n_layers; l++)

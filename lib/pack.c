@@ -207,8 +207,10 @@ check_plan(struct packer *k)
 			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
 			int64_t q = llm_ggml_type_by_name(p->quant);
 			if (q < 0 || !llm_quantize_supported((uint32_t)q))
-				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' (%s writes Q8_0, Q4_0, Q4_1, "
-				    "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)", m->path, p->name, p->quant, llm_prog);
+				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' (%s writes Q8_0, Q4_0, "
+				                  "Q4_1, "
+				                  "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
+				    m->path, p->name, p->quant, llm_prog);
 			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)
 				return llm_seterr("%s: tensor '%s': %s values are stored as i8 codes or f32, not %s",
 				    m->path, p->name, p->quant, llm_dtype_name(p->dtype));
@@ -630,9 +632,10 @@ tiles_main(void *arg)
 		for (int64_t r = 0; r < R && !j->rc; r++)
 			if ((j->rc = row_blocks(j, (uint64_t)(tile * R + r), rowsbuf + (size_t)r * rb, f)) == -2)
 				j->bad = tile * R + r;
-		if (!j->rc && llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, cols, j->out + (size_t)i * tbytes,
-		    j->sc + (size_t)tile * (size_t)R * ngr, j->mn ? j->mn + (size_t)tile * (size_t)R * ngr : NULL,
-		    q, s1, m1) < 0)
+		if (!j->rc &&
+		    llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, cols, j->out + (size_t)i * tbytes,
+		        j->sc + (size_t)tile * (size_t)R * ngr, j->mn ? j->mn + (size_t)tile * (size_t)R * ngr : NULL,
+		        q, s1, m1) < 0)
 			j->rc = -1;
 	}
 	free(rowsbuf);
@@ -692,8 +695,10 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 	for (int i = 0; i < n && !rc; i++) {
 		const struct rowjob *j = &parts[i];
 		if (j->rc == -2)
-			rc = llm_seterr("%s: tensor '%s': row %" PRId64 " holds a value that is not finite, which cannot "
-			    "be quantized", k->src_files.files[j->t->file].path, j->t->name, j->bad);
+			rc = llm_seterr("%s: tensor '%s': row %" PRId64
+			                " holds a value that is not finite, which cannot "
+			                "be quantized",
+			    k->src_files.files[j->t->file].path, j->t->name, j->bad);
 		else if (j->rc)
 			rc = llm_seterr("%s: tensor '%s': cannot convert %s to %s blocks", k->m->path, j->p->name,
 			    j->t->type_name, llm_ggml_type_name((uint32_t)k->qtype[j->ti]));

@@ -286,7 +286,8 @@ call(struct llm_runtime *rt, int ph, const int64_t *tokens, int64_t n)
 	memcpy(rt->tokens, tokens, (size_t)n * sizeof(*tokens));
 	memset(rt->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
 	if (rt->verbose)
-		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, llm_phase_specs[ph].name, rt->pos, n);
+		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, llm_phase_specs[ph].name,
+		    rt->pos, n);
 	rt->phase[ph](&w, &kv, &tk, rt->pos, n, &lg);
 	rt->pos += n;
 	rt->calls[ph]++;

@@ -421,7 +421,9 @@ find_matches(struct pattern *p, const char *s, size_t n, struct mvec *out)
 		for (size_t i = 0; i < n;) {
 			uint32_t c;
 			size_t l = llm_tok_dec(s + i, &c);
-			int hit = p->kind == PAT_CHAR ? c == p->ch : p->kind == PAT_NUMERIC ? is_numeric(c) : is_space(c);
+			int hit = p->kind == PAT_CHAR ? c == p->ch
+			    : p->kind == PAT_NUMERIC  ? is_numeric(c)
+			                              : is_space(c);
 			if (hit) {
 				if (i > prev)
 					mvec_push(out, prev, i, 0);
@@ -1053,7 +1055,8 @@ heap_pop(struct llm_tokenizer *t, size_t *n)
 		size_t c = 2 * i + 1;
 		if (c >= *n)
 			break;
-		if (c + 1 < *n && (h[c + 1].rank < h[c].rank || (h[c + 1].rank == h[c].rank && h[c + 1].pos < h[c].pos)))
+		if (c + 1 < *n &&
+		    (h[c + 1].rank < h[c].rank || (h[c + 1].rank == h[c].rank && h[c + 1].pos < h[c].pos)))
 			c++;
 		if (last.rank < h[c].rank || (last.rank == h[c].rank && last.pos < h[c].pos))
 			break;

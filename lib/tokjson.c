@@ -189,7 +189,8 @@ load_pretokenizer(struct llm_tokenizer *t, const json_t *o)
 		s->use_regex = get_bool(o, "use_regex", 1);
 		s->pat.kind = PAT_REGEX;
 		if (s->use_regex)
-			return llm_tok_re_compile(&s->pat.re, LLM_TOKENIZER_RE_GPT2, strlen(LLM_TOKENIZER_RE_GPT2), t->name);
+			return llm_tok_re_compile(&s->pat.re, LLM_TOKENIZER_RE_GPT2, strlen(LLM_TOKENIZER_RE_GPT2),
+			    t->name);
 		return 0;
 	}
 	if (strcmp(type, "Metaspace") == 0) {
@@ -331,8 +332,8 @@ load_post(struct llm_tokenizer *t, const json_t *o)
 				if (seen++) {
 					free(pre);
 					free(post);
-					return llm_seterr("%s: post_processor TemplateProcessing: the text appears twice",
-						t->name);
+					return llm_seterr(
+					    "%s: post_processor TemplateProcessing: the text appears twice", t->name);
 				}
 				continue;
 			}

@@ -55,8 +55,8 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 		json_int_t id = json_integer_value(v);
 		if ((flag & LLM_DETOK_STRICT) && (id < 0 || id >= llm_tokenizer_n_vocab(t))) {
 			json_decref(j);
-			return llm_seterr("%s: item %zu: token id %lld is out of range [0, %lld)", where, i, (long long)id,
-			    (long long)llm_tokenizer_n_vocab(t));
+			return llm_seterr("%s: item %zu: token id %lld is out of range [0, %lld)", where, i,
+			    (long long)id, (long long)llm_tokenizer_n_vocab(t));
 		}
 		(*ids)[n++] = json_integer_value(v);
 	}

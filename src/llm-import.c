@@ -419,7 +419,8 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 			llm_fatal("%s", llm_errmsg());
 	}
 	if (cfg.head_dim % 2)
-		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir, cfg.head_dim);
+		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir,
+		    cfg.head_dim);
 	if (!o->max_ctx)
 		o->max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings :
 		    DEFAULT_MAX_CONTEXT;

@@ -240,8 +240,8 @@ main(int argc, char **argv)
 				tjson = llm_xstrndup(sec, slen);
 			} else {
 				if (!llm_target_equal(&t, &tfirst))
-					llm_fatal("%s: built for %s (%s), %s for %s (%s): lower them for one target", objs[i],
-					    t.cpu, t.triple, tfrom, tfirst.cpu, tfirst.triple);
+					llm_fatal("%s: built for %s (%s), %s for %s (%s): lower them for one target",
+					    objs[i], t.cpu, t.triple, tfrom, tfirst.cpu, tfirst.triple);
 				llm_target_free(&t);
 			}
 		}
@@ -256,7 +256,8 @@ main(int argc, char **argv)
 	 * its search path */
 	const char *bbase = strrchr(bpath, '/') ? strrchr(bpath, '/') + 1 : bpath;
 	char *bdir = bbase > bpath ? llm_xstrndup(bpath, (size_t)(bbase - bpath)) : llm_xstrdup("./");
-	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase) : llm_path_join(outdir, LLM_TARGET_MEMBER);
+	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase)
+	                     : llm_path_join(outdir, LLM_TARGET_MEMBER);
 	struct llm_out tout = {0};
 	if (tjson && bundle) {
 		if (llm_out_open(&tout, tpath) < 0 || fputs(tjson, tout.fp) == EOF || fflush(tout.fp) != 0)

@@ -318,7 +318,8 @@ source_bundle(struct source *s, const struct llm_bundle *b)
 		free(text);
 	}
 	if ((mb = llm_bundle_find(b, "tokenizer.json"))) {
-		if (llm_bundle_read(b, mb, &text, &len) < 0 || !(s->tok = llm_tokenizer_load_json(text, len, mb->label)))
+		if (llm_bundle_read(b, mb, &text, &len) < 0 ||
+		    !(s->tok = llm_tokenizer_load_json(text, len, mb->label)))
 			llm_fatal("%s", llm_errmsg());
 		free(text);
 	}
@@ -619,7 +620,8 @@ encode_piece(struct gen *g, const char *text, size_t len, int64_t **ids, size_t 
 	for (size_t i = n0, prev = 0; i < *n; i++) {
 		int last = i + 1 == *n;
 		if (exact) {
-			llm_chat_cache_push(c, (*ids)[i], text + prev, ends[i - n0] - prev, last || g->added[(*ids)[i]]);
+			llm_chat_cache_push(c, (*ids)[i], text + prev, ends[i - n0] - prev,
+			    last || g->added[(*ids)[i]]);
 			prev = ends[i - n0];
 		} else {
 			llm_chat_cache_push(c, (*ids)[i], text, last ? len : 0, last);
@@ -928,9 +930,11 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 		write_out("\n", 1);
 	finish_stdout();
 	if (!g->json)
-		fprintf(stderr, "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
-		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, c.turns, c.turns == 1 ? "" : "s",
-		    c.prefill_tokens, c.prefill_s * 1e3, rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
+		fprintf(stderr,
+		    "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
+		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n",
+		    llm_prog, c.turns, c.turns == 1 ? "" : "s", c.prefill_tokens, c.prefill_s * 1e3,
+		    rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
 		    rate((double)c.decode_tokens, c.decode_s));
 	llm_buf_free(&msg);
 	llm_buf_free(&clean);
@@ -983,7 +987,8 @@ parse_bench(const char *s, struct bench_spec *b)
 		size_t k = strcspn(t, "=");
 		struct bench_list *dst = NULL;
 		if (t[k] == '=')
-			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp : k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
+			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp :
+			    k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
 			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth : NULL;
 		if (t[k] == '=' && k == 4 && strncmp(t, "reps", 4) == 0) {
 			b->reps = parse_int("--bench", t + k + 1, 1, 1 << 24);
@@ -1177,8 +1182,8 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 			char depth[32] = "";
 			if (d > 0)
 				snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
-			llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64, model,
-			    pmax, tmax, depth, rt->max_context);
+			llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64,
+			    model, pmax, tmax, depth, rt->max_context);
 		}
 	}
 	bench_model_init(&bm, rt, threads);
@@ -1215,13 +1220,14 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 				for (int64_t r = 0; r < b->reps; r++)
 					json_array_append_new(samples, json_real(rates[r]));
 				/* ours, then llama-bench's -o json fields of the same */
-				json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,s:I,s:I,s:I,"
-				    "s:f,s:f,s:o}",
-				    "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
-				    "model_type", bm.type, "model_size", (json_int_t)bm.size,
-				    "model_n_params", (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu,
-				    "n_threads", bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg,
-				    "n_depth", (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
+				json_array_append_new(arr,
+				    json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,s:I,s:I,s:I,"
+				              "s:f,s:f,s:o}",
+				        "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
+				        "model_type", bm.type, "model_size", (json_int_t)bm.size, "model_n_params",
+				        (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu, "n_threads",
+				        bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg, "n_depth",
+				        (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
 			} else
 				bench_row(&bm, name, mean, sd);
 			/* a loaded machine: say so rather than print a wide spread silently */
@@ -1310,8 +1316,8 @@ run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *
 		if (r.has_base) {
 			printf("PPL(base) = %.4f +/- %.5f, PPL/PPL(base) = %.5f\n", r.base_ppl, r.base_ppl_err,
 			    r.ppl / r.base_ppl);
-			printf("KLD = %.6f +/- %.6f, median %.6f, 99%% %.6f, max %.6f\n", r.kl_mean, r.kl_err, r.kl_median,
-			    r.kl_p99, r.kl_max);
+			printf("KLD = %.6f +/- %.6f, median %.6f, 99%% %.6f, max %.6f\n", r.kl_mean, r.kl_err,
+			    r.kl_median, r.kl_p99, r.kl_max);
 			printf("same top-1 = %.3f%%\n", 100 * r.same_top);
 		}
 	}

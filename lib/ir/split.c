@@ -481,8 +481,10 @@ scan_part(struct phase *p, size_t pi)
 			if (!out)
 				continue;
 			if (mlirTypeIsAMemRef(mlirValueGetType(v)))
-				return phase_err(p, i, "yields a memref used outside its partition; "
-				    "the cut would pass a buffer between kernels (keep its producer and users together)");
+				return phase_err(p, i,
+				    "yields a memref used outside its partition; "
+				    "the cut would pass a buffer between kernels (keep its producer and users "
+				    "together)");
 			if (aliases_input(p, pi, v))
 				return phase_err(p, i, "yields a value used outside its partition that aliases "
 				    "a buffer from outside it (in-place update or view across the cut)");
@@ -669,7 +671,8 @@ build_kernel(struct phase *p, size_t pi)
 	mlirOperationSetInherentAttributeByName(f, LLM_SREF("sym_name"), mlirStringAttrGet(ctx, LLM_SREF(kn.name)));
 	km = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
 	MlirOperation kmo = mlirModuleGetOperation(km);
-	mlirOperationSetDiscardableAttributeByName(kmo, LLM_SREF("llm.kind"), mlirStringAttrGet(ctx, LLM_SREF(p->kind)));
+	mlirOperationSetDiscardableAttributeByName(kmo, LLM_SREF("llm.kind"),
+	    mlirStringAttrGet(ctx, LLM_SREF(p->kind)));
 	mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), f);
 	f = (MlirOperation){NULL}; /* owned by km now */
 	what = llm_xasprintf("%s: partition %zu (kernel '%s')", p->path, pi, kn.name);
@@ -788,7 +791,8 @@ build_glue(struct phase *p, char **text)
 			if (!llm_ptrmap_get(&map, pt->in[k].ptr, &nv)) {
 				free(args);
 				free(res);
-				phase_err(p, pt->first, "starts a partition that needs a value the glue computes after it");
+				phase_err(p, pt->first,
+				    "starts a partition that needs a value the glue computes after it");
 				goto out;
 			}
 			args[k] = (MlirValue){nv};

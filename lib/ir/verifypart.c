@@ -281,16 +281,17 @@ resolve(struct vphase *p, size_t pi, struct vref *r, const char *what)
 	r->v = (MlirValue){NULL};
 	if (r->arg) {
 		if (r->n < 0 || r->n >= mlirBlockGetNumArguments(p->body)) {
-			violation(p, (ptrdiff_t)pi, -1, "bad-reference", "%s names arg %lld, which does not exist", what,
-			    (long long)r->n);
+			violation(p, (ptrdiff_t)pi, -1, "bad-reference", "%s names arg %lld, which does not exist",
+			    what, (long long)r->n);
 			return;
 		}
 		r->v = mlirBlockGetArgument(p->body, (intptr_t)r->n);
 	} else {
 		ptrdiff_t i = pos_of_id(p, r->n);
 		if (i < 0 || r->result < 0 || r->result >= mlirOperationGetNumResults(p->ops[i])) {
-			violation(p, (ptrdiff_t)pi, r->n, "bad-reference", "%s names op %lld result %lld, which does not exist",
-			    what, (long long)r->n, (long long)r->result);
+			violation(p, (ptrdiff_t)pi, r->n, "bad-reference",
+			    "%s names op %lld result %lld, which does not exist", what, (long long)r->n,
+			    (long long)r->result);
 			return;
 		}
 		r->v = mlirOperationGetResult(p->ops[i], (intptr_t)r->result);
@@ -298,8 +299,8 @@ resolve(struct vphase *p, size_t pi, struct vref *r, const char *what)
 	char *t = llm_ir_type_str(mlirValueGetType(r->v));
 	if (strcmp(t, r->type) != 0) {
 		char *d = value_desc(p, r->v);
-		violation(p, (ptrdiff_t)pi, r->arg ? -1 : r->n, "type-mismatch", "%s (%s) has type '%s', not '%s'", what, d,
-		    t, r->type);
+		violation(p, (ptrdiff_t)pi, r->arg ? -1 : r->n, "type-mismatch", "%s (%s) has type '%s', not '%s'",
+		    what, d, t, r->type);
 		free(d);
 	}
 	free(t);
@@ -381,9 +382,10 @@ compare_refs(struct vphase *p, size_t pi, const char *kind, MlirValue *need, siz
 			char *d = value_desc(p, need[i]), *k = llm_xasprintf("undeclared-%s", kind);
 			MlirOperation op;
 			intptr_t idx;
-			int64_t id = llm_ir_def_in(p->body, need[i], &op, &idx) == LLM_IR_TOP ? p->ids[pos_of(p, op)] : -1;
-			violation(p, (ptrdiff_t)pi, id, k, "%s crosses the bounds of partition %zu but is not one of its %ss",
-			    d, pi, kind);
+			int64_t id = llm_ir_def_in(p->body, need[i], &op, &idx) == LLM_IR_TOP ? p->ids[pos_of(p, op)]
+			                                                                      : -1;
+			violation(p, (ptrdiff_t)pi, id, k,
+			    "%s crosses the bounds of partition %zu but is not one of its %ss", d, pi, kind);
 			free(d);
 			free(k);
 		}
@@ -415,8 +417,8 @@ check_claims(struct vphase *p, const int64_t *glue_ids, size_t nglue, const int6
 	for (size_t k = 0; k < nglue; k++) {
 		ptrdiff_t i = pos_of_id(p, glue_ids[k]);
 		if (i < 0) {
-			violation(p, -1, glue_ids[k], "unknown-op", "glue_ops names op %lld, which the original does not have",
-			    (long long)glue_ids[k]);
+			violation(p, -1, glue_ids[k], "unknown-op",
+			    "glue_ops names op %lld, which the original does not have", (long long)glue_ids[k]);
 			continue;
 		}
 		if (p->claims[i]++ == 0)
@@ -425,15 +427,16 @@ check_claims(struct vphase *p, const int64_t *glue_ids, size_t nglue, const int6
 	for (size_t k = 0; k < nremat; k++) {
 		ptrdiff_t i = pos_of_id(p, remat_ids[k]);
 		if (i < 0) {
-			violation(p, -1, remat_ids[k], "unknown-op", "remat_ops names op %lld, which the original does not have",
-			    (long long)remat_ids[k]);
+			violation(p, -1, remat_ids[k], "unknown-op",
+			    "remat_ops names op %lld, which the original does not have", (long long)remat_ids[k]);
 			continue;
 		}
 		if (p->claims[i]++ == 0)
 			p->owner[i] = OWN_REMAT;
 		if (!llm_ir_is_remat(p->ops[i])) {
 			char *d = desc(p, i);
-			violation(p, -1, p->ids[i], "bad-remat", "%s is in remat_ops but is not a copyable constant", d);
+			violation(p, -1, p->ids[i], "bad-remat", "%s is in remat_ops but is not a copyable constant",
+			    d);
 			free(d);
 		}
 	}
@@ -448,7 +451,8 @@ check_claims(struct vphase *p, const int64_t *glue_ids, size_t nglue, const int6
 	for (size_t i = 0; i < p->nops; i++) {
 		char *d = desc(p, i);
 		if (p->claims[i] == 0)
-			violation(p, -1, p->ids[i], "missing-op", "%s is in no partition, not in the glue and not copied", d);
+			violation(p, -1, p->ids[i], "missing-op",
+			    "%s is in no partition, not in the glue and not copied", d);
 		else if (p->claims[i] > 1)
 			violation(p, -1, p->ids[i], "duplicate-op", "%s is claimed %d times", d, p->claims[i]);
 		free(d);
@@ -497,7 +501,8 @@ check_claims(struct vphase *p, const int64_t *glue_ids, size_t nglue, const int6
 					MlirOperation t = llm_ir_ancestor_in(p->body, mlirOpOperandGetOwner(u));
 					if (mlirOperationIsNull(t))
 						continue;
-					if (!llm_ptrmap_get(&pt->member, (const void *)(uintptr_t)(pos_of(p, t) + 1), NULL))
+					if (!llm_ptrmap_get(&pt->member, (const void *)(uintptr_t)(pos_of(p, t) + 1),
+					        NULL))
 						need_add(&out, v);
 				}
 			}
@@ -576,8 +581,9 @@ check_kernel(struct vphase *p, size_t pi, MlirOperation kf, const MlirValue *arg
 	int rc = -1;
 
 	if (mlirBlockIsNull(kb) || mlirBlockGetNumArguments(kb) != (intptr_t)nargs) {
-		violation(p, (ptrdiff_t)pi, -1, "kernel-mismatch", "kernel '%s' takes %lld arguments, the call passes %zu",
-		    pt->kernel, mlirBlockIsNull(kb) ? 0LL : (long long)mlirBlockGetNumArguments(kb), nargs);
+		violation(p, (ptrdiff_t)pi, -1, "kernel-mismatch",
+		    "kernel '%s' takes %lld arguments, the call passes %zu", pt->kernel,
+		    mlirBlockIsNull(kb) ? 0LL : (long long)mlirBlockGetNumArguments(kb), nargs);
 		return -1;
 	}
 	for (size_t i = 0; i < nargs; i++)
@@ -601,7 +607,8 @@ check_kernel(struct vphase *p, size_t pi, MlirOperation kf, const MlirValue *arg
 				MlirValue kv = mlirOperationGetOperand(op, (intptr_t)i);
 				if (!llm_ptrmap_get(&km, kv.ptr, &a)) {
 					violation(p, (ptrdiff_t)pi, -1, "kernel-mismatch",
-					    "kernel '%s' returns, as result %zu, a value that stands for no value of the original",
+					    "kernel '%s' returns, as result %zu, a value that stands for no value of "
+					    "the original",
 					    pt->kernel, i);
 					goto out;
 				}
@@ -643,7 +650,8 @@ check_kernel(struct vphase *p, size_t pi, MlirOperation kf, const MlirValue *arg
 		if (next < pt->nops) {
 			char *d = desc(p, pt->ops[next]);
 			violation(p, (ptrdiff_t)pi, p->ids[pt->ops[next]], "kernel-mismatch",
-			    "kernel '%s' has '%s' where partition %zu has %s (or it reads other values)", pt->kernel, n, pi, d);
+			    "kernel '%s' has '%s' where partition %zu has %s (or it reads other values)", pt->kernel, n,
+			    pi, d);
 			free(d);
 		} else
 			violation(p, (ptrdiff_t)pi, -1, "kernel-mismatch",
@@ -671,11 +679,12 @@ check_call(struct vphase *p, size_t pi, MlirModule glue, MlirOperation call, str
 
 	v->ncalls++;
 	if (!mlirStringRefEqual(callee, LLM_SREF(pt->kernel)))
-		violation(p, (ptrdiff_t)pi, -1, "call-mismatch", "call %zu of the glue calls '%.*s', partition %zu uses '%s'", pi,
-		    (int)callee.length, callee.data, pi, pt->kernel);
+		violation(p, (ptrdiff_t)pi, -1, "call-mismatch",
+		    "call %zu of the glue calls '%.*s', partition %zu uses '%s'", pi, (int)callee.length, callee.data,
+		    pi, pt->kernel);
 	if (nargs != pt->nin) {
-		violation(p, (ptrdiff_t)pi, -1, "input-mismatch", "call %zu passes %zu values, partition %zu declares %zu inputs",
-		    pi, nargs, pi, pt->nin);
+		violation(p, (ptrdiff_t)pi, -1, "input-mismatch",
+		    "call %zu passes %zu values, partition %zu declares %zu inputs", pi, nargs, pi, pt->nin);
 		ok = 0;
 	}
 	for (size_t i = 0; i < nargs; i++) {
@@ -695,29 +704,31 @@ check_call(struct vphase *p, size_t pi, MlirModule glue, MlirOperation call, str
 	MlirOperation kf = mlirModuleIsNull(km) ? (MlirOperation){NULL} : llm_ir_find_func_ref(km, callee);
 	MlirOperation decl = llm_ir_find_func_ref(glue, callee);
 	if (!mlirModuleIsNull(km) && mlirOperationIsNull(kf))
-		violation(p, (ptrdiff_t)pi, -1, "call-mismatch", "%s has no function '%.*s'", pt->file, (int)callee.length,
-		    callee.data);
+		violation(p, (ptrdiff_t)pi, -1, "call-mismatch", "%s has no function '%.*s'", pt->file,
+		    (int)callee.length, callee.data);
 	if (!mlirOperationIsNull(kf)) {
 		if (mlirOperationIsNull(decl) || !func_type_equal(kf, decl))
 			violation(p, (ptrdiff_t)pi, -1, "decl-mismatch",
-			    "the glue declares '%.*s' with another type than %s defines", (int)callee.length, callee.data,
-			    pt->file);
+			    "the glue declares '%.*s' with another type than %s defines", (int)callee.length,
+			    callee.data, pt->file);
 		char hx[17];
 		llm_hex64(llm_ir_func_hash(kf, NULL), hx);
 		if (strcmp(hx, pt->hash) != 0)
-			violation(p, (ptrdiff_t)pi, -1, "hash-mismatch", "kernel '%.*s' hashes to %s, partition.json says %s",
-			    (int)callee.length, callee.data, hx, pt->hash);
+			violation(p, (ptrdiff_t)pi, -1, "hash-mismatch",
+			    "kernel '%.*s' hashes to %s, partition.json says %s", (int)callee.length, callee.data, hx,
+			    pt->hash);
 		if (check_kernel(p, pi, kf, args, nargs, &ret, &nret) == 0) {
 			if (nret != pt->nout)
 				violation(p, (ptrdiff_t)pi, -1, "output-mismatch",
-				    "kernel '%s' returns %zu values, partition %zu declares %zu outputs", pt->kernel, nret, pi,
-				    pt->nout);
+				    "kernel '%s' returns %zu values, partition %zu declares %zu outputs", pt->kernel,
+				    nret, pi, pt->nout);
 			for (size_t i = 0; i < nret && i < pt->nout; i++)
 				if (!mlirValueEqual(ret[i], pt->out[i].v)) {
 					char *x = value_desc(p, ret[i]), *y = value_desc(p, pt->out[i].v);
-					violation(p, (ptrdiff_t)pi, pt->out[i].arg ? -1 : pt->out[i].n, "output-mismatch",
-					    "kernel '%s' returns %s as result %zu, partition %zu declares %s", pt->kernel, x, i,
-					    pi, y);
+					violation(p, (ptrdiff_t)pi, pt->out[i].arg ? -1 : pt->out[i].n,
+					    "output-mismatch",
+					    "kernel '%s' returns %s as result %zu, partition %zu declares %s",
+					    pt->kernel, x, i, pi, y);
 					free(x);
 					free(y);
 				}
@@ -749,15 +760,15 @@ check_signature(struct vphase *p, MlirOperation orig, MlirOperation glue)
 		MlirAttribute b = mlirOperationGetAttributeByName(glue, mlirIdentifierStr(a.name));
 		MlirStringRef n = mlirIdentifierStr(a.name);
 		if (mlirAttributeIsNull(b) || !mlirAttributeEqual(a.attribute, b))
-			violation(p, -1, -1, "glue-signature", "'@%s' of the glue differs from the original in '%.*s'", p->entry,
-			    (int)n.length, n.data);
+			violation(p, -1, -1, "glue-signature", "'@%s' of the glue differs from the original in '%.*s'",
+			    p->entry, (int)n.length, n.data);
 	}
 	for (intptr_t i = 0; i < nb; i++) {
 		MlirNamedAttribute b = mlirOperationGetAttribute(glue, i);
 		MlirStringRef n = mlirIdentifierStr(b.name);
 		if (mlirAttributeIsNull(mlirOperationGetAttributeByName(orig, n)))
-			violation(p, -1, -1, "glue-signature", "'@%s' of the glue has '%.*s', the original does not", p->entry,
-			    (int)n.length, n.data);
+			violation(p, -1, -1, "glue-signature", "'@%s' of the glue has '%.*s', the original does not",
+			    p->entry, (int)n.length, n.data);
 	}
 }
 
@@ -824,14 +835,15 @@ check_glue(struct vphase *p)
 			if (llm_ir_is_remat(op))
 				continue; /* a copied constant */
 			char *n = op_name(op);
-			violation(p, -1, -1, "glue-mismatch", "the glue has '%s' (line %d), which stands for no op of the original",
-			    n, llm_ir_line(op));
+			violation(p, -1, -1, "glue-mismatch",
+			    "the glue has '%s' (line %d), which stands for no op of the original", n, llm_ir_line(op));
 			free(n);
 			continue;
 		}
 		ptrdiff_t i = pos_of_id(p, id);
 		if (i < 0) {
-			violation(p, -1, id, "unknown-op", "the glue has op %lld, which the original does not have", (long long)id);
+			violation(p, -1, id, "unknown-op", "the glue has op %lld, which the original does not have",
+			    (long long)id);
 			continue;
 		}
 		char *d = desc(p, (size_t)i);
@@ -841,11 +853,13 @@ check_glue(struct vphase *p)
 			violation(p, p->owner[i] >= 0 ? p->owner[i] : -1, id, "misplaced-op",
 			    "%s is in the glue but not in glue_ops", d);
 		if (!llm_ir_op_equal(p->ops[i], op, &gm, remat_cb, NULL))
-			violation(p, -1, id, "glue-mismatch", "%s differs in the glue from the original (or reads other values)", d);
+			violation(p, -1, id, "glue-mismatch",
+			    "%s differs in the glue from the original (or reads other values)", d);
 		free(d);
 	}
 	if (call < p->nparts)
-		violation(p, (ptrdiff_t)call, -1, "missing-call", "the glue calls %zu of the %zu partitions", call, p->nparts);
+		violation(p, (ptrdiff_t)call, -1, "missing-call", "the glue calls %zu of the %zu partitions", call,
+		    p->nparts);
 	for (size_t i = 0; i < p->nops; i++)
 		if (p->owner[i] == OWN_GLUE && p->claims[i] == 1 && !seen[i]) {
 			char *d = desc(p, i);
@@ -939,11 +953,15 @@ check_kernels(struct vctx *v, json_t *root)
 			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is listed twice", i, name);
 		else if (strcmp(v->uses[u].file, file) != 0 || strcmp(v->uses[u].hash, hash) != 0 ||
 		    strcmp(v->uses[u].kind, kind) != 0)
-			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is %s, %s, hash %s; its partitions say "
-			    "%s, %s, hash %s", i, name, kind, file, hash, v->uses[u].kind, v->uses[u].file, v->uses[u].hash);
+			index_violation(v, "index-mismatch",
+			    "kernels[%zu]: '%s' is %s, %s, hash %s; its partitions say "
+			    "%s, %s, hash %s",
+			    i, name, kind, file, hash, v->uses[u].kind, v->uses[u].file, v->uses[u].hash);
 		else if ((size_t)n != v->uses[u].n)
-			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is used by %" PRId64 " partitions, the "
-			    "phases call it %zu times", i, name, n, v->uses[u].n);
+			index_violation(v, "index-mismatch",
+			    "kernels[%zu]: '%s' is used by %" PRId64 " partitions, the "
+			    "phases call it %zu times",
+			    i, name, n, v->uses[u].n);
 	}
 	for (size_t u = 0; u < v->nuses; u++)
 		if (!seen[u] && *v->uses[u].file)
@@ -1063,8 +1081,8 @@ verify_phase(struct vctx *v, json_t *jp, size_t n)
 			goto out;
 		}
 		if (!inside(pt->file)) {
-			violation(&p, (ptrdiff_t)pi, -1, "bad-path", "partition %zu: kernel file '%s' is outside %s", pi,
-			    pt->file, v->dir);
+			violation(&p, (ptrdiff_t)pi, -1, "bad-path", "partition %zu: kernel file '%s' is outside %s",
+			    pi, pt->file, v->dir);
 			pt->file = NULL;
 		}
 		record_use(v, &p, pt);
@@ -1073,7 +1091,8 @@ verify_phase(struct vctx *v, json_t *jp, size_t n)
 			ptrdiff_t i = pos_of_id(&p, ids[k]);
 			if (i < 0) {
 				violation(&p, (ptrdiff_t)pi, ids[k], "unknown-op",
-				    "partition %zu names op %lld, which the original does not have", pi, (long long)ids[k]);
+				    "partition %zu names op %lld, which the original does not have", pi,
+				    (long long)ids[k]);
 				continue;
 			}
 			pt->ops[pt->nops++] = (size_t)i;

@@ -49,7 +49,8 @@ tiled(char **argv)
 	if (llm_map_file(&m, argv[3]) < 0)
 		llm_fatal("%s", llm_errmsg());
 	if (m.len != llm_qlayout_bytes(&l, rows, cols))
-		llm_fatal("%s: %zu bytes, the layout takes %" PRIu64, argv[3], m.len, llm_qlayout_bytes(&l, rows, cols));
+		llm_fatal("%s: %zu bytes, the layout takes %" PRIu64, argv[3], m.len,
+		    llm_qlayout_bytes(&l, rows, cols));
 	int64_t R = l.rows, G = l.group, ng = cols / G, gb = l.code == LLM_QCODE_I8 ? G : G / 2;
 	const uint8_t *q = m.p;
 	const float *s = (const float *)((const char *)m.p + llm_qlayout_scales_at(&l, rows, cols));

@@ -385,7 +385,8 @@ perplexity(const char *model, const char *text, const char *nctx, const char *ba
 		}
 	}
 	double mean = nll / count, var = nll2 / count - mean * mean, ppl = exp(mean);
-	printf("chunks %d scored %d PPL %.6f +/- %.6f\n", chunks, count, ppl, var > 0 ? sqrt(var / (count - 1)) * ppl : 0);
+	printf("chunks %d scored %d PPL %.6f +/- %.6f\n", chunks, count, ppl,
+	    var > 0 ? sqrt(var / (count - 1)) * ppl : 0);
 	if (base) {
 		double sk = 0;
 		for (int i = 0; i < count; i++)

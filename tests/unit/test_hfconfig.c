@@ -152,90 +152,97 @@ T_TEST(explicit_values_override_defaults)
 static const struct {
 	const char *cfg, *want;
 } bad[] = {
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
-	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'hidden_size'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_attention_heads\": 4,"
-	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'num_hidden_layers'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'num_attention_heads'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"vocab_size\": 1000}", "missing key 'intermediate_size'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128}", "missing key 'vocab_size'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": null, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}", "missing key 'hidden_size'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": \"64\", \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "key 'hidden_size': expected an integer"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64.5, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "key 'hidden_size': expected an integer"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 0, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "hidden_size must be positive (got 0)"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": -2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "num_hidden_layers must be positive (got -2)"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 0, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "num_attention_heads must be positive"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 0, \"vocab_size\": 1000}",
-	 "intermediate_size must be positive"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": -1}",
-	 "vocab_size must be positive"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 1e12, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "hidden_size 1000000000000 is too large"},
-	{QWEN ", \"num_key_value_heads\": 0}", "num_key_value_heads must be positive"},
-	{QWEN ", \"num_key_value_heads\": 3}", "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
-	{QWEN ", \"num_key_value_heads\": 8}", "num_attention_heads 4 is not a multiple of num_key_value_heads 8"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 66, \"num_hidden_layers\": 2,"
-	 " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
-	 "hidden_size 66 is not divisible by num_attention_heads 4"},
-	{QWEN ", \"head_dim\": 0}", "head_dim must be positive"},
-	{QWEN ", \"head_dim\": 15}", "head_dim 15 is odd"},
-	{QWEN ", \"max_position_embeddings\": 0}", "max_position_embeddings must be positive"},
-	{QWEN ", \"rms_norm_eps\": 0}", "rms_norm_eps must be positive"},
-	{QWEN ", \"rms_norm_eps\": \"1e-6\"}", "key 'rms_norm_eps': expected a number"},
-	{QWEN ", \"rope_theta\": -1}", "rope_theta must be positive"},
-	{QWEN ", \"tie_word_embeddings\": 1}", "key 'tie_word_embeddings': expected true or false"},
-	{LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
-	 " \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
-	 "rope_scaling 'llama3' is not supported"},
-	{LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}", "rope_scaling 'linear' is not supported"},
-	{QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported"},
-	{LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported"},
-	{LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null"},
-	{LLAMA ", \"rope_scaling\": {\"rope_type\": 3}}", "key 'rope_type': expected a string"},
-	{LLAMA ", \"mlp_bias\": true}", "mlp_bias true is not supported"},
-	{LLAMA ", \"attention_bias\": \"no\"}", "key 'attention_bias': expected true or false"},
-	{LLAMA ", \"hidden_act\": \"gelu\"}", "hidden_act 'gelu' is not supported (only 'silu')"},
-	{QWEN ", \"use_sliding_window\": true}", "use_sliding_window true is not supported"},
-	{QWEN ", \"torch_dtype\": \"float8_e4m3fn\"}", "torch_dtype 'float8_e4m3fn' is not supported"},
-	{"{\"architectures\": [\"MistralForCausalLM\"], " REQ "}",
-	 "unsupported architecture 'MistralForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM)"},
-	{"{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
-	 "unsupported architecture 'Qwen2ForSequenceClassification'"},
-	{"{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
-	 "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'"},
-	{"{\"model_type\": \"gemma\", " REQ "}", "unsupported model_type 'gemma' (supported: qwen2, llama)"},
-	{"{" REQ "}", "neither 'architectures' nor 'model_type' given"},
-	{"{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings"},
-	{"{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings"},
-	{"{\"architectures\": [], " REQ "}", "neither 'architectures' nor 'model_type' given"},
-	{QWEN ", \"eos_token_id\": 1000}", "eos_token_id 1000 is outside the vocabulary [0, 1000)"},
-	{QWEN ", \"bos_token_id\": -1}", "bos_token_id -1 is outside the vocabulary"},
-	{QWEN ", \"eos_token_id\": [1, \"2\"]}", "key 'eos_token_id': expected an integer or an array of integers"},
-	{QWEN ", \"eos_token_id\": \"2\"}", "key 'eos_token_id': expected an integer or an array"},
-	{QWEN ", \"bos_token_id\": [1, 2]}", "bos_token_id has 2 ids (at most 1 supported)"},
-	{QWEN ", \"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", "eos_token_id has 9 ids (at most 8 supported)"},
-	{"{\"architectures\": [\"Evil\\nArch\"], " REQ "}",
-	 "unsupported architecture '(text with control characters)'"},
-	{"[1, 2]", "not a JSON object"},
-	{"{\"hidden_size\": 64,\n \"x\": }", "config.json:2:"},
-	{"", "config.json:1:"},
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+	  " \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "missing key 'hidden_size'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_attention_heads\": 4,"
+	  " \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "missing key 'num_hidden_layers'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "missing key 'num_attention_heads'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"vocab_size\": 1000}",
+	    "missing key 'intermediate_size'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128}",
+	    "missing key 'vocab_size'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": null, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "missing key 'hidden_size'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": \"64\", \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "key 'hidden_size': expected an integer" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64.5, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "key 'hidden_size': expected an integer" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 0, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "hidden_size must be positive (got 0)" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": -2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "num_hidden_layers must be positive (got -2)" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 0, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "num_attention_heads must be positive" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 0, \"vocab_size\": 1000}",
+	    "intermediate_size must be positive" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": -1}",
+	    "vocab_size must be positive" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 1e12, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "hidden_size 1000000000000 is too large" },
+	{ QWEN ", \"num_key_value_heads\": 0}", "num_key_value_heads must be positive" },
+	{ QWEN ", \"num_key_value_heads\": 3}", "num_attention_heads 4 is not a multiple of num_key_value_heads 3" },
+	{ QWEN ", \"num_key_value_heads\": 8}", "num_attention_heads 4 is not a multiple of num_key_value_heads 8" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 66, \"num_hidden_layers\": 2,"
+	  " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 1000}",
+	    "hidden_size 66 is not divisible by num_attention_heads 4" },
+	{ QWEN ", \"head_dim\": 0}", "head_dim must be positive" },
+	{ QWEN ", \"head_dim\": 15}", "head_dim 15 is odd" },
+	{ QWEN ", \"max_position_embeddings\": 0}", "max_position_embeddings must be positive" },
+	{ QWEN ", \"rms_norm_eps\": 0}", "rms_norm_eps must be positive" },
+	{ QWEN ", \"rms_norm_eps\": \"1e-6\"}", "key 'rms_norm_eps': expected a number" },
+	{ QWEN ", \"rope_theta\": -1}", "rope_theta must be positive" },
+	{ QWEN ", \"tie_word_embeddings\": 1}", "key 'tie_word_embeddings': expected true or false" },
+	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
+	        " \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
+	    "rope_scaling 'llama3' is not supported" },
+	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
+	    "rope_scaling 'linear' is not supported" },
+	{ QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported" },
+	{ LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported" },
+	{ LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null" },
+	{ LLAMA ", \"rope_scaling\": {\"rope_type\": 3}}", "key 'rope_type': expected a string" },
+	{ LLAMA ", \"mlp_bias\": true}", "mlp_bias true is not supported" },
+	{ LLAMA ", \"attention_bias\": \"no\"}", "key 'attention_bias': expected true or false" },
+	{ LLAMA ", \"hidden_act\": \"gelu\"}", "hidden_act 'gelu' is not supported (only 'silu')" },
+	{ QWEN ", \"use_sliding_window\": true}", "use_sliding_window true is not supported" },
+	{ QWEN ", \"torch_dtype\": \"float8_e4m3fn\"}", "torch_dtype 'float8_e4m3fn' is not supported" },
+	{ "{\"architectures\": [\"MistralForCausalLM\"], " REQ "}",
+	    "unsupported architecture 'MistralForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM)" },
+	{ "{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
+	    "unsupported architecture 'Qwen2ForSequenceClassification'" },
+	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
+	    "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'" },
+	{ "{\"model_type\": \"gemma\", " REQ "}", "unsupported model_type 'gemma' (supported: qwen2, llama)" },
+	{ "{" REQ "}", "neither 'architectures' nor 'model_type' given" },
+	{ "{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings" },
+	{ "{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings" },
+	{ "{\"architectures\": [], " REQ "}", "neither 'architectures' nor 'model_type' given" },
+	{ QWEN ", \"eos_token_id\": 1000}", "eos_token_id 1000 is outside the vocabulary [0, 1000)" },
+	{ QWEN ", \"bos_token_id\": -1}", "bos_token_id -1 is outside the vocabulary" },
+	{ QWEN ", \"eos_token_id\": [1, \"2\"]}", "key 'eos_token_id': expected an integer or an array of integers" },
+	{ QWEN ", \"eos_token_id\": \"2\"}", "key 'eos_token_id': expected an integer or an array" },
+	{ QWEN ", \"bos_token_id\": [1, 2]}", "bos_token_id has 2 ids (at most 1 supported)" },
+	{ QWEN ", \"eos_token_id\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", "eos_token_id has 9 ids (at most 8 supported)" },
+	{ "{\"architectures\": [\"Evil\\nArch\"], " REQ "}",
+	    "unsupported architecture '(text with control characters)'" },
+	{ "[1, 2]", "not a JSON object" },
+	{ "{\"hidden_size\": 64,\n \"x\": }", "config.json:2:" },
+	{ "", "config.json:1:" },
 };
 
 T_TEST(bad_configs_are_rejected)

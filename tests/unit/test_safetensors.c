@@ -266,53 +266,70 @@ static const struct {
 	size_t datalen;
 	const char *want;
 } bad_headers[] = {
-	{"{\"w\": ", 8, "bad header JSON at line 1"},
-	{"[]", 0, "header is not a JSON object"},
-	{"{\"w\": 5}", 8, "tensor 'w': expected an object"},
-	{"{\"w\": {\"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "tensor 'w': missing 'dtype'"},
-	{"{\"w\": {\"dtype\": 4, \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "tensor 'w': non-string 'dtype'"},
-	{"{\"w\": {\"dtype\": \"Q4_0\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "tensor 'w': unknown dtype 'Q4_0'"},
-	{"{\"w\": {\"dtype\": \"f32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "unknown dtype 'f32'"},
-	{"{\"w\": {\"dtype\": \"F32\", \"data_offsets\": [0, 8]}}", 8, "tensor 'w': missing 'shape'"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": 2, \"data_offsets\": [0, 8]}}", 8, "tensor 'w': non-array 'shape'"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}", 8, "shape[0] is not a non-negative integer"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [1, 2.0], \"data_offsets\": [0, 8]}}", 8, "shape[1] is not a non-negative integer"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [\"2\"], \"data_offsets\": [0, 8]}}", 8, "shape[0] is not"},
-	{"{\"w\": {\"dtype\": \"U8\", \"shape\": [1,1,1,1,1,1,1,1,8], \"data_offsets\": [0, 8]}}", 8, "9 dimensions (at most 8"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2]}}", 8, "tensor 'w': missing 'data_offsets'"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 8, "'data_offsets' is not two non-negative integers"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8, 8]}}", 8, "'data_offsets' is not two"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [-8, 0]}}", 8, "'data_offsets' is not two"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, \"8\"]}}", 8, "'data_offsets' is not two"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": {\"a\": 0}}}", 8, "'data_offsets' is not two"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 8, "data_offsets [8, 0] begin after end"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 16]}}", 8,
-	 "tensor 'w': data_offsets [0, 16] outside the file (data area is 8 bytes)"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [9223372036854775800, 9223372036854775807]}}", 8,
-	 "outside the file"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 12,
-	 "tensor 'w': shape and dtype F32 give 12 bytes but data_offsets span 8"},
-	{"{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [0, 4]}}", 8, "give 8 bytes but data_offsets span 4"},
-	{"{\"w\": {\"dtype\": \"U8\", \"shape\": [4294967296, 4294967296], \"data_offsets\": [0, 8]}}", 8, "shape product overflows"},
-	{"{\"w\": {\"dtype\": \"U8\", \"shape\": [9223372036854775807, 2], \"data_offsets\": [0, 8]}}", 8, "shape product overflows"},
-	{"{\"w\": {\"dtype\": \"F64\", \"shape\": [2305843009213693952], \"data_offsets\": [0, 8]}}", 8, "byte size overflows"},
-	{"{\"w\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904], \"data_offsets\": [0, 0]}}", 8, "byte size overflows"},
-	{"{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
-	 " \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}", 12, "tensors 'a' and 'b' overlap"},
-	{"{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]},"
-	 " \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}", 16, "tensors 'a' and 'b' overlap"},
-	{"{\"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]},"
-	 " \"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]}}", 4, "overlap"},
-	{"{\"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]},"
-	 " \"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [1, 2]}}", 2, "duplicate object key"},
-	{"{\"__metadata__\": [1], \"w\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1,
-	 "'__metadata__' is not an object"},
-	{"{\"__metadata__\": {\"n\": 1}}", 0, "__metadata__ 'n' is not a string"},
+	{ "{\"w\": ", 8, "bad header JSON at line 1" },
+	{ "[]", 0, "header is not a JSON object" },
+	{ "{\"w\": 5}", 8, "tensor 'w': expected an object" },
+	{ "{\"w\": {\"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "tensor 'w': missing 'dtype'" },
+	{ "{\"w\": {\"dtype\": 4, \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "tensor 'w': non-string 'dtype'" },
+	{ "{\"w\": {\"dtype\": \"Q4_0\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8,
+	    "tensor 'w': unknown dtype 'Q4_0'" },
+	{ "{\"w\": {\"dtype\": \"f32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", 8, "unknown dtype 'f32'" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"data_offsets\": [0, 8]}}", 8, "tensor 'w': missing 'shape'" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": 2, \"data_offsets\": [0, 8]}}", 8, "tensor 'w': non-array 'shape'" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}", 8,
+	    "shape[0] is not a non-negative integer" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [1, 2.0], \"data_offsets\": [0, 8]}}", 8,
+	    "shape[1] is not a non-negative integer" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [\"2\"], \"data_offsets\": [0, 8]}}", 8, "shape[0] is not" },
+	{ "{\"w\": {\"dtype\": \"U8\", \"shape\": [1,1,1,1,1,1,1,1,8], \"data_offsets\": [0, 8]}}", 8,
+	    "9 dimensions (at most 8" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2]}}", 8, "tensor 'w': missing 'data_offsets'" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 8,
+	    "'data_offsets' is not two non-negative integers" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8, 8]}}", 8,
+	    "'data_offsets' is not two" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [-8, 0]}}", 8, "'data_offsets' is not two" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, \"8\"]}}", 8,
+	    "'data_offsets' is not two" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": {\"a\": 0}}}", 8,
+	    "'data_offsets' is not two" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}", 8,
+	    "data_offsets [8, 0] begin after end" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 16]}}", 8,
+	    "tensor 'w': data_offsets [0, 16] outside the file (data area is 8 bytes)" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [9223372036854775800, 9223372036854775807]}}",
+	    8, "outside the file" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}", 12,
+	    "tensor 'w': shape and dtype F32 give 12 bytes but data_offsets span 8" },
+	{ "{\"w\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [0, 4]}}", 8,
+	    "give 8 bytes but data_offsets span 4" },
+	{ "{\"w\": {\"dtype\": \"U8\", \"shape\": [4294967296, 4294967296], \"data_offsets\": [0, 8]}}", 8,
+	    "shape product overflows" },
+	{ "{\"w\": {\"dtype\": \"U8\", \"shape\": [9223372036854775807, 2], \"data_offsets\": [0, 8]}}", 8,
+	    "shape product overflows" },
+	{ "{\"w\": {\"dtype\": \"F64\", \"shape\": [2305843009213693952], \"data_offsets\": [0, 8]}}", 8,
+	    "byte size overflows" },
+	{ "{\"w\": {\"dtype\": \"F32\", \"shape\": [4611686018427387904], \"data_offsets\": [0, 0]}}", 8,
+	    "byte size overflows" },
+	{ "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
+	  " \"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+	    12, "tensors 'a' and 'b' overlap" },
+	{ "{\"a\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]},"
+	  " \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}",
+	    16, "tensors 'a' and 'b' overlap" },
+	{ "{\"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]},"
+	  " \"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]}}",
+	    4, "overlap" },
+	{ "{\"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]},"
+	  " \"a\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [1, 2]}}",
+	    2, "duplicate object key" },
+	{ "{\"__metadata__\": [1], \"w\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1,
+	    "'__metadata__' is not an object" },
+	{ "{\"__metadata__\": {\"n\": 1}}", 0, "__metadata__ 'n' is not a string" },
 	/* Names from the file never break the one-line message. */
-	{"{\"a\\nb\": {\"dtype\": \"Q\\r\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1,
-	 "tensor '(name with control characters)': unknown dtype '(name with control characters)'"},
-	{"{\"a\\u0000b\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1,
-	 "bad header JSON"},
+	{ "{\"a\\nb\": {\"dtype\": \"Q\\r\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1,
+	    "tensor '(name with control characters)': unknown dtype '(name with control characters)'" },
+	{ "{\"a\\u0000b\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1, "bad header JSON" },
 };
 
 T_TEST(bad_headers_are_rejected)
@@ -488,28 +505,29 @@ T_TEST(sharded_checkpoint_via_directory_and_index)
 
 T_TEST(sharded_inconsistencies_are_rejected)
 {
-	static const struct { const char *map, *want; } cases[] = {
+	static const struct { const char *map, *want;
+	} cases[] = {
 		/* A shard that does not exist. */
-		{GOOD_MAP ", \"x\": \"model-00003-of-00003.safetensors\"",
-		 "model.safetensors.index.json: shard "},
+		{ GOOD_MAP ", \"x\": \"model-00003-of-00003.safetensors\"", "model.safetensors.index.json: shard " },
 		/* The index names a tensor its shard lacks. */
-		{GOOD_MAP ", \"model.extra\": \"model-00001-of-00002.safetensors\"",
-		 "model-00001-of-00002.safetensors: no tensor 'model.extra' (named by "},
+		{ GOOD_MAP ", \"model.extra\": \"model-00001-of-00002.safetensors\"",
+		    "model-00001-of-00002.safetensors: no tensor 'model.extra' (named by " },
 		/* The index puts a tensor in the wrong shard. */
-		{"\"lm_head\": \"model-00001-of-00002.safetensors\","
-		 " \"model.embed\": \"model-00001-of-00002.safetensors\","
-		 " \"model.norm\": \"model-00002-of-00002.safetensors\"",
-		 "no tensor 'lm_head'"},
+		{ "\"lm_head\": \"model-00001-of-00002.safetensors\","
+		  " \"model.embed\": \"model-00001-of-00002.safetensors\","
+		  " \"model.norm\": \"model-00002-of-00002.safetensors\"",
+		    "no tensor 'lm_head'" },
 		/* A shard holds a tensor the index does not list. */
-		{"\"lm_head\": \"model-00002-of-00002.safetensors\","
-		 " \"model.embed\": \"model-00001-of-00002.safetensors\"",
-		 "model-00001-of-00002.safetensors: tensor 'model.norm' is not listed in "},
-		{GOOD_MAP ", \"y\": 3", "weight_map: tensor 'y': shard name is not a string"},
-		{GOOD_MAP ", \"y\": \"../outside.safetensors\"", "bad shard name '../outside.safetensors'"},
-		{GOOD_MAP ", \"y\": \"/etc/passwd\"", "bad shard name '/etc/passwd'"},
-		{GOOD_MAP ", \"y\": \"\"", "bad shard name ''"},
-		{GOOD_MAP ", \"y\\n\": \"a\\nb\"", "tensor '(name with control characters)': bad shard name '(name with"},
-		{"", "empty 'weight_map'"},
+		{ "\"lm_head\": \"model-00002-of-00002.safetensors\","
+		  " \"model.embed\": \"model-00001-of-00002.safetensors\"",
+		    "model-00001-of-00002.safetensors: tensor 'model.norm' is not listed in " },
+		{ GOOD_MAP ", \"y\": 3", "weight_map: tensor 'y': shard name is not a string" },
+		{ GOOD_MAP ", \"y\": \"../outside.safetensors\"", "bad shard name '../outside.safetensors'" },
+		{ GOOD_MAP ", \"y\": \"/etc/passwd\"", "bad shard name '/etc/passwd'" },
+		{ GOOD_MAP ", \"y\": \"\"", "bad shard name ''" },
+		{ GOOD_MAP ", \"y\\n\": \"a\\nb\"",
+		    "tensor '(name with control characters)': bad shard name '(name with" },
+		{ "", "empty 'weight_map'" },
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		char dname[32];

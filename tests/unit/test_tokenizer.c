@@ -281,19 +281,23 @@ T_TEST(load_errors_name_the_file_and_the_feature)
 	static const struct {
 		const char *json, *err;
 	} cases[] = {
-		{"[1]", "test.json: not a JSON object"},
-		{"{\"model\": {\"type\": \"Unigram\"}}", "test.json: unsupported model 'Unigram' (only BPE)"},
-		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
-		 " \"normalizer\": {\"type\": \"Precompiled\"}}", "test.json: unsupported normalizer 'Precompiled'"},
-		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
-		 " \"decoder\": {\"type\": \"WordPiece\"}}", "test.json: unsupported decoder 'WordPiece'"},
-		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b c\"]}}",
-		 "test.json: merge 0: 'a b c' is not two tokens"},
-		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [],"
-		 " \"unk_token\": \"<unk>\"}}", "test.json: model: unk_token '<unk>' not in the vocabulary"},
-		{"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
-		 " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}}",
-		 "test.json: regex '(': missing closing parenthesis"},
+		{ "[1]", "test.json: not a JSON object" },
+		{ "{\"model\": {\"type\": \"Unigram\"}}", "test.json: unsupported model 'Unigram' (only BPE)" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+		  " \"normalizer\": {\"type\": \"Precompiled\"}}",
+		    "test.json: unsupported normalizer 'Precompiled'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+		  " \"decoder\": {\"type\": \"WordPiece\"}}",
+		    "test.json: unsupported decoder 'WordPiece'" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [\"a b c\"]}}",
+		    "test.json: merge 0: 'a b c' is not two tokens" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [],"
+		  " \"unk_token\": \"<unk>\"}}",
+		    "test.json: model: unk_token '<unk>' not in the vocabulary" },
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []},"
+		  " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": "
+		  "\"Isolated\"}}",
+		    "test.json: regex '(': missing closing parenthesis" },
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		struct llm_tokenizer *t = llm_tokenizer_load_json(cases[i].json, strlen(cases[i].json), "test.json");

@@ -252,7 +252,10 @@ T_TEST(what_the_fast_reader_declines_fails_as_before)
 		"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"Precompiled\"}}",
 		"{\"model\": {\"vocab\": [], \"merges\": []}}",
 		"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": {}}}",
-		"", "{", "{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": [\"a", "{\"model\": {\"vocab\": {\"a\": 0, \"",
+		"",
+		"{",
+		"{\"model\": {\"vocab\": {\"a\": 0}, \"merges\": [\"a",
+		"{\"model\": {\"vocab\": {\"a\": 0, \"",
 	};
 	for (size_t i = 0; i < LLM_NELEM(docs); i++)
 		T_CHECKF(check_doc(docs[i], strlen(docs[i]), docs[i]) == 0, "%s", docs[i]);
