@@ -189,6 +189,10 @@ llm_lower_pipeline(const char *share, const char *kind)
 
 	if (llm_phase_kind(kind, name, sizeof(name)) < 0)
 		return NULL;
+	/* llm-split's glue only carves weight views and calls the partitions:
+	 * no arithmetic to schedule, so it takes the generic pass list. */
+	if (strcmp(name, "glue") == 0)
+		snprintf(name, sizeof(name), "generic");
 	char *file = llm_xasprintf("pipelines/%s.txt", name);
 	char *path = llm_path_join(share, file);
 	free(file);
