@@ -110,7 +110,8 @@ int
 llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
     struct llm_ppl_result *r)
 {
-	int64_t n_ctx = o->n_ctx, first = n_ctx / 2, per = n_ctx - 1 - first, vocab = rt->vocab;
+	const float *lg = llm_runtime_logits(rt); /* the buffer of every call */
+	int64_t n_ctx = o->n_ctx, first = n_ctx / 2, per = n_ctx - 1 - first, vocab = llm_runtime_vocab(rt);
 	struct llm_map base = {0};
 	struct llm_out out = {.fd = -1};
 	int64_t *buf = NULL;
@@ -119,9 +120,9 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (n_ctx < 4 || n_ctx > rt->max_context)
+	if (n_ctx < 4 || n_ctx > llm_runtime_context(rt))
 		return llm_seterr("a context of %" PRId64 " tokens: the model takes 4 to %" PRId64, n_ctx,
-		    rt->max_context);
+		    llm_runtime_context(rt));
 	if ((int64_t)n < 2 * n_ctx)
 		return llm_seterr("the text is %zu tokens; a context of %" PRId64 " needs at least %" PRId64, n, n_ctx,
 		    2 * n_ctx);
@@ -171,23 +172,23 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 			if (j > first && llm_runtime_decode(rt, buf[j]) < 0)
 				goto out;
 			/* each distribution's log-sum-exp once, for its NLL and the KL */
-			double lq = log_sum_exp(rt->logits, vocab), v = lq - (double)rt->logits[buf[j + 1]];
+			double lq = log_sum_exp(lg, vocab), v = lq - (double)lg[buf[j + 1]];
 			nll += v;
 			nll2 += v * v;
-			if (out.fp && fwrite(rt->logits, sizeof(float), (size_t)vocab, out.fp) != (size_t)vocab) {
+			if (out.fp && fwrite(lg, sizeof(float), (size_t)vocab, out.fp) != (size_t)vocab) {
 				llm_seterr("%s: write error:", o->save_base);
 				goto out;
 			}
 			if (blog) {
 				const float *b = blog + (size_t)r->n_scored * (size_t)vocab;
 				double lb = log_sum_exp(b, vocab), bv = lb - (double)b[buf[j + 1]];
-				double k = kl_lse(b, lb, rt->logits, lq, vocab);
+				double k = kl_lse(b, lb, lg, lq, vocab);
 				bnll += bv;
 				bnll2 += bv * bv;
 				kl += k;
 				kl2 += k * k;
 				kls[r->n_scored] = k;
-				same += llm_argmax(b, vocab) == llm_argmax(rt->logits, vocab);
+				same += llm_argmax(b, vocab) == llm_argmax(lg, vocab);
 			}
 			r->n_scored++;
 		}

@@ -1,5 +1,7 @@
 /* runtime.c: see runtime.h. */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
@@ -14,6 +16,29 @@
 #include "target.h"
 #include "util.h"
 #include "weights.h"
+
+struct llm_runtime {
+	struct llm_bundle bundle;
+	struct llm_model model;
+	struct llm_bundle_map wmap;     /* weights.bin, in place */
+	const uint8_t *weights;         /* its data area (data_bytes) */
+	void *lib;                      /* the model library */
+	const char *lib_label;          /* for messages */
+	llm_phase_fn *phase[LLM_PH_COUNT];
+	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
+	uint64_t lib_fingerprint;
+	uint8_t *kv;                    /* kv_cache.bytes, zeroed, page aligned */
+	size_t kv_map;
+	int64_t *tokens;                /* the tokens argument: phase_tokens max */
+	float *logits;                  /* vocab_size: the last call's logits */
+	int64_t vocab, max_context;
+	int64_t pos;                    /* positions filled in the cache */
+	int64_t calls[LLM_PH_COUNT];
+	int verbose;
+	pthread_t prefault;             /* joined by llm_runtime_close */
+	int prefaulting;
+	atomic_int stop_prefault;
+};
 
 /* model.json of a build directory, or the member of a bundle: the
  * messages name the member ("model.llm: model.json"). */
@@ -169,15 +194,15 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	return 0;
 }
 
-int
-llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runtime_opts *o)
+struct llm_runtime *
+llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 {
 	static const struct llm_runtime_opts none;
 	const struct llm_model *m;
 	int64_t cap = 1;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct llm_runtime *rt = llm_xcalloc(1, sizeof(*rt));
 
-	memset(rt, 0, sizeof(*rt));
 	if (!o)
 		o = &none;
 #ifdef M_MMAP_MAX
@@ -192,8 +217,10 @@ llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runt
 	mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
 	rt->verbose = o->verbose;
-	if (llm_bundle_open(&rt->bundle, path) < 0)
-		return -1;
+	if (llm_bundle_open(&rt->bundle, path) < 0) {
+		free(rt);
+		return NULL;
+	}
 	if (load_model(rt) < 0)
 		goto fail;
 	m = &rt->model;
@@ -229,15 +256,17 @@ llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runt
 	/* Best effort: without the thread the first phase faults them in. */
 	if (o->prefault && pthread_create(&rt->prefault, NULL, prefault_main, rt) == 0)
 		rt->prefaulting = 1;
-	return 0;
+	return rt;
 fail:
 	llm_runtime_close(rt);
-	return -1;
+	return NULL;
 }
 
 void
 llm_runtime_close(struct llm_runtime *rt)
 {
+	if (!rt)
+		return;
 	if (rt->prefaulting) {
 		atomic_store(&rt->stop_prefault, 1);
 		pthread_join(rt->prefault, NULL);
@@ -257,7 +286,59 @@ llm_runtime_close(struct llm_runtime *rt)
 	if (rt->model.root)
 		llm_model_free(&rt->model);
 	llm_bundle_close(&rt->bundle);
-	memset(rt, 0, sizeof(*rt));
+	free(rt);
+}
+
+const struct llm_model *
+llm_runtime_model(const struct llm_runtime *rt)
+{
+	return &rt->model;
+}
+
+const struct llm_bundle *
+llm_runtime_bundle(const struct llm_runtime *rt)
+{
+	return &rt->bundle;
+}
+
+uint64_t
+llm_runtime_fingerprint(const struct llm_runtime *rt)
+{
+	return rt->lib_fingerprint;
+}
+
+int64_t
+llm_runtime_vocab(const struct llm_runtime *rt)
+{
+	return rt->vocab;
+}
+
+int64_t
+llm_runtime_context(const struct llm_runtime *rt)
+{
+	return rt->max_context;
+}
+
+int
+llm_runtime_limit_context(struct llm_runtime *rt, int64_t n)
+{
+	if (n < 1 || n > rt->model.max_context)
+		return llm_seterr("%s: a context of %" PRId64 " exceeds the one this model was built for, %" PRId64
+		    " (llm-import --max-context sets it)", rt->model.path, n, rt->model.max_context);
+	rt->max_context = n;
+	return 0;
+}
+
+int64_t
+llm_runtime_pos(const struct llm_runtime *rt)
+{
+	return rt->pos;
+}
+
+const float *
+llm_runtime_logits(const struct llm_runtime *rt)
+{
+	return rt->logits;
 }
 
 static int

@@ -9,8 +9,6 @@
 #ifndef LLM_RUNTIME_H
 #define LLM_RUNTIME_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 
 #include "bundle.h"
@@ -33,46 +31,47 @@ struct llm_runtime_opts {
 	int prefault;           /* map the weights' pages in a background thread */
 };
 
-struct llm_runtime {
-	struct llm_bundle bundle;
-	struct llm_model model;
-	struct llm_bundle_map wmap;     /* weights.bin, in place */
-	const uint8_t *weights;         /* its data area (data_bytes) */
-	void *lib;                      /* the model library */
-	const char *lib_label;          /* for messages */
-	llm_phase_fn *phase[LLM_PH_COUNT];
-	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
-	uint64_t lib_fingerprint;
-	uint8_t *kv;                    /* kv_cache.bytes, zeroed, page aligned */
-	size_t kv_map;
-	int64_t *tokens;                /* the tokens argument: phase_tokens max */
-	float *logits;                  /* vocab_size: the last call's logits */
-	int64_t vocab, max_context;
-	int64_t pos;                    /* positions filled in the cache */
-	int64_t calls[LLM_PH_COUNT];
-	int verbose;
-	pthread_t prefault;             /* joined by llm_runtime_close */
-	int prefaulting;
-	atomic_int stop_prefault;
-};
+/* Opaque: read through the accessors below (an embedding program needs
+ * nothing else). */
+struct llm_runtime;
 
-/* 0, or -1 with llm_errmsg naming the file at fault. */
-int llm_runtime_open(struct llm_runtime *rt, const char *path, const struct llm_runtime_opts *o);
+/* The runtime of a bundle or build directory, or NULL with llm_errmsg
+ * naming the file at fault. */
+struct llm_runtime *llm_runtime_open(const char *path, const struct llm_runtime_opts *o);
+/* Frees it (NULL: nothing). */
 void llm_runtime_close(struct llm_runtime *rt);
 
-/* Append n prompt tokens at rt->pos: prefill for a chunk at position 0,
- * prefill_kv for chunks after it, each of at most its phase's tokens.
- * rt->logits then holds the logits of the last token.  -1 with llm_errmsg
+/* The manifest, the bundle (its members: tokenizer files, target.json)
+ * and the library's plan fingerprint. */
+const struct llm_model *llm_runtime_model(const struct llm_runtime *rt);
+const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
+uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
+int64_t llm_runtime_vocab(const struct llm_runtime *rt);
+/* Positions the context may hold: the build's max_context, or less after
+ * llm_runtime_limit_context. */
+int64_t llm_runtime_context(const struct llm_runtime *rt);
+/* Use at most n positions (1 <= n <= the build's max_context; the cache
+ * stays allocated for the build's).  -1 with llm_errmsg otherwise. */
+int llm_runtime_limit_context(struct llm_runtime *rt, int64_t n);
+/* Positions filled in the cache. */
+int64_t llm_runtime_pos(const struct llm_runtime *rt);
+/* The logits of the last token of the last prefill or decode
+ * (llm_runtime_vocab of them). */
+const float *llm_runtime_logits(const struct llm_runtime *rt);
+
+/* Append n prompt tokens at position llm_runtime_pos: prefill for a
+ * chunk at position 0, prefill_kv for chunks after it, each of at most its
+ * phase's tokens; llm_runtime_logits are then the last token's.  -1 with llm_errmsg
  * for an id outside the vocabulary or a context overflow. */
 int llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n);
-/* Append one token at rt->pos > 0 through decode. */
+/* Append one token at llm_runtime_pos > 0 through decode. */
 int llm_runtime_decode(struct llm_runtime *rt, int64_t token);
 /* Forget the context: the next prefill starts at position 0.  The cache
  * is not cleared: attention reads [0, pos + n_tokens) only. */
 void llm_runtime_reset(struct llm_runtime *rt);
-/* Keep the first pos positions of the context (pos <= rt->pos): the next
- * tokens overwrite the cache from there.  rt->logits are stale until the
- * next prefill or decode.  -1 with llm_errmsg for pos out of range. */
+/* Keep the first pos positions of the context (pos <= llm_runtime_pos):
+ * the next tokens overwrite the cache from there.  The logits are stale
+ * until the next prefill or decode.  -1 with llm_errmsg for pos out of range. */
 int llm_runtime_rewind(struct llm_runtime *rt, int64_t pos);
 
 /* Index of the largest element (the first on ties; NaN never wins). */

@@ -425,8 +425,8 @@ struct result {
 static void
 write_logits(struct gen *g)
 {
-	size_t v = (size_t)g->rt->vocab;
-	if (g->logits && fwrite(g->rt->logits, sizeof(float), v, g->logits->fp) != v)
+	size_t v = (size_t)llm_runtime_vocab(g->rt);
+	if (g->logits && fwrite(llm_runtime_logits(g->rt), sizeof(float), v, g->logits->fp) != v)
 		llm_fatal("%s: write error:", g->logits->path);
 }
 
@@ -476,7 +476,7 @@ starts_document(const struct gen *g, int64_t id, const struct llm_buf *piece)
 	return strip;
 }
 
-/* Generate from rt->logits (those of the last context token) until a
+/* Generate from llm_runtime_logits(rt) (those of the last context token) until a
  * stop.  Every token fed through decode is recorded in cache with its
  * bytes (its ids are the repetition penalty's history).  t0 is when the
  * prompt started, for the time to first token. */
@@ -491,7 +491,7 @@ generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *
 	r->stop = "length";
 	r->t_first = llm_now() - t0;
 	if (g->max_new > 0) {
-		int64_t next = llm_sampler_sample(g->sampler, rt->logits, cache->ids, cache->n);
+		int64_t next = llm_sampler_sample(g->sampler, llm_runtime_logits(rt), cache->ids, cache->n);
 		r->t_first = llm_now() - t0;
 		for (;;) {
 			if (interrupted) {
@@ -520,13 +520,13 @@ generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *
 			}
 			if ((int64_t)r->n == g->max_new)
 				break;
-			if (rt->pos >= rt->max_context) {
+			if (llm_runtime_pos(rt) >= llm_runtime_context(rt)) {
 				r->stop = "context";
 				break;
 			}
 			double td = llm_now();
 			if (llm_runtime_decode(rt, next) < 0)
-				llm_fatal("%s: %s", rt->bundle.path, llm_errmsg());
+				llm_fatal("%s: %s", llm_runtime_bundle(rt)->path, llm_errmsg());
 			r->t_decode += llm_now() - td;
 			r->ndecode++;
 			piece.len = 0;
@@ -534,7 +534,7 @@ generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *
 				llm_tokenizer_token_bytes(g->tok, next, &piece);
 			llm_chat_cache_push(cache, next, piece.p, piece.len, 1);
 			write_logits(g);
-			next = llm_sampler_sample(g->sampler, rt->logits, cache->ids, cache->n);
+			next = llm_sampler_sample(g->sampler, llm_runtime_logits(rt), cache->ids, cache->n);
 		}
 	}
 	llm_stream_finish(&r->stream, &out);
@@ -641,8 +641,9 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 
 	if (nids == 0)
 		llm_fatal("%s: empty prompt", model);
-	if ((int64_t)nids > rt->max_context)
-		llm_fatal("%s: prompt of %zu tokens does not fit max_context %" PRId64, model, nids, rt->max_context);
+	if ((int64_t)nids > llm_runtime_context(rt))
+		llm_fatal("%s: prompt of %zu tokens does not fit max_context %" PRId64, model, nids,
+		    llm_runtime_context(rt));
 	for (size_t i = 0; i < nids; i++)
 		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
 
@@ -744,15 +745,16 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		 * context, so that the next turns fit again without another
 		 * re-prefill. */
 		int64_t prompt = (int64_t)(keep + nids);
-		int fits = nids > 0 && prompt + c->reserve <= rt->max_context;
-		if (fits && (!dropped || prompt <= rt->max_context / 2))
+		int fits = nids > 0 && prompt + c->reserve <= llm_runtime_context(rt);
+		if (fits && (!dropped || prompt <= llm_runtime_context(rt) / 2))
 			break;
 		size_t d = drop_oldest(c);
 		if (d == 0 && fits)
 			break;
 		if (d == 0) {
 			llm_warn("%s: the message does not fit in the context: %zu prompt tokens and %" PRId64
-			    " for the reply, max_context %" PRId64, c->model, keep + nids, c->reserve, rt->max_context);
+			         " for the reply, max_context %" PRId64,
+			    c->model, keep + nids, c->reserve, llm_runtime_context(rt));
 			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
 			llm_buf_free(&full);
 			free(ids);
@@ -793,7 +795,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(reply, rlen));
 		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "context_tokens", json_integer(rt->pos));
+		json_object_set_new(o, "context_tokens", json_integer(llm_runtime_pos(rt)));
 		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
 		print_json(o);
 	} else {
@@ -805,7 +807,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	if (g->verbose)
 		fprintf(stderr, "%s: turn %d: reused %zu tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
 		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n", llm_prog, c->turns, keep,
-		    dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop, rt->pos);
+		    dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop, llm_runtime_pos(rt));
 	result_free(&r);
 	llm_buf_free(&full);
 	free(ids);
@@ -900,7 +902,7 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	c.tmpl = tmpl;
 	c.bos = bos;
 	c.eos = eos;
-	c.reserve = g->max_new < g->rt->max_context / 2 ? g->max_new : g->rt->max_context / 2;
+	c.reserve = g->max_new < llm_runtime_context(g->rt) / 2 ? g->max_new : llm_runtime_context(g->rt) / 2;
 	if (system) {
 		llm_chat_add(&c.conv, "system", system, strlen(system));
 		c.nsystem = 1;
@@ -1007,7 +1009,7 @@ static void
 bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
-		tokens[i] = (int64_t)(llm_rng_next(rng) % (uint64_t)rt->vocab);
+		tokens[i] = (int64_t)(llm_rng_next(rng) % (uint64_t)llm_runtime_vocab(rt));
 }
 
 /* What llama-bench's columns say of the model. */
@@ -1022,7 +1024,7 @@ struct bench_model {
 static void
 bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threads)
 {
-	const struct llm_model *m = &rt->model;
+	const struct llm_model *m = llm_runtime_model(rt);
 	const char *qtype = NULL;
 	uint64_t qbytes = 0;
 
@@ -1062,11 +1064,11 @@ bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threa
 	bm->threads = threads > 0 ? threads : env && atoi(env) > 0 ? atoi(env) :
 	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
 
-	const struct llm_member *tm = llm_bundle_find(&rt->bundle, LLM_TARGET_MEMBER);
+	const struct llm_member *tm = llm_bundle_find(llm_runtime_bundle(rt), LLM_TARGET_MEMBER);
 	char *text;
 	size_t len;
 	struct llm_target tg;
-	if (tm && llm_bundle_read(&rt->bundle, tm, &text, &len) == 0) {
+	if (tm && llm_bundle_read(llm_runtime_bundle(rt), tm, &text, &len) == 0) {
 		if (llm_target_parse(text, len, tm->label, &tg) == 0) {
 			bm->cpu = llm_xstrdup(tg.cpu);
 			llm_target_free(&tg);
@@ -1178,12 +1180,12 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 	/* tg needs one token of context before its first decode step. */
 	for (int i = 0; i < b->depth.n; i++) {
 		int64_t d = b->depth.v[i];
-		if (d + pmax > rt->max_context || (d > 0 ? d : 1) + tmax > rt->max_context) {
+		if (d + pmax > llm_runtime_context(rt) || (d > 0 ? d : 1) + tmax > llm_runtime_context(rt)) {
 			char depth[32] = "";
 			if (d > 0)
 				snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
 			llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64,
-			    model, pmax, tmax, depth, rt->max_context);
+			    model, pmax, tmax, depth, llm_runtime_context(rt));
 		}
 	}
 	bench_model_init(&bm, rt, threads);
@@ -1271,10 +1273,10 @@ run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *
 	if (!tok)
 		llm_fatal("%s: no tokenizer.json: --perplexity needs the tokenizer", model);
 	char *text = read_input(path, &len);
-	if (rt->model.add_bos && rt->model.bos_id >= 0) {
+	if (llm_runtime_model(rt)->add_bos && llm_runtime_model(rt)->bos_id >= 0) {
 		ids = llm_xmalloc(sizeof(*ids));
-		ids[nids++] = rt->model.bos_id;
-		po->bos = rt->model.bos_id;
+		ids[nids++] = llm_runtime_model(rt)->bos_id;
+		po->bos = llm_runtime_model(rt)->bos_id;
 	}
 	if (llm_tokenizer_encode(tok, text, len, 0, &ids, &nids) < 0)
 		llm_fatal("%s: %s", label, llm_errmsg());
@@ -1689,8 +1691,9 @@ run_text_mode(const struct args *a)
 /* Opens the model (and its tokenizer, unless benchmarking); the load time
  * in seconds. */
 static double
-open_model(struct args *a, struct llm_runtime *rt, struct source *src)
+open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 {
+	struct llm_runtime *rt;
 	if (!a->model)
 		usage_msg("no model (-m bundle or build directory)");
 	if (a->mode == M_NONE)
@@ -1701,30 +1704,31 @@ open_model(struct args *a, struct llm_runtime *rt, struct source *src)
 	/* Open the model. */
 	struct llm_runtime_opts ro = {(int)a->threads, a->verbose, 1};
 	double t_load = llm_now();
-	if (llm_runtime_open(rt, a->model, &ro) < 0)
+	if (!(*rtp = rt = llm_runtime_open(a->model, &ro)))
 		llm_fatal("%s", llm_errmsg());
 	/* -c: a smaller context than the build's (the cache stays allocated
 	 * for the build's; llm-import --max-context sets that) */
-	if (a->ctx_cap > rt->max_context)
+	if (a->ctx_cap > llm_runtime_context(rt))
 		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
-		    " (llm-import --max-context sets it)", a->model, a->ctx_cap, rt->max_context);
-	if (a->ctx_cap)
-		rt->max_context = a->ctx_cap;
+		    " (llm-import --max-context sets it)", a->model, a->ctx_cap, llm_runtime_context(rt));
+	if (a->ctx_cap && llm_runtime_limit_context(rt, a->ctx_cap) < 0)
+		llm_fatal("%s", llm_errmsg());
 	if (a->mode != M_BENCH) {
 		if (a->tokenizer_path)
 			source_path(src, a->tokenizer_path);
 		else
-			source_bundle(src, &rt->bundle);
+			source_bundle(src, llm_runtime_bundle(rt));
 	}
 	t_load = llm_now() - t_load;
 	if (a->verbose) {
-		const struct llm_model *m = &rt->model;
+		const struct llm_model *m = llm_runtime_model(rt);
 		char fp[17];
-		llm_hex64(rt->lib_fingerprint, fp);
-		fprintf(stderr, "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", max_context %" PRId64
-		    ", chunk %" PRId64 ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
-		    llm_prog, a->model, m->family, m->cfg.n_layers, rt->vocab, rt->max_context, m->prefill_chunk,
-		    m->data_bytes, fp, t_load * 1e3);
+		llm_hex64(llm_runtime_fingerprint(rt), fp);
+		fprintf(stderr,
+		    "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", max_context %" PRId64 ", chunk %" PRId64
+		    ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
+		    llm_prog, a->model, m->family, m->cfg.n_layers, llm_runtime_vocab(rt), llm_runtime_context(rt),
+		    m->prefill_chunk, m->data_bytes, fp, t_load * 1e3);
 	}
 	return t_load;
 }
@@ -1741,15 +1745,15 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 	g.nstop = a->nstop;
 	g.json = a->json;
 	g.verbose = a->verbose;
-	if (!(g.sampler = llm_sampler_new(&a->sp, rt->vocab)))
+	if (!(g.sampler = llm_sampler_new(&a->sp, llm_runtime_vocab(rt))))
 		usage_msg(llm_errmsg());
-	for (int i = 0; i < rt->model.n_eos; i++)
-		add_eos(&g, rt->model.eos_ids[i]);
-	g.added = llm_xcalloc((size_t)rt->vocab, 1);
+	for (int i = 0; i < llm_runtime_model(rt)->n_eos; i++)
+		add_eos(&g, llm_runtime_model(rt)->eos_ids[i]);
+	g.added = llm_xcalloc((size_t)llm_runtime_vocab(rt), 1);
 	if (g.tok)
 		for (size_t i = 0; i < llm_tokenizer_n_added(g.tok); i++) {
 			int64_t id = llm_tokenizer_added_id(g.tok, i);
-			if (id >= 0 && id < rt->vocab)
+			if (id >= 0 && id < llm_runtime_vocab(rt))
 				g.added[id] = 1;
 		}
 
@@ -1778,9 +1782,9 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 				len = strlen(ptext);
 			if (!g.tok)
 				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", a->model);
-			if (rt->model.add_bos && rt->model.bos_id >= 0) {
+			if (llm_runtime_model(rt)->add_bos && llm_runtime_model(rt)->bos_id >= 0) {
 				ids = llm_xmalloc(sizeof(*ids));
-				ids[nids++] = rt->model.bos_id;
+				ids[nids++] = llm_runtime_model(rt)->bos_id;
 			}
 			if (llm_tokenizer_encode(g.tok, ptext, len, 0, &ids, &nids) < 0)
 				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
@@ -1809,7 +1813,7 @@ main(int argc, char **argv)
 		.max_new = 128,
 		.mode = M_NONE,
 	};
-	struct llm_runtime rt;
+	struct llm_runtime *rt;
 	struct source src = {NULL, -1, NULL, NULL};
 
 	t_start = llm_now();
@@ -1823,15 +1827,15 @@ main(int argc, char **argv)
 
 	double t_load = open_model(&a, &rt, &src);
 	if (a.mode == M_BENCH)
-		run_bench(&rt, a.model, &a.bench, (int)a.threads, a.sp.seed, a.json);
+		run_bench(rt, a.model, &a.bench, (int)a.threads, a.sp.seed, a.json);
 	else if (a.mode == M_PPL) {
-		if (!a.ppl_ctx_set && a.po.n_ctx > rt.max_context)
-			a.po.n_ctx = rt.max_context;
-		run_perplexity(&rt, a.model, src.tok, a.ppl_path, &a.po, a.json, a.verbose);
+		if (!a.ppl_ctx_set && a.po.n_ctx > llm_runtime_context(rt))
+			a.po.n_ctx = llm_runtime_context(rt);
+		run_perplexity(rt, a.model, src.tok, a.ppl_path, &a.po, a.json, a.verbose);
 	} else
-		run_generate(&a, &rt, &src, t_load);
+		run_generate(&a, rt, &src, t_load);
 	free(a.stop);
 	source_free(&src);
-	llm_runtime_close(&rt);
+	llm_runtime_close(rt);
 	return LLM_EXIT_OK;
 }
