@@ -694,6 +694,52 @@ struct chat {
 	double prefill_s, decode_s;
 };
 
+/* The totals of the chat so far, on standard error. */
+static void
+chat_stats(const struct chat *c)
+{
+	fprintf(stderr,
+	    "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
+	    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s",
+	    llm_prog, c->turns, c->turns == 1 ? "" : "s", c->prefill_tokens, c->prefill_s * 1e3,
+	    rate((double)c->prefill_tokens, c->prefill_s), c->decode_tokens, c->decode_s * 1e3,
+	    rate((double)c->decode_tokens, c->decode_s));
+}
+
+/* A line that is one of the chat's commands: 1 when it was one (done),
+ * -1 for /exit and /quit, 0 for a message.  Their output goes to standard
+ * error, so that standard output stays the replies (or --json's lines). */
+static int
+chat_command(struct chat *c, const char *line, size_t len)
+{
+	static const char *const cmds[] = {"/help", "/exit", "/quit", "/reset", "/stats"};
+	size_t i = 0;
+	while (i < LLM_NELEM(cmds) && (strlen(cmds[i]) != len || memcmp(line, cmds[i], len) != 0))
+		i++;
+	switch (i) {
+	case 0:
+		fprintf(stderr, "/help    this list\n/exit, /quit  end the chat (as the end of the input does)\n"
+		    "/reset   forget the conversation (not the system prompt) and the cache\n"
+		    "/stats   the tokens and rates so far, and how much of the context is used\n"
+		    "any other line is a message (a line ending in \\ goes on)\n");
+		return 1;
+	case 1:
+	case 2:
+		return -1;
+	case 3:
+		llm_chat_remove(&c->conv, c->nsystem, c->conv.n - c->nsystem);
+		llm_chat_cache_truncate(&c->cache, 0);
+		llm_runtime_reset(c->g->rt);
+		return 1;
+	case 4:
+		chat_stats(c);
+		fprintf(stderr, ", context %" PRId64 " of %" PRId64 " positions\n", llm_runtime_pos(c->g->rt),
+		    llm_runtime_context(c->g->rt));
+		return 1;
+	}
+	return 0;
+}
+
 /* Drop the oldest exchange after the system prompt: its first message up
  * to the next user message.  0 when only the new message is left. */
 static size_t
@@ -915,13 +961,10 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 		}
 		if (read_message(&msg) < 0)
 			break;
-		if (msg.len == 6 && memcmp(msg.p, "/reset", 6) == 0) {
-			llm_chat_remove(&c.conv, c.nsystem, c.conv.n - c.nsystem);
-			llm_chat_cache_truncate(&c.cache, 0);
-			llm_runtime_reset(g->rt);
-			continue;
-		}
-		if (msg.len == 0)
+		int cmd = chat_command(&c, msg.p, msg.len);
+		if (cmd < 0)
+			break;
+		if (cmd > 0 || msg.len == 0)
 			continue;
 		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
 		clean.len = 0;
@@ -931,13 +974,10 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	if (tty)
 		write_out("\n", 1);
 	finish_stdout();
-	if (!g->json)
-		fprintf(stderr,
-		    "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
-		    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n",
-		    llm_prog, c.turns, c.turns == 1 ? "" : "s", c.prefill_tokens, c.prefill_s * 1e3,
-		    rate((double)c.prefill_tokens, c.prefill_s), c.decode_tokens, c.decode_s * 1e3,
-		    rate((double)c.decode_tokens, c.decode_s));
+	if (!g->json) {
+		chat_stats(&c);
+		fputc('\n', stderr);
+	}
 	llm_buf_free(&msg);
 	llm_buf_free(&clean);
 	llm_chat_free(&c.conv);

@@ -693,6 +693,21 @@ stop_job() {
 	[ "$text" = '"<s> [INST] <<SYS>>\nSYS\n<</SYS>>\n\ntwo [/INST]"' ]
 }
 
+@test "a chat's commands: /help, /stats and /exit (or /quit) on standard error; other lines, /-words included, are messages (issue 17)" {
+	d=$(fixture_linked c256 -C 256)
+	printf 'one\n/help\n/stats\n/unknown\n/exit\nnever\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 2 --json <"$T/in"
+	# two turns: "one" and "/unknown"; nothing after /exit
+	[ "${#lines[@]}" -eq 2 ]
+	text=$(jq -c .prompt_tokens <<<"${lines[1]}" | llm-run -m "$d" --detokenize)
+	[[ "$text" == *'[INST] /unknown [/INST]"' ]]
+	[[ "$stderr" == *"/stats   the tokens and rates so far"* ]]
+	[[ "$stderr" =~ llm-run:\ chat:\ 1\ turn,\ prefill\ [0-9]+\ tokens.*,\ context\ [0-9]+\ of\ 256\ positions ]]
+	printf 'one\n/quit\ntwo\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 2 --json <"$T/in"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
 @test "deepseek-r1 history without reasoning: the cache is cut after the last common added token" {
 	fixture_copy "$(fixture_linked c256 -C 256)" "$T/d"
 	# No prefix space; <s> becomes <｜Assistant｜>; after a newline (10)
