@@ -179,16 +179,27 @@ $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
 $(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
 
-# `make fuzz`: the libFuzzer target for the GGUF reader and its seed corpus
-# (the files test_gguf builds, plus the head of stories260K when present);
-# tests/fuzz/README says how to run it.
+# `make fuzz`: the libFuzzer targets of the readers (the GGUF file, the
+# model.json manifest, a conversation with every template, tokenizer.json)
+# and the GGUF seed corpus (the files test_gguf builds, plus the head of
+# stories260K when present); tests/fuzz/README says how to run them.  The
+# library's sources are built into each target with the fuzzer's
+# instrumentation.
 FUZZ_CC = clang-22
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS)
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS) $(DEPS_CFLAGS)
 FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c lib/gguf.c lib/util.c lib/dtype.c lib/quant.c
-fuzz: build/fuzz/fuzz_gguf build/fuzz/seeds/.done
+FUZZ_LIB_SRC = $(LIBOBJ:$(O)/lib/%.o=lib/%.c)
+FUZZ_TARGETS = build/fuzz/fuzz_gguf build/fuzz/fuzz_manifest build/fuzz/fuzz_chat build/fuzz/fuzz_tokjson
+fuzz: $(FUZZ_TARGETS) build/fuzz/seeds/.done
 build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRC) lib/gguf.h lib/util.h lib/dtype.h lib/quant.h
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
+build/fuzz/fuzz_manifest: tests/fuzz/fuzz_manifest.c
+build/fuzz/fuzz_chat: tests/fuzz/fuzz_chat.c
+build/fuzz/fuzz_tokjson: tests/fuzz/fuzz_tokjson.c
+build/fuzz/fuzz_manifest build/fuzz/fuzz_chat build/fuzz/fuzz_tokjson: $(FUZZ_LIB_SRC) $(LIBHDR)
+	@mkdir -p build/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/$(@F).c $(FUZZ_LIB_SRC) $(LIBS) -lpthread
 build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
 	@mkdir -p build/fuzz/seeds
 	LLM_GGUF_SEEDS=build/fuzz/seeds $(O)/tests/unit/test_gguf

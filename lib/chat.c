@@ -125,10 +125,12 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 		json_decref(root);
 		return llm_seterr("%s: expected a JSON array of messages", name);
 	}
+	size_t n0 = c->n;
 	json_array_foreach(root, i, m) {
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content"); /* borrowed */
 		if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
 			json_decref(root);
+			llm_chat_remove(c, n0, c->n - n0); /* as it was */
 			return llm_seterr("%s: message %zu: expected {\"role\": string, \"content\": string}", name, i);
 		}
 		llm_chat_add(c, json_string_value(role), json_string_value(content), json_string_length(content));

@@ -71,7 +71,8 @@ void llm_chat_remove(struct llm_chat *c, size_t i, size_t count);
 void llm_chat_free(struct llm_chat *c);
 /* Append the messages of a JSON array of {"role": string, "content":
  * string} objects (other keys are ignored).  0, or -1 with llm_errmsg
- * "name: ..." (not JSON, not such an array, no messages). */
+ * "name: ..." (not JSON, not such an array, no messages), c then as it
+ * was. */
 int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name);
 
 /* Append the rendered conversation to out.  bos and eos are the bos_token

@@ -16,6 +16,10 @@
 #include "util.h"
 
 #define SPACE_MARK "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+/* Token ids are below 2^24: the largest real vocabularies have about
+ * 262,000 ids, and the id tables are sized by the largest id, so a larger
+ * one (a damaged file) would ask for gigabytes. */
+#define LLM_TOK_MAX_ID (1 << 24)
 
 /* ---- growable vectors and piece lists ---- */
 

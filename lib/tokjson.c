@@ -378,8 +378,11 @@ load_vocab(struct llm_tokenizer *t, const json_t *vocab)
 	const json_t *v;
 	json_int_t maxid = -1;
 	json_object_foreach((json_t *)vocab, k, v) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= INT32_MAX)
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return llm_seterr("%s: model: vocab entry '%s' has no valid id", t->name, k);
+		if (json_integer_value(v) >= LLM_TOK_MAX_ID)
+			return llm_seterr("%s: model: vocab entry '%s' has id %lld, past the %d a tokenizer may have",
+			    t->name, k, (long long)json_integer_value(v), LLM_TOK_MAX_ID);
 		if (json_integer_value(v) > maxid)
 			maxid = json_integer_value(v);
 	}
@@ -475,7 +478,7 @@ load_added(struct llm_tokenizer *t, const json_t *a)
 		size_t len;
 		const json_t *id = json_object_get(x, "id"); /* borrowed */
 		if (get_str(x, "content", &s, &len) < 0 || !json_is_integer(id) || json_integer_value(id) < 0 ||
-		    json_integer_value(id) >= INT32_MAX)
+		    json_integer_value(id) >= LLM_TOK_MAX_ID)
 			return llm_seterr("%s: added token %zu: no 'content' string or valid 'id'", t->name, i);
 		if (!len)
 			continue; /* the crate ignores empty tokens */
@@ -729,8 +732,8 @@ read_vocab(struct llm_tokenizer *t, const char *p, const char *e)
 		int64_t id = 0;
 		while (p < e && *p >= '0' && *p <= '9' && p - q < 10)
 			id = id * 10 + (*p++ - '0');
-		if (p == q || (*q == '0' && p - q > 1) || id >= INT32_MAX)
-			goto fail;
+		if (p == q || (*q == '0' && p - q > 1) || id >= LLM_TOK_MAX_ID)
+			goto fail; /* load_vocab says why */
 		if (n == cap) {
 			cap = cap ? cap * 2 : 1024;
 			v = llm_xreallocarray(v, cap, sizeof(*v));

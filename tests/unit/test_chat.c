@@ -113,6 +113,12 @@ T_TEST(parse_reads_role_and_content_and_rejects_the_rest)
 		T_CHECK(strncmp(llm_errmsg(), "c.json", 6) == 0);
 		llm_chat_free(&c);
 	}
+	/* a bad message after good ones: the conversation is as it was (the
+	 * leak fuzz_chat found) */
+	const char *late = "[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"user\"}]";
+	T_CHECK(llm_chat_parse(&c, ok, strlen(ok), "c.json") == 0);
+	T_CHECK(llm_chat_parse(&c, late, strlen(late), "c.json") == -1 && c.n == 1);
+	llm_chat_free(&c);
 }
 
 /* Push pieces through a stream; record each piece of output. */

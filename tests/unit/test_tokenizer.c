@@ -298,6 +298,9 @@ T_TEST(load_errors_name_the_file_and_the_feature)
 		  " \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": "
 		  "\"Isolated\"}}",
 		    "test.json: regex '(': missing closing parenthesis" },
+		/* an id that would size the tables to gigabytes (fuzz_tokjson) */
+		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2147483646}, \"merges\": []}}",
+		    "test.json: model: vocab entry 'a' has id 2147483646, past the 16777216 a tokenizer may have" },
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		struct llm_tokenizer *t = llm_tokenizer_load_json(cases[i].json, strlen(cases[i].json), "test.json");

@@ -1,0 +1,35 @@
+/* fuzz_chat.c: libFuzzer target for a conversation (lib/chat.c,
+ * llm_chat_parse: the JSON llm-run --render reads) rendered with every
+ * built-in template.  A parsed conversation renders, or is refused with a
+ * message, under each template; a refused input leaves one line naming
+ * it.  Build and run: see tests/fuzz/README. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/chat.h"
+#include "../../lib/util.h"
+
+#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct llm_chat c = {0};
+
+	if (llm_chat_parse(&c, (const char *)data, size, "fuzz.json") < 0) {
+		CHECK(strncmp(llm_errmsg(), "fuzz.json", 9) == 0 && c.n == 0);
+		llm_chat_free(&c); /* its array may stay allocated */
+		return 0;
+	}
+	for (int t = 0; t < LLM_CHAT_COUNT; t++)
+		for (int gen = 0; gen < 2; gen++) {
+			struct llm_buf out = {0};
+			int rc = llm_chat_render(t, &c, gen, llm_chat_default_bos(t), llm_chat_default_eos(t), &out);
+			CHECK(rc == 0 || rc == -1);
+			CHECK(rc < 0 || (out.p && strlen(out.p) <= out.len));
+			llm_buf_free(&out);
+		}
+	llm_chat_free(&c);
+	return 0;
+}
