@@ -189,10 +189,8 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	if (p->layout) {
 		if (p->dtype != LLM_DT_I8 || p->ndim != 2 || !p->quant ||
 		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
-			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a matrix "
-			                  "of "
-			                  "whole %d-row tiles and %d-column groups",
-			    c, p->layout, p->ql.rows, p->ql.group);
+			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a "
+			    "matrix of whole %d-row tiles and %d-column groups", c, p->layout, p->ql.rows, p->ql.group);
 		if (n > UINT64_MAX / 2)
 			return llm_seterr("%s: size overflows", c);
 		n = llm_qlayout_bytes(&p->ql, p->shape[0], p->shape[1]);
@@ -213,6 +211,16 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 			return llm_seterr("%s: overlaps '%s' or is out of offset order", c, q->name);
 	}
 	return 0;
+}
+
+/* kv_cache.bytes of a config: layers x (k, v) x KV heads x positions x
+ * head_dim elements of dt.  In double, so that an edited config that
+ * overflows int64 is told apart (exact below 2^53). */
+static double
+kv_cache_bytes(const struct llm_model_config *c, int64_t max_context, enum llm_dtype dt)
+{
+	return (double)c->n_layers * 2 * (double)c->n_kv_heads * (double)llm_kv_positions(max_context) *
+	    (double)c->head_dim * (double)llm_dtype_size(dt);
 }
 
 /* model.json from a struct llm_model, in the order of formats.txt: what
@@ -341,9 +349,7 @@ llm_model_build(const struct llm_model *m)
 	    json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
 	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(m->max_context)));
-	json_object_set_new(kvc, "bytes",
-	    json_integer(c->n_layers * 2 * c->n_kv_heads * llm_kv_positions(m->max_context) * c->head_dim *
-	        (int64_t)llm_dtype_size(m->kv_dtype)));
+	json_object_set_new(kvc, "bytes", json_integer((json_int_t)kv_cache_bytes(c, m->max_context, m->kv_dtype)));
 	json_object_set_new(weights, "file", json_string(m->weights_file));
 	json_object_set_new(weights, "header_bytes", json_integer((json_int_t)m->header_bytes));
 	json_object_set_new(weights, "alignment", json_integer((json_int_t)m->alignment));
@@ -447,9 +453,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		/* The runtime allocates and the kernels index the cache by the
 		 * config (not covered by the fingerprint: derived, so checked) */
 		const struct llm_model_config *c = &m->cfg;
-		double want = (double)c->n_layers * 2 * (double)c->n_kv_heads *
-		    (double)llm_kv_positions(m->max_context) * (double)c->head_dim *
-		    (double)llm_dtype_size(m->kv_dtype);
+		double want = kv_cache_bytes(c, m->max_context, m->kv_dtype);
 		json_t *pos = json_object_get(o, "positions"); /* borrowed */
 		if ((double)m->kv_bytes != want) {
 			llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,

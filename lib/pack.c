@@ -207,9 +207,8 @@ check_plan(struct packer *k)
 			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
 			int64_t q = llm_ggml_type_by_name(p->quant);
 			if (q < 0 || !llm_quantize_supported((uint32_t)q))
-				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' (%s writes Q8_0, Q4_0, "
-				                  "Q4_1, "
-				                  "Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
+				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' "
+				    "(%s writes Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
 				    m->path, p->name, p->quant, llm_prog);
 			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)
 				return llm_seterr("%s: tensor '%s': %s values are stored as i8 codes or f32, not %s",
@@ -695,10 +694,8 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 	for (int i = 0; i < n && !rc; i++) {
 		const struct rowjob *j = &parts[i];
 		if (j->rc == -2)
-			rc = llm_seterr("%s: tensor '%s': row %" PRId64
-			                " holds a value that is not finite, which cannot "
-			                "be quantized",
-			    k->src_files.files[j->t->file].path, j->t->name, j->bad);
+			rc = llm_seterr("%s: tensor '%s': row %" PRId64 " holds a value that is not finite, "
+			    "which cannot be quantized", k->src_files.files[j->t->file].path, j->t->name, j->bad);
 		else if (j->rc)
 			rc = llm_seterr("%s: tensor '%s': cannot convert %s to %s blocks", k->m->path, j->p->name,
 			    j->t->type_name, llm_ggml_type_name((uint32_t)k->qtype[j->ti]));

@@ -1262,14 +1262,13 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 				for (int64_t r = 0; r < b->reps; r++)
 					json_array_append_new(samples, json_real(rates[r]));
 				/* ours, then llama-bench's -o json fields of the same */
-				json_array_append_new(arr,
-				    json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,s:I,s:I,s:I,"
-				              "s:f,s:f,s:o}",
-				        "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
-				        "model_type", bm.type, "model_size", (json_int_t)bm.size, "model_n_params",
-				        (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu, "n_threads",
-				        bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg, "n_depth",
-				        (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
+				json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,"
+				    "s:I,s:I,s:I,s:f,s:f,s:o}",
+				    "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
+				    "model_type", bm.type, "model_size", (json_int_t)bm.size,
+				    "model_n_params", (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu,
+				    "n_threads", bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg,
+				    "n_depth", (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
 			} else
 				bench_row(&bm, name, mean, sd);
 			/* a loaded machine: say so rather than print a wide spread silently */
@@ -1748,11 +1747,9 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 		llm_fatal("%s", llm_errmsg());
 	/* -c: a smaller context than the build's (the cache stays allocated
 	 * for the build's; llm-import --max-context sets that) */
-	if (a->ctx_cap > llm_runtime_context(rt))
+	if (a->ctx_cap && llm_runtime_limit_context(rt, a->ctx_cap) < 0)
 		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
 		    " (llm-import --max-context sets it)", a->model, a->ctx_cap, llm_runtime_context(rt));
-	if (a->ctx_cap && llm_runtime_limit_context(rt, a->ctx_cap) < 0)
-		llm_fatal("%s", llm_errmsg());
 	if (a->mode != M_BENCH) {
 		if (a->tokenizer_path)
 			source_path(src, a->tokenizer_path);
