@@ -27,6 +27,11 @@ struct rows {
 	const char *dyn; /* operand of tensor.empty for it: "%R" or "" */
 };
 
+struct qact {
+	const char *x, *xq, *xs4, *dx, *xsum;
+	int64_t k;
+};
+
 struct em {
 	struct llm_buf *b;
 	const struct llm_model *m;
@@ -38,6 +43,8 @@ struct em {
 	int nval;
 	const char *wt;    /* weight element type */
 	const char *kvt;   /* KV cache element type */
+	struct qact qa;    /* the activations last quantized (qact) */
+	int qdot;          /* the int8 kernels are called */
 };
 
 /* The strings of one module (value names, types, op text) live in a
@@ -376,19 +383,30 @@ struct qparts {
 	int four, code;
 };
 
+/* The facts of t's layout, without the views. */
 static struct qparts
-qview(struct em *e, const struct llm_plan_tensor *t)
+qinfo(const struct llm_plan_tensor *t)
 {
-	struct qparts q;
-	int64_t n = t->shape[0], k = t->shape[1];
+	struct qparts q = {0};
 	q.R = t->ql.rows;
 	q.G = t->ql.group;
 	q.code = t->ql.code;
 	q.four = q.code != LLM_QCODE_I8;
 	q.B = q.four ? q.G / 2 : q.G;
-	q.nt = n / q.R;
-	q.ng = k / q.G;
-	const char *cs = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
+	q.nt = t->shape[0] / q.R;
+	q.ng = t->shape[1] / q.G;
+	return q;
+}
+
+/* The views of t's parts; with pieces > 0 the codes are viewed as
+ * [n/8, k/G, pieces, 32] (32-byte pieces of the same bytes). */
+static struct qparts
+qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
+{
+	struct qparts q = qinfo(t);
+	int64_t n = t->shape[0], k = t->shape[1];
+	const char *cs = pieces ? fmt("%" PRId64 "x%" PRId64 "x%dx32xi8", q.nt, q.ng, pieces) :
+	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf32", q.nt, q.ng, q.R);
 	q.ct = fmt("tensor<%s>", cs);
 	q.st = fmt("tensor<%s>", ss);
@@ -396,6 +414,12 @@ qview(struct em *e, const struct llm_plan_tensor *t)
 	q.scales = view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
 	q.mins = t->ql.mins ? view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k), ss) : NULL;
 	return q;
+}
+
+static struct qparts
+qview(struct em *e, const struct llm_plan_tensor *t)
+{
+	return qview_as(e, t, 0);
 }
 
 /* The weight value `res` of a code in a body: s * sitofp(q) (+ m), with
@@ -557,6 +581,327 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	return yc;
 }
 
+/* Activations quantized for the products with quantized weights (the
+ * plan's dtypes.activations "q8", as llama.cpp quantizes them to Q8_0,
+ * with an f32 scale): each block of 32 of a row of x becomes
+ * x^ = d * q, d = max|x| / 127, q = roundeven(x * (127 / max|x|)) (0
+ * where max|x| is 0), and the product is W . x^ (ir.txt "Activations").
+ * For the int8 kernels, qact() gives the codes q of x [1, k], the sums of
+ * each 4 consecutive codes (xs4, for the kernels that multiply unsigned
+ * bytes), d, and each block's sum of x^ (xsum = d * sum q, for the
+ * weights' offsets), in one scf.for over the blocks; a product of the
+ * same x reuses them.  qround() gives x^ itself, in f32, for the other
+ * products (prefill's, and layouts the kernels do not read). */
+
+/* One line of a region's text: `ind` spaces, then the format. */
+static void
+ln(struct llm_buf *b, int ind, const char *f, ...)
+{
+	va_list ap;
+
+	llm_buf_printf(b, "%*s", ind, "");
+	va_start(ap, f);
+	llm_buf_vprintf(b, f, ap);
+	va_end(ap);
+	llm_buf_puts(b, "\n");
+}
+
+/* A vector read "res = vector.transfer_read src[idx], pad" of vt from
+ * the tensor of type st, in bounds. */
+static void
+rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad, const char *st,
+    const char *vt)
+{
+	ln(b, ind, "%s = vector.transfer_read %s[%s], %s {in_bounds = [true]} : %s, %s", res, src, idx, pad, st, vt);
+}
+
+/* The lane indices of a 16-element vector twice: shuffles that repeat
+ * it into 32. */
+static const char twice16[] = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, "
+			      "16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31";
+
+static struct qact
+qact(struct em *e, const char *x, int64_t k)
+{
+	if (e->qa.x && strcmp(e->qa.x, x) == 0)
+		return e->qa;
+	int64_t nb = k / 32;
+	const char *tq = fmt("tensor<%" PRId64 "xi8>", k), *ts = fmt("tensor<%" PRId64 "xi32>", k / 4);
+	const char *tb = fmt("tensor<%" PRId64 "xf32>", nb);
+	const char *eq = val(e, "qe"), *es = val(e, "qe"), *ed = val(e, "qe"), *em = val(e, "qe");
+	top(e, eq, "tensor.empty()", fmt(": %s", tq));
+	top(e, es, "tensor.empty()", fmt(": %s", ts));
+	top(e, ed, "tensor.empty()", fmt(": %s", tb));
+	top(e, em, "tensor.empty()", fmt(": %s", tb));
+	const char *lo = cindex(e, "c", 0), *hi = cindex(e, "c", nb), *r = val(e, "qa");
+	struct llm_buf b = {0};
+	ln(&b, 4, "%s:4 = scf.for %%_g = %s to %s step %%c1 iter_args(%%_aq = %s, %%_as = %s, %%_ad = %s, %%_am = %s)"
+	    " -> (%s, %s, %s, %s) {", r, lo, hi, eq, es, ed, em, tq, ts, tb, tb);
+	ln(&b, 6, "%%_c0 = arith.constant 0 : index");
+	ln(&b, 6, "%%_c8 = arith.constant 8 : index");
+	ln(&b, 6, "%%_c32 = arith.constant 32 : index");
+	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
+	ln(&b, 6, "%%_f127 = arith.constant 127.0 : f32");
+	ln(&b, 6, "%%_o = arith.muli %%_g, %%_c32 : index");
+	ln(&b, 6, "%%_o4 = arith.muli %%_g, %%_c8 : index");
+	rd(&b, 6, "%_v", x, "%_c0, %_o", "%_f0", fmt("tensor<1x%" PRId64 "xf32>", k), "vector<32xf32>");
+	ln(&b, 6, "%%_a = math.absf %%_v : vector<32xf32>");
+	ln(&b, 6, "%%_m = vector.reduction <maxnumf>, %%_a : vector<32xf32> into f32");
+	ln(&b, 6, "%%_d = arith.divf %%_m, %%_f127 : f32");
+	ln(&b, 6, "%%_z = arith.cmpf oeq, %%_m, %%_f0 : f32");
+	ln(&b, 6, "%%_id0 = arith.divf %%_f127, %%_m : f32");
+	ln(&b, 6, "%%_id = arith.select %%_z, %%_f0, %%_id0 : f32");
+	ln(&b, 6, "%%_idv = vector.broadcast %%_id : f32 to vector<32xf32>");
+	ln(&b, 6, "%%_p = arith.mulf %%_v, %%_idv : vector<32xf32>");
+	ln(&b, 6, "%%_r = math.roundeven %%_p : vector<32xf32>");
+	ln(&b, 6, "%%_qi = arith.fptosi %%_r : vector<32xf32> to vector<32xi32>");
+	ln(&b, 6, "%%_q = arith.trunci %%_qi : vector<32xi32> to vector<32xi8>");
+	ln(&b, 6, "%%_aq2 = vector.transfer_write %%_q, %%_aq[%%_o] {in_bounds = [true]} : vector<32xi8>, %s", tq);
+	for (int j = 0; j < 4; j++)
+		ln(&b, 6, "%%_e%d = vector.shuffle %%_qi, %%_qi [%d, %d, %d, %d, %d, %d, %d, %d] : vector<32xi32>, "
+		    "vector<32xi32>", j, j, j + 4, j + 8, j + 12, j + 16, j + 20, j + 24, j + 28);
+	ln(&b, 6, "%%_s01 = arith.addi %%_e0, %%_e1 : vector<8xi32>");
+	ln(&b, 6, "%%_s23 = arith.addi %%_e2, %%_e3 : vector<8xi32>");
+	ln(&b, 6, "%%_s4 = arith.addi %%_s01, %%_s23 : vector<8xi32>");
+	ln(&b, 6, "%%_as2 = vector.transfer_write %%_s4, %%_as[%%_o4] {in_bounds = [true]} : vector<8xi32>, %s", ts);
+	ln(&b, 6, "%%_ad2 = tensor.insert %%_d into %%_ad[%%_g] : %s", tb);
+	ln(&b, 6, "%%_sq = vector.reduction <add>, %%_qi : vector<32xi32> into i32");
+	ln(&b, 6, "%%_sf = arith.sitofp %%_sq : i32 to f32");
+	ln(&b, 6, "%%_xs = arith.mulf %%_sf, %%_d : f32");
+	ln(&b, 6, "%%_am2 = tensor.insert %%_xs into %%_am[%%_g] : %s", tb);
+	ln(&b, 6, "scf.yield %%_aq2, %%_as2, %%_ad2, %%_am2 : %s, %s, %s, %s", tq, ts, tb, tb);
+	ln(&b, 4, "} {%s}", attrs(e));
+	llm_buf_puts(e->b, b.p);
+	llm_buf_free(&b);
+	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r), k};
+	return e->qa;
+}
+
+/* 1 if the single-row product with W in layout q takes the int8 path:
+ * activations "q8", and codes the kernels read whole (int8 in groups of
+ * 32 or 16, 4-bit in groups of 32; offsets with groups of 32). */
+static int
+qa8(const struct em *e, const struct llm_plan_tensor *pt)
+{
+	struct qparts qi = qinfo(pt), *q = &qi;
+	if (pt->ql.mins && q->G != 32)
+		return 0;
+	return q->four ? q->G == 32 : q->G == 32 || q->G == 16;
+}
+
+static const char *
+qround(struct em *e, const char *x, struct rows r, int64_t k)
+{
+	int64_t nb = k / 32;
+	const char *R = strcmp(r.t, "1") == 0 ? "1" : "%R";
+	const char *M = r.dyn[0] ? "?" : fmt("%" PRId64, nb);
+	const char *mt = fmt("tensor<%sx32xf32>", M), *at = fmt("tensor<%sxf32>", M);
+	const char *t3 = fmt("tensor<%sx%" PRId64 "x32xf32>", r.t, nb);
+	const char *x3 = val(e, "xr"), *xm = val(e, "xr");
+	top(e, x3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", 32]", x, R, nb),
+	    fmt(": %s into %s", tensor2(r, k, "f32"), t3));
+	top(e, xm, fmt("tensor.collapse_shape %s [[0, 1], [2]]", x3), fmt(": %s into %s", t3, mt));
+	const char *mdyn = "";
+	if (r.dyn[0]) {
+		const char *cb = cindex(e, "c", nb);
+		mdyn = val(e, "nm");
+		top(e, mdyn, fmt("arith.muli %%R, %s", cb), ": index");
+	}
+	const char *z = generic(e, &(struct gspec){.sched = "fill", .hint = "zam", .otype = at, .odyn = mdyn,
+	    .omap = "d0", .nd = 1, .iters = "parallel", .body = "      %r = arith.constant 0.0 : f32\n"});
+	const char *am = generic(e, &(struct gspec){.sched = "rowsum", .hint = "am", INS({xm, mt, "d0, d1", "f32"}),
+	    .init = z, .otype = at, .omap = "d0", .nd = 2, .iters = "parallel, reduction",
+	    .body = "      %ab = math.absf %a0 : f32\n"
+	    "      %r = arith.maxnumf %o, %ab : f32\n"});
+	const char *xh = generic(e, &(struct gspec){.sched = "eltwise", .hint = "xh",
+	    INS({xm, mt, "d0, d1", "f32"}, {am, at, "d0", "f32"}), .otype = mt, .odyn = mdyn, .omap = "d0, d1",
+	    .nd = 2, .iters = "parallel, parallel",
+	    .body = "      %f0 = arith.constant 0.0 : f32\n"
+	    "      %f127 = arith.constant 127.0 : f32\n"
+	    "      %d = arith.divf %a1, %f127 : f32\n"
+	    "      %z = arith.cmpf oeq, %a1, %f0 : f32\n"
+	    "      %id0 = arith.divf %f127, %a1 : f32\n"
+	    "      %id = arith.select %z, %f0, %id0 : f32\n"
+	    "      %p = arith.mulf %a0, %id : f32\n"
+	    "      %q = math.roundeven %p : f32\n"
+	    "      %r = arith.mulf %q, %d : f32\n"});
+	const char *h3 = val(e, "xr"), *h2 = val(e, "xr");
+	top(e, h3, fmt("tensor.expand_shape %s [[0, 1], [2]] output_shape [%s, %" PRId64 ", 32]", xh, R, nb),
+	    fmt(": %s into %s", mt, t3));
+	top(e, h2, fmt("tensor.collapse_shape %s [[0], [1, 2]]", h3), fmt(": %s into %s", t3, tensor2(r, k, "f32")));
+	return h2;
+}
+
+/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row with W in a
+ * tiled layout and the activations quantized (qact), in integers: class
+ * "qdot", one scf.forall iteration per tile of 8 rows, a loop over the
+ * groups, and per group the int8 dot products of the target's kernel
+ * (llm_qdot_i8 / llm_qdot_u7, ir.txt "Kernels") scaled by the weights'
+ * and the block's scales into f32 lanes; the lanes are added once per
+ * row at the end, with the offsets' terms (m * sum of the group's x) and
+ * the bias.  A 32-byte load holds one row's group of 32 int8 codes
+ * (lanes: that row), or two rows' groups of 16 int8 or of 32 4-bit codes
+ * (lanes 0-3 the first row, 4-7 the second). */
+static const char *
+qdot(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name)
+{
+	int64_t n = pt->shape[0], k = pt->shape[1];
+	struct qact a = qact(e, x, k);
+	struct qparts qi = qinfo(pt);
+	int pairs = qi.G == 16 || qi.four, na = pairs ? 4 : 8, nacc = na + (pt->ql.mins ? 1 : 0);
+	/* the codes as 32-byte pieces: [nt, ng, na, 32] */
+	struct qparts qv = qview_as(e, pt, na), *q = &qv;
+	const char *bt = NULL, *bias = b_name ? wview_as(e, b_name, fmt("%" PRId64 "x", n), &bt) : NULL;
+	const char *yt = fmt("tensor<1x%" PRId64 "xf32>", n), *init = val(e, "qi"), *y = val(e, "qd");
+	const char *tq = fmt("tensor<%" PRId64 "xi8>", k), *ts = fmt("tensor<%" PRId64 "xi32>", k / 4);
+	const char *tb = fmt("tensor<%" PRId64 "xf32>", k / 32);
+	const char *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
+	top(e, init, "tensor.empty()", fmt(": %s", yt));
+	e->qdot = 1;
+
+	struct llm_buf b = {0}, accs = {0}, tys = {0}, outs = {0};
+	for (int h = 0; h < nacc; h++) {
+		llm_buf_printf(&accs, "%s%%_a%d = %%_zf", h ? ", " : "", h);
+		llm_buf_printf(&tys, "%s%s", h ? ", " : "", v8);
+		llm_buf_printf(&outs, "%s%%_n%d", h ? ", " : "", h);
+	}
+	ln(&b, 4, "%s = scf.forall (%%_t) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", y, q->nt, init, yt);
+	ln(&b, 6, "%%_c0 = arith.constant 0 : index");
+	ln(&b, 6, "%%_c1 = arith.constant 1 : index");
+	ln(&b, 6, "%%_c2 = arith.constant 2 : index");
+	ln(&b, 6, "%%_c4 = arith.constant 4 : index");
+	ln(&b, 6, "%%_c8 = arith.constant 8 : index");
+	ln(&b, 6, "%%_c16 = arith.constant 16 : index");
+	ln(&b, 6, "%%_c32 = arith.constant 32 : index");
+	ln(&b, 6, "%%_ng = arith.constant %" PRId64 " : index", q->ng);
+	ln(&b, 6, "%%_i0 = arith.constant 0 : i8");
+	ln(&b, 6, "%%_i32 = arith.constant 0 : i32");
+	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
+	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : %s", v8);
+	ln(&b, 6, "%%_zi = arith.constant dense<0> : %s", i8);
+	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b32);
+	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b32);
+	ln(&b, 6, "%%_m8 = arith.constant dense<-8> : %s", i8);
+	for (int h = 0; h < na; h++)
+		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
+	ln(&b, 6, "%%_res:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", nacc, accs.p, tys.p);
+
+	/* the block's activations as the kernels take them: %_x (32
+	 * bytes), %_xs (their sums of 4), the block's scale %_dx */
+	if (!pairs) {
+		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c32 : index");
+		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c8 : index");
+		rd(&b, 8, "%_x", a.xq, "%_xo", "%_i0", tq, b32);
+		rd(&b, 8, "%_xs", a.xs4, "%_so", "%_i32", ts, i8);
+		ln(&b, 8, "%%_dx = tensor.extract %s[%%_g] : %s", a.dx, tb);
+	} else if (!q->four) {
+		/* int8 groups of 16: the group's 16 bytes twice, block g / 2 */
+		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c16 : index");
+		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c4 : index");
+		ln(&b, 8, "%%_bk = arith.divui %%_g, %%_c2 : index");
+		rd(&b, 8, "%_x1", a.xq, "%_xo", "%_i0", tq, "vector<16xi8>");
+		ln(&b, 8, "%%_x = vector.shuffle %%_x1, %%_x1 [%s] : vector<16xi8>, vector<16xi8>", twice16);
+		rd(&b, 8, "%_xs1", a.xs4, "%_so", "%_i32", ts, "vector<4xi32>");
+		ln(&b, 8, "%%_xs = vector.shuffle %%_xs1, %%_xs1 [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s", "vector<4xi32>",
+		    "vector<4xi32>");
+		ln(&b, 8, "%%_dx = tensor.extract %s[%%_bk] : %s", a.dx, tb);
+	} else {
+		/* 4-bit codes of 32: byte j holds element j (low nibble) and
+		 * j + 16 (high); each half of x twice, and what codes less 8
+		 * take off (i4: -8 * the sums of 4) */
+		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c32 : index");
+		ln(&b, 8, "%%_xo2 = arith.addi %%_xo, %%_c16 : index");
+		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c8 : index");
+		rd(&b, 8, "%_xa", a.xq, "%_xo", "%_i0", tq, "vector<16xi8>");
+		rd(&b, 8, "%_xb", a.xq, "%_xo2", "%_i0", tq, "vector<16xi8>");
+		ln(&b, 8, "%%_xl = vector.shuffle %%_xa, %%_xa [%s] : vector<16xi8>, vector<16xi8>", twice16);
+		ln(&b, 8, "%%_xh = vector.shuffle %%_xb, %%_xb [%s] : vector<16xi8>, vector<16xi8>", twice16);
+		ln(&b, 8, "%%_dx = tensor.extract %s[%%_g] : %s", a.dx, tb);
+		if (q->code == LLM_QCODE_I4) {
+			rd(&b, 8, "%_xs8", a.xs4, "%_so", "%_i32", ts, i8);
+			ln(&b, 8, "%%_xsl = vector.shuffle %%_xs8, %%_xs8 [0, 1, 2, 3, 0, 1, 2, 3] : %s, %s", i8, i8);
+			ln(&b, 8, "%%_xsh = vector.shuffle %%_xs8, %%_xs8 [4, 5, 6, 7, 4, 5, 6, 7] : %s, %s", i8, i8);
+			ln(&b, 8, "%%_xst = arith.addi %%_xsl, %%_xsh : %s", i8);
+			ln(&b, 8, "%%_k0 = arith.muli %%_xst, %%_m8 : %s", i8);
+		}
+	}
+	rd(&b, 8, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+	ln(&b, 8, "%%_dxb = vector.broadcast %%_dx : f32 to %s", v8);
+	ln(&b, 8, "%%_sc = arith.mulf %%_sv, %%_dxb : %s", v8);
+	const char *kty = fmt("(%s, %s, %s) -> %s", i8, b32, b32, i8);
+	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i8, b32, b32, i8, i8);
+	for (int h = 0; h < na; h++) {
+		rd(&b, 8, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b32);
+		if (!q->four) {
+			ln(&b, 8, "%%_d%d = llvm.call @llm_qdot_i8(%%_zi, %%_w%d, %%_x, %%_xs) : %s", h, h, kty8);
+		} else {
+			ln(&b, 8, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b32);
+			ln(&b, 8, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b32);
+			ln(&b, 8, "%%_e%d = llvm.call @llm_qdot_u7(%s, %%_lo%d, %%_xl) : %s", h,
+			    q->code == LLM_QCODE_I4 ? "%_k0" : "%_zi", h, kty);
+			ln(&b, 8, "%%_d%d = llvm.call @llm_qdot_u7(%%_e%d, %%_hi%d, %%_xh) : %s", h, h, h, kty);
+		}
+		/* the lanes' scales: row h's, or rows 2h and 2h + 1's */
+		struct llm_buf sh = {0};
+		for (int l = 0; l < 8; l++)
+			llm_buf_printf(&sh, "%s%d", l ? ", " : "", pairs ? 2 * h + l / 4 : h);
+		ln(&b, 8, "%%_df%d = arith.sitofp %%_d%d : %s to %s", h, h, i8, v8);
+		ln(&b, 8, "%%_sb%d = vector.shuffle %%_sc, %%_sc [%s] : %s, %s", h, sh.p, v8, v8);
+		ln(&b, 8, "%%_n%d = vector.fma %%_df%d, %%_sb%d, %%_a%d : %s", h, h, h, h, v8);
+		llm_buf_free(&sh);
+	}
+	if (q->mins) {
+		rd(&b, 8, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+		ln(&b, 8, "%%_xsum = tensor.extract %s[%%_g] : %s", a.xsum, tb);
+		ln(&b, 8, "%%_xsb = vector.broadcast %%_xsum : f32 to %s", v8);
+		ln(&b, 8, "%%_n%d = vector.fma %%_mv, %%_xsb, %%_a%d : %s", na, na, v8);
+	}
+	ln(&b, 8, "scf.yield %s : %s", outs.p, tys.p);
+	ln(&b, 6, "}");
+
+	/* each row's sum of lanes, then the offsets' terms and the bias */
+	for (int h = 0; h < na; h++) {
+		if (!pairs) {
+			ln(&b, 6, "%%_y%d = vector.reduction <add>, %%_res#%d : %s into f32", h, h, v8);
+			continue;
+		}
+		for (int half = 0; half < 2; half++) {
+			ln(&b, 6, "%%_p%d_%d = vector.extract_strided_slice %%_res#%d {offsets = [%d], sizes = [4], "
+			    "strides = [1]} : %s to vector<4xf32>", h, half, h, 4 * half, v8);
+			ln(&b, 6, "%%_y%d = vector.reduction <add>, %%_p%d_%d : vector<4xf32> into f32",
+			    2 * h + half, h, half);
+		}
+	}
+	ln(&b, 6, "%%_yv = vector.from_elements %%_y0, %%_y1, %%_y2, %%_y3, %%_y4, %%_y5, %%_y6, %%_y7 : %s", v8);
+	const char *yv = "%_yv";
+	if (q->mins) {
+		ln(&b, 6, "%%_ym = arith.addf %s, %%_res#%d : %s", yv, na, v8);
+		yv = "%_ym";
+	}
+	ln(&b, 6, "%%_t8 = arith.muli %%_t, %%_c8 : index");
+	if (bias) {
+		ln(&b, 6, "%%_bz = arith.constant 0.0 : %s", bt);
+		rd(&b, 6, "%_bv", bias, "%_t8", "%_bz", fmt("tensor<%" PRId64 "x%s>", n, bt), fmt("vector<8x%s>", bt));
+		if (strcmp(bt, "f32") != 0)
+			ln(&b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", bt, v8);
+		ln(&b, 6, "%%_yb = arith.addf %s, %s : %s", yv, strcmp(bt, "f32") ? "%_bf" : "%_bv", v8);
+		yv = "%_yb";
+	}
+	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_t8] [1, 8] [1, 1] : %s to tensor<1x8xf32>", yt);
+	ln(&b, 6, "%%_ow = vector.transfer_write %s, %%_os[%%_c0, %%_c0] {in_bounds = [true]} : %s, %s", yv, v8,
+	    "tensor<1x8xf32>");
+	ln(&b, 6, "scf.forall.in_parallel {");
+	ln(&b, 8, "tensor.parallel_insert_slice %%_ow into %%_o[0, %%_t8] [1, 8] [1, 1] : tensor<1x8xf32> into %s", yt);
+	ln(&b, 6, "}");
+	ln(&b, 4, "} {%s}", attrs(e));
+	llm_buf_puts(e->b, b.p);
+	llm_buf_free(&b);
+	llm_buf_free(&accs);
+	llm_buf_free(&tys);
+	llm_buf_free(&outs);
+	return y;
+}
+
 /* W [n, k] f32 decoded from a tiled layout, for the products of many
  * rows (prefill): class "dequant", w[t, h, g, l] = s * q (+ m) (with
  * 4-bit codes w[t, h, g, half, j]) read in the tile order, collapsed to
@@ -601,6 +946,14 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name,
 		    pt->shape[1], k);
 	int64_t n = pt->shape[0];
+	if (pt->layout && e->m->act_q8) {
+		if (k % 32)
+			llm_fatal("%s: tensor '%s' has %" PRId64 " columns, not blocks of 32 for q8 activations",
+			    e->m->path, w_name, k);
+		if (strcmp(r.t, "1") == 0 && qa8(e, pt))
+			return qdot(e, x, pt, b_name);
+		x = qround(e, x, r, k);
+	}
 	if (pt->layout && strcmp(r.t, "1") == 0)
 		return qgemv(e, x, pt, b_name);
 	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0 && !pt->layout)
@@ -993,6 +1346,11 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	    fmt(": (tensor<%" PRId64 "xf32>, memref<%" PRId64 "xf32>) -> ()", V, V));
 	top(&e, NULL, "func.return", "");
 	llm_buf_puts(b, "  }\n");
+	/* The int8 kernels, defined by llm-lower for the target. */
+	if (e.qdot)
+		llm_buf_puts(b, "  llvm.func @llm_qdot_i8(vector<8xi32>, vector<32xi8>, vector<32xi8>, vector<8xi32>)"
+		    " -> vector<8xi32>\n"
+		    "  llvm.func @llm_qdot_u7(vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>\n");
 
 	/* The plan fingerprint, so the runtime can refuse other weights. */
 	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"

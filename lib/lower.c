@@ -18,6 +18,8 @@
  * cleanup (llm_atsignal) unless it is to be kept.  Paths are built before
  * any tool runs, so the cleanup only calls unlink and rmdir. */
 #define NTMPFILE 8
+/* A declaration of an int8 dot-product kernel (splice_kernels). */
+#define KERNEL_DECL "llvm.func @llm_qdot_"
 static char *volatile tmpdir;
 static char *volatile tmpfiles[NTMPFILE];
 
@@ -356,6 +358,11 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 		if (eq && eq[1] == '/')
 			key_file(h, eq + 1);
 	}
+	for (const char *const *f = llm_target_kernel_forms; *f; f++) {
+		char *k = llm_xasprintf("%s/kernels/%s.mlir", l->share, *f);
+		key_file(h, k);
+		free(k);
+	}
 	key_str(h, l->triple ? l->triple : "host");
 	key_str(h, l->cpu ? l->cpu : "native");
 	key_str(h, l->features ? l->features : "");
@@ -371,7 +378,7 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 
 /* One lowering's files, in a temporary directory beside the output. */
 struct work {
-	char *dir, *in, *llvm, *ll, *obj, *log[3];
+	char *dir, *in, *kin, *llvm, *ll, *obj, *log[3];
 };
 enum { LOG_OPT, LOG_TRANSLATE, LOG_LLC };
 
@@ -406,6 +413,7 @@ work_open(const struct llm_lower *l, struct work *w)
 	if (dot && dot != stem)
 		*dot = 0;
 	w->in = strcmp(l->input, "-") == 0 ? llm_xasprintf("%s/%s.mlir", dir, stem) : llm_xstrdup(l->input);
+	w->kin = llm_xasprintf("%s/%s.kernels.mlir", dir, stem);
 	w->llvm = llm_xasprintf("%s/%s.llvm.mlir", dir, stem);
 	w->ll = llm_xasprintf("%s/%s.ll", dir, stem);
 	w->obj = llm_xasprintf("%s/%s.o", dir, stem);
@@ -414,7 +422,7 @@ work_open(const struct llm_lower *l, struct work *w)
 	w->log[LOG_LLC] = llm_xasprintf("%s/llc.log", dir);
 	free(stem);
 	char *files[NTMPFILE] = {w->llvm, w->ll, w->obj, w->log[0], w->log[1], w->log[2],
-		strcmp(l->input, "-") == 0 ? w->in : NULL};
+		strcmp(l->input, "-") == 0 ? w->in : NULL, w->kin};
 	for (int i = 0; i < NTMPFILE; i++)
 		tmpfiles[i] = files[i];
 	tmpdir = dir;
@@ -430,11 +438,74 @@ work_free(struct work *w)
 		tmpfiles[i] = NULL;
 	free(w->dir);
 	free(w->in);
+	free(w->kin);
 	free(w->llvm);
 	free(w->ll);
 	free(w->obj);
 	for (int i = 0; i < 3; i++)
 		free(w->log[i]);
+}
+
+/* llc's -mattr list: the user's, or a cross target's default (target.h). */
+static const char *
+llc_features(const struct llm_lower *l)
+{
+	return l->features || !l->triple ? l->features : llm_target_default_mattr(l->triple);
+}
+
+/* The module with the int8 dot-product kernels it declares (a line
+ * "llvm.func @llm_qdot_...(...)" without a body: ir.txt "Kernels")
+ * defined in the target's form, share/llm/kernels/<form>.mlir
+ * (llm_target_kernels), in w->kin; mlir-opt reads that file then.  The
+ * declarations are dropped and the form's definitions go in before the
+ * module's closing brace; a module that declares none is read as it is. */
+static int
+splice_kernels(const struct llm_lower *l, struct work *w)
+{
+	char *text = NULL, *ktext = NULL, *kpath = NULL;
+	size_t n;
+	int rc = -1;
+	if (llm_read_file(w->in, &text, &n) < 0)
+		return -1;
+	if (!strstr(text, KERNEL_DECL)) {
+		free(text);
+		return 0;
+	}
+	struct llm_target tg;
+	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, llc_features(l), &tg) < 0) {
+		llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
+		goto out;
+	}
+	kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, llm_target_kernels(&tg));
+	llm_target_free(&tg);
+	if (llm_read_file(kpath, &ktext, NULL) < 0)
+		goto out;
+	char *end = strrchr(text, '}');
+	if (!end) {
+		llm_seterr("%s: not a module: no closing brace", l->input);
+		goto out;
+	}
+	struct llm_buf b = {0};
+	for (char *line = text, *next; line < end; line = next) {
+		next = strchr(line, '\n');
+		next = next && next < end ? next + 1 : end;
+		const char *p = line + strspn(line, " \t");
+		if (strncmp(p, KERNEL_DECL, strlen(KERNEL_DECL)) == 0 && !memchr(p, '{', (size_t)(next - p)))
+			continue;
+		llm_buf_printf(&b, "%.*s", (int)(next - line), line);
+	}
+	llm_buf_printf(&b, "// %s\n%s%s", kpath, ktext, end);
+	rc = llm_write_file(w->kin, b.p, b.len);
+	llm_buf_free(&b);
+	if (rc == 0) {
+		free(w->in);
+		w->in = llm_xstrdup(w->kin);
+	}
+out:
+	free(text);
+	free(ktext);
+	free(kpath);
+	return rc;
 }
 
 /* llc's argv: the host CPU unless cross-compiling; a cross target's
@@ -443,15 +514,13 @@ work_free(struct work *w)
 static void
 llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, const char **features)
 {
-	*features = l->features;
+	*features = llc_features(l);
 	llm_argv_add(a, l->llc);
 	llm_argv_add(a, "-O3");
 	llm_argv_add(a, "-relocation-model=pic");
 	llm_argv_add(a, "-filetype=obj");
 	if (l->triple) {
 		llm_argv_addf(a, "-mtriple=%s", l->triple);
-		if (!*features)
-			*features = llm_target_default_mattr(l->triple);
 		if (llm_target_abi(l->triple))
 			llm_argv_addf(a, "-target-abi=%s", llm_target_abi(l->triple));
 	}
@@ -493,9 +562,11 @@ seal_object(const struct llm_lower *l, const struct work *w, const char *feature
 
 /* The three stages and the sealing, in w. */
 static int
-run_stages(struct llm_lower *l, const struct work *w, const struct llm_argv *passes)
+run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes)
 {
 	if (strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0)
+		return -1;
+	if (splice_kernels(l, w) < 0)
 		return -1;
 
 	struct llm_argv a = {0};

@@ -40,8 +40,9 @@ struct llm_lower {
  * dealloc_helper would otherwise clash between objects).  With a cache
  * directory, the object is looked up first under a key over everything
  * that decides it: the input text, the expanded pass list and the files
- * it names (transform scripts), the llc options, the tools' identities
- * and, for the host CPU, /proc/cpuinfo's model and flags.  A hit copies
+ * it names (transform scripts), the int8 kernels of every form
+ * (share/llm/kernels), the llc options, the tools' identities and, for
+ * the host CPU, /proc/cpuinfo's model and flags.  A hit copies
  * the cached object; a miss stores the new one.  Returns 0, or -1 with llm_errmsg naming the
  * stage ("mlir-opt: exited with status 1"); the tool's stderr has then
  * been copied to our stderr and l->kept names the kept directory. */

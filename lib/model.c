@@ -89,6 +89,21 @@ get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
 	return get_dtype_of(o, key, ctx, 0, out);
 }
 
+/* dtypes.activations: "f32", or "q8" (f32, quantized to int8 for the
+ * products with quantized weights: model.h). */
+static int
+get_activations(json_t *o, const char *ctx, struct llm_model *m)
+{
+	const char *s;
+	if (llm_json_str(o, "activations", ctx, &s) < 0)
+		return -1;
+	m->act_dtype = LLM_DT_F32;
+	m->act_q8 = strcmp(s, "q8") == 0;
+	if (!m->act_q8 && strcmp(s, "f32") != 0)
+		return llm_seterr("%s: key 'activations': '%s' is not f32 or q8", ctx, s);
+	return 0;
+}
+
 static int
 get_pos(json_t *o, const char *key, const char *ctx, int64_t *out)
 {
@@ -337,7 +352,7 @@ llm_model_build(const struct llm_model *m)
 	json_object_set_new(src, "dir", json_string(m->source_dir));
 	json_object_set_new(src, "files", str_array_json(m->source_files, m->nsource_files));
 	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(m->weight_dtype)));
-	json_object_set_new(dtypes, "activations", json_string(llm_dtype_name(m->act_dtype)));
+	json_object_set_new(dtypes, "activations", json_string(m->act_q8 ? "q8" : llm_dtype_name(m->act_dtype)));
 	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(limits, "max_context", json_integer(m->max_context));
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
@@ -421,7 +436,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	if (get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0)
 		goto fail;
 	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
-	    get_dtype(o, "activations", path, &m->act_dtype) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0)
+	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0)
 		goto fail;
 	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
 	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)

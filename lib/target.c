@@ -49,6 +49,25 @@ static const struct {
 };
 
 static int
+has_feature(const struct llm_target *t, const char *f)
+{
+	for (size_t i = 0; i < t->nfeatures; i++)
+		if (strcmp(t->features[i], f) == 0)
+			return 1;
+	return 0;
+}
+
+const char *const llm_target_kernel_forms[] = {"vnni", "avx2", "generic", NULL};
+
+const char *
+llm_target_kernels(const struct llm_target *t)
+{
+	if ((has_feature(t, "avx512_vnni") && has_feature(t, "avx512vl")) || has_feature(t, "avx_vnni"))
+		return "vnni";
+	return has_feature(t, "avx2") ? "avx2" : "generic";
+}
+
+static int
 cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -57,9 +76,8 @@ cmp_str(const void *a, const void *b)
 static void
 add_feature(struct llm_target *t, const char *f)
 {
-	for (size_t i = 0; i < t->nfeatures; i++)
-		if (strcmp(t->features[i], f) == 0)
-			return;
+	if (has_feature(t, f))
+		return;
 	t->features = llm_xreallocarray(t->features, t->nfeatures + 1, sizeof(*t->features));
 	t->features[t->nfeatures++] = llm_xstrdup(f);
 }

@@ -46,6 +46,16 @@ const char *llm_target_abi(const char *triple);
  * NULL: this machine's), "libclang_rt.builtins-x86_64.a", or NULL. */
 const char *llm_target_builtins(const char *arch);
 
+/* The form of the int8 dot-product kernels for t: the file
+ * share/llm/kernels/<form>.mlir whose definitions llm-lower puts in place
+ * of the declarations of the quantized single-row products (ir.txt
+ * "Kernels").  "vnni" (vpdpbusd: AVX512-VNNI with AVX512-VL, or
+ * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "generic" (any other
+ * target).  Every form computes the same integers. */
+const char *llm_target_kernels(const struct llm_target *t);
+/* Every form, NULL-terminated. */
+extern const char *const llm_target_kernel_forms[];
+
 /* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */
 char *llm_target_json(const struct llm_target *t);
 /* Parse it back; label names the source in messages.  0 or -1. */

@@ -43,7 +43,8 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
-	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16] model\n");
+	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
+	    "                  [--activations f32|q8] model\n");
 }
 
 static const char help_text[] =
@@ -54,6 +55,9 @@ static const char help_text[] =
 	"                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
 	"                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
 	"  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
+	"  --activations a      f32 (default: products with the exact weights), or q8: the single-row\n"
+	"                       products with quantized weights quantize x to int8 blocks of 32, as\n"
+	"                       llama.cpp does, and run on int8 dot products (faster, approximate)\n"
 	"  -v                   print what was written\n"
 	"  -h                   print the usage\n"
 	"  --help, --version    print this help, or the version\n";
@@ -398,6 +402,7 @@ struct opts {
 	enum llm_dtype wdt, kvdt;           /* wdt LLM_DT_NONE: auto */
 	int mix;                            /* a --dtype mix (qmix.h), else -1 */
 	int verbose;
+	int act_q8;                         /* --activations q8 */
 };
 
 /* The model at dir (a GGUF file, or a checkpoint directory) as model.json
@@ -466,6 +471,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		cfg.tie_word_embeddings, cfg.attention_bias};
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
+	m->act_q8 = o->act_q8;
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
 	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
@@ -575,10 +581,11 @@ main(int argc, char **argv)
 		{"prefill-chunk", required_argument, NULL, 'S'},
 		{"dtype", required_argument, NULL, 'D'},
 		{"kv-dtype", required_argument, NULL, 'K'},
+		{"activations", required_argument, NULL, 'A'},
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 0};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -587,6 +594,14 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
+		case 'A':
+			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "f32") != 0) {
+				llm_warn("--activations: '%s' is not f32 or q8", optarg);
+				usage(stderr);
+				return LLM_EXIT_USAGE;
+			}
+			o.act_q8 = strcmp(optarg, "q8") == 0;
+			break;
 		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
 		case 'D':
 			if ((o.mix = llm_qmix_parse(optarg)) >= 0)

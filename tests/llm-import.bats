@@ -33,6 +33,21 @@ setup() {
 	assert_output --partial "unsupported dtype 'f8'"
 }
 
+@test "--activations: f32 by default, q8 recorded in the plan; a dense model's phases call no int8 kernel; others refused" {
+	run -2 llm-import --activations q4 "$M"
+	assert_output --partial "--activations: 'q4' is not f32 or q8"
+	llm-import -o "$BATS_TEST_TMPDIR/a" "$M"
+	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/a/model.json")" = f32 ]
+	llm-import --activations q8 -o "$BATS_TEST_TMPDIR/b" "$M"
+	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/b/model.json")" = q8 ]
+	run ! grep -l llm_qdot "$BATS_TEST_TMPDIR/b/decode.mlir" "$BATS_TEST_TMPDIR/b/prefill.mlir"
+	# the manifest's value is checked where it is read
+	jq '.dtypes.activations = "q4"' "$BATS_TEST_TMPDIR/b/model.json" >"$BATS_TEST_TMPDIR/b/m.json"
+	mv "$BATS_TEST_TMPDIR/b/m.json" "$BATS_TEST_TMPDIR/b/model.json"
+	run -1 llm-pack-weights "$BATS_TEST_TMPDIR/b/model.json"
+	assert_output --partial "key 'activations': 'q4' is not f32 or q8"
+}
+
 @test "llm-import writes model.json, three phases and the tokenizer files" {
 	run -0 llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
 	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir tokenizer.json tokenizer_config.json; do

@@ -265,3 +265,36 @@ check_numbers() {
 	[ "$chunk" = "$nc" ]
 	[ $((stream % nr)) = 0 ]
 }
+
+@test "the int8 kernels a module declares are defined in the target's form, and every form sums exactly" {
+	cd "$BATS_TEST_TMPDIR"
+	# the instruction each form is made of, for CPUs named (compiled
+	# only): VNNI, AVX2 without VNNI, x86-64 without AVX2; RISC-V V
+	# takes the generic form
+	for c in znver4:vpdpbusd x86-64-v3:vpmaddubsw x86-64:none; do
+		llm-lower --no-cache --cpu "${c%%:*}" -o "${c%%:*}.o" "$F/qdot.mlir"
+		n=$(objdump -d "${c%%:*}.o" | grep -cE 'vpdpbusd|vpmaddubsw' || true)
+		if [ "${c#*:}" = none ]; then
+			[ "$n" -eq 0 ]
+		else
+			[ "$(objdump -d "${c%%:*}.o" | grep -c "${c#*:}")" -gt 0 ]
+		fi
+	done
+	llm-lower --no-cache --target riscv64-linux-gnu -o rv.o "$F/qdot.mlir"
+	# every form this machine can run gives the plain integer sums
+	run_form() {
+		cc -O2 -o h "$F/qdot.c" "$1"
+		run -0 ./h
+		assert_output "ok"
+	}
+	run_form x86-64.o
+	grep -qw avx2 /proc/cpuinfo && run_form x86-64-v3.o
+	grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && run_form znver4.o
+	# the definitions go in place of the declarations (kept with -s); a
+	# module that declares none is lowered as it is
+	llm-lower --no-cache -s --cpu x86-64-v3 -o q.o "$F/qdot.mlir" >/dev/null
+	grep -q "^// .*/kernels/avx2.mlir" .q.o.lower.*/q.kernels.mlir
+	run ! grep -q "^ *llvm.func @llm_qdot_i8(vector" .q.o.lower.*/q.kernels.mlir
+	llm-lower --no-cache -s -o d.o "$F/decode.mlir" >/dev/null
+	[ ! -e .d.o.lower.*/d.kernels.mlir ]
+}

@@ -233,6 +233,54 @@ pair() {
 	echo "llama.cpp Q4_K_M: $output" >&3
 }
 
+@test "--activations q8: every layout's products take x rounded to int8 blocks, as refmodel --q8-activations computes" {
+	need_llamacpp
+	g=$(full)
+	for f in Q8_0 Q4_0 Q5_1 Q4_K_M Q3_K_M; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b" \
+			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" -j2 >&2
+		[ "$(jq -r .dtypes.activations "$T/b/model.json")" = q8 ]
+		grep -q "llvm.call @llm_qdot_" "$T/b/decode.mlir"
+		# a prefill and a decode step each: refmodel rounds the same
+		# activations, in double where ours are f32, so a code can round
+		# the other way where the two differ in their last bits (a
+		# logit then moves by ~1%): at most one of four runs may differ
+		exact=0
+		for tk in 3 17 99 1000; do
+			gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens "$tk" -n 2 --logits "$T/run.f32" --json |
+				jq -r '.generated_tokens[0]')
+			refmodel --all --q8-activations --tokens "$tk,$gen" -o "$T/ref.f32" "$T/hf"
+			cmpf32 -a 1e-5 "$T/ref.f32" "$T/run.f32" >/dev/null && exact=$((exact + 1))
+		done
+		# and the rounding is there: the exact products are ~1% away
+		refmodel --all --tokens "$tk,$gen" -o "$T/ref0.f32" "$T/hf"
+		run -0 cmpf32 -r 0.05 "$T/ref0.f32" "$T/run.f32"
+		run ! cmpf32 -a 1e-4 "$T/ref0.f32" "$T/run.f32"
+		echo "$f ($(layouts "$T/b")): $exact of 4 within 1e-5 of refmodel --q8-activations" >&3
+		[ "$exact" -ge 3 ]
+		rm -r "$T/b" "$T/hf"
+	done
+}
+
+@test "--activations q8: the kernel forms (vnni, avx2, generic) give the same logits, bit for bit" {
+	need_llamacpp
+	ggml-ref quantize "$(full)" "$T/q.gguf" Q3_K_M
+	i=0
+	for feat in "" "--features -avx512vnni,-avxvnni" "--features -avx512vnni,-avxvnni,-avx2"; do
+		i=$((i + 1))
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b$i" \
+			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="$feat" -j2 >&2
+		llm-run -m "$T/b$i/model.llm" -t 2 --tokens 1,2,3,4,5,6,7,8,9,10 -n 8 --logits "$T/$i.f32" 2>/dev/null
+	done
+	[ "$(objdump -d "$T/b2/libmodel.so" | grep -c vpmaddubsw)" -gt 0 ]
+	[ "$(objdump -d "$T/b3/libmodel.so" | grep -cE 'vpdpbusd|vpmaddubsw')" -eq 0 ]
+	cmp "$T/1.f32" "$T/2.f32"
+	cmp "$T/1.f32" "$T/3.f32"
+}
+
 @test "a truncated quantized file is refused at import, naming the tensor; nothing is written" {
 	need_llamacpp
 	g=$(small llama)
@@ -263,11 +311,18 @@ pair() {
 	for f in Q8_0 Q4_0; do
 		ggml-ref quantize "$s" "$T/q.gguf" "$f" 2>/dev/null
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
-		for m in q d; do
-			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/$m.gguf" OUT="$T/b$m" -j2 >&2
+		for m in q d q8; do
+			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/${m%8}.gguf" OUT="$T/b$m" \
+				IMPORT_FLAGS="$([ "$m" = q8 ] && echo --activations q8)" -j2 >&2
 			llm-run -m "$T/b$m/model.llm" -t 2 --tokens 1 -n 64 --logits "$T/$m.f32" --json 2>/dev/null |
 				jq -r '.generated_tokens | join(",")' >"$T/$m.ids"
 		done
+		# with int8 activations as llama.cpp's, the same text
+		cmp "$T/q.ids" "$T/q8.ids"
+		ggml-ref logits "$T/q.gguf" "1,$(cut -d, -f1-63 "$T/q8.ids")" "$T/lc8.f32"
+		run -0 cmpf32 -r 0.05 -c 512 "$T/lc8.f32" "$T/q8.f32"
+		echo "$f, --activations q8, llama.cpp: $output" >&3
+		assert_output --partial "argmax_equal 64/64"
 		[ -n "$(layouts "$T/bq")" ]
 		run -0 cmpf32 -a 1e-4 "$T/d.f32" "$T/q.f32"
 		echo "$f, decoded file: $output" >&3
@@ -277,7 +332,7 @@ pair() {
 		run -0 cmpf32 -r 0.05 -c 512 "$T/lc.f32" "$T/q.f32"
 		echo "$f, llama.cpp: $output" >&3
 		assert_output --partial "argmax_equal 64/64"
-		rm -r "$T/bq" "$T/bd"
+		rm -r "$T/bq" "$T/bd" "$T/bq8"
 	done
 }
 

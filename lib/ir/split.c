@@ -675,6 +675,12 @@ build_kernel(struct phase *p, size_t pi)
 	    mlirStringAttrGet(ctx, LLM_SREF(p->kind)));
 	mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), f);
 	f = (MlirOperation){NULL}; /* owned by km now */
+	/* The declarations of the int8 kernels the ops may call (llvm.func,
+	 * defined by llm-lower for the target: ir.txt "Kernels"). */
+	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(p->mod)); !mlirOperationIsNull(op);
+	     op = mlirOperationGetNextInBlock(op))
+		if (llm_ir_is(op, "llvm.func"))
+			mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), mlirOperationClone(op));
 	what = llm_xasprintf("%s: partition %zu (kernel '%s')", p->path, pi, kn.name);
 	if (llm_ir_verify(ctx, kmo, what) < 0)
 		goto out;

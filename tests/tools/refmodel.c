@@ -31,7 +31,7 @@
 #include "../../lib/util.h"
 
 static const char usage_text[] =
-	"usage: refmodel [--all] [-o output] --tokens ids dir\n";
+	"usage: refmodel [--all] [--q8-activations] [-o output] --tokens ids dir\n";
 
 static _Noreturn void
 usage(void)
@@ -201,12 +201,39 @@ row(const struct w *w, int64_t r, double *out)
 	}
 }
 
+/* --q8-activations: the products take x rounded to int8 blocks of 32 as
+ * llm-import --activations q8 defines it (share/doc/llm/ir.txt
+ * "Activations"), in float as there: d = max|x| / 127, q = roundeven(x *
+ * (127 / max|x|)), x^ = d * q; the product itself in double. */
+static int q8_activations;
+
+static double *
+q8_round(const double *x, int n, int64_t cols)
+{
+	double *r = llm_xcalloc((size_t)n * (size_t)cols, sizeof(double));
+	for (size_t b = 0; b < (size_t)n * (size_t)cols; b += 32) {
+		float m = 0;
+		for (int i = 0; i < 32; i++)
+			m = fmaxf(m, fabsf((float)x[b + i]));
+		float d = m / 127.0f, id = m == 0 ? 0 : 127.0f / m;
+		for (int i = 0; i < 32; i++)
+			r[b + i] = (double)(nearbyintf((float)x[b + i] * id) * d);
+	}
+	return r;
+}
+
 /* y[t][o] = sum_i x[t][i] * w[o][i] (+ b[o]) for n positions.  x is
  * [n, w->cols], y is [n, w->rows]; buf holds one row of w. */
 static void
 linear(double *y, const double *x, int n, const struct w *w, const struct w *b, double *buf)
 {
-	double *bias = NULL;
+	double *bias = NULL, *xr = NULL;
+
+	if (q8_activations) {
+		if (w->cols % 32)
+			llm_fatal("--q8-activations: a product of %lld columns, not blocks of 32", (long long)w->cols);
+		x = xr = q8_round(x, n, w->cols);
+	}
 
 	if (b) {
 		bias = llm_xmalloc((size_t)b->cols * sizeof(double));
@@ -223,6 +250,7 @@ linear(double *y, const double *x, int n, const struct w *w, const struct w *b, 
 		}
 	}
 	free(bias);
+	free(xr);
 }
 
 /* out[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * g, for n rows of d. */
@@ -389,6 +417,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"all", no_argument, NULL, 'a'},
+		{"q8-activations", no_argument, NULL, 'Q'},
 		{"help", no_argument, NULL, 'h'},
 		{"tokens", required_argument, NULL, 't'},
 		{0},
@@ -406,6 +435,9 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'a':
 			all = 1;
+			break;
+		case 'Q':
+			q8_activations = 1;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
