@@ -379,6 +379,7 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
 struct qparts {
 	const char *codes, *scales, *mins;
 	const char *ct, *st; /* their tensor types */
+	const char *se;      /* the scales' and offsets' element type: f32, or f16 */
 	int64_t nt, ng, R, G, B;
 	int four, code;
 };
@@ -395,6 +396,7 @@ qinfo(const struct llm_plan_tensor *t)
 	q.B = q.four ? q.G / 2 : q.G;
 	q.nt = t->shape[0] / q.R;
 	q.ng = t->shape[1] / q.G;
+	q.se = t->ql.half ? "f16" : "f32";
 	return q;
 }
 
@@ -407,7 +409,7 @@ qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 	int64_t n = t->shape[0], k = t->shape[1];
 	const char *cs = pieces ? fmt("%" PRId64 "x%" PRId64 "x%dx32xi8", q.nt, q.ng, pieces) :
 	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
-	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf32", q.nt, q.ng, q.R);
+	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
 	q.ct = fmt("tensor<%s>", cs);
 	q.st = fmt("tensor<%s>", ss);
 	q.codes = view_at(e, t->offset, cs);
@@ -432,8 +434,15 @@ static const char *
 qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn, const char *half, const char *res)
 {
 	const char *nib = "";
+	if (strcmp(q->se, "f16") == 0) {
+		/* f16 scales and offsets widen exactly */
+		nib = fmt("      %%sw = arith.extf %s : f16 to f32\n%s", sc,
+		    mn ? fmt("      %%mw = arith.extf %s : f16 to f32\n", mn) : "");
+		sc = "%sw";
+		mn = mn ? "%mw" : NULL;
+	}
 	if (q->four) {
-		nib = fmt("      %%h0 = arith.constant 0 : index\n"
+		nib = fmt("%s      %%h0 = arith.constant 0 : index\n"
 			  "      %%lo0 = arith.cmpi eq, %s, %%h0 : index\n"
 			  "      %%c15 = arith.constant 15 : i8\n"
 			  "      %%c4 = arith.constant 4 : i8\n"
@@ -441,7 +450,7 @@ qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn,
 			  "      %%nhi = arith.shrui %s, %%c4 : i8\n"
 			  "      %%nb = arith.select %%lo0, %%nlo, %%nhi : i8\n"
 			  "%s",
-		    half, code, code,
+		    nib, half, code, code,
 		    q->code == LLM_QCODE_I4 ?
 			"      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
 		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
@@ -546,15 +555,15 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	struct gin in8[4] = {
 		{xe, xt, "d0, d2, d4", "f32"},
 		{q.codes, q.ct, "d1, d2, d3, d4", "i8"},
-		{q.scales, q.st, "d1, d2, d3", "f32"},
-		{q.mins, q.st, "d1, d2, d3", "f32"},
+		{q.scales, q.st, "d1, d2, d3", q.se},
+		{q.mins, q.st, "d1, d2, d3", q.se},
 	};
 	struct gin in4[5] = {
 		{xlo, xht, "d0, d2, d5", "f32"},
 		{xhi, xht, "d0, d2, d5", "f32"},
 		{q.codes, q.ct, "d1, d2, d3, d5", "i8"},
-		{q.scales, q.st, "d1, d2, d3", "f32"},
-		{q.mins, q.st, "d1, d2, d3", "f32"},
+		{q.scales, q.st, "d1, d2, d3", q.se},
+		{q.mins, q.st, "d1, d2, d3", q.se},
 	};
 	int c0 = q.four ? 2 : 1; /* the codes' operand */
 	const char *acc = generic(e, &(struct gspec){.sched = "qmv", .hint = "qa",
@@ -621,30 +630,32 @@ static const char twice16[] = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 			      "16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31";
 
 static struct qact
-qact(struct em *e, const char *x, int64_t k)
+qact(struct em *e, const char *x, struct rows rw, int64_t k)
 {
 	if (e->qa.x && strcmp(e->qa.x, x) == 0)
 		return e->qa;
 	int64_t nb = k / 32;
-	const char *tq = fmt("tensor<%" PRId64 "xi8>", k), *ts = fmt("tensor<%" PRId64 "xi32>", k / 4);
-	const char *tb = fmt("tensor<%" PRId64 "xf32>", nb);
+	const char *tq = tensor2(rw, k, "i8"), *ts = tensor2(rw, k / 4, "i32"), *tb = tensor2(rw, nb, "f32");
 	const char *eq = val(e, "qe"), *es = val(e, "qe"), *ed = val(e, "qe"), *em = val(e, "qe");
-	top(e, eq, "tensor.empty()", fmt(": %s", tq));
-	top(e, es, "tensor.empty()", fmt(": %s", ts));
-	top(e, ed, "tensor.empty()", fmt(": %s", tb));
-	top(e, em, "tensor.empty()", fmt(": %s", tb));
+	const char *empty = fmt("tensor.empty(%s)", rw.dyn);
+	top(e, eq, empty, fmt(": %s", tq));
+	top(e, es, empty, fmt(": %s", ts));
+	top(e, ed, empty, fmt(": %s", tb));
+	top(e, em, empty, fmt(": %s", tb));
 	const char *lo = cindex(e, "c", 0), *hi = cindex(e, "c", nb), *r = val(e, "qa");
 	struct llm_buf b = {0};
-	ln(&b, 4, "%s:4 = scf.for %%_g = %s to %s step %%c1 iter_args(%%_aq = %s, %%_as = %s, %%_ad = %s, %%_am = %s)"
-	    " -> (%s, %s, %s, %s) {", r, lo, hi, eq, es, ed, em, tq, ts, tb, tb);
-	ln(&b, 6, "%%_c0 = arith.constant 0 : index");
+	/* rows %_r, then blocks %_g */
+	ln(&b, 4, "%s:4 = scf.for %%_r = %s to %s step %%c1 iter_args(%%_bq = %s, %%_bs = %s, %%_bd = %s, %%_bm = %s)"
+	    " -> (%s, %s, %s, %s) {", r, lo, rw.dyn[0] ? "%R" : "%c1", eq, es, ed, em, tq, ts, tb, tb);
+	ln(&b, 4, "%%_in:4 = scf.for %%_g = %s to %s step %%c1 iter_args(%%_aq = %%_bq, %%_as = %%_bs, %%_ad = %%_bd, "
+	    "%%_am = %%_bm) -> (%s, %s, %s, %s) {", lo, hi, tq, ts, tb, tb);
 	ln(&b, 6, "%%_c8 = arith.constant 8 : index");
 	ln(&b, 6, "%%_c32 = arith.constant 32 : index");
 	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
 	ln(&b, 6, "%%_f127 = arith.constant 127.0 : f32");
 	ln(&b, 6, "%%_o = arith.muli %%_g, %%_c32 : index");
 	ln(&b, 6, "%%_o4 = arith.muli %%_g, %%_c8 : index");
-	rd(&b, 6, "%_v", x, "%_c0, %_o", "%_f0", fmt("tensor<1x%" PRId64 "xf32>", k), "vector<32xf32>");
+	rd(&b, 6, "%_v", x, "%_r, %_o", "%_f0", tensor2(rw, k, "f32"), "vector<32xf32>");
 	ln(&b, 6, "%%_a = math.absf %%_v : vector<32xf32>");
 	ln(&b, 6, "%%_m = vector.reduction <maxnumf>, %%_a : vector<32xf32> into f32");
 	ln(&b, 6, "%%_d = arith.divf %%_m, %%_f127 : f32");
@@ -653,23 +664,27 @@ qact(struct em *e, const char *x, int64_t k)
 	ln(&b, 6, "%%_id = arith.select %%_z, %%_f0, %%_id0 : f32");
 	ln(&b, 6, "%%_idv = vector.broadcast %%_id : f32 to vector<32xf32>");
 	ln(&b, 6, "%%_p = arith.mulf %%_v, %%_idv : vector<32xf32>");
-	ln(&b, 6, "%%_r = math.roundeven %%_p : vector<32xf32>");
-	ln(&b, 6, "%%_qi = arith.fptosi %%_r : vector<32xf32> to vector<32xi32>");
+	ln(&b, 6, "%%_re = math.roundeven %%_p : vector<32xf32>");
+	ln(&b, 6, "%%_qi = arith.fptosi %%_re : vector<32xf32> to vector<32xi32>");
 	ln(&b, 6, "%%_q = arith.trunci %%_qi : vector<32xi32> to vector<32xi8>");
-	ln(&b, 6, "%%_aq2 = vector.transfer_write %%_q, %%_aq[%%_o] {in_bounds = [true]} : vector<32xi8>, %s", tq);
+	ln(&b, 6, "%%_aq2 = vector.transfer_write %%_q, %%_aq[%%_r, %%_o] {in_bounds = [true]} : vector<32xi8>, %s",
+	    tq);
 	for (int j = 0; j < 4; j++)
 		ln(&b, 6, "%%_e%d = vector.shuffle %%_qi, %%_qi [%d, %d, %d, %d, %d, %d, %d, %d] : vector<32xi32>, "
 		    "vector<32xi32>", j, j, j + 4, j + 8, j + 12, j + 16, j + 20, j + 24, j + 28);
 	ln(&b, 6, "%%_s01 = arith.addi %%_e0, %%_e1 : vector<8xi32>");
 	ln(&b, 6, "%%_s23 = arith.addi %%_e2, %%_e3 : vector<8xi32>");
 	ln(&b, 6, "%%_s4 = arith.addi %%_s01, %%_s23 : vector<8xi32>");
-	ln(&b, 6, "%%_as2 = vector.transfer_write %%_s4, %%_as[%%_o4] {in_bounds = [true]} : vector<8xi32>, %s", ts);
-	ln(&b, 6, "%%_ad2 = tensor.insert %%_d into %%_ad[%%_g] : %s", tb);
+	ln(&b, 6, "%%_as2 = vector.transfer_write %%_s4, %%_as[%%_r, %%_o4] {in_bounds = [true]} : vector<8xi32>, %s",
+	    ts);
+	ln(&b, 6, "%%_ad2 = tensor.insert %%_d into %%_ad[%%_r, %%_g] : %s", tb);
 	ln(&b, 6, "%%_sq = vector.reduction <add>, %%_qi : vector<32xi32> into i32");
 	ln(&b, 6, "%%_sf = arith.sitofp %%_sq : i32 to f32");
 	ln(&b, 6, "%%_xs = arith.mulf %%_sf, %%_d : f32");
-	ln(&b, 6, "%%_am2 = tensor.insert %%_xs into %%_am[%%_g] : %s", tb);
+	ln(&b, 6, "%%_am2 = tensor.insert %%_xs into %%_am[%%_r, %%_g] : %s", tb);
 	ln(&b, 6, "scf.yield %%_aq2, %%_as2, %%_ad2, %%_am2 : %s, %s, %s, %s", tq, ts, tb, tb);
+	ln(&b, 4, "}");
+	ln(&b, 4, "scf.yield %%_in#0, %%_in#1, %%_in#2, %%_in#3 : %s, %s, %s, %s", tq, ts, tb, tb);
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
@@ -732,173 +747,253 @@ qround(struct em *e, const char *x, struct rows r, int64_t k)
 	return h2;
 }
 
-/* y [1, n] = x [1, k] . W[n, k]^T (+ bias[n]) for one row with W in a
- * tiled layout and the activations quantized (qact), in integers: class
- * "qdot", one scf.forall iteration per tile of 8 rows, a loop over the
- * groups, and per group the int8 dot products of the target's kernel
- * (llm_qdot_i8 / llm_qdot_u7, ir.txt "Kernels") scaled by the weights'
- * and the block's scales into f32 lanes; the lanes are added once per
- * row at the end, with the offsets' terms (m * sum of the group's x) and
- * the bias.  A 32-byte load holds one row's group of 32 int8 codes
- * (lanes: that row), or two rows' groups of 16 int8 or of 32 4-bit codes
- * (lanes 0-3 the first row, 4-7 the second). */
+/* What qdot's row passes share. */
+struct qd {
+	struct qact a;
+	struct qparts *q;
+	int pairs, na;                  /* 32-byte pieces a group: 8, or 4 (two rows each) */
+	const char *tq, *ts, *tb, *st;  /* x codes, sums of 4, per-block; the tile's y */
+	const char *bias, *bt;          /* the bias view and its element type */
+};
+
+/* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
+ * group loop with an accumulator per row and piece (and per row for the
+ * offsets' terms), then each row's 8 values of y written into %_ot. */
+static void
+qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
+{
+	const struct qparts *q = d->q;
+	const char *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
+	const char *v16 = "vector<16xi8>", *v4 = "vector<4xi32>";
+	const char *kty = fmt("(%s, %s, %s) -> %s", i8, b32, b32, i8);
+	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i8, b32, b32, i8, i8);
+	int nacc = d->na + (q->mins ? 1 : 0);
+	struct llm_buf accs = {0}, tys = {0}, outs = {0};
+
+	for (int j = 0; j < nr; j++) {
+		ln(b, 8, "%%_cr%d = arith.constant %d : index", j, j);
+		ln(b, 8, "%%_r%d = arith.addi %%_r, %%_cr%d : index", j, j);
+		for (int h = 0; h < nacc; h++) {
+			llm_buf_printf(&accs, "%s%%_a%d_%d = %%_zf", accs.len ? ", " : "", j, h);
+			llm_buf_printf(&tys, "%s%s", tys.len ? ", " : "", v8);
+			llm_buf_printf(&outs, "%s%%_n%d_%d", outs.len ? ", " : "", j, h);
+		}
+	}
+	ln(b, 8, "%%_res:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", nr * nacc, accs.p,
+	    tys.p);
+	/* each row's block of activations as the kernels take them: %_xJ
+	 * (32 bytes; 4-bit codes: the halves %_xlJ, %_xhJ), %_xsJ (their
+	 * sums of 4), the block's scale %_dxJ, and %_scJ = s * dx */
+	if (strcmp(q->se, "f16") == 0) {
+		/* f16 scales and offsets widen exactly */
+		rd(b, 10, "%_sh", q->scales, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
+		ln(b, 10, "%%_sv = arith.extf %%_sh : vector<8xf16> to %s", v8);
+		if (q->mins) {
+			rd(b, 10, "%_mh", q->mins, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
+			ln(b, 10, "%%_mv = arith.extf %%_mh : vector<8xf16> to %s", v8);
+		}
+	} else {
+		rd(b, 10, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+		if (q->mins)
+			rd(b, 10, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+	}
+	ln(b, 10, "%%_xo = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c16" : "%_c32");
+	ln(b, 10, "%%_xo2 = arith.addi %%_xo, %%_c16 : index");
+	ln(b, 10, "%%_so = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c4" : "%_c8");
+	ln(b, 10, "%%_bk = arith.divui %%_g, %s : index", d->pairs && !q->four ? "%_c2" : "%_c1");
+	for (int j = 0; j < nr; j++) {
+		if (!d->pairs) {
+			rd(b, 10, fmt("%%_x%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b32);
+			rd(b, 10, fmt("%%_xs%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+		} else if (!q->four) {
+			/* int8 groups of 16: the group's 16 bytes twice, block g / 2 */
+			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, v16);
+			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j, twice16, v16,
+			    v16);
+			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, v4);
+			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s", j,
+			    j, j, v4, v4);
+		} else {
+			/* 4-bit codes of 32: byte j holds element j (low nibble)
+			 * and j + 16 (high); each half of x twice, and what
+			 * codes less 8 take off (i4: -8 * the sums of 4) */
+			rd(b, 10, fmt("%%_xa%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, v16);
+			rd(b, 10, fmt("%%_xb%d", j), d->a.xq, fmt("%%_r%d, %%_xo2", j), "%_i0", d->tq, v16);
+			ln(b, 10, "%%_xl%d = vector.shuffle %%_xa%d, %%_xa%d [%s] : %s, %s", j, j, j, twice16, v16,
+			    v16);
+			ln(b, 10, "%%_xh%d = vector.shuffle %%_xb%d, %%_xb%d [%s] : %s, %s", j, j, j, twice16, v16,
+			    v16);
+			if (q->code == LLM_QCODE_I4) {
+				rd(b, 10, fmt("%%_xs8_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+				ln(b, 10, "%%_xsl%d = vector.shuffle %%_xs8_%d, %%_xs8_%d [%s] : %s, %s", j, j, j,
+				    "0, 1, 2, 3, 0, 1, 2, 3", i8, i8);
+				ln(b, 10, "%%_xsh%d = vector.shuffle %%_xs8_%d, %%_xs8_%d [%s] : %s, %s", j, j, j,
+				    "4, 5, 6, 7, 4, 5, 6, 7", i8, i8);
+				ln(b, 10, "%%_xst%d = arith.addi %%_xsl%d, %%_xsh%d : %s", j, j, j, i8);
+				ln(b, 10, "%%_k%d = arith.muli %%_xst%d, %%_m8 : %s", j, j, i8);
+			}
+		}
+		ln(b, 10, "%%_dx%d = tensor.extract %s[%%_r%d, %%_bk] : %s", j, d->a.dx, j, d->tb);
+		ln(b, 10, "%%_dxb%d = vector.broadcast %%_dx%d : f32 to %s", j, j, v8);
+		ln(b, 10, "%%_sc%d = arith.mulf %%_sv, %%_dxb%d : %s", j, j, v8);
+	}
+	for (int h = 0; h < d->na; h++) {
+		rd(b, 10, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b32);
+		if (q->four) {
+			ln(b, 10, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b32);
+			ln(b, 10, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b32);
+		}
+		/* the lanes' scales: row h's, or rows 2h and 2h + 1's */
+		struct llm_buf sh = {0};
+		for (int l = 0; l < 8; l++)
+			llm_buf_printf(&sh, "%s%d", l ? ", " : "", d->pairs ? 2 * h + l / 4 : h);
+		for (int j = 0; j < nr; j++) {
+			if (!q->four)
+				ln(b, 10, "%%_d%d_%d = llvm.call @llm_qdot_i8(%%_zi, %%_w%d, %%_x%d, %%_xs%d) : %s", j,
+				    h, h, j, j, kty8);
+			else {
+				ln(b, 10, "%%_e%d_%d = llvm.call @llm_qdot_u7(%s, %%_lo%d, %%_xl%d) : %s", j, h,
+				    q->code == LLM_QCODE_I4 ? fmt("%%_k%d", j) : "%_zi", h, j, kty);
+				ln(b, 10, "%%_d%d_%d = llvm.call @llm_qdot_u7(%%_e%d_%d, %%_hi%d, %%_xh%d) : %s", j, h,
+				    j, h, h, j, kty);
+			}
+			ln(b, 10, "%%_df%d_%d = arith.sitofp %%_d%d_%d : %s to %s", j, h, j, h, i8, v8);
+			ln(b, 10, "%%_sb%d_%d = vector.shuffle %%_sc%d, %%_sc%d [%s] : %s, %s", j, h, j, j, sh.p, v8,
+			    v8);
+			ln(b, 10, "%%_n%d_%d = vector.fma %%_df%d_%d, %%_sb%d_%d, %%_a%d_%d : %s", j, h, j, h, j, h, j,
+			    h, v8);
+		}
+		llm_buf_free(&sh);
+	}
+	for (int j = 0; q->mins && j < nr; j++) {
+		ln(b, 10, "%%_xsum%d = tensor.extract %s[%%_r%d, %%_g] : %s", j, d->a.xsum, j, d->tb);
+		ln(b, 10, "%%_xsb%d = vector.broadcast %%_xsum%d : f32 to %s", j, j, v8);
+		ln(b, 10, "%%_n%d_%d = vector.fma %%_mv, %%_xsb%d, %%_a%d_%d : %s", j, d->na, j, j, d->na, v8);
+	}
+	ln(b, 10, "scf.yield %s : %s", outs.p, tys.p);
+	ln(b, 8, "}");
+
+	/* each row's sums of lanes, the offsets' terms and the bias */
+	const char *ot = "%_ot";
+	for (int j = 0; j < nr; j++) {
+		for (int h = 0; h < d->na; h++) {
+			int ra = j * nacc + h;
+			if (!d->pairs) {
+				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_res#%d : %s into f32", j, h, ra, v8);
+				continue;
+			}
+			for (int half = 0; half < 2; half++) {
+				ln(b, 8, "%%_p%d_%d_%d = vector.extract_strided_slice %%_res#%d {offsets = [%d], "
+				    "sizes = [4], strides = [1]} : %s to vector<4xf32>", j, h, half, ra, 4 * half, v8);
+				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_p%d_%d_%d : vector<4xf32> into f32", j,
+				    2 * h + half, j, h, half);
+			}
+		}
+		ln(b, 8, "%%_yv%d = vector.from_elements %%_y%d_0, %%_y%d_1, %%_y%d_2, %%_y%d_3, %%_y%d_4, %%_y%d_5, "
+		    "%%_y%d_6, %%_y%d_7 : %s", j, j, j, j, j, j, j, j, j, v8);
+		const char *yv = fmt("%%_yv%d", j);
+		if (q->mins) {
+			ln(b, 8, "%%_ym%d = arith.addf %s, %%_res#%d : %s", j, yv, j * nacc + d->na, v8);
+			yv = fmt("%%_ym%d", j);
+		}
+		if (d->bias) {
+			ln(b, 8, "%%_yb%d = arith.addf %s, %%_bf : %s", j, yv, v8);
+			yv = fmt("%%_yb%d", j);
+		}
+		ln(b, 8, "%%_ot_%d = vector.transfer_write %s, %s[%%_r%d, %%_c0] {in_bounds = [true]} : %s, %s", j, yv,
+		    ot, j, v8, d->st);
+		ot = fmt("%%_ot_%d", j);
+	}
+	ln(b, 8, "scf.yield %s : %s", ot, d->st);
+	llm_buf_free(&accs);
+	llm_buf_free(&tys);
+	llm_buf_free(&outs);
+}
+
+/* y [R, n] = x [R, k] . W[n, k]^T (+ bias[n]) with W in a tiled layout
+ * and the activations quantized (qact), in integers: one scf.forall
+ * iteration per tile of 8 rows of W, and in it the rows of x, two at a
+ * time where W's 32-byte pieces hold two of its rows (so that one load of
+ * W serves both), then one; per row a loop over the groups, and per
+ * group the int8 dot products of the target's kernel (llm_qdot_i8 /
+ * llm_qdot_u7, ir.txt "Kernels") scaled by the weights' and the block's
+ * scales into f32 lanes, added once per row at the end with the offsets'
+ * terms (m * the block's sum of x^) and the bias.  A 32-byte piece holds
+ * one row's group of 32 int8 codes (lanes: that row), or two rows'
+ * groups of 16 int8 or of 32 4-bit codes (lanes 0-3 the first row, 4-7
+ * the second).  With R = 1 (decode) a tile streams through W once. */
 static const char *
-qdot(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name)
+qdot(struct em *e, const char *x, struct rows rw, const struct llm_plan_tensor *pt, const char *b_name)
 {
 	int64_t n = pt->shape[0], k = pt->shape[1];
-	struct qact a = qact(e, x, k);
+	struct qd d = {0};
+	d.a = qact(e, x, rw, k);
 	struct qparts qi = qinfo(pt);
-	int pairs = qi.G == 16 || qi.four, na = pairs ? 4 : 8, nacc = na + (pt->ql.mins ? 1 : 0);
+	d.pairs = qi.G == 16 || qi.four;
+	d.na = d.pairs ? 4 : 8;
 	/* the codes as 32-byte pieces: [nt, ng, na, 32] */
-	struct qparts qv = qview_as(e, pt, na), *q = &qv;
-	const char *bt = NULL, *bias = b_name ? wview_as(e, b_name, fmt("%" PRId64 "x", n), &bt) : NULL;
-	const char *yt = fmt("tensor<1x%" PRId64 "xf32>", n), *init = val(e, "qi"), *y = val(e, "qd");
-	const char *tq = fmt("tensor<%" PRId64 "xi8>", k), *ts = fmt("tensor<%" PRId64 "xi32>", k / 4);
-	const char *tb = fmt("tensor<%" PRId64 "xf32>", k / 32);
-	const char *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
-	top(e, init, "tensor.empty()", fmt(": %s", yt));
+	struct qparts qv = qview_as(e, pt, d.na);
+	d.q = &qv;
+	d.bias = b_name ? wview_as(e, b_name, fmt("%" PRId64 "x", n), &d.bt) : NULL;
+	const char *yt = tensor2(rw, n, "f32"), *init = val(e, "qi"), *y = val(e, "qd");
+	d.tq = tensor2(rw, k, "i8");
+	d.ts = tensor2(rw, k / 4, "i32");
+	d.tb = tensor2(rw, k / 32, "f32");
+	d.st = fmt("tensor<%sx8xf32>", rw.t);
+	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
+	top(e, init, fmt("tensor.empty(%s)", rw.dyn), fmt(": %s", yt));
 	e->qdot = 1;
 
-	struct llm_buf b = {0}, accs = {0}, tys = {0}, outs = {0};
-	for (int h = 0; h < nacc; h++) {
-		llm_buf_printf(&accs, "%s%%_a%d = %%_zf", h ? ", " : "", h);
-		llm_buf_printf(&tys, "%s%s", h ? ", " : "", v8);
-		llm_buf_printf(&outs, "%s%%_n%d", h ? ", " : "", h);
-	}
-	ln(&b, 4, "%s = scf.forall (%%_t) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", y, q->nt, init, yt);
-	ln(&b, 6, "%%_c0 = arith.constant 0 : index");
-	ln(&b, 6, "%%_c1 = arith.constant 1 : index");
-	ln(&b, 6, "%%_c2 = arith.constant 2 : index");
-	ln(&b, 6, "%%_c4 = arith.constant 4 : index");
-	ln(&b, 6, "%%_c8 = arith.constant 8 : index");
-	ln(&b, 6, "%%_c16 = arith.constant 16 : index");
-	ln(&b, 6, "%%_c32 = arith.constant 32 : index");
-	ln(&b, 6, "%%_ng = arith.constant %" PRId64 " : index", q->ng);
+	struct llm_buf b = {0};
+	ln(&b, 4, "%s = scf.forall (%%_t) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", y, qv.nt, init, yt);
+	static const int consts[] = {0, 1, 2, 4, 8, 16, 32};
+	for (size_t c = 0; c < LLM_NELEM(consts); c++)
+		ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
+	ln(&b, 6, "%%_ng = arith.constant %" PRId64 " : index", qv.ng);
 	ln(&b, 6, "%%_i0 = arith.constant 0 : i8");
 	ln(&b, 6, "%%_i32 = arith.constant 0 : i32");
 	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
+	ln(&b, 6, "%%_h0f = arith.constant 0.0 : f16");
 	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : %s", v8);
 	ln(&b, 6, "%%_zi = arith.constant dense<0> : %s", i8);
 	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b32);
 	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b32);
 	ln(&b, 6, "%%_m8 = arith.constant dense<-8> : %s", i8);
-	for (int h = 0; h < na; h++)
+	for (int h = 0; h < d.na; h++)
 		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
-	ln(&b, 6, "%%_res:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", nacc, accs.p, tys.p);
-
-	/* the block's activations as the kernels take them: %_x (32
-	 * bytes), %_xs (their sums of 4), the block's scale %_dx */
-	if (!pairs) {
-		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c32 : index");
-		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c8 : index");
-		rd(&b, 8, "%_x", a.xq, "%_xo", "%_i0", tq, b32);
-		rd(&b, 8, "%_xs", a.xs4, "%_so", "%_i32", ts, i8);
-		ln(&b, 8, "%%_dx = tensor.extract %s[%%_g] : %s", a.dx, tb);
-	} else if (!q->four) {
-		/* int8 groups of 16: the group's 16 bytes twice, block g / 2 */
-		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c16 : index");
-		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c4 : index");
-		ln(&b, 8, "%%_bk = arith.divui %%_g, %%_c2 : index");
-		rd(&b, 8, "%_x1", a.xq, "%_xo", "%_i0", tq, "vector<16xi8>");
-		ln(&b, 8, "%%_x = vector.shuffle %%_x1, %%_x1 [%s] : vector<16xi8>, vector<16xi8>", twice16);
-		rd(&b, 8, "%_xs1", a.xs4, "%_so", "%_i32", ts, "vector<4xi32>");
-		ln(&b, 8, "%%_xs = vector.shuffle %%_xs1, %%_xs1 [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s", "vector<4xi32>",
-		    "vector<4xi32>");
-		ln(&b, 8, "%%_dx = tensor.extract %s[%%_bk] : %s", a.dx, tb);
-	} else {
-		/* 4-bit codes of 32: byte j holds element j (low nibble) and
-		 * j + 16 (high); each half of x twice, and what codes less 8
-		 * take off (i4: -8 * the sums of 4) */
-		ln(&b, 8, "%%_xo = arith.muli %%_g, %%_c32 : index");
-		ln(&b, 8, "%%_xo2 = arith.addi %%_xo, %%_c16 : index");
-		ln(&b, 8, "%%_so = arith.muli %%_g, %%_c8 : index");
-		rd(&b, 8, "%_xa", a.xq, "%_xo", "%_i0", tq, "vector<16xi8>");
-		rd(&b, 8, "%_xb", a.xq, "%_xo2", "%_i0", tq, "vector<16xi8>");
-		ln(&b, 8, "%%_xl = vector.shuffle %%_xa, %%_xa [%s] : vector<16xi8>, vector<16xi8>", twice16);
-		ln(&b, 8, "%%_xh = vector.shuffle %%_xb, %%_xb [%s] : vector<16xi8>, vector<16xi8>", twice16);
-		ln(&b, 8, "%%_dx = tensor.extract %s[%%_g] : %s", a.dx, tb);
-		if (q->code == LLM_QCODE_I4) {
-			rd(&b, 8, "%_xs8", a.xs4, "%_so", "%_i32", ts, i8);
-			ln(&b, 8, "%%_xsl = vector.shuffle %%_xs8, %%_xs8 [0, 1, 2, 3, 0, 1, 2, 3] : %s, %s", i8, i8);
-			ln(&b, 8, "%%_xsh = vector.shuffle %%_xs8, %%_xs8 [4, 5, 6, 7, 4, 5, 6, 7] : %s, %s", i8, i8);
-			ln(&b, 8, "%%_xst = arith.addi %%_xsl, %%_xsh : %s", i8);
-			ln(&b, 8, "%%_k0 = arith.muli %%_xst, %%_m8 : %s", i8);
-		}
-	}
-	rd(&b, 8, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
-	ln(&b, 8, "%%_dxb = vector.broadcast %%_dx : f32 to %s", v8);
-	ln(&b, 8, "%%_sc = arith.mulf %%_sv, %%_dxb : %s", v8);
-	const char *kty = fmt("(%s, %s, %s) -> %s", i8, b32, b32, i8);
-	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i8, b32, b32, i8, i8);
-	for (int h = 0; h < na; h++) {
-		rd(&b, 8, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b32);
-		if (!q->four) {
-			ln(&b, 8, "%%_d%d = llvm.call @llm_qdot_i8(%%_zi, %%_w%d, %%_x, %%_xs) : %s", h, h, kty8);
-		} else {
-			ln(&b, 8, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b32);
-			ln(&b, 8, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b32);
-			ln(&b, 8, "%%_e%d = llvm.call @llm_qdot_u7(%s, %%_lo%d, %%_xl) : %s", h,
-			    q->code == LLM_QCODE_I4 ? "%_k0" : "%_zi", h, kty);
-			ln(&b, 8, "%%_d%d = llvm.call @llm_qdot_u7(%%_e%d, %%_hi%d, %%_xh) : %s", h, h, h, kty);
-		}
-		/* the lanes' scales: row h's, or rows 2h and 2h + 1's */
-		struct llm_buf sh = {0};
-		for (int l = 0; l < 8; l++)
-			llm_buf_printf(&sh, "%s%d", l ? ", " : "", pairs ? 2 * h + l / 4 : h);
-		ln(&b, 8, "%%_df%d = arith.sitofp %%_d%d : %s to %s", h, h, i8, v8);
-		ln(&b, 8, "%%_sb%d = vector.shuffle %%_sc, %%_sc [%s] : %s, %s", h, sh.p, v8, v8);
-		ln(&b, 8, "%%_n%d = vector.fma %%_df%d, %%_sb%d, %%_a%d : %s", h, h, h, h, v8);
-		llm_buf_free(&sh);
-	}
-	if (q->mins) {
-		rd(&b, 8, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
-		ln(&b, 8, "%%_xsum = tensor.extract %s[%%_g] : %s", a.xsum, tb);
-		ln(&b, 8, "%%_xsb = vector.broadcast %%_xsum : f32 to %s", v8);
-		ln(&b, 8, "%%_n%d = vector.fma %%_mv, %%_xsb, %%_a%d : %s", na, na, v8);
-	}
-	ln(&b, 8, "scf.yield %s : %s", outs.p, tys.p);
-	ln(&b, 6, "}");
-
-	/* each row's sum of lanes, then the offsets' terms and the bias */
-	for (int h = 0; h < na; h++) {
-		if (!pairs) {
-			ln(&b, 6, "%%_y%d = vector.reduction <add>, %%_res#%d : %s into f32", h, h, v8);
-			continue;
-		}
-		for (int half = 0; half < 2; half++) {
-			ln(&b, 6, "%%_p%d_%d = vector.extract_strided_slice %%_res#%d {offsets = [%d], sizes = [4], "
-			    "strides = [1]} : %s to vector<4xf32>", h, half, h, 4 * half, v8);
-			ln(&b, 6, "%%_y%d = vector.reduction <add>, %%_p%d_%d : vector<4xf32> into f32",
-			    2 * h + half, h, half);
-		}
-	}
-	ln(&b, 6, "%%_yv = vector.from_elements %%_y0, %%_y1, %%_y2, %%_y3, %%_y4, %%_y5, %%_y6, %%_y7 : %s", v8);
-	const char *yv = "%_yv";
-	if (q->mins) {
-		ln(&b, 6, "%%_ym = arith.addf %s, %%_res#%d : %s", yv, na, v8);
-		yv = "%_ym";
-	}
 	ln(&b, 6, "%%_t8 = arith.muli %%_t, %%_c8 : index");
-	if (bias) {
-		ln(&b, 6, "%%_bz = arith.constant 0.0 : %s", bt);
-		rd(&b, 6, "%_bv", bias, "%_t8", "%_bz", fmt("tensor<%" PRId64 "x%s>", n, bt), fmt("vector<8x%s>", bt));
-		if (strcmp(bt, "f32") != 0)
-			ln(&b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", bt, v8);
-		ln(&b, 6, "%%_yb = arith.addf %s, %s : %s", yv, strcmp(bt, "f32") ? "%_bf" : "%_bv", v8);
-		yv = "%_yb";
+	if (d.bias) {
+		ln(&b, 6, "%%_bz = arith.constant 0.0 : %s", d.bt);
+		rd(&b, 6, "%_bv", d.bias, "%_t8", "%_bz", fmt("tensor<%" PRId64 "x%s>", n, d.bt),
+		    fmt("vector<8x%s>", d.bt));
+		if (strcmp(d.bt, "f32") != 0)
+			ln(&b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", d.bt, v8);
+		else
+			ln(&b, 6, "%%_bf = arith.addf %%_bv, %%_zf : %s", v8);
 	}
-	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_t8] [1, 8] [1, 1] : %s to tensor<1x8xf32>", yt);
-	ln(&b, 6, "%%_ow = vector.transfer_write %s, %%_os[%%_c0, %%_c0] {in_bounds = [true]} : %s, %s", yv, v8,
-	    "tensor<1x8xf32>");
+	/* the tile's 8 columns of y; rows two at a time (pieces of two rows
+	 * of W), then one at a time */
+	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_t8] [%s, 8] [1, 1] : %s to %s", R, yt, d.st);
+	const char *from = "%_c0", *acc = "%_os";
+	if (rw.dyn[0] && d.pairs) {
+		ln(&b, 6, "%%_rh = arith.divui %%R, %%_c2 : index");
+		ln(&b, 6, "%%_rp = arith.muli %%_rh, %%_c2 : index");
+		ln(&b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", d.st);
+		qdot_pass(&b, &d, 2);
+		ln(&b, 6, "}");
+		from = "%_rp";
+		acc = "%_ow2";
+	}
+	ln(&b, 6, "%%_ow = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
+	    rw.dyn[0] ? "%R" : "%_c1", acc, d.st);
+	qdot_pass(&b, &d, 1);
+	ln(&b, 6, "}");
 	ln(&b, 6, "scf.forall.in_parallel {");
-	ln(&b, 8, "tensor.parallel_insert_slice %%_ow into %%_o[0, %%_t8] [1, 8] [1, 1] : tensor<1x8xf32> into %s", yt);
+	ln(&b, 8, "tensor.parallel_insert_slice %%_ow into %%_o[0, %%_t8] [%s, 8] [1, 1] : %s into %s", R, d.st, yt);
 	ln(&b, 6, "}");
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	llm_buf_free(&accs);
-	llm_buf_free(&tys);
-	llm_buf_free(&outs);
 	return y;
 }
 
@@ -918,8 +1013,8 @@ qdequant(struct em *e, const struct llm_plan_tensor *pt)
 	/* dims: t, h, g, l  or  t, h, g, half, j */
 	struct gin in[3] = {
 		{q.codes, q.ct, q.four ? "d0, d2, d1, d4" : "d0, d2, d1, d3", "i8"},
-		{q.scales, q.st, "d0, d2, d1", "f32"},
-		{q.mins, q.st, "d0, d2, d1", "f32"},
+		{q.scales, q.st, "d0, d2, d1", q.se},
+		{q.mins, q.st, "d0, d2, d1", q.se},
 	};
 	const char *w = generic(e, &(struct gspec){.sched = "dequant", .hint = "dq", .nin = q.mins ? 3 : 2, .in = in,
 	    .otype = wt, .odyn = "", .omap = q.four ? "d0, d1, d2, d3, d4" : "d0, d1, d2, d3", .nd = q.four ? 5 : 4,
@@ -950,8 +1045,8 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 		if (k % 32)
 			llm_fatal("%s: tensor '%s' has %" PRId64 " columns, not blocks of 32 for q8 activations",
 			    e->m->path, w_name, k);
-		if (strcmp(r.t, "1") == 0 && qa8(e, pt))
-			return qdot(e, x, pt, b_name);
+		if (qa8(e, pt))
+			return qdot(e, x, r, pt, b_name);
 		x = qround(e, x, r, k);
 	}
 	if (pt->layout && strcmp(r.t, "1") == 0)

@@ -706,8 +706,9 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 /* A block-quantized matrix in the tiled layout (quant.h): the codes of
  * as many 8-row tiles as a slot holds at a time (rows gathered through
  * source_row, so unpermute_qk works the same; a float source quantized
- * first), then the scales and the offsets, kept in memory until the codes
- * are written (a 16th or an 8th of the codes' size, as f32). */
+ * first), then the scales and the offsets (f32, or the f16 the layout
+ * keeps), kept in memory until the codes are written (a 16th or an 8th of
+ * the codes' size, as f32). */
 static int
 write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
@@ -748,9 +749,15 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 		for (size_t i = 0; i < nsc; i += CHUNK) {
 			size_t c = nsc - i < CHUNK ? nsc - i : CHUNK;
 			struct slot *s = slot_get(&k->hs, ti, 0, i + c == nsc && part == (mn ? 1 : 0));
-			memcpy(s->buf, a + i, c * sizeof(float));
+			if (l->half) /* the blocks' own f16 values: exact */
+				for (size_t e = 0; e < c; e++) {
+					uint16_t h = llm_f32_to_f16(a[i + e]);
+					memcpy((uint8_t *)s->buf + 2 * e, &h, 2);
+				}
+			else
+				memcpy(s->buf, a + i, c * sizeof(float));
 			s->p = s->buf;
-			s->n = c * sizeof(float);
+			s->n = c * llm_qlayout_scale_bytes(l);
 			if (slot_put(k, o, s) < 0)
 				goto out;
 		}

@@ -230,19 +230,23 @@ sp_q6_k(const uint8_t *b, int8_t *q, float *s, float *m)
 }
 
 /* code: the tiled layout's codes (quant.h): LLM_QCODE_I8, or for codes of
- * 4 bits LLM_QCODE_I4 (-8 .. 7) or LLM_QCODE_U4 (0 .. 15). */
+ * 4 bits LLM_QCODE_I4 (-8 .. 7) or LLM_QCODE_U4 (0 .. 15).  half: the
+ * scales and offsets are the block's f16 d and m themselves, so the
+ * layout keeps them in f16, exactly (the k-quants' d * sc are not f16
+ * values). */
 static const struct {
 	uint32_t type;
 	int group;  /* elements per scale */
 	int mins;   /* 1: groups have an offset */
 	int code;
+	int half;
 	void (*split)(const uint8_t *, int8_t *, float *, float *);
 } types[] = {
-	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, sp_q4_1},
-	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, sp_q5_0}, {LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, sp_q5_1},
-	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, sp_q2_k},
-	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, sp_q4_k},
-	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, sp_q5_k}, {LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, sp_q6_k},
+	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, 1, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, 1, sp_q4_1},
+	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, 1, sp_q5_0}, {LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, 1, sp_q5_1},
+	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, 1, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, 0, sp_q2_k},
+	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, 0, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, 0, sp_q4_k},
+	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, 0, sp_q5_k}, {LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, 0, sp_q6_k},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -321,13 +325,15 @@ llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
 	l->group = types[ti].group;
 	l->mins = types[ti].mins;
 	l->code = types[ti].code;
+	l->half = types[ti].half;
 	return 0;
 }
 
 void
 llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME])
 {
-	snprintf(out, LLM_QLAYOUT_NAME, "%s-r%d-g%d%s", code_names[l->code], l->rows, l->group, l->mins ? "-min" : "");
+	snprintf(out, LLM_QLAYOUT_NAME, "%s-r%d-g%d%s%s", code_names[l->code], l->rows, l->group, l->mins ? "-min" : "",
+	    l->half ? "-f16" : "");
 }
 
 int
@@ -344,7 +350,8 @@ llm_qlayout_parse(const char *s, struct llm_qlayout *l)
 		return -1;
 	l->rows = r;
 	l->group = g;
-	l->mins = strcmp(s + 2 + n, "-min") == 0;
+	l->mins = strncmp(s + 2 + n, "-min", 4) == 0;
+	l->half = strcmp(s + 2 + n + (l->mins ? 4 : 0), "-f16") == 0;
 	llm_qlayout_name(l, again);
 	return strcmp(again, s) == 0 ? 0 : -1;
 }
@@ -362,6 +369,12 @@ group_bytes(const struct llm_qlayout *l)
 	return l->code == LLM_QCODE_I8 ? l->group : l->group / 2;
 }
 
+size_t
+llm_qlayout_scale_bytes(const struct llm_qlayout *l)
+{
+	return l->half ? 2 : sizeof(float);
+}
+
 uint64_t
 llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
@@ -371,14 +384,15 @@ llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 uint64_t
 llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
-	return llm_qlayout_scales_at(l, rows, cols) + (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float);
+	return llm_qlayout_scales_at(l, rows, cols) +
+	    (uint64_t)rows * (uint64_t)(cols / l->group) * llm_qlayout_scale_bytes(l);
 }
 
 uint64_t
 llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
 	return llm_qlayout_mins_at(l, rows, cols) +
-	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * sizeof(float) : 0);
+	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * llm_qlayout_scale_bytes(l) : 0);
 }
 
 int

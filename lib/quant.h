@@ -43,9 +43,11 @@ int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, 
  * [rows/R][cols/G][R][G/2] bytes, byte j of a group holding element j in
  * its low nibble and element j + G/2 in its high nibble), then scales f32
  * [rows/R][cols/G][R], then, with minimums, offsets f32 in the same
- * order.  A tile's group of codes is one contiguous piece, read by one
- * register tile of the GEMV, so a tile's rows are one sequential stream.
- * Named "i8-r8-g32", "i4-r8-g32", "u4-r8-g16-min" ...: i8 codes are the
+ * order; "-f16" layouts (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, whose scales and
+ * offsets are the blocks' own f16 values) keep them in f16, exactly.  A
+ * tile's group of codes is one contiguous piece, read by one register tile
+ * of the GEMV, so a tile's rows are one sequential stream.  Named
+ * "i8-r8-g32-f16", "i4-r8-g32-f16", "u4-r8-g16-min" ...: i8 codes are the
  * bytes as int8; i4 codes are the nibble - 8 (-8 .. 7), u4 codes the
  * nibble (0 .. 15).  4-bit codes are used for the types whose codes fit
  * (Q4_0, Q3_K: i4; Q4_1, Q4_K, Q2_K: u4). */
@@ -53,7 +55,7 @@ int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, 
 #define LLM_QLAYOUT_NAME 32
 enum { LLM_QCODE_I8, LLM_QCODE_I4, LLM_QCODE_U4 };
 struct llm_qlayout {
-	int rows, group, mins, code;
+	int rows, group, mins, code, half; /* half: f16 scales and offsets */
 };
 /* The layout of ggml type t; -1 if t is not supported. */
 int llm_qlayout_of(uint32_t t, struct llm_qlayout *l);
@@ -62,8 +64,10 @@ void llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME]);
 int llm_qlayout_parse(const char *s, struct llm_qlayout *l);
 /* 1 if a [rows, cols] matrix is whole tiles and groups. */
 int llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols);
-/* Byte offsets (from the tensor's offset) of the scales and offsets, and
- * the size of the whole tensor. */
+/* Bytes of one scale or offset (2 or 4); byte offsets (from the
+ * tensor's offset) of the scales and offsets, and the size of the whole
+ * tensor. */
+size_t llm_qlayout_scale_bytes(const struct llm_qlayout *l);
 uint64_t llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols);

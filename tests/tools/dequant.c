@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../../lib/dtype.h"
 #include "../../lib/gguf.h"
 #include "../../lib/quant.h"
 #include "../../lib/util.h"
@@ -32,6 +33,20 @@ write_f32(const char *path, const float *v, size_t n)
 	struct llm_out o;
 	if (llm_out_open(&o, path) < 0 || (n && fwrite(v, sizeof(float), n, o.fp) != n) || llm_out_commit(&o) < 0)
 		llm_fatal("%s: write error", path);
+}
+
+/* Scale or offset i of a tiled layout's f32 or f16 array at p. */
+static float
+scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t i)
+{
+	if (l->half) {
+		uint16_t h;
+		memcpy(&h, p + 2 * i, 2);
+		return llm_f16_to_f32(h);
+	}
+	float f;
+	memcpy(&f, p + 4 * i, 4);
+	return f;
 }
 
 static int
@@ -53,8 +68,8 @@ tiled(char **argv)
 		    llm_qlayout_bytes(&l, rows, cols));
 	int64_t R = l.rows, G = l.group, ng = cols / G, gb = l.code == LLM_QCODE_I8 ? G : G / 2;
 	const uint8_t *q = m.p;
-	const float *s = (const float *)((const char *)m.p + llm_qlayout_scales_at(&l, rows, cols));
-	const float *mn = (const float *)((const char *)m.p + llm_qlayout_mins_at(&l, rows, cols));
+	const uint8_t *s = (const uint8_t *)m.p + llm_qlayout_scales_at(&l, rows, cols);
+	const uint8_t *mn = (const uint8_t *)m.p + llm_qlayout_mins_at(&l, rows, cols);
 	float *out = llm_xmalloc((size_t)(rows * cols) * sizeof(float));
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t c = 0; c < cols; c++) {
@@ -67,8 +82,8 @@ tiled(char **argv)
 				uint8_t b = q[sg * gb + j % (G / 2)];
 				code = (j < G / 2 ? b & 15 : b >> 4) - (l.code == LLM_QCODE_I4 ? 8 : 0);
 			}
-			float v = s[sg] * (float)code;
-			out[r * cols + c] = l.mins ? v + mn[sg] : v;
+			float v = scale_at(&l, s, sg) * (float)code;
+			out[r * cols + c] = l.mins ? v + scale_at(&l, mn, sg) : v;
 		}
 	write_f32(argv[4], out, (size_t)(rows * cols));
 	free(out);

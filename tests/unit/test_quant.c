@@ -138,8 +138,9 @@ T_TEST(layout_names_and_sizes)
 		uint32_t t;
 		const char *name;
 	} want[] = {
-		{LLM_GGML_Q8_0, "i8-r8-g32"}, {LLM_GGML_Q4_0, "i4-r8-g32"}, {LLM_GGML_Q4_1, "u4-r8-g32-min"},
-		{LLM_GGML_Q5_0, "i8-r8-g32"}, {LLM_GGML_Q5_1, "i8-r8-g32-min"}, {LLM_GGML_Q2_K, "u4-r8-g16-min"},
+		{LLM_GGML_Q8_0, "i8-r8-g32-f16"}, {LLM_GGML_Q4_0, "i4-r8-g32-f16"},
+		{LLM_GGML_Q4_1, "u4-r8-g32-min-f16"}, {LLM_GGML_Q5_0, "i8-r8-g32-f16"},
+		{LLM_GGML_Q5_1, "i8-r8-g32-min-f16"}, {LLM_GGML_Q2_K, "u4-r8-g16-min"},
 		{LLM_GGML_Q3_K, "i4-r8-g16"}, {LLM_GGML_Q4_K, "u4-r8-g32-min"}, {LLM_GGML_Q5_K, "i8-r8-g32-min"},
 		{LLM_GGML_Q6_K, "i8-r8-g16"},
 	};
@@ -149,11 +150,12 @@ T_TEST(layout_names_and_sizes)
 		T_CHECKF(strcmp(name, want[i].name) == 0, "%s", name);
 		struct llm_qlayout back;
 		T_CHECK(llm_qlayout_parse(name, &back) == 0 && back.rows == l.rows && back.group == l.group &&
-			back.mins == l.mins && back.code == l.code);
+			back.mins == l.mins && back.code == l.code && back.half == l.half);
 	}
 	T_CHECK(llm_qlayout_of(LLM_GGML_F32, &l) < 0);
 	const char *bad[] = {"", "i8", "i8-r8-g32-", "i8-r4-g32", "i8-r8-g64", "u8-r8-g32", "i8-r8-g32-max",
-		"i8-r8-g32-min-min", "i4-r8-g32 ", "I8-r8-g32"};
+		"i8-r8-g32-min-min", "i4-r8-g32 ", "I8-r8-g32", "i8-r8-g32-f16-min", "i8-r8-g32-f32",
+		"i8-r8-g32-f16-f16"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		T_CHECKF(llm_qlayout_parse(bad[i], &l) < 0, "'%s'", bad[i]);
 	/* 64 x 256: codes, then scales (and offsets) of 64 * 8 groups */
@@ -163,6 +165,10 @@ T_TEST(layout_names_and_sizes)
 	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 8192 && llm_qlayout_mins_at(&l, 64, 256) == 8192 + 4096 &&
 		llm_qlayout_bytes(&l, 64, 256) == 8192 + 8192);
 	T_CHECK(llm_qlayout_fits(&l, 64, 256) && !llm_qlayout_fits(&l, 60, 256) && !llm_qlayout_fits(&l, 64, 40));
+	/* f16 scales and offsets: 2 bytes each */
+	llm_qlayout_parse("u4-r8-g32-min-f16", &l);
+	T_CHECK(l.half && llm_qlayout_scale_bytes(&l) == 2 && llm_qlayout_scales_at(&l, 64, 256) == 8192 &&
+		llm_qlayout_mins_at(&l, 64, 256) == 8192 + 1024 && llm_qlayout_bytes(&l, 64, 256) == 8192 + 2048);
 }
 
 /* A tile of 8 Q4_0 rows of 64: row r's block b has d = r + 1 and codes
