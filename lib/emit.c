@@ -692,11 +692,11 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	return e->qa;
 }
 
-/* 1 if the single-row product with W in layout q takes the int8 path:
- * activations "q8", and codes the kernels read whole (int8 in groups of
- * 32 or 16, 4-bit in groups of 32; offsets with groups of 32). */
+/* 1 if the int8 kernels read pt's layout (with activations "q8"): int8
+ * codes in groups of 32 or 16, 4-bit codes in groups of 32, offsets only
+ * with groups of 32. */
 static int
-qa8(const struct em *e, const struct llm_plan_tensor *pt)
+qa8(const struct llm_plan_tensor *pt)
 {
 	struct qparts qi = qinfo(pt), *q = &qi;
 	if (pt->ql.mins && q->G != 32)
@@ -1045,7 +1045,7 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 		if (k % 32)
 			llm_fatal("%s: tensor '%s' has %" PRId64 " columns, not blocks of 32 for q8 activations",
 			    e->m->path, w_name, k);
-		if (qa8(e, pt))
+		if (qa8(pt))
 			return qdot(e, x, r, pt, b_name);
 		x = qround(e, x, r, k);
 	}

@@ -57,10 +57,10 @@ struct llm_model {
 	const char **source_files;
 	struct llm_model_config cfg;
 	enum llm_dtype weight_dtype, act_dtype, kv_dtype;
-	int act_q8;             /* dtypes.activations "q8": the single-row products
-	                         * with quantized weights quantize x to int8 in
-	                         * blocks of 32 (as llama.cpp does) and run on the
-	                         * int8 kernels (ir.txt "Kernels"); else f32 */
+	int act_q8;             /* dtypes.activations "q8": the products with
+	                         * quantized weights quantize x to int8 in blocks
+	                         * of 32 (as llama.cpp does) and run on the int8
+	                         * kernels (ir.txt "Kernels"); else f32 */
 	int64_t max_context, prefill_chunk;
 	size_t ntokenizer_files;
 	const char **tokenizer_files;

@@ -55,9 +55,9 @@ static const char help_text[] =
 	"                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
 	"                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
 	"  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
-	"  --activations a      f32 (default: products with the exact weights), or q8: the single-row\n"
-	"                       products with quantized weights quantize x to int8 blocks of 32, as\n"
-	"                       llama.cpp does, and run on int8 dot products (faster, approximate)\n"
+	"  --activations a      f32 (default: products with the exact weights), or q8: the products\n"
+	"                       with quantized weights quantize x to int8 blocks of 32, as llama.cpp\n"
+	"                       does, and run on int8 dot products (faster, approximate)\n"
 	"  -v                   print what was written\n"
 	"  -h                   print the usage\n"
 	"  --help, --version    print this help, or the version\n";
