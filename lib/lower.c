@@ -458,18 +458,31 @@ llc_features(const struct llm_lower *l)
  * defined in the target's form, share/llm/kernels/<form>.mlir
  * (llm_target_kernels), in w->kin; mlir-opt reads that file then.  The
  * declarations are dropped and the form's definitions go in before the
- * module's closing brace; a module that declares none is read as it is. */
+ * module's closing brace; a module that declares none (or has them
+ * defined already) is read as it is. */
 static int
 splice_kernels(const struct llm_lower *l, struct work *w)
 {
-	char *text = NULL, *ktext = NULL, *kpath = NULL;
-	size_t n;
+	char *text = NULL, *ktext = NULL, *kpath = NULL, *end;
+	struct llm_buf b = {0};
+	size_t n, ndecl = 0;
 	int rc = -1;
 	if (llm_read_file(w->in, &text, &n) < 0)
 		return -1;
-	if (!strstr(text, KERNEL_DECL)) {
-		free(text);
-		return 0;
+	/* the module without the declarations */
+	if ((end = strrchr(text, '}')))
+		for (char *line = text, *next; line < end; line = next) {
+			next = strchr(line, '\n');
+			next = next && next < end ? next + 1 : end;
+			const char *p = line + strspn(line, " \t");
+			if (strncmp(p, KERNEL_DECL, strlen(KERNEL_DECL)) == 0 && !memchr(p, '{', (size_t)(next - p)))
+				ndecl++;
+			else
+				llm_buf_printf(&b, "%.*s", (int)(next - line), line);
+		}
+	if (!ndecl) {
+		rc = 0;
+		goto out;
 	}
 	struct llm_target tg;
 	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, llc_features(l), &tg) < 0) {
@@ -480,28 +493,13 @@ splice_kernels(const struct llm_lower *l, struct work *w)
 	llm_target_free(&tg);
 	if (llm_read_file(kpath, &ktext, NULL) < 0)
 		goto out;
-	char *end = strrchr(text, '}');
-	if (!end) {
-		llm_seterr("%s: not a module: no closing brace", l->input);
-		goto out;
-	}
-	struct llm_buf b = {0};
-	for (char *line = text, *next; line < end; line = next) {
-		next = strchr(line, '\n');
-		next = next && next < end ? next + 1 : end;
-		const char *p = line + strspn(line, " \t");
-		if (strncmp(p, KERNEL_DECL, strlen(KERNEL_DECL)) == 0 && !memchr(p, '{', (size_t)(next - p)))
-			continue;
-		llm_buf_printf(&b, "%.*s", (int)(next - line), line);
-	}
 	llm_buf_printf(&b, "// %s\n%s%s", kpath, ktext, end);
-	rc = llm_write_file(w->kin, b.p, b.len);
-	llm_buf_free(&b);
-	if (rc == 0) {
+	if ((rc = llm_write_file(w->kin, b.p, b.len)) == 0) {
 		free(w->in);
 		w->in = llm_xstrdup(w->kin);
 	}
 out:
+	llm_buf_free(&b);
 	free(text);
 	free(ktext);
 	free(kpath);
