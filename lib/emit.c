@@ -28,8 +28,7 @@ struct rows {
 };
 
 struct qact {
-	const char *x, *xq, *xs4, *dx, *xsum;
-	int64_t k;
+	const char *x, *xq, *xs4, *dx, *xsum; /* x, and what qact() made of it */
 };
 
 struct em {
@@ -433,16 +432,16 @@ qview(struct em *e, const struct llm_plan_tensor *t)
 static const char *
 qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn, const char *half, const char *res)
 {
-	const char *nib = "";
+	const char *pre = "";
 	if (strcmp(q->se, "f16") == 0) {
 		/* f16 scales and offsets widen exactly */
-		nib = fmt("      %%sw = arith.extf %s : f16 to f32\n%s", sc,
+		pre = fmt("      %%sw = arith.extf %s : f16 to f32\n%s", sc,
 		    mn ? fmt("      %%mw = arith.extf %s : f16 to f32\n", mn) : "");
 		sc = "%sw";
 		mn = mn ? "%mw" : NULL;
 	}
 	if (q->four) {
-		nib = fmt("%s      %%h0 = arith.constant 0 : index\n"
+		pre = fmt("%s      %%h0 = arith.constant 0 : index\n"
 			  "      %%lo0 = arith.cmpi eq, %s, %%h0 : index\n"
 			  "      %%c15 = arith.constant 15 : i8\n"
 			  "      %%c4 = arith.constant 4 : i8\n"
@@ -450,17 +449,17 @@ qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn,
 			  "      %%nhi = arith.shrui %s, %%c4 : i8\n"
 			  "      %%nb = arith.select %%lo0, %%nlo, %%nhi : i8\n"
 			  "%s",
-		    nib, half, code, code,
+		    pre, half, code, code,
 		    q->code == LLM_QCODE_I4 ?
 			"      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
 		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
 	}
 	if (!mn)
 		return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
-			   "      %s = arith.mulf %s, %%qf : f32\n", nib, code, res, sc);
+			   "      %s = arith.mulf %s, %%qf : f32\n", pre, code, res, sc);
 	return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
 		   "      %%qs = arith.mulf %s, %%qf : f32\n"
-		   "      %s = arith.addf %%qs, %s : f32\n", nib, code, sc, res, mn);
+		   "      %s = arith.addf %%qs, %s : f32\n", pre, code, sc, res, mn);
 }
 
 /* The same for a generic whose operands %aQ, %aS, %aM (am < 0: none) are
@@ -590,18 +589,6 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	return yc;
 }
 
-/* Activations quantized for the products with quantized weights (the
- * plan's dtypes.activations "q8", as llama.cpp quantizes them to Q8_0,
- * with an f32 scale): each block of 32 of a row of x becomes
- * x^ = d * q, d = max|x| / 127, q = roundeven(x * (127 / max|x|)) (0
- * where max|x| is 0), and the product is W . x^ (ir.txt "Activations").
- * For the int8 kernels, qact() gives the codes q of x [1, k], the sums of
- * each 4 consecutive codes (xs4, for the kernels that multiply unsigned
- * bytes), d, and each block's sum of x^ (xsum = d * sum q, for the
- * weights' offsets), in one scf.for over the blocks; a product of the
- * same x reuses them.  qround() gives x^ itself, in f32, for the other
- * products (prefill's, and layouts the kernels do not read). */
-
 /* One line of a region's text: `ind` spaces, then the format. */
 static void
 ln(struct llm_buf *b, int ind, const char *f, ...)
@@ -629,6 +616,17 @@ rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx
 static const char twice16[] = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, "
 			      "16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31";
 
+/* Activations quantized for the products with quantized weights (the
+ * plan's dtypes.activations "q8", as llama.cpp quantizes them to Q8_0,
+ * with an f32 scale): each block of 32 of a row of x becomes
+ * x^ = d * q, d = max|x| / 127, q = roundeven(x * (127 / max|x|)) (0
+ * where max|x| is 0), and the product is W . x^ (ir.txt "Activations").
+ * For the int8 kernels, qact() gives the codes q of x [1, k], the sums of
+ * each 4 consecutive codes (xs4, for the kernels that multiply unsigned
+ * bytes), d, and each block's sum of x^ (xsum = d * sum q, for the
+ * weights' offsets), in one scf.for over the blocks; a product of the
+ * same x reuses them.  qround() gives x^ itself, in f32, for the other
+ * products (prefill's, and layouts the kernels do not read). */
 static struct qact
 qact(struct em *e, const char *x, struct rows rw, int64_t k)
 {
@@ -688,7 +686,7 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r), k};
+	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r)};
 	return e->qa;
 }
 
@@ -698,10 +696,10 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 static int
 qa8(const struct llm_plan_tensor *pt)
 {
-	struct qparts qi = qinfo(pt), *q = &qi;
-	if (pt->ql.mins && q->G != 32)
-		return 0;
-	return q->four ? q->G == 32 : q->G == 32 || q->G == 16;
+	int G = pt->ql.group;
+	if (pt->ql.code != LLM_QCODE_I8 || pt->ql.mins)
+		return G == 32;
+	return G == 32 || G == 16;
 }
 
 static const char *
@@ -753,7 +751,7 @@ struct qd {
 	struct qparts *q;
 	int pairs, na;                  /* 32-byte pieces a group: 8, or 4 (two rows each) */
 	const char *tq, *ts, *tb, *st;  /* x codes, sums of 4, per-block; the tile's y */
-	const char *bias, *bt;          /* the bias view and its element type */
+	const char *bias, *bt;          /* the bias (its view, then its f32 vector), its element type */
 };
 
 /* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
@@ -897,7 +895,7 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 			yv = fmt("%%_ym%d", j);
 		}
 		if (d->bias) {
-			ln(b, 8, "%%_yb%d = arith.addf %s, %%_bf : %s", j, yv, v8);
+			ln(b, 8, "%%_yb%d = arith.addf %s, %s : %s", j, yv, d->bias, v8);
 			yv = fmt("%%_yb%d", j);
 		}
 		ln(b, 8, "%%_ot_%d = vector.transfer_write %s, %s[%%_r%d, %%_c0] {in_bounds = [true]} : %s, %s", j, yv,
@@ -968,8 +966,7 @@ qdot(struct em *e, const char *x, struct rows rw, const struct llm_plan_tensor *
 		    fmt("vector<8x%s>", d.bt));
 		if (strcmp(d.bt, "f32") != 0)
 			ln(&b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", d.bt, v8);
-		else
-			ln(&b, 6, "%%_bf = arith.addf %%_bv, %%_zf : %s", v8);
+		d.bias = strcmp(d.bt, "f32") != 0 ? "%_bf" : "%_bv"; /* from here on: the bias's vector */
 	}
 	/* the tile's 8 columns of y; rows two at a time (pieces of two rows
 	 * of W), then one at a time */
