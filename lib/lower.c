@@ -453,6 +453,23 @@ llc_features(const struct llm_lower *l)
 	return l->features || !l->triple ? l->features : llm_target_default_mattr(l->triple);
 }
 
+/* The target's features (target.h), resolved once a lowering, when first
+ * needed: clang runs only for the object's section, or earlier for a
+ * module that declares the int8 kernels. */
+struct tgt {
+	struct llm_target t;
+	int have;
+};
+
+static int
+target_of(const struct llm_lower *l, struct tgt *tg)
+{
+	if (!tg->have && llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, llc_features(l), &tg->t) < 0)
+		return llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
+	tg->have = 1;
+	return 0;
+}
+
 /* The module with the int8 dot-product kernels it declares (a line
  * "llvm.func @llm_qdot_...(...)" without a body: ir.txt "Kernels")
  * defined in the target's form, share/llm/kernels/<form>.mlir
@@ -461,7 +478,7 @@ llc_features(const struct llm_lower *l)
  * module's closing brace; a module that declares none (or has them
  * defined already) is read as it is. */
 static int
-splice_kernels(const struct llm_lower *l, struct work *w)
+splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 {
 	char *text = NULL, *ktext = NULL, *kpath = NULL, *end;
 	struct llm_buf b = {0};
@@ -484,13 +501,9 @@ splice_kernels(const struct llm_lower *l, struct work *w)
 		rc = 0;
 		goto out;
 	}
-	struct llm_target tg;
-	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, llc_features(l), &tg) < 0) {
-		llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
+	if (target_of(l, tg) < 0)
 		goto out;
-	}
-	kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, llm_target_kernels(&tg));
-	llm_target_free(&tg);
+	kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, llm_target_kernels(&tg->t));
 	if (llm_read_file(kpath, &ktext, NULL) < 0)
 		goto out;
 	llm_buf_printf(&b, "// %s\n%s%s", kpath, ktext, end);
@@ -507,12 +520,11 @@ out:
 }
 
 /* llc's argv: the host CPU unless cross-compiling; a cross target's
- * default features and ABI are the target spec's (target.h).  *features
- * is the -mattr list used (for the target section). */
+ * default features and ABI are the target spec's (target.h). */
 static void
-llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, const char **features)
+llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a)
 {
-	*features = llc_features(l);
+	const char *features = llc_features(l);
 	llm_argv_add(a, l->llc);
 	llm_argv_add(a, "-O3");
 	llm_argv_add(a, "-relocation-model=pic");
@@ -524,8 +536,8 @@ llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, co
 	}
 	if (l->cpu || !l->triple)
 		llm_argv_addf(a, "-mcpu=%s", l->cpu ? l->cpu : "native");
-	if (*features)
-		llm_argv_addf(a, "-mattr=%s", *features);
+	if (features)
+		llm_argv_addf(a, "-mattr=%s", features);
 	llm_argv_add(a, w->ll);
 	llm_argv_add(a, "-o");
 	llm_argv_add(a, w->obj);
@@ -534,13 +546,11 @@ llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a, co
 /* The target the object is for, as data (target.h), in its section
  * .llm.target; only the entry points stay global. */
 static int
-seal_object(const struct llm_lower *l, const struct work *w, const char *features)
+seal_object(const struct llm_lower *l, const struct work *w, struct tgt *tg)
 {
-	struct llm_target tg;
-	if (llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, features, &tg) < 0)
-		return llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
-	char *tjson = llm_target_json(&tg), *tpath = llm_path_join(w->dir, "target.json");
-	llm_target_free(&tg);
+	if (target_of(l, tg) < 0)
+		return -1;
+	char *tjson = llm_target_json(&tg->t), *tpath = llm_path_join(w->dir, "target.json");
 	int rc = llm_write_file(tpath, tjson, strlen(tjson));
 	if (rc == 0) {
 		struct llm_argv oc = {0};
@@ -562,10 +572,10 @@ seal_object(const struct llm_lower *l, const struct work *w, const char *feature
 static int
 run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes)
 {
-	if (strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0)
-		return -1;
-	if (splice_kernels(l, w) < 0)
-		return -1;
+	struct tgt tg = {0};
+	int rc = -1;
+	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || splice_kernels(l, w, &tg) < 0)
+		goto out;
 
 	struct llm_argv a = {0};
 	llm_argv_add(&a, l->mlir_opt);
@@ -574,22 +584,24 @@ run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes)
 		llm_argv_add(&a, passes->v[i]);
 	llm_argv_add(&a, "-o");
 	llm_argv_add(&a, w->llvm);
-	int rc = stage(l, a.v, "mlir-opt", w->log[LOG_OPT]);
+	rc = stage(l, a.v, "mlir-opt", w->log[LOG_OPT]);
 	llm_argv_free(&a);
 	if (rc < 0)
-		return -1;
+		goto out;
 
 	char *tr[] = {(char *)l->mlir_translate, "--mlir-to-llvmir", w->llvm, "-o", w->ll, NULL};
-	if (stage(l, tr, "mlir-translate", w->log[LOG_TRANSLATE]) < 0)
-		return -1;
+	if ((rc = stage(l, tr, "mlir-translate", w->log[LOG_TRANSLATE])) < 0)
+		goto out;
 
-	const char *features;
-	llc_argv(l, w, &a, &features);
+	llc_argv(l, w, &a);
 	rc = stage(l, a.v, "llc", w->log[LOG_LLC]);
 	llm_argv_free(&a);
-	if (rc < 0)
-		return -1;
-	return seal_object(l, w, features);
+	if (rc == 0)
+		rc = seal_object(l, w, &tg);
+out:
+	if (tg.have)
+		llm_target_free(&tg.t);
+	return rc;
 }
 
 int
