@@ -18,7 +18,10 @@
  * weights stay in the mmap'ed checkpoint and are converted one row at a
  * time, so a 1.5B-parameter model runs in a few hundred MB for a few
  * tokens.  Cost: one pass over all weights per call (each row is converted
- * once and applied to every position). */
+ * once and applied to every position).  With --q8-activations every
+ * product takes its x rounded to int8 blocks of 32 as llm-import
+ * --activations q8 defines it (the rounding in float, the product in
+ * double), the oracle of the int8 kernels. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
