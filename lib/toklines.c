@@ -10,28 +10,43 @@
 #include "toklines.h"
 #include "util.h"
 
+/* ids as a JSON array and a newline: "[1,2,3]\n". */
+static void
+print_ids(const int64_t *ids, size_t n, struct llm_buf *out)
+{
+	llm_buf_add(out, "[", 1);
+	for (size_t i = 0; i < n; i++)
+		llm_buf_printf(out, i ? ",%lld" : "%lld", (long long)ids[i]);
+	llm_buf_add(out, "]\n", 2);
+}
+
 /* Run one line of the protocol; 0, or -1 with llm_errmsg. */
 static int
 protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, size_t len, const char *where,
 	int64_t **ids, size_t *cap, struct llm_buf *out)
 {
 	json_error_t err;
-	json_t *j = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	size_t n = 0;
 	int rc = 0;
 
+	if (!decode && (flag & LLM_TOK_RAW)) {
+		/* the line's bytes themselves */
+		if (llm_tokenizer_encode(t, line, len, flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0)
+			return llm_seterr("%s: %s", where, llm_errmsg());
+		print_ids(*ids, n, out);
+		return 0;
+	}
+	json_t *j = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!j)
 		return llm_seterr("%s: %s", where, err.text);
 	if (!decode) {
 		if (!json_is_string(j)) {
 			rc = llm_seterr("%s: expected a JSON string", where);
-		} else if (llm_tokenizer_encode(t, json_string_value(j), json_string_length(j), flag, ids, &n) < 0) {
+		} else if (llm_tokenizer_encode(t, json_string_value(j), json_string_length(j),
+		    flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0) {
 			rc = llm_seterr("%s: %s", where, llm_errmsg());
 		} else {
-			llm_buf_add(out, "[", 1);
-			for (size_t i = 0; i < n; i++)
-				llm_buf_printf(out, i ? ",%lld" : "%lld", (long long)(*ids)[i]);
-			llm_buf_add(out, "]\n", 2);
+			print_ids(*ids, n, out);
 		}
 		json_decref(j);
 		return rc;
@@ -96,9 +111,9 @@ protocol(struct llm_tokenizer *t, int decode, const char *in, size_t len, const 
 
 int
 llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int add_special, struct llm_buf *out)
+	int flags, struct llm_buf *out)
 {
-	return protocol(t, 0, in, len, name, add_special, out);
+	return protocol(t, 0, in, len, name, flags, out);
 }
 
 int

@@ -61,7 +61,7 @@ static const char usage_text[] =
 	"               [-r n] -m model --bench [spec]\n"
 	"       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
 	"               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
-	"       llm-run -m model | --tokenizer path --tokenize [--add-special]\n"
+	"       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
 	"       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
 	"       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
 	"               [--no-gen-prompt]\n";
@@ -97,8 +97,9 @@ static const char help_text[] =
 	"  --chunks n           the first n chunks only\n"
 	"  --kl-divergence-base file, --kl-divergence file\n"
 	"                       save a base run's logits, or compare with them (KL divergence)\n"
-	"  --tokenize [--add-special]\n"
-	"                       JSON lines of text to ids (with the special tokens the model adds)\n"
+	"  --tokenize [--add-special] [--raw]\n"
+	"                       JSON lines of text to ids (with the special tokens the model adds;\n"
+	"                       --raw: plain lines, each line's bytes as they are)\n"
 	"  --detokenize [--skip-special]\n"
 	"                       JSON lines of ids to text (without the special tokens)\n"
 	"  --render file [--no-gen-prompt]\n"
@@ -1428,14 +1429,14 @@ struct args {
 	char **stop;
 	size_t nstop;
 	int64_t max_new, threads, ctx_cap;
-	int json, verbose, seeded, add_special, skip_special, no_gen, escape;
+	int json, verbose, seeded, add_special, raw, skip_special, no_gen, escape;
 	enum mode mode;
 };
 
 enum {
 	OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
-	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_SKIP_SPECIAL, OPT_RENDER,
+	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE,
 };
@@ -1463,6 +1464,7 @@ static const struct option longopts[] = {
 	{"min-p", required_argument, NULL, OPT_MIN_P},
 	{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
 	{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
+	{"raw", no_argument, NULL, OPT_RAW},
 	{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
 	{"render", required_argument, NULL, OPT_RENDER},
 	{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
@@ -1537,6 +1539,9 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_ADD_SPECIAL:
 			a->add_special = 1;
+			break;
+		case OPT_RAW:
+			a->raw = 1;
 			break;
 		case OPT_BENCH:
 			set_mode(&a->mode, M_BENCH);
@@ -1666,6 +1671,8 @@ parse_args(int argc, char **argv, struct args *a)
 		parse_bench(a->bench_arg, &a->bench);
 	if (a->add_special && a->mode != M_TOKENIZE)
 		usage_msg("--add-special goes with --tokenize");
+	if (a->raw && a->mode != M_TOKENIZE)
+		usage_msg("--raw goes with --tokenize");
 	if (a->skip_special && a->mode != M_DETOKENIZE)
 		usage_msg("--skip-special goes with --detokenize");
 	if (a->no_gen && a->mode != M_RENDER)
@@ -1714,7 +1721,8 @@ run_text_mode(const struct args *a)
 	} else {
 		char *text = read_input("-", &len);
 		int rc = a->mode == M_TOKENIZE ?
-		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>", a->add_special, &out) :
+		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>",
+			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0), &out) :
 		    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
 			(a->skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
 		if (rc < 0)

@@ -638,6 +638,24 @@ stop_job() {
 	run -2 llm-run --tokenizer "$d" -m "$d" --tokenize
 }
 
+@test "--tokenize --raw reads plain lines: each line's bytes, quotes and backslashes as text" {
+	d=$(fixture_linked a)
+	# the same ids as the JSON string of the line
+	run -0 llm-run --tokenizer "$d" --tokenize --raw <<<$'Hello\nx</s>y'
+	[ "$output" = $'[32,72,101,108,108,111]\n[32,120,257,32,121]' ]
+	printf '%s\n' '"a\n"' 'b\\c' ' ' >"$T/plain"
+	llm-run --tokenizer "$d" --tokenize --raw <"$T/plain" >"$T/raw"
+	jq -R . <"$T/plain" | llm-run --tokenizer "$d" --tokenize >"$T/json"
+	[ "$(wc -l <"$T/raw")" -eq 3 ]
+	cmp "$T/raw" "$T/json"
+	# an empty line is the empty text; no final newline is needed
+	run -0 llm-run --tokenizer "$d" --tokenize --raw --add-special < <(printf 'a\n\nb')
+	[ "$output" = $'[32,97]\n[]\n[32,98]' ]
+	[ "$(llm-run --tokenizer "$d" --tokenize <<<'""')" = '[]' ]
+	run -2 llm-run --tokenizer "$d" --detokenize --raw
+	[[ "$output" == *"--raw goes with --tokenize"* ]]
+}
+
 @test "--tokenize gives the Hugging Face ids of the DeepSeek tokenizer" {
 	tok="$(fixture_tokenizer_dir)/tokenizer.json"
 	[ -e "$tok" ] || skip "no ../shared tokenizer fixture"

@@ -158,7 +158,8 @@ main(int argc, char **argv)
 
 	struct llm_buf in = {0}, out = {0};
 	read_stdin(&in);
-	int rc = mode == MODE_TOKENIZE ? llm_tokenizer_tokenize_lines(t, in.p, in.len, "<stdin>", add_special, &out)
+	int rc = mode == MODE_TOKENIZE ? llm_tokenizer_tokenize_lines(t, in.p, in.len, "<stdin>",
+		add_special ? LLM_TOK_ADD_SPECIAL : 0, &out)
 		: llm_tokenizer_detokenize_lines(t, in.p, in.len, "<stdin>", skip_special ? LLM_DETOK_SKIP_SPECIAL : 0,
 		    &out);
 	if (rc < 0)
