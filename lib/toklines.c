@@ -29,28 +29,31 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 	size_t n = 0;
 	int rc = 0;
 
-	if (!decode && (flag & LLM_TOK_RAW)) {
-		/* the line's bytes themselves */
-		if (llm_tokenizer_encode(t, line, len, flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0)
-			return llm_seterr("%s: %s", where, llm_errmsg());
-		print_ids(*ids, n, out);
-		return 0;
+	if (!decode) {
+		/* the text: the line's bytes themselves, or its JSON string */
+		const char *text = line;
+		size_t tl = len;
+		json_t *j = NULL;
+		if (!(flag & LLM_TOK_RAW)) {
+			if (!(j = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err)))
+				return llm_seterr("%s: %s", where, err.text);
+			if (!json_is_string(j)) {
+				json_decref(j);
+				return llm_seterr("%s: expected a JSON string", where);
+			}
+			text = json_string_value(j);
+			tl = json_string_length(j);
+		}
+		if (llm_tokenizer_encode(t, text, tl, flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0)
+			rc = llm_seterr("%s: %s", where, llm_errmsg());
+		else
+			print_ids(*ids, n, out);
+		json_decref(j);
+		return rc;
 	}
 	json_t *j = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!j)
 		return llm_seterr("%s: %s", where, err.text);
-	if (!decode) {
-		if (!json_is_string(j)) {
-			rc = llm_seterr("%s: expected a JSON string", where);
-		} else if (llm_tokenizer_encode(t, json_string_value(j), json_string_length(j),
-		    flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0) {
-			rc = llm_seterr("%s: %s", where, llm_errmsg());
-		} else {
-			print_ids(*ids, n, out);
-		}
-		json_decref(j);
-		return rc;
-	}
 	size_t i;
 	json_t *v;
 	if (!json_is_array(j)) {
