@@ -748,7 +748,8 @@ qround(struct em *e, const char *x, struct rows r, int64_t k)
 /* What qdot's row passes share. */
 struct qd {
 	struct qact a;
-	struct qparts *q;
+	struct qparts q;                /* W's views */
+	int64_t n, t0;                  /* W's rows; its first tile among the product's */
 	int pairs, na;                  /* 32-byte pieces a group: 8, or 4 (two rows each) */
 	const char *tq, *ts, *tb, *st;  /* x codes, sums of 4, per-block; the tile's y */
 	const char *bias, *bt;          /* the bias (its view, then its f32 vector), its element type */
@@ -760,7 +761,7 @@ struct qd {
 static void
 qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 {
-	const struct qparts *q = d->q;
+	const struct qparts *q = &d->q;
 	const char *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
 	const char *v16 = "vector<16xi8>", *v4 = "vector<4xi32>";
 	const char *kty = fmt("(%s, %s, %s) -> %s", i8, b32, b32, i8);
@@ -908,46 +909,86 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	llm_buf_free(&outs);
 }
 
-/* y [R, n] = x [R, k] . W[n, k]^T (+ bias[n]) with W in a tiled layout
- * and the activations quantized (qact), in integers: one scf.forall
- * iteration per tile of 8 rows of W, and in it the rows of x, two at a
- * time where W's 32-byte pieces hold two of its rows (so that one load of
- * W serves both), then one; per row a loop over the groups, and per
- * group the int8 dot products of the target's kernel (llm_qdot_i8 /
- * llm_qdot_u7, ir.txt "Kernels") scaled by the weights' and the block's
- * scales into f32 lanes, added once per row at the end with the offsets'
- * terms (m * the block's sum of x^) and the bias.  A 32-byte piece holds
- * one row's group of 32 int8 codes (lanes: that row), or two rows'
- * groups of 16 int8 or of 32 4-bit codes (lanes 0-3 the first row, 4-7
- * the second).  With R = 1 (decode) a tile streams through W once. */
-static const char *
-qdot(struct em *e, const char *x, struct rows rw, const struct llm_plan_tensor *pt, const char *b_name)
+/* The tile %_t = %_tg - t0 of one W of qdot: from %_os, the tile's 8
+ * columns of y as %_ow; rows two at a time (pieces of two rows of W),
+ * then one at a time. */
+static void
+qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 {
-	int64_t n = pt->shape[0], k = pt->shape[1];
-	struct qd d = {0};
-	d.a = qact(e, x, rw, k);
-	struct qparts qi = qinfo(pt);
-	d.pairs = qi.G == 16 || qi.four;
-	d.na = d.pairs ? 4 : 8;
-	/* the codes as 32-byte pieces: [nt, ng, na, 32] */
-	struct qparts qv = qview_as(e, pt, d.na);
-	d.q = &qv;
-	d.bias = b_name ? wview_as(e, b_name, fmt("%" PRId64 "x", n), &d.bt) : NULL;
-	const char *yt = tensor2(rw, n, "f32"), *init = val(e, "qi"), *y = val(e, "qd");
-	d.tq = tensor2(rw, k, "i8");
-	d.ts = tensor2(rw, k / 4, "i32");
-	d.tb = tensor2(rw, k / 32, "f32");
-	d.st = fmt("tensor<%sx8xf32>", rw.t);
+	ln(b, 6, "%%_ts = arith.constant %" PRId64 " : index", d->t0);
+	ln(b, 6, "%%_t = arith.subi %%_tg, %%_ts : index");
+	ln(b, 6, "%%_ng = arith.constant %" PRId64 " : index", d->q.ng);
+	ln(b, 6, "%%_t8 = arith.muli %%_t, %%_c8 : index");
+	struct qd dt = *d;
+	if (d->bias) {
+		ln(b, 6, "%%_bz = arith.constant 0.0 : %s", d->bt);
+		rd(b, 6, "%_bv", d->bias, "%_t8", "%_bz", fmt("tensor<%" PRId64 "x%s>", d->n, d->bt),
+		    fmt("vector<8x%s>", d->bt));
+		if (strcmp(d->bt, "f32") != 0)
+			ln(b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
+		dt.bias = strcmp(d->bt, "f32") != 0 ? "%_bf" : "%_bv"; /* the bias's vector */
+	}
+	const char *from = "%_c0", *acc = "%_os";
+	if (rw.dyn[0] && d->pairs) {
+		ln(b, 6, "%%_rh = arith.divui %%R, %%_c2 : index");
+		ln(b, 6, "%%_rp = arith.muli %%_rh, %%_c2 : index");
+		ln(b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", d->st);
+		qdot_pass(b, &dt, 2);
+		ln(b, 6, "}");
+		from = "%_rp";
+		acc = "%_ow2";
+	}
+	ln(b, 6, "%%_ow = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
+	    rw.dyn[0] ? "%R" : "%_c1", acc, d->st);
+	qdot_pass(b, &dt, 1);
+	ln(b, 6, "}");
+}
+
+/* y_i [R, n_i] = x [R, k] . W_i[n_i, k]^T (+ bias_i[n_i]), i < nw, with
+ * each W_i in a tiled layout and the activations quantized (qact), in
+ * integers: one scf.forall over the tiles of 8 rows of all the W_i (one
+ * parallel loop, one barrier, for the products of the same x), the tile's
+ * W chosen by its index.  In a tile, the rows of x, two at a time where
+ * W's 32-byte pieces hold two of its rows (so that one load of W serves
+ * both), then one; per row a loop over the groups, and per group the int8
+ * dot products of the target's kernel (llm_qdot_i8 / llm_qdot_u7, ir.txt
+ * "Kernels") scaled by the weights' and the block's scales into f32
+ * lanes, added once per row at the end with the offsets' terms (m * the
+ * block's sum of x^) and the bias.  A 32-byte piece holds one row's group
+ * of 32 int8 codes (lanes: that row), or two rows' groups of 16 int8 or
+ * of 32 4-bit codes (lanes 0-3 the first row, 4-7 the second).  With R = 1
+ * (decode) a tile streams through its W once.  Each y_i is the slice of
+ * the whole y that its tiles wrote. */
+static void
+qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
+    const char *const *b_name, const char **y)
+{
+	int64_t k = pt[0]->shape[1], nt = 0, nall = 0;
+	struct qd *d = llm_xreallocarray(NULL, (size_t)nw, sizeof(*d));
+	struct qact a = qact(e, x, rw, k);
+	const char *st = fmt("tensor<%sx8xf32>", rw.t);
+	for (int i = 0; i < nw; i++) {
+		d[i] = (struct qd){.a = a, .n = pt[i]->shape[0], .t0 = nt, .tq = tensor2(rw, k, "i8"),
+		    .ts = tensor2(rw, k / 4, "i32"), .tb = tensor2(rw, k / 32, "f32"), .st = st};
+		struct qparts qi = qinfo(pt[i]);
+		d[i].pairs = qi.G == 16 || qi.four;
+		d[i].na = d[i].pairs ? 4 : 8;
+		/* the codes as 32-byte pieces: [nt, ng, na, 32] */
+		d[i].q = qview_as(e, pt[i], d[i].na);
+		d[i].bias = b_name[i] ? wview_as(e, b_name[i], fmt("%" PRId64 "x", d[i].n), &d[i].bt) : NULL;
+		nt += d[i].q.nt;
+		nall += d[i].n;
+	}
+	const char *yt = tensor2(rw, nall, "f32"), *init = val(e, "qi"), *ya = val(e, "qd");
 	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
 	top(e, init, fmt("tensor.empty(%s)", rw.dyn), fmt(": %s", yt));
 	e->qdot = 1;
 
 	struct llm_buf b = {0};
-	ln(&b, 4, "%s = scf.forall (%%_t) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", y, qv.nt, init, yt);
+	ln(&b, 4, "%s = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nt, init, yt);
 	static const int consts[] = {0, 1, 2, 4, 8, 16, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
 		ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
-	ln(&b, 6, "%%_ng = arith.constant %" PRId64 " : index", qv.ng);
 	ln(&b, 6, "%%_i0 = arith.constant 0 : i8");
 	ln(&b, 6, "%%_i32 = arith.constant 0 : i32");
 	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
@@ -957,41 +998,45 @@ qdot(struct em *e, const char *x, struct rows rw, const struct llm_plan_tensor *
 	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b32);
 	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b32);
 	ln(&b, 6, "%%_m8 = arith.constant dense<-8> : %s", i8);
-	for (int h = 0; h < d.na; h++)
+	for (int h = 0; h < 8; h++)
 		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
-	ln(&b, 6, "%%_t8 = arith.muli %%_t, %%_c8 : index");
-	if (d.bias) {
-		ln(&b, 6, "%%_bz = arith.constant 0.0 : %s", d.bt);
-		rd(&b, 6, "%_bv", d.bias, "%_t8", "%_bz", fmt("tensor<%" PRId64 "x%s>", n, d.bt),
-		    fmt("vector<8x%s>", d.bt));
-		if (strcmp(d.bt, "f32") != 0)
-			ln(&b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", d.bt, v8);
-		d.bias = strcmp(d.bt, "f32") != 0 ? "%_bf" : "%_bv"; /* from here on: the bias's vector */
+	ln(&b, 6, "%%_tg8 = arith.muli %%_tg, %%_c8 : index");
+	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s to %s", R, yt, st);
+	/* tiles below W_i's end: W_i's, else the next W's */
+	for (int i = 0; i < nw; i++) {
+		if (i + 1 < nw) {
+			ln(&b, 6, "%%_te%d = arith.constant %" PRId64 " : index", i, d[i + 1].t0);
+			ln(&b, 6, "%%_in%d = arith.cmpi ult, %%_tg, %%_te%d : index", i, i);
+			ln(&b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
+		}
+		qdot_tile(&b, &d[i], rw);
+		if (i + 1 < nw) {
+			ln(&b, 6, "scf.yield %%_ow : %s", st);
+			ln(&b, 6, "} else {");
+		}
 	}
-	/* the tile's 8 columns of y; rows two at a time (pieces of two rows
-	 * of W), then one at a time */
-	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_t8] [%s, 8] [1, 1] : %s to %s", R, yt, d.st);
-	const char *from = "%_c0", *acc = "%_os";
-	if (rw.dyn[0] && d.pairs) {
-		ln(&b, 6, "%%_rh = arith.divui %%R, %%_c2 : index");
-		ln(&b, 6, "%%_rp = arith.muli %%_rh, %%_c2 : index");
-		ln(&b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", d.st);
-		qdot_pass(&b, &d, 2);
+	for (int i = nw - 2; i >= 0; i--) {
+		ln(&b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : fmt("%%_yi%d", i + 1), st);
 		ln(&b, 6, "}");
-		from = "%_rp";
-		acc = "%_ow2";
 	}
-	ln(&b, 6, "%%_ow = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
-	    rw.dyn[0] ? "%R" : "%_c1", acc, d.st);
-	qdot_pass(&b, &d, 1);
-	ln(&b, 6, "}");
 	ln(&b, 6, "scf.forall.in_parallel {");
-	ln(&b, 8, "tensor.parallel_insert_slice %%_ow into %%_o[0, %%_t8] [%s, 8] [1, 1] : %s into %s", R, d.st, yt);
+	ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s into %s",
+	    nw > 1 ? "%_yi0" : "%_ow", R, st, yt);
 	ln(&b, 6, "}");
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	return y;
+	int64_t off = 0;
+	for (int i = 0; i < nw; off += d[i].n, i++) {
+		if (nw == 1) {
+			y[i] = ya;
+			break;
+		}
+		y[i] = val(e, "qs");
+		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off, R,
+		    d[i].n), fmt(": %s to %s", yt, tensor2(rw, d[i].n, "f32")));
+	}
+	free(d);
 }
 
 /* W [n, k] f32 decoded from a tiled layout, for the products of many
@@ -1024,12 +1069,9 @@ qdequant(struct em *e, const struct llm_plan_tensor *pt)
 	return wc;
 }
 
-/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to gemv()
- * when W's rows come in whole chunks, or to qgemv() when W is quantized
- * (prefill decodes a quantized W first: qdequant()). */
-static const char *
-linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
-    const char *sched)
+/* W's entry in the weight plan, with k columns. */
+static const struct llm_plan_tensor *
+weight(struct em *e, const char *w_name, int64_t k)
 {
 	const struct llm_plan_tensor *pt = llm_model_tensor(e->m, w_name);
 	if (!pt)
@@ -1037,13 +1079,27 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	if (pt->shape[1] != k)
 		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, expected %" PRId64, e->m->path, w_name,
 		    pt->shape[1], k);
+	if (pt->layout && e->m->act_q8 && k % 32)
+		llm_fatal("%s: tensor '%s' has %" PRId64 " columns, not blocks of 32 for q8 activations", e->m->path,
+		    w_name, k);
+	return pt;
+}
+
+/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to gemv()
+ * when W's rows come in whole chunks, or to qgemv() when W is quantized
+ * (prefill decodes a quantized W first: qdequant()). */
+static const char *
+linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
+    const char *sched)
+{
+	const struct llm_plan_tensor *pt = weight(e, w_name, k);
 	int64_t n = pt->shape[0];
 	if (pt->layout && e->m->act_q8) {
-		if (k % 32)
-			llm_fatal("%s: tensor '%s' has %" PRId64 " columns, not blocks of 32 for q8 activations",
-			    e->m->path, w_name, k);
-		if (qa8(pt))
-			return qdot(e, x, r, pt, b_name);
+		if (qa8(pt)) {
+			const char *y;
+			qdot(e, x, r, 1, &pt, &b_name, &y);
+			return y;
+		}
 		x = qround(e, x, r, k);
 	}
 	if (pt->layout && strcmp(r.t, "1") == 0)
@@ -1058,6 +1114,27 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	    INS({x, tensor2(r, k, "f32"), "d0, d2", "f32"},
 	        {w, fmt("tensor<%" PRId64 "x%" PRId64 "x%s>", n, k, wt), "d1, d2", wt}), .init = init, .otype = yt,
 	    .omap = "d0, d1", .nd = 3, .iters = "parallel, parallel, reduction", .body = product_body(wt)});
+}
+
+/* y_i = linear(x, W_i, bias_i), i < nw (at most 3), the products of the
+ * same x: in one qdot() where the int8 kernels read every W_i, else one
+ * linear() each. */
+static void
+linears(struct em *e, const char *x, struct rows r, int64_t k, int nw, const char *const *w_name,
+    const char *const *b_name, const char **y)
+{
+	const struct llm_plan_tensor *pt[3];
+	int fuse = e->m->act_q8 && nw <= 3;
+	for (int i = 0; i < nw && fuse; i++) {
+		pt[i] = weight(e, w_name[i], k);
+		fuse = pt[i]->layout && qa8(pt[i]);
+	}
+	if (fuse) {
+		qdot(e, x, r, nw, pt, b_name, y);
+		return;
+	}
+	for (int i = 0; i < nw; i++)
+		y[i] = linear(e, x, r, k, w_name[i], b_name[i], "matmul");
 }
 
 static const char *
@@ -1286,9 +1363,11 @@ layer(struct em *e, const char *x, int l)
 	e->stage = "attn";
 	const char *h = rmsnorm(e, x, e->R, wname(l, LLM_ROLE_ATTN_NORM));
 	int bias = llm_role_present(LLM_ROLE_BQ, c);
-	const char *q = linear(e, h, e->R, d, wname(l, LLM_ROLE_WQ), bias ? wname(l, LLM_ROLE_BQ) : NULL, "matmul");
-	const char *k = linear(e, h, e->R, d, wname(l, LLM_ROLE_WK), bias ? wname(l, LLM_ROLE_BK) : NULL, "matmul");
-	const char *v = linear(e, h, e->R, d, wname(l, LLM_ROLE_WV), bias ? wname(l, LLM_ROLE_BV) : NULL, "matmul");
+	const char *qkv[3];
+	linears(e, h, e->R, d, 3, (const char *[]){wname(l, LLM_ROLE_WQ), wname(l, LLM_ROLE_WK), wname(l, LLM_ROLE_WV)},
+	    (const char *[]){bias ? wname(l, LLM_ROLE_BQ) : NULL, bias ? wname(l, LLM_ROLE_BK) : NULL,
+		bias ? wname(l, LLM_ROLE_BV) : NULL}, qkv);
+	const char *q = qkv[0], *k = qkv[1], *v = qkv[2];
 
 	/* RoPE rows pos .. pos+R-1 of the tables */
 	const char *tt = fmt("tensor<%" PRId64 "x%" PRId64 "xf32>", C, h2);
@@ -1343,8 +1422,10 @@ layer(struct em *e, const char *x, int l)
 	e->stage = "mlp";
 	int64_t f = c->intermediate_size;
 	const char *h2n = rmsnorm(e, x, e->R, wname(l, LLM_ROLE_FFN_NORM));
-	const char *gt = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WGATE), NULL, "matmul");
-	const char *up = linear(e, h2n, e->R, d, wname(l, LLM_ROLE_WUP), NULL, "matmul");
+	const char *gu[2];
+	linears(e, h2n, e->R, d, 2, (const char *[]){wname(l, LLM_ROLE_WGATE), wname(l, LLM_ROLE_WUP)},
+	    (const char *[]){NULL, NULL}, gu);
+	const char *gt = gu[0], *up = gu[1];
 	const char *ft = tensor2(e->R, f, "f32");
 	const char *act = generic(e, &(struct gspec){.sched = "eltwise", .hint = "swiglu",
 	    INS({gt, ft, "d0, d1", "f32"}, {up, ft, "d0, d1", "f32"}), .otype = ft, .odyn = e->R.dyn,
