@@ -44,6 +44,9 @@ enum llm_role {
  * not taken from the checkpoint, [max_context, head_dim / 2] f32. */
 #define LLM_TENSOR_ROPE_COS "rope.cos"
 #define LLM_TENSOR_ROPE_SIN "rope.sin"
+/* The GGUF tensor of llama.cpp's converter for rope_scaling llama3: the
+ * factors that divide each inv_freq (refused by llm-import for now). */
+#define LLM_GGUF_ROPE_FREQS "rope_freqs.weight"
 
 struct llm_family_spec {
 	enum llm_family family;

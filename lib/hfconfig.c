@@ -105,28 +105,6 @@ add_eos(struct llm_hfconfig *c, const int64_t *ids, int n, const char *ctx)
 	return 0;
 }
 
-static int
-check_rope_scaling(const json_t *j, const char *ctx)
-{
-	const json_t *rs = json_object_get(j, "rope_scaling"); /* borrowed */
-	const char *type = NULL;
-
-	if (!rs || json_is_null(rs))
-		return 0;
-	if (!json_is_object(rs))
-		return llm_seterr("%s: key 'rope_scaling': expected an object or null", ctx);
-	/* transformers reads "rope_type", and "type" from older configs. */
-	if (llm_json_str_opt(rs, "rope_type", ctx, &type) < 0)
-		return -1;
-	if (!type && llm_json_str_opt(rs, "type", ctx, &type) < 0)
-		return -1;
-	if (!type)
-		return llm_seterr("%s: rope_scaling without 'rope_type' is not supported", ctx);
-	if (strcmp(type, "default") != 0)
-		return llm_seterr("%s: rope_scaling '%s' is not supported", ctx, shown(type));
-	return 0;
-}
-
 /* The families' architectures ("Qwen2ForCausalLM, LlamaForCausalLM") or,
  * model_types 1, their model types ("qwen2, llama"), for a message. */
 static const char *
@@ -238,7 +216,7 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		return -1;
 	if (llm_json_bool_opt(j, "tie_word_embeddings", ctx, &c->tie_word_embeddings) < 0)
 		return -1;
-	if (check_rope_scaling(j, ctx) < 0)
+	if (llm_rope_scaling_load(json_object_get(j, "rope_scaling"), ctx, &c->rope_scaling) < 0)
 		return -1;
 	s = "silu";
 	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)

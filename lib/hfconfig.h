@@ -29,6 +29,7 @@ struct llm_hfconfig {
 	int64_t max_position_embeddings;
 	double rms_norm_eps;
 	double rope_theta;
+	struct llm_rope_scaling rope_scaling;
 	int tie_word_embeddings;  /* default: false */
 	int attention_bias;       /* q/k/v biases: always for a family with qkv_bias,
 	                           * else config.json attention_bias */
@@ -45,7 +46,7 @@ struct llm_hfconfig {
  * 32768 (qwen2) or 2048 (llama), rms_norm_eps 1e-6, rope_theta 10000.
  * (the family spec's for max_position_embeddings).
  * Rejected: a missing or non-positive size, heads not a multiple of KV
- * heads, an odd head_dim, rope_scaling other than "default", mlp_bias,
+ * heads, an odd head_dim, rope_scaling other than "default" and "llama3", mlp_bias,
  * hidden_act other than silu, use_sliding_window, torch_dtype other than
  * float32/float16/bfloat16, token ids outside [0, vocab_size). */
 int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);

@@ -1,6 +1,7 @@
 /* model.c: see model.h. */
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,61 @@ str_array(json_t *a, const char *ctx, const char *key, const char ***out, size_t
 	return 0;
 }
 
+int
+llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s)
+{
+	const char *type = NULL;
+	char c[512];
+
+	*s = (struct llm_rope_scaling){0};
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs))
+		return llm_seterr("%s: key 'rope_scaling': expected an object or null", ctx);
+	/* transformers reads "rope_type", and "type" from older configs. */
+	if (llm_json_str_opt(rs, "rope_type", ctx, &type) < 0)
+		return -1;
+	if (!type && llm_json_str_opt(rs, "type", ctx, &type) < 0)
+		return -1;
+	if (!type)
+		return llm_seterr("%s: rope_scaling without 'rope_type' is not supported", ctx);
+	if (strcmp(type, "default") == 0)
+		return 0;
+	if (strcmp(type, "llama3") != 0)
+		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx, type);
+	snprintf(c, sizeof(c), "%s: rope_scaling", ctx);
+	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
+	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
+	    llm_json_num(rs, "high_freq_factor", c, &s->high_freq_factor) < 0 ||
+	    llm_json_num(rs, "original_max_position_embeddings", c, &s->original_max_position_embeddings) < 0)
+		return -1;
+	/* transformers' own checks (_validate_llama3_parameters), and a
+	 * context that is a whole number of positions */
+	if (!(s->factor > 0 && s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor))
+		return llm_seterr("%s: llama3 needs factor > 0 and 0 < low_freq_factor < high_freq_factor", c);
+	if (!(s->original_max_position_embeddings >= 1 && s->original_max_position_embeddings <= (double)INT32_MAX &&
+	    s->original_max_position_embeddings == floor(s->original_max_position_embeddings)))
+		return llm_seterr("%s: original_max_position_embeddings %g is not a positive whole number", c,
+		    s->original_max_position_embeddings);
+	s->llama3 = 1;
+	return 0;
+}
+
+json_t *
+llm_rope_scaling_json(const struct llm_rope_scaling *s)
+{
+	if (!s->llama3)
+		return json_null();
+	json_t *o = json_object();
+	json_object_set_new(o, "rope_type", json_string("llama3"));
+	json_object_set_new(o, "factor", json_real(s->factor));
+	json_object_set_new(o, "low_freq_factor", json_real(s->low_freq_factor));
+	json_object_set_new(o, "high_freq_factor", json_real(s->high_freq_factor));
+	json_object_set_new(o, "original_max_position_embeddings",
+	    json_integer((json_int_t)s->original_max_position_embeddings));
+	return o;
+}
+
 static int
 load_config(struct llm_model *m, json_t *c, const char *ctx)
 {
@@ -143,7 +199,8 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_json_num(c, "rms_norm_eps", ctx, &k->rms_norm_eps) < 0 ||
 	    llm_json_num(c, "rope_theta", ctx, &k->rope_theta) < 0 ||
 	    llm_json_bool(c, "tie_word_embeddings", ctx, &k->tie_word_embeddings) < 0 ||
-	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0)
+	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0 ||
+	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
 		return llm_seterr("%s: n_heads %" PRId64 " is not a multiple of n_kv_heads %" PRId64,
@@ -283,6 +340,7 @@ config_json(const struct llm_model_config *c)
 	json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
 	json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
 	json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
+	json_object_set_new(o, "rope_scaling", llm_rope_scaling_json(&c->rope_scaling));
 	json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
 	json_object_set_new(o, "attention_bias", json_boolean(c->attention_bias));
 	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));

@@ -16,12 +16,28 @@
 #define LLM_MAX_SOURCES 4
 #define LLM_MAX_PHASES LLM_PH_COUNT
 
+/* The RoPE scaling of a config (transformers' rope_scaling, in config.json
+ * and model.json alike): none (null, absent or rope_type "default"), or
+ * rope_type "llama3" (Llama 3.1/3.2) with its four numbers, which change
+ * inv_freq as llm_rope_inv_freq() says. */
+struct llm_rope_scaling {
+	int llama3;
+	double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+};
+
 struct llm_model_config {
 	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
 	int64_t intermediate_size, vocab_size, max_position_embeddings;
 	double rms_norm_eps, rope_theta;
 	int tie_word_embeddings, attention_bias;
+	struct llm_rope_scaling rope_scaling;
 };
+
+/* rope_scaling rs (borrowed; NULL for absent) into *s: 0, or -1 with
+ * llm_errmsg naming ctx and a rope type it does not support. */
+int llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s);
+/* s as model.json's config.rope_scaling: null, or the object. */
+json_t *llm_rope_scaling_json(const struct llm_rope_scaling *s);
 
 struct llm_plan_tensor {
 	const char *name;       /* borrowed from root */

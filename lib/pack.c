@@ -353,11 +353,30 @@ put_zeros(struct llm_out *o, uint64_t n)
 	return 0;
 }
 
+double
+llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t head_dim)
+{
+	double f = pow(theta, -2.0 * (double)i / (double)head_dim);
+	if (!s->llama3)
+		return f;
+	/* transformers' _compute_llama3_parameters: wavelengths above the
+	 * original context / low_freq_factor slow down by factor, those below
+	 * it / high_freq_factor stay, and those between blend the two by how
+	 * far the original context is in wavelengths. */
+	double wavelen = 2.0 * M_PI / f, ctx = s->original_max_position_embeddings;
+	if (wavelen < ctx / s->high_freq_factor)
+		return f;
+	if (wavelen > ctx / s->low_freq_factor)
+		return f / s->factor;
+	double smooth = (ctx / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+	return (1.0 - smooth) * f / s->factor + smooth * f;
+}
+
 void
-llm_rope_row(float *out, int64_t p, double theta, int64_t head_dim, int use_sin)
+llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim, int use_sin)
 {
 	for (int64_t i = 0; i < head_dim / 2; i++) {
-		double a = (double)p * pow(theta, -2.0 * (double)i / (double)head_dim);
+		double a = (double)p * llm_rope_inv_freq(theta, s, i, head_dim);
 		out[i] = (float)(use_sin ? sin(a) : cos(a));
 	}
 }
@@ -468,7 +487,8 @@ write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
 		float *row = s->buf;
 		for (int64_t i = 0; i < n; i++)
-			llm_rope_row(row + i * cols, r + i, k->m->cfg.rope_theta, k->m->cfg.head_dim, use_sin);
+			llm_rope_row(row + i * cols, r + i, k->m->cfg.rope_theta, &k->m->cfg.rope_scaling,
+			    k->m->cfg.head_dim, use_sin);
 		s->p = s->buf;
 		s->n = (size_t)(n * cols) * sizeof(float);
 		if (slot_put(k, o, s) < 0)

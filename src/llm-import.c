@@ -271,7 +271,11 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
-		if (!p.used[i])
+		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) == 0)
+			llm_fatal("%s: tensor '%s': RoPE frequency factors (rope_scaling llama3, Llama 3.1/3.2) "
+			    "are not supported from GGUF yet; import the Hugging Face checkpoint", dir,
+			    src->tensors[i].name);
+		else if (!p.used[i])
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);
@@ -468,7 +472,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->source_dir = absdir;
 	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
 		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
-		cfg.tie_word_embeddings, cfg.attention_bias};
+		cfg.tie_word_embeddings, cfg.attention_bias, cfg.rope_scaling};
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;

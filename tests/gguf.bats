@@ -323,8 +323,8 @@ same_tokenizer() {
 @test "a missing tensor, or one the model would ignore, is a clear error" {
 	g=$(small --drop blk.1.ffn_up.weight)
 	refuse "$g" "missing tensor 'blk.1.ffn_up.weight'"
-	g=$(small --extra rope_freqs.weight)
-	refuse "$g" "tensor 'rope_freqs.weight' is not part of a llama model as llm-import supports it"
+	g=$(small --extra blk.0.attn_q_norm.weight)
+	refuse "$g" "tensor 'blk.0.attn_q_norm.weight' is not part of a llama model as llm-import supports it"
 }
 
 @test "unsupported rope scaling and tokenizers are refused by name" {
@@ -334,6 +334,12 @@ same_tokenizer() {
 	refuse "$g" "key 'tokenizer.ggml.model': tokenizer 'bert' is not supported (llama and gpt2 are)"
 	g=$(small --set tokenizer.ggml.model=gpt2 --set tokenizer.ggml.pre=falcon)
 	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (qwen2, deepseek-r1-qwen and llama-bpe are)"
+}
+
+@test "a GGUF with llama.cpp's RoPE frequency factors (rope_scaling llama3) is refused by name" {
+	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$T/l3" >&2
+	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$T/l3" "$T/l3.gguf"
+	refuse "$T/l3.gguf" "tensor 'rope_freqs.weight': RoPE frequency factors (rope_scaling llama3, Llama 3.1/3.2) are not supported from GGUF yet; import the Hugging Face checkpoint"
 }
 
 @test "a token id outside the vocabulary is a clear error" {

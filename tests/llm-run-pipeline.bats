@@ -93,6 +93,19 @@ decode_check() {
 	check_prompt "$(built f32 llama)" 17
 }
 
+@test "rope_scaling llama3 (Llama 3.1/3.2): the RoPE tables are the scaled ones, the logits and greedy tokens refmodel's" {
+	local d="$BATS_FILE_TMPDIR/llama3"
+	# an original context of 64: most frequencies scaled within the prompt
+	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	jq -e '.config.rope_scaling == {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+		"high_freq_factor": 4.0, "original_max_position_embeddings": 64}' "$d/out/model.json"
+	run -0 node "$PROJECT_ROOT/tests/tools/checkweights.mjs" "$d/out/model.json" "$d/out"
+	decode_check "$d" "llama3"
+	check_prompt "$d" 17
+}
+
 @test "a bf16 or f16 KV cache keeps refmodel's greedy tokens, logits within 2e-3" {
 	# refmodel keeps K and V in double: the difference is the cache's
 	# rounding (measured: 5.7e-4 for bf16 on this prompt)

@@ -73,6 +73,31 @@ agree_tiny() {
 	agree_tiny llama bf16
 }
 
+@test "rope_scaling llama3 (Llama 3.2's numbers, an original context of 64): both implementations agree, and it changes the logits" {
+	local d="$BATS_TEST_TMPDIR/l3"
+	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$d" >&2
+	jq -e '.rope_scaling == {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+		"original_max_position_embeddings": 64, "rope_type": "llama3"}' "$d/config.json"
+	agree "$d" --tokens "$(seq -s, 100 139)" --all
+	# without the scaling, the same weights give other logits
+	mkdir "$d/none"
+	ln -s "$d/model.safetensors" "$d/none/model.safetensors"
+	jq '.rope_scaling = null' "$d/config.json" >"$d/none/config.json"
+	refmodel "$d" --tokens "$(seq -s, 100 139)" -o "$BATS_TEST_TMPDIR/l3.f32"
+	refmodel "$d/none" --tokens "$(seq -s, 100 139)" -o "$BATS_TEST_TMPDIR/none.f32"
+	run cmpf32 -g -a 1e-3 -c $V "$BATS_TEST_TMPDIR/l3.f32" "$BATS_TEST_TMPDIR/none.f32"
+	echo "llama3 vs none: $output" >&3
+	assert_failure 1
+	# a rope type neither knows is refused by both
+	jq '.rope_scaling = {"rope_type": "yarn", "factor": 4.0}' "$d/config.json" >"$d/none/config.json"
+	run refmodel "$d/none" --tokens 1 -o "$BATS_TEST_TMPDIR/x.f32"
+	assert_failure
+	assert_output --partial "rope_scaling 'yarn' is not supported"
+	run node "$MJS" "$d/none" --tokens 1 -o "$BATS_TEST_TMPDIR/x.f32"
+	assert_failure
+	assert_output --partial "rope_scaling 'yarn' is not supported"
+}
+
 @test "tie_word_embeddings makes both implementations use embed_tokens as the LM head" {
 	local d tied
 	d=$(tiny qwen2 f32)

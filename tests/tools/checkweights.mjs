@@ -15,6 +15,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+import { invFreq, ropeScaling } from './rope.mjs';
+
 const [modelPath, outdir] = process.argv.slice(2);
 if (!modelPath || !outdir) {
 	console.error('usage: node checkweights.mjs model.json outdir');
@@ -198,9 +200,10 @@ for (const t of W.tensors) {
 		const [C, half] = t.shape;
 		if (C !== model.limits.max_context || half !== cfg.head_dim / 2) bad(`${t.name}: shape`);
 		const fn = t.transform === 'rope_cos' ? Math.cos : Math.sin;
+		const f = invFreq(cfg.head_dim, cfg.rope_theta, ropeScaling(cfg.rope_scaling));
 		for (let p = 0; p < C; p++)
 			for (let i = 0; i < half; i++) {
-				const want = fn(p * Math.pow(cfg.rope_theta, -2 * i / cfg.head_dim));
+				const want = fn(p * f[i]);
 				const got = out.readFloatLE(4 * (p * half + i));
 				const err = Math.abs(got - want);
 				ropeMaxErr = Math.max(ropeMaxErr, err);

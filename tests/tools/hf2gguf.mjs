@@ -51,6 +51,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import { invFreq, ropeScaling } from "./rope.mjs";
 
 const PROG = "hf2gguf.mjs";
 const USAGE = "usage: hf2gguf.mjs [--llamacpp] [--arch name] [--pre name] [--no-tokenizer] [--set key=value] " +
@@ -252,10 +253,27 @@ for (let l = 0; l < L; l++) {
 add("output_norm.weight", "model.norm.weight");
 if (!cfg.tie_word_embeddings) add("output.weight", "lm_head.weight");
 for (const name of opt.extra) tensors.push({ name, type: TYPES.F32, shape: [8], bytes: 32, as: "zeros" });
+// rope_scaling llama3, as llama.cpp's converter writes it: the factors
+// that divide each inv_freq, f32 [head_dim / 2] (from the config's
+// rope_scaling; the converter reads original_max_position_embeddings from
+// the top level, 8192 when absent, which is Llama 3.1/3.2's value)
+let scaling;
+try {
+  scaling = ropeScaling(cfg.rope_scaling);
+} catch (e) {
+  die(`${path.join(dir, "config.json")}: ${e.message}`);
+}
+if (scaling) {
+  const f = invFreq(HD, cfg.rope_theta ?? 10000, null), g = invFreq(HD, cfg.rope_theta ?? 10000, scaling);
+  const data = Buffer.alloc(2 * HD);
+  for (let i = 0; i < HD / 2; i++) data.writeFloatLE(f[i] / g[i], 4 * i);
+  tensors.push({ name: "rope_freqs.weight", type: TYPES.F32, shape: [HD / 2], bytes: 2 * HD, as: "data", data });
+}
 
 // tensorData: tensor t's bytes as written.
 function tensorData(t) {
   if (t.as === "zeros") return Buffer.alloc(t.bytes);
+  if (t.as === "data") return t.data;
   let b = load(t.src);
   if (t.heads) b = permute(b, t.shape[0], t.heads);
   return t.as === "q8" ? q8(b, t.src.dtype) : t.as === "f32" ? f32Bytes(b, t.src.dtype) : b;

@@ -107,6 +107,7 @@ struct model {
 	enum family family;
 	enum llm_dtype dtype;
 	int64_t layers, vocab, head_dim;
+	int64_t rope_llama3;   /* llama3 rope_scaling's original context; 0: none */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -126,7 +127,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
-	    "[-s seed] [-t tokenizer-dir] -o dir\n");
+	    "[--rope-llama3 n] [-s seed] [-t tokenizer-dir] -o dir\n");
 }
 
 static void
@@ -144,6 +145,9 @@ help(void)
 	    "                              renamed into an existing one)\n"
 	    "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
 	    "                              ds-r1-distill-qwen-1.5b\n"
+	    "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
+	    "                              low_freq_factor 1, high_freq_factor 4 and\n"
+	    "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
 	    "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
 	    "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
 	    "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
@@ -388,7 +392,15 @@ config_json(const struct model *m, struct llm_buf *b)
 	if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"pretraining_tp\": 1,\n");
 	llm_buf_printf(b, "  \"rms_norm_eps\": %s,\n", p->rms_eps);
-	if (m->family == LLAMA)
+	if (m->family == LLAMA && m->rope_llama3)
+		llm_buf_printf(b, "  \"rope_scaling\": {\n"
+		    "    \"factor\": 32.0,\n"
+		    "    \"high_freq_factor\": 4.0,\n"
+		    "    \"low_freq_factor\": 1.0,\n"
+		    "    \"original_max_position_embeddings\": %lld,\n"
+		    "    \"rope_type\": \"llama3\"\n"
+		    "  },\n", (long long)m->rope_llama3);
+	else if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
 	if (m->family == QWEN2)
@@ -719,6 +731,7 @@ main(int argc, char **argv)
 		{"layers", required_argument, NULL, 'L'},
 		{"output", required_argument, NULL, 'o'},
 		{"preset", required_argument, NULL, 'p'},
+		{"rope-llama3", required_argument, NULL, 'R'},
 		{"seed", required_argument, NULL, 's'},
 		{"tokenizer-dir", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
@@ -768,6 +781,11 @@ main(int argc, char **argv)
 				bad_usage("unknown preset '%s'", optarg,
 				    "tiny, tiny-k, qwen2.5-0.5b or ds-r1-distill-qwen-1.5b");
 			break;
+		case 'R':
+			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
+				bad_usage("--rope-llama3: %s", llm_errmsg(), NULL);
+			m.rope_llama3 = v;
+			break;
 		case 's':
 			if (llm_parse_i64(optarg, 0, INT64_MAX, &v) < 0)
 				bad_usage("--seed: %s", llm_errmsg(), NULL);
@@ -794,6 +812,8 @@ main(int argc, char **argv)
 		bad_usage("unexpected argument '%s'", argv[optind], NULL);
 	if (!out || !*out)
 		bad_usage("%s", "no output directory (-o)", NULL);
+	if (m.rope_llama3 && m.family != LLAMA)
+		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
 	if (m.layers < 0)
 		m.layers = m.p->layers;
 	m.vocab = m.p->vocab;

@@ -7,7 +7,8 @@
  *
  * Semantics are those of transformers' modeling_qwen2.py and
  * modeling_llama.py: RMSNorm x * rsqrt(mean(x^2) + eps) * w; rotate-half
- * RoPE with inv_freq[i] = theta^(-2i/head_dim); grouped-query attention
+ * RoPE with inv_freq[i] = theta^(-2i/head_dim) (with rope_scaling llama3:
+ * modeling_rope_utils.py's _compute_llama3_parameters); grouped-query attention
  * (query head h reads kv head h / (n_heads / n_kv_heads)) with scale
  * 1/sqrt(head_dim) and a causal softmax; the SiLU-gated MLP
  * down(silu(gate(x)) * up(x)); q/k/v biases for qwen2 (and q/k/v/o biases
@@ -272,16 +273,36 @@ rmsnorm(double *out, const double *x, int n, int64_t d, const struct w *g, doubl
 	}
 }
 
+/* inv_freq[i] of head_dim hd, as transformers computes it. */
+static double
+inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t hd)
+{
+	double f = pow(c->rope_theta, -(double)(2 * i) / (double)hd);
+	const struct llm_rope_scaling *s = &c->rope_scaling;
+	if (!s->llama3)
+		return f;
+	/* llama3: torch.where(wavelen > low_wavelen, f / factor, f), then the
+	 * medium band (neither below high_wavelen nor above low_wavelen)
+	 * blended by smooth_factor */
+	double old = s->original_max_position_embeddings, wavelen = 2 * M_PI / f;
+	double low_wavelen = old / s->low_freq_factor, high_wavelen = old / s->high_freq_factor;
+	double scaled = wavelen > low_wavelen ? f / s->factor : f;
+	double smooth = (old / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+	if (!(wavelen < high_wavelen) && !(wavelen > low_wavelen))
+		return (1 - smooth) * scaled / s->factor + smooth * scaled;
+	return scaled;
+}
+
 /* Rotate-half RoPE in place on nh heads of hd at position pos:
  * x' = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1)
  * and both halves share the angles pos * inv_freq[i]. */
 static void
-rope(double *x, int64_t nh, int64_t hd, int pos, double theta)
+rope(double *x, int64_t nh, int64_t hd, int pos, const struct llm_hfconfig *cf)
 {
 	int64_t half = hd / 2;
 
 	for (int64_t i = 0; i < half; i++) {
-		double inv_freq = pow(theta, -(double)(2 * i) / (double)hd);
+		double inv_freq = inv_freq_of(cf, i, hd);
 		double a = (double)pos * inv_freq, c = cos(a), s = sin(a);
 		for (int64_t h = 0; h < nh; h++) {
 			double *xh = x + h * hd;
@@ -331,8 +352,8 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 		linear(k, h, n, &l->wk, l->has_qkv_bias ? &l->bk : NULL, buf);
 		linear(v, h, n, &l->wv, l->has_qkv_bias ? &l->bv : NULL, buf);
 		for (int t = 0; t < n; t++) {
-			rope(q + (size_t)t * q_dim, nh, hd, t, c->rope_theta);
-			rope(k + (size_t)t * kv_dim, nkv, hd, t, c->rope_theta);
+			rope(q + (size_t)t * q_dim, nh, hd, t, c);
+			rope(k + (size_t)t * kv_dim, nkv, hd, t, c);
 		}
 		/* Causal attention: position t sees positions 0..t. */
 		for (int t = 0; t < n; t++)

@@ -21,6 +21,8 @@
 import fs from "node:fs";
 import path from "node:path";
 
+import { invFreq as ropeInvFreq, ropeScaling } from "./rope.mjs";
+
 const PROG = "refmodel.mjs";
 const USAGE = "usage: refmodel.mjs [--all] [-o output] --tokens ids dir";
 
@@ -102,7 +104,11 @@ function loadConfig(dir) {
   };
   c.head_dim = j.head_dim ?? Math.floor(c.hidden_size / c.num_attention_heads);
   if (c.hidden_act !== "silu") die(`${file}: hidden_act '${c.hidden_act}' is not supported`);
-  if (j.rope_scaling) die(`${file}: rope_scaling is not supported`);
+  try {
+    c.rope_scaling = ropeScaling(j.rope_scaling);
+  } catch (e) {
+    die(`${file}: ${e.message}`);
+  }
   return c;
 }
 
@@ -243,13 +249,12 @@ function fromHeads(x) {
   return y;
 }
 
-// Qwen2RotaryEmbedding / LlamaRotaryEmbedding (rope_type "default"):
-// inv_freq = 1 / base^(arange(0, dim, 2) / dim); freqs = pos x inv_freq;
+// Qwen2RotaryEmbedding / LlamaRotaryEmbedding: inv_freq (rope.mjs: 1 /
+// base^(arange(0, dim, 2) / dim), llama3-scaled); freqs = pos x inv_freq;
 // emb = cat(freqs, freqs); returns cos, sin of shape [T, dim].
-function rotaryEmbedding(T, dim, base) {
+function rotaryEmbedding(T, dim, base, scaling) {
   const half = dim / 2;
-  const invFreq = new Float64Array(half);
-  for (let i = 0; i < half; i++) invFreq[i] = 1 / base ** ((2 * i) / dim);
+  const invFreq = ropeInvFreq(dim, base, scaling);
   const cos = tensor([T, dim]), sin = tensor([T, dim]);
   for (let p = 0; p < T; p++)
     for (let j = 0; j < dim; j++) {
@@ -355,7 +360,7 @@ function forward(c, st, ids) {
   let hidden = tensor([T, D]);
   for (let t = 0; t < T; t++) hidden.data.set(embed.data.subarray(ids[t] * D, (ids[t] + 1) * D), t * D);
 
-  const { cos, sin } = rotaryEmbedding(T, hd, c.rope_theta);
+  const { cos, sin } = rotaryEmbedding(T, hd, c.rope_theta, c.rope_scaling);
   const qkvBias = c.family === "qwen2" || c.attention_bias;
   const oBias = c.family === "llama" && c.attention_bias;
 

@@ -97,6 +97,7 @@ T_TEST(llama_config_is_read)
 		T_CHECK(c.tie_word_embeddings == 1 && c.attention_bias == 0 && c.torch_dtype == LLM_DT_F32);
 		T_CHECK(c.bos_id == 128000 && c.n_eos == 3);
 		T_CHECK(c.eos_ids[0] == 128001 && c.eos_ids[1] == 128008 && c.eos_ids[2] == 128009);
+		T_CHECK(!c.rope_scaling.llama3);
 	}
 	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_LLAMA), "llama") == 0);
 	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_NONE), "") == 0);
@@ -207,11 +208,17 @@ static const struct {
 	{ QWEN ", \"rms_norm_eps\": \"1e-6\"}", "key 'rms_norm_eps': expected a number" },
 	{ QWEN ", \"rope_theta\": -1}", "rope_theta must be positive" },
 	{ QWEN ", \"tie_word_embeddings\": 1}", "key 'tie_word_embeddings': expected true or false" },
-	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
+	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0,"
 	        " \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
-	    "rope_scaling 'llama3' is not supported" },
+	    "rope_scaling: missing key 'low_freq_factor'" },
+	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 1.0, \"low_freq_factor\": 1.0,"
+	        " \"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
+	    "llama3 needs factor > 0 and 0 < low_freq_factor < high_freq_factor" },
+	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
+	        " \"original_max_position_embeddings\": 8192.5, \"rope_type\": \"llama3\"}}",
+	    "original_max_position_embeddings 8192.5 is not a positive whole number" },
 	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
-	    "rope_scaling 'linear' is not supported" },
+	    "rope_scaling 'linear' is not supported (only 'default' and 'llama3')" },
 	{ QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported" },
 	{ LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported" },
 	{ LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null" },

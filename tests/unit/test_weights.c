@@ -132,17 +132,39 @@ T_TEST(rope_rows)
 {
 	float c[4], s[4];
 
-	llm_rope_row(c, 0, 10000.0, 8, 0);
-	llm_rope_row(s, 0, 10000.0, 8, 1);
+	llm_rope_row(c, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 0);
+	llm_rope_row(s, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 1);
 	for (int i = 0; i < 4; i++)
 		T_CHECK(c[i] == 1.0f && s[i] == 0.0f);
-	llm_rope_row(c, 3, 10000.0, 8, 0);
-	llm_rope_row(s, 3, 10000.0, 8, 1);
+	llm_rope_row(c, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 0);
+	llm_rope_row(s, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 1);
 	/* theta^(-2i/8) for i = 0..3: 1, 0.1, 0.01, 0.001. */
 	static const double f[4] = {1, 0.1, 0.01, 0.001};
 	for (int i = 0; i < 4; i++) {
 		T_CHECKF(fabs(c[i] - cos(3 * f[i])) < 1e-7, "cos %d: %g", i, c[i]);
 		T_CHECKF(fabs(s[i] - sin(3 * f[i])) < 1e-7, "sin %d: %g", i, s[i]);
+	}
+}
+
+/* llama3 scaling, Llama 3.2's numbers on head_dim 16, theta 500000: the
+ * wavelengths 2 pi / inv_freq are 6.3, 33, 168, 875 (below 8192 / 4: kept),
+ * 4443 (between: blended) and 23000 and up (above 8192 / 1: / 32). */
+T_TEST(rope_llama3)
+{
+	struct llm_rope_scaling none = {0}, s = {1, 32, 1, 4, 8192};
+	for (int i = 0; i < 8; i++) {
+		double f = llm_rope_inv_freq(500000, &none, i, 16), g = llm_rope_inv_freq(500000, &s, i, 16);
+		T_CHECKF(fabs(f - pow(500000, -i / 8.0)) < 1e-15 * f, "default %d: %g", i, f);
+		if (i < 4)
+			T_CHECKF(g == f, "%d: %g, not %g", i, g, f);
+		else if (i > 4)
+			T_CHECKF(fabs(g - f / 32) < 1e-15 * f, "%d: %g, not %g / 32", i, g, f);
+		else {
+			/* smooth = (8192 / (2 pi sqrt(500000)) - 1) / 3 */
+			double sm = (8192 / (2 * M_PI * sqrt(500000)) - 1) / 3;
+			T_CHECKF(sm > 0.28 && sm < 0.29 && fabs(g - ((1 - sm) * f / 32 + sm * f)) < 1e-15 * f,
+			    "%d: %g (smooth %g)", i, g, sm);
+		}
 	}
 }
 
@@ -155,6 +177,7 @@ main(void)
 	T_RUN(open_checks_size_and_plan);
 	T_RUN(manifest_and_verify);
 	T_RUN(rope_rows);
+	T_RUN(rope_llama3);
 	unlink(binpath);
 	unlink(jsonpath);
 	rmdir(t_tmpdir());
