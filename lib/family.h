@@ -45,7 +45,7 @@ enum llm_role {
 #define LLM_TENSOR_ROPE_COS "rope.cos"
 #define LLM_TENSOR_ROPE_SIN "rope.sin"
 /* The GGUF tensor of llama.cpp's converter for rope_scaling llama3: the
- * factors that divide each inv_freq (refused by llm-import for now). */
+ * factors that divide each inv_freq (read into the config's rope_scaling). */
 #define LLM_GGUF_ROPE_FREQS "rope_freqs.weight"
 
 struct llm_family_spec {

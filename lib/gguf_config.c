@@ -154,6 +154,28 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		llm_seterr("%s: key '%s': rope scaling '%s' is not supported", g->path, k, scaling);
 		goto out;
 	}
+	/* llama.cpp's converter writes rope_scaling llama3 as the factors
+	 * that divide each inv_freq, f32 [head_dim / 2] */
+	const struct llm_gguf_tensor *rf = llm_gguf_find_tensor(g, LLM_GGUF_ROPE_FREQS);
+	if (rf) {
+		if (rf->ggml_type != 0 || rf->n_dims != 1 || rf->shape[0] != c->head_dim / 2 ||
+		    rf->shape[0] > LLM_MAX_ROPE_FACTORS) {
+			llm_seterr("%s: tensor '%s' is not f32 [%" PRId64 "] (head_dim / 2)", g->path, rf->name,
+			    c->head_dim / 2);
+			goto out;
+		}
+		for (int64_t i = 0; i < rf->shape[0]; i++) {
+			float f;
+			memcpy(&f, (const char *)rf->data + 4 * i, 4);
+			if (!(f > 0 && isfinite(f))) {
+				llm_seterr("%s: tensor '%s': factor %" PRId64 " is %g, not a positive number", g->path,
+				    rf->name, i, (double)f);
+				goto out;
+			}
+			c->rope_scaling.factors[i] = f;
+		}
+		c->rope_scaling.nfactors = (int)rf->shape[0];
+	}
 	snprintf(k, sizeof(k), "%s.expert_count", arch);
 	if (llm_gguf_get_u64(g, k, &nt) < 0)
 		goto out;

@@ -218,6 +218,9 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		return -1;
 	if (llm_rope_scaling_load(json_object_get(j, "rope_scaling"), ctx, &c->rope_scaling) < 0)
 		return -1;
+	if (c->rope_scaling.nfactors)
+		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default' and 'llama3')",
+		    ctx);
 	s = "silu";
 	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
 		return -1;

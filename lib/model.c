@@ -149,9 +149,24 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 		return llm_seterr("%s: rope_scaling without 'rope_type' is not supported", ctx);
 	if (strcmp(type, "default") == 0)
 		return 0;
+	snprintf(c, sizeof(c), "%s: rope_scaling", ctx);
+	if (strcmp(type, "freq_factors") == 0) {
+		const json_t *f = json_object_get(rs, "factors"); /* borrowed */
+		size_t n = json_array_size(f);
+		if (!json_is_array(f) || n == 0 || n > LLM_MAX_ROPE_FACTORS)
+			return llm_seterr("%s: 'factors': expected an array of 1 to %d numbers", c,
+			    LLM_MAX_ROPE_FACTORS);
+		for (size_t i = 0; i < n; i++) {
+			const json_t *v = json_array_get(f, i);
+			s->factors[i] = json_is_number(v) ? json_number_value(v) : 0;
+			if (!(s->factors[i] > 0 && isfinite(s->factors[i])))
+				return llm_seterr("%s: factors[%zu]: expected a positive number", c, i);
+		}
+		s->nfactors = (int)n;
+		return 0;
+	}
 	if (strcmp(type, "llama3") != 0)
 		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx, type);
-	snprintf(c, sizeof(c), "%s: rope_scaling", ctx);
 	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
 	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
 	    llm_json_num(rs, "high_freq_factor", c, &s->high_freq_factor) < 0 ||
@@ -172,9 +187,17 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 json_t *
 llm_rope_scaling_json(const struct llm_rope_scaling *s)
 {
-	if (!s->llama3)
+	if (!s->llama3 && !s->nfactors)
 		return json_null();
 	json_t *o = json_object();
+	if (s->nfactors) {
+		json_t *f = json_array();
+		for (int i = 0; i < s->nfactors; i++)
+			json_array_append_new(f, json_real(s->factors[i]));
+		json_object_set_new(o, "rope_type", json_string("freq_factors"));
+		json_object_set_new(o, "factors", f);
+		return o;
+	}
 	json_object_set_new(o, "rope_type", json_string("llama3"));
 	json_object_set_new(o, "factor", json_real(s->factor));
 	json_object_set_new(o, "low_freq_factor", json_real(s->low_freq_factor));
@@ -207,6 +230,9 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 		    ctx, k->n_heads, k->n_kv_heads);
 	if (k->head_dim % 2)
 		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
+	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->head_dim / 2)
+		return llm_seterr("%s: rope_scaling: %d factors, not head_dim / 2 = %" PRId64, ctx,
+		    k->rope_scaling.nfactors, k->head_dim / 2);
 	return 0;
 }
 

@@ -16,13 +16,19 @@
 #define LLM_MAX_SOURCES 4
 #define LLM_MAX_PHASES LLM_PH_COUNT
 
+#define LLM_MAX_ROPE_FACTORS 512 /* head_dim / 2 */
+
 /* The RoPE scaling of a config (transformers' rope_scaling, in config.json
  * and model.json alike): none (null, absent or rope_type "default"), or
- * rope_type "llama3" (Llama 3.1/3.2) with its four numbers, which change
- * inv_freq as llm_rope_inv_freq() says. */
+ * rope_type "llama3" (Llama 3.1/3.2) with its four numbers; in model.json
+ * only, rope_type "freq_factors" with the factors that divide each
+ * inv_freq (what llama.cpp's GGUF files hold for llama3: rope_freqs.weight).
+ * llm_rope_inv_freq() applies either. */
 struct llm_rope_scaling {
 	int llama3;
 	double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+	int nfactors;             /* freq_factors: head_dim / 2 of them; else 0 */
+	double factors[LLM_MAX_ROPE_FACTORS];
 };
 
 struct llm_model_config {

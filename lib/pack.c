@@ -357,6 +357,8 @@ double
 llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t head_dim)
 {
 	double f = pow(theta, -2.0 * (double)i / (double)head_dim);
+	if (s->nfactors)
+		return f / s->factors[i]; /* as ggml's rope with freq_factors */
 	if (!s->llama3)
 		return f;
 	/* transformers' _compute_llama3_parameters: wavelengths above the

@@ -271,11 +271,8 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
-		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) == 0)
-			llm_fatal("%s: tensor '%s': RoPE frequency factors (rope_scaling llama3, Llama 3.1/3.2) "
-			    "are not supported from GGUF yet; import the Hugging Face checkpoint", dir,
-			    src->tensors[i].name);
-		else if (!p.used[i])
+		/* the RoPE factors are in the config (gguf_config.c) */
+		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0)
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);

@@ -336,10 +336,29 @@ same_tokenizer() {
 	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (qwen2, deepseek-r1-qwen and llama-bpe are)"
 }
 
-@test "a GGUF with llama.cpp's RoPE frequency factors (rope_scaling llama3) is refused by name" {
+@test "rope_scaling llama3 as llama.cpp's RoPE factors (rope_freqs.weight): our logits and llama.cpp's are refmodel's on the checkpoint" {
+	local ids
+	ids=$(seq -s, 100 139)
 	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$T/l3" >&2
 	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$T/l3" "$T/l3.gguf"
-	refuse "$T/l3.gguf" "tensor 'rope_freqs.weight': RoPE frequency factors (rope_scaling llama3, Llama 3.1/3.2) are not supported from GGUF yet; import the Hugging Face checkpoint"
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$T/l3.gguf" OUT="$T/b" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	jq -e '.config.rope_scaling.rope_type == "freq_factors" and (.config.rope_scaling.factors | length) == 8' \
+		"$T/b/model.json"
+	refmodel --tokens "$ids" -o "$T/ref.f32" "$T/l3"
+	llm-run -m "$T/b/model.llm" -t 2 --tokens "$ids" -n 0 --logits "$T/ours.f32" >/dev/null 2>&1
+	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/ours.f32"
+	echo "ours: $output" >&3
+	# llama.cpp reads the same factors: the file is what its converter writes
+	ggml-ref logits "$T/l3.gguf" "$ids" "$T/lc.f32"
+	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
+	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
+	echo "llama.cpp: $output" >&3
+}
+
+@test "RoPE factors that are not f32 [head_dim / 2] of positive numbers are refused" {
+	g=$(small --extra rope_freqs.weight)
+	refuse "$g" "tensor 'rope_freqs.weight': factor 0 is 0, not a positive number"
 }
 
 @test "a token id outside the vocabulary is a clear error" {

@@ -151,7 +151,8 @@ T_TEST(rope_rows)
  * 4443 (between: blended) and 23000 and up (above 8192 / 1: / 32). */
 T_TEST(rope_llama3)
 {
-	struct llm_rope_scaling none = {0}, s = {1, 32, 1, 4, 8192};
+	struct llm_rope_scaling none = {0}, s = {.llama3 = 1, .factor = 32, .low_freq_factor = 1,
+	    .high_freq_factor = 4, .original_max_position_embeddings = 8192};
 	for (int i = 0; i < 8; i++) {
 		double f = llm_rope_inv_freq(500000, &none, i, 16), g = llm_rope_inv_freq(500000, &s, i, 16);
 		T_CHECKF(fabs(f - pow(500000, -i / 8.0)) < 1e-15 * f, "default %d: %g", i, f);
@@ -168,6 +169,29 @@ T_TEST(rope_llama3)
 	}
 }
 
+/* model.json's rope_scaling: written and read back the same, both kinds;
+ * freq_factors divide inv_freq; bad ones named. */
+T_TEST(rope_scaling_json)
+{
+	struct llm_rope_scaling l3 = {.llama3 = 1, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
+	    .original_max_position_embeddings = 8192}, ff = {.nfactors = 2, .factors = {1, 26.84375}}, r;
+	const struct llm_rope_scaling *k[2] = {&l3, &ff};
+	for (int i = 0; i < 2; i++) {
+		json_t *j = llm_rope_scaling_json(k[i]);
+		T_CHECKF(llm_rope_scaling_load(j, "m", &r) == 0, "%s", llm_errmsg());
+		T_CHECK(memcmp(&r, k[i], sizeof(r)) == 0);
+		json_decref(j);
+	}
+	T_CHECK(llm_rope_inv_freq(10000, &ff, 1, 4) == 0.01 / 26.84375);
+	json_t *j = json_pack("{s:s, s:[f, f]}", "rope_type", "freq_factors", "factors", 1.0, -2.0);
+	T_CHECK(llm_rope_scaling_load(j, "m", &r) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "m: rope_scaling: factors[1]: expected a positive number"), "%s", llm_errmsg());
+	json_decref(j);
+	j = json_null();
+	T_CHECK(llm_rope_scaling_load(j, "m", &r) == 0 && !r.llama3 && !r.nfactors);
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -178,6 +202,7 @@ main(void)
 	T_RUN(manifest_and_verify);
 	T_RUN(rope_rows);
 	T_RUN(rope_llama3);
+	T_RUN(rope_scaling_json);
 	unlink(binpath);
 	unlink(jsonpath);
 	rmdir(t_tmpdir());
