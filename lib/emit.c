@@ -272,9 +272,8 @@ wname(int l, enum llm_role r)
 
 /* RMSNorm over rows r of x [r, d]: x * rsqrt(mean(x^2) + eps) * w. */
 static const char *
-rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
+rmsnorm_of(struct em *e, const char *x, struct rows r, int64_t d, const char *w_name)
 {
-	int64_t d = e->c->hidden_size;
 	const char *wt, *w = wview(e, w_name, &wt);
 	const char *xt = tensor2(r, d, "f32");
 	const char *st = fmt("tensor<%sxf32>", r.t);
@@ -300,6 +299,37 @@ rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
 		"%s"
 		"      %%r = arith.mulf %%y, %s : f32\n",
 		1.0 / (double)d, e->c->rms_norm_eps, wcode, wn)});
+}
+
+static const char *
+rmsnorm(struct em *e, const char *x, struct rows r, const char *w_name)
+{
+	return rmsnorm_of(e, x, r, e->c->hidden_size, w_name);
+}
+
+/* RMSNorm of each of the nh heads of x [R, nh * HD] over its HD values,
+ * with the weights [HD] (qwen3's q_norm and k_norm): x as [R * nh, HD]. */
+static const char *
+headnorm(struct em *e, const char *x, int64_t nh, const char *w_name)
+{
+	int64_t hd = e->c->head_dim;
+	const char *t3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", e->R.t, nh, hd);
+	struct rows rh = {e->R.dyn[0] ? "?" : fmt("%" PRId64, nh), ""};
+	if (e->R.dyn[0]) {
+		const char *n = cindex(e, "c", nh);
+		rh.dyn = val(e, "rh");
+		top(e, rh.dyn, fmt("arith.muli %%R, %s", n), ": index");
+	}
+	const char *x3 = val(e, "hn"), *x2 = val(e, "hn"), *y3 = val(e, "hn"), *y = val(e, "hn");
+	top(e, x3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", x,
+	    e->R.dyn[0] ? "%R" : "1", nh, hd), fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), t3));
+	top(e, x2, fmt("tensor.collapse_shape %s [[0, 1], [2]]", x3), fmt(": %s into %s", t3, tensor2(rh, hd, "f32")));
+	const char *n2 = rmsnorm_of(e, x2, rh, hd, w_name);
+	top(e, y3, fmt("tensor.expand_shape %s [[0, 1], [2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", n2,
+	    e->R.dyn[0] ? "%R" : "1", nh, hd), fmt(": %s into %s", tensor2(rh, hd, "f32"), t3));
+	top(e, y, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y3), fmt(": %s into %s", t3,
+	    tensor2(e->R, nh * hd, "f32")));
+	return y;
 }
 
 /* The output initialiser of a product: zeros, or the bias `b_name`
@@ -1368,6 +1398,10 @@ layer(struct em *e, const char *x, int l)
 	    (const char *[]){bias ? wname(l, LLM_ROLE_BQ) : NULL, bias ? wname(l, LLM_ROLE_BK) : NULL,
 		bias ? wname(l, LLM_ROLE_BV) : NULL}, qkv);
 	const char *q = qkv[0], *k = qkv[1], *v = qkv[2];
+	if (c->qk_norm) {
+		q = headnorm(e, q, c->n_heads, wname(l, LLM_ROLE_QNORM));
+		k = headnorm(e, k, kvh, wname(l, LLM_ROLE_KNORM));
+	}
 
 	/* RoPE rows pos .. pos+R-1 of the tables */
 	const char *tt = fmt("tensor<%" PRId64 "x%" PRId64 "xf32>", C, h2);

@@ -1,6 +1,7 @@
-/* family.c: the family specs.  Qwen2 and Llama share the Hugging Face
- * tensor names and the GGUF ones; they differ in the q/k/v biases (always
- * present in Qwen2, config attention_bias in Llama), in the config's
+/* family.c: the family specs.  Qwen2, Llama and Qwen3 share the Hugging
+ * Face tensor names and the GGUF ones; they differ in the q/k/v biases
+ * (always present in Qwen2, config attention_bias in the others), in
+ * Qwen3's per-head norms of q and k, in the config's
  * defaults and switches (Qwen2's sliding window, Llama's mlp_bias) and in
  * the GGUF row order of q and k (permuted in Llama files only). */
 #include <stddef.h>
@@ -17,6 +18,8 @@
 	[LLM_ROLE_BQ] = "model.layers.%d.self_attn.q_proj.bias", \
 	[LLM_ROLE_BK] = "model.layers.%d.self_attn.k_proj.bias", \
 	[LLM_ROLE_BV] = "model.layers.%d.self_attn.v_proj.bias", \
+	[LLM_ROLE_QNORM] = "model.layers.%d.self_attn.q_norm.weight", \
+	[LLM_ROLE_KNORM] = "model.layers.%d.self_attn.k_norm.weight", \
 	[LLM_ROLE_WO] = "model.layers.%d.self_attn.o_proj.weight", \
 	[LLM_ROLE_FFN_NORM] = "model.layers.%d.post_attention_layernorm.weight", \
 	[LLM_ROLE_WGATE] = "model.layers.%d.mlp.gate_proj.weight", \
@@ -36,6 +39,8 @@
 	[LLM_ROLE_BQ] = "blk.%d.attn_q.bias", \
 	[LLM_ROLE_BK] = "blk.%d.attn_k.bias", \
 	[LLM_ROLE_BV] = "blk.%d.attn_v.bias", \
+	[LLM_ROLE_QNORM] = "blk.%d.attn_q_norm.weight", \
+	[LLM_ROLE_KNORM] = "blk.%d.attn_k_norm.weight", \
 	[LLM_ROLE_WO] = "blk.%d.attn_output.weight", \
 	[LLM_ROLE_FFN_NORM] = "blk.%d.ffn_norm.weight", \
 	[LLM_ROLE_WGATE] = "blk.%d.ffn_gate.weight", \
@@ -56,6 +61,8 @@ static const char *const runtime_names[LLM_ROLE_COUNT] = {
 	[LLM_ROLE_BQ] = "layers.%d.bq",
 	[LLM_ROLE_BK] = "layers.%d.bk",
 	[LLM_ROLE_BV] = "layers.%d.bv",
+	[LLM_ROLE_QNORM] = "layers.%d.q_norm",
+	[LLM_ROLE_KNORM] = "layers.%d.k_norm",
 	[LLM_ROLE_WO] = "layers.%d.wo",
 	[LLM_ROLE_FFN_NORM] = "layers.%d.ffn_norm",
 	[LLM_ROLE_WGATE] = "layers.%d.wgate",
@@ -75,6 +82,12 @@ static const struct llm_family_spec specs[] = {
 		.family = LLM_FAMILY_LLAMA, .name = "llama", .architectures = {"LlamaForCausalLM"},
 		.max_position_embeddings = 2048, .qkv_bias = 0, .sliding_window = 0,
 		.hf = HF_NAMES, .gguf = GGUF_NAMES, .gguf_permuted_qk = 1,
+	},
+	{
+		/* Qwen3Config: head_dim 128 by default, q_norm and k_norm */
+		.family = LLM_FAMILY_QWEN3, .name = "qwen3", .architectures = {"Qwen3ForCausalLM"},
+		.max_position_embeddings = 32768, .qkv_bias = 0, .sliding_window = 1, .qk_norm = 1,
+		.head_dim = 128, .hf = HF_NAMES, .gguf = GGUF_NAMES, .gguf_permuted_qk = 0,
 	},
 };
 
@@ -116,6 +129,8 @@ llm_role_present(enum llm_role r, const struct llm_model_config *c)
 		return c->attention_bias;
 	if (r == LLM_ROLE_LM_HEAD)
 		return !c->tie_word_embeddings;
+	if (r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM)
+		return c->qk_norm;
 	return 1;
 }
 
@@ -128,6 +143,7 @@ llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[
 		[LLM_ROLE_ATTN_NORM] = {d},
 		[LLM_ROLE_WQ] = {q, d}, [LLM_ROLE_WK] = {kv, d}, [LLM_ROLE_WV] = {kv, d},
 		[LLM_ROLE_BQ] = {q}, [LLM_ROLE_BK] = {kv}, [LLM_ROLE_BV] = {kv},
+		[LLM_ROLE_QNORM] = {hd}, [LLM_ROLE_KNORM] = {hd},
 		[LLM_ROLE_WO] = {d, q},
 		[LLM_ROLE_FFN_NORM] = {d},
 		[LLM_ROLE_WGATE] = {c->intermediate_size, d}, [LLM_ROLE_WUP] = {c->intermediate_size, d},

@@ -17,6 +17,7 @@ enum llm_family {
 	LLM_FAMILY_NONE = 0,
 	LLM_FAMILY_QWEN2,
 	LLM_FAMILY_LLAMA,
+	LLM_FAMILY_QWEN3,
 	LLM_FAMILY_COUNT
 };
 
@@ -30,6 +31,8 @@ enum llm_role {
 	LLM_ROLE_BQ,
 	LLM_ROLE_BK,
 	LLM_ROLE_BV,
+	LLM_ROLE_QNORM,
+	LLM_ROLE_KNORM,
 	LLM_ROLE_WO,
 	LLM_ROLE_FFN_NORM,
 	LLM_ROLE_WGATE,
@@ -58,6 +61,10 @@ struct llm_family_spec {
 	                                         * attention_bias says, and mlp_bias is refused */
 	int sliding_window;                     /* config.json may turn on use_sliding_window
 	                                         * (refused) */
+	int qk_norm;                            /* RMSNorm of each head of q and k (weights
+	                                         * [head_dim]) before RoPE */
+	int64_t head_dim;                       /* config.json's default head_dim; 0:
+	                                         * hidden_size / num_attention_heads */
 	/* Checkpoint names per role; "%d" is the layer. */
 	const char *hf[LLM_ROLE_COUNT];
 	const char *gguf[LLM_ROLE_COUNT];       /* llama.cpp's names */

@@ -85,12 +85,13 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	c->family = llm_family_by_name(arch);
 	if (c->family == LLM_FAMILY_NONE) {
-		llm_seterr("%s: unsupported architecture '%s' (llama and qwen2 are supported)", g->path, arch);
+		llm_seterr("%s: unsupported architecture '%s' (llama, qwen2 and qwen3 are supported)", g->path, arch);
 		goto out;
 	}
 	fs = llm_family_spec(c->family);
 	snprintf(c->family_name, sizeof(c->family_name), "%s", fs->name);
 	snprintf(c->architecture, sizeof(c->architecture), "%s", fs->architectures[0]);
+	c->qk_norm = fs->qk_norm;
 
 	if (get_size(g, arch, "block_count", 0, &c->n_layers) < 0 ||
 	    get_size(g, arch, "embedding_length", 0, &c->hidden_size) < 0 ||

@@ -194,7 +194,8 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		return llm_seterr("%s: num_attention_heads %lld is not a multiple of "
 				  "num_key_value_heads %lld", ctx,
 				  (long long)c->n_heads, (long long)c->n_kv_heads);
-	c->head_dim = 0;
+	c->head_dim = fs->head_dim;
+	c->qk_norm = fs->qk_norm;
 	if (size_key(j, "head_dim", ctx, 0, &c->head_dim) < 0)
 		return -1;
 	if (!c->head_dim) {

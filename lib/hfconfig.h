@@ -3,8 +3,8 @@
  *
  * Family is decided by model_type / architectures, as the family specs
  * (family.h) name them: "qwen2" (Qwen2ForCausalLM, including
- * DeepSeek-R1-Distill-Qwen) or "llama" (LlamaForCausalLM).  Anything else
- * is rejected with a clear error. */
+ * DeepSeek-R1-Distill-Qwen), "llama" (LlamaForCausalLM) or "qwen3"
+ * (Qwen3ForCausalLM).  Anything else is rejected with a clear error. */
 #ifndef LLM_HFCONFIG_H
 #define LLM_HFCONFIG_H
 
@@ -17,7 +17,7 @@
 
 struct llm_hfconfig {
 	enum llm_family family;
-	char family_name[16];     /* "qwen2" or "llama" */
+	char family_name[16];     /* "qwen2", "llama" or "qwen3" */
 	char architecture[64];    /* architectures[0] */
 	int64_t hidden_size;      /* d */
 	int64_t n_layers;         /* num_hidden_layers */
@@ -34,6 +34,7 @@ struct llm_hfconfig {
 	int attention_bias;       /* q/k/v biases: always for a family with qkv_bias,
 	                           * else config.json attention_bias */
 	int mlp_bias;             /* llama mlp_bias (rejected if true for now) */
+	int qk_norm;              /* the family's q_norm and k_norm (qwen3) */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;           /* -1 if none; generation_config wins */
 	int n_eos;                /* union of config and generation_config eos ids */

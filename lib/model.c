@@ -223,6 +223,7 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_json_num(c, "rope_theta", ctx, &k->rope_theta) < 0 ||
 	    llm_json_bool(c, "tie_word_embeddings", ctx, &k->tie_word_embeddings) < 0 ||
 	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0 ||
+	    llm_json_bool_opt(c, "qk_norm", ctx, &k->qk_norm) < 0 ||
 	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
@@ -369,6 +370,7 @@ config_json(const struct llm_model_config *c)
 	json_object_set_new(o, "rope_scaling", llm_rope_scaling_json(&c->rope_scaling));
 	json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
 	json_object_set_new(o, "attention_bias", json_boolean(c->attention_bias));
+	json_object_set_new(o, "qk_norm", json_boolean(c->qk_norm));
 	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
 	return o;
 }

@@ -36,6 +36,7 @@ struct llm_model_config {
 	int64_t intermediate_size, vocab_size, max_position_embeddings;
 	double rms_norm_eps, rope_theta;
 	int tie_word_embeddings, attention_bias;
+	int qk_norm;            /* q and k normed per head (qwen3; absent: false) */
 	struct llm_rope_scaling rope_scaling;
 };
 

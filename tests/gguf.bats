@@ -290,7 +290,7 @@ same_tokenizer() {
 
 @test "a GGUF of another architecture is refused by name" {
 	g=$(small --arch gpt2)
-	refuse "$g" "unsupported architecture 'gpt2' (llama and qwen2 are supported)"
+	refuse "$g" "unsupported architecture 'gpt2' (llama, qwen2 and qwen3 are supported)"
 }
 
 @test "a tensor of a type llm does not decode is refused by name and type" {
@@ -351,6 +351,24 @@ same_tokenizer() {
 	echo "ours: $output" >&3
 	# llama.cpp reads the same factors: the file is what its converter writes
 	ggml-ref logits "$T/l3.gguf" "$ids" "$T/lc.f32"
+	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
+	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
+	echo "llama.cpp: $output" >&3
+}
+
+@test "a qwen3 GGUF (attn_q_norm, attn_k_norm, key_length 32): our logits and llama.cpp's are refmodel's on the checkpoint" {
+	local ids
+	ids=$(seq -s, 100 139)
+	mkmodel --preset tiny --family qwen3 --head-dim 32 --seed 1 -o "$T/q3" >&2
+	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$T/q3" "$T/q3.gguf"
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$T/q3.gguf" OUT="$T/b" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	jq -e '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32' "$T/b/model.json"
+	refmodel --tokens "$ids" -o "$T/ref.f32" "$T/q3"
+	llm-run -m "$T/b/model.llm" -t 2 --tokens "$ids" -n 0 --logits "$T/ours.f32" >/dev/null 2>&1
+	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/ours.f32"
+	echo "ours: $output" >&3
+	ggml-ref logits "$T/q3.gguf" "$ids" "$T/lc.f32"
 	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
 	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
 	echo "llama.cpp: $output" >&3

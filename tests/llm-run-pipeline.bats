@@ -106,6 +106,19 @@ decode_check() {
 	check_prompt "$d" 17
 }
 
+@test "qwen3 (q_norm and k_norm, head_dim 32 of hidden 64 / 4 heads): refmodel's logits and greedy tokens, f32 and bf16" {
+	local d
+	for dt in f32 bf16; do
+		d="$BATS_FILE_TMPDIR/qwen3-$dt"
+		mkmodel --preset tiny --family qwen3 --head-dim 32 --dtype $dt --seed 1 -o "$d/ck" >&2
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+			MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+		jq -e '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32' "$d/out/model.json"
+		decode_check "$d" "qwen3 $dt"
+	done
+	check_prompt "$d" 17
+}
+
 @test "a bf16 or f16 KV cache keeps refmodel's greedy tokens, logits within 2e-3" {
 	# refmodel keeps K and V in double: the difference is the cache's
 	# rounding (measured: 5.7e-4 for bf16 on this prompt)

@@ -109,6 +109,10 @@ check_tensors() {
 				echo "$p.self_attn.k_proj.bias $dt [$kv]"
 				echo "$p.self_attn.v_proj.bias $dt [$kv]"
 			fi
+			if [ "$fam" = qwen3 ]; then
+				echo "$p.self_attn.q_norm.weight $dt [${11}]"
+				echo "$p.self_attn.k_norm.weight $dt [${11}]"
+			fi
 			echo "$p.self_attn.o_proj.weight $dt [$d,$q]"
 			echo "$p.post_attention_layernorm.weight $dt [$d]"
 			echo "$p.mlp.gate_proj.weight $dt [$f,$d]"
@@ -161,6 +165,20 @@ check_tiny() {
 		.tie_word_embeddings == false and .rms_norm_eps == 1e-6 and .rope_theta == 10000 and
 		.max_position_embeddings == 4096' "$d/config.json" >/dev/null
 	check_tensors "$d" "$1" "$(echo "$2" | tr a-z A-Z)" 2 64 64 32 128 151936 false
+}
+
+@test "--family qwen3 --head-dim 32: Qwen3's config (head_dim other than hidden / heads) and tensors (q_norm, k_norm)" {
+	local d="$T/q3"
+	mkmodel --preset tiny --family qwen3 --head-dim 32 --dtype bf16 --seed 1 -o "$d"
+	jq -e '.architectures == ["Qwen3ForCausalLM"] and .model_type == "qwen3" and .head_dim == 32 and
+		.attention_bias == false and .use_sliding_window == false and .sliding_window == null and
+		.rope_scaling == null' "$d/config.json" >/dev/null
+	check_tensors "$d" qwen3 BF16 2 64 128 64 128 151936 false 32
+	run -2 --separate-stderr mkmodel --head-dim 32 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --head-dim needs --family llama or qwen3"* ]]
+	run -2 --separate-stderr mkmodel --family llama --head-dim 7 -o "$T/m"
+	run -2 --separate-stderr mkmodel --rope-llama3 64 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --rope-llama3 needs --family llama"* ]]
 }
 
 @test "mkmodel -h prints the usage and the options" {

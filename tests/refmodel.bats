@@ -73,6 +73,25 @@ agree_tiny() {
 	agree_tiny llama bf16
 }
 
+@test "refmodel and refmodel.mjs agree on tiny qwen3 (q_norm and k_norm, head_dim 32 of hidden 64 / 4 heads)" {
+	local d="$BATS_TEST_TMPDIR/q3"
+	mkmodel --preset tiny --family qwen3 --head-dim 32 --seed 1 -o "$d" >&2
+	agree "$d" --tokens 9707,11,1879,0,151643,3,77 --all
+	# the norms matter: with q_norm's weights doubled the logits move
+	mkdir "$d/x"
+	cp "$d/config.json" "$d/x/"
+	node -e '
+		const fs = require("fs"), [src, dst] = process.argv.slice(1);
+		const b = fs.readFileSync(src), n = Number(b.readBigUInt64LE(0)), h = JSON.parse(b.subarray(8, 8 + n));
+		const t = h["model.layers.0.self_attn.q_norm.weight"], at = 8 + n + t.data_offsets[0];
+		for (let i = at; i < 8 + n + t.data_offsets[1]; i += 4) b.writeFloatLE(2 * b.readFloatLE(i), i);
+		fs.writeFileSync(dst, b);' "$d/model.safetensors" "$d/x/model.safetensors"
+	refmodel "$d" --tokens 5,6,7 -o "$BATS_TEST_TMPDIR/a.f32"
+	refmodel "$d/x" --tokens 5,6,7 -o "$BATS_TEST_TMPDIR/b.f32"
+	run cmpf32 -g -a 1e-3 -c $V "$BATS_TEST_TMPDIR/a.f32" "$BATS_TEST_TMPDIR/b.f32"
+	assert_failure 1
+}
+
 @test "rope_scaling llama3 (Llama 3.2's numbers, an original context of 64): both implementations agree, and it changes the logits" {
 	local d="$BATS_TEST_TMPDIR/l3"
 	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$d" >&2

@@ -244,6 +244,8 @@ for (let l = 0; l < L; l++) {
   add(g + "attn_q.bias", p + "self_attn.q_proj.bias", H);
   add(g + "attn_k.bias", p + "self_attn.k_proj.bias", KVH);
   add(g + "attn_v.bias", p + "self_attn.v_proj.bias");
+  add(g + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
+  add(g + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
   add(g + "attn_output.weight", p + "self_attn.o_proj.weight");
   add(g + "ffn_norm.weight", p + "post_attention_layernorm.weight");
   add(g + "ffn_gate.weight", p + "mlp.gate_proj.weight");
@@ -299,6 +301,12 @@ u32(`${arch}.attention.head_count_kv`, KVH);
 f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
 f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
 u32(`${arch}.rope.dimension_count`, HD);
+// a head_dim other than hidden / heads (qwen3): the converter's key and
+// value lengths
+if (HD !== D / H) {
+  u32(`${arch}.attention.key_length`, HD);
+  u32(`${arch}.attention.value_length`, HD);
+}
 
 if (opt.llamacpp && !opt.noTokenizer && !exists("tokenizer.json"))
   die(`${dir}: no tokenizer.json (llama.cpp needs the vocabulary)`);

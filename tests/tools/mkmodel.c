@@ -91,7 +91,9 @@ static const struct preset presets[] = {
 	 151643, 151643, 21, 4096, "4.44.0", DS_GENCONFIG},
 };
 
-enum family { QWEN2, LLAMA };
+enum family { QWEN2, LLAMA, QWEN3 };
+static const char *const family_names[] = {"qwen2", "llama", "qwen3"};
+static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"};
 enum init { MATRIX, NORM, BIAS };
 
 struct tensor {
@@ -127,7 +129,7 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp, "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
-	    "[--rope-llama3 n] [-s seed] [-t tokenizer-dir] -o dir\n");
+	    "[--head-dim n] [--rope-llama3 n] [-s seed] [-t tokenizer-dir] -o dir\n");
 }
 
 static void
@@ -138,8 +140,11 @@ help(void)
 	    "Write a Hugging Face checkpoint directory with seeded random weights.\n"
 	    "\n"
 	    "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
-	    "  -f, --family qwen2|llama    architecture (default qwen2; llama: no q/k/v biases)\n"
+	    "  -f, --family qwen2|llama|qwen3\n"
+	    "                              architecture (default qwen2; llama: no q/k/v biases;\n"
+	    "                              qwen3: no biases, q_norm and k_norm)\n"
 	    "  -h, --help                  print this help\n"
+	    "      --head-dim N            head_dim (llama, qwen3; default hidden / heads)\n"
 	    "  -L, --layers N              number of decoder layers (default: the preset's)\n"
 	    "  -o, --output DIR            output directory (created; replaced files are\n"
 	    "                              renamed into an existing one)\n"
@@ -315,6 +320,10 @@ plan(struct model *m)
 			add(m, BIAS, kv, 0, "%s.%lld.self_attn.k_proj.bias", l, (long long)i);
 			add(m, BIAS, kv, 0, "%s.%lld.self_attn.v_proj.bias", l, (long long)i);
 		}
+		if (m->family == QWEN3) {
+			add(m, NORM, m->head_dim, 0, "%s.%lld.self_attn.q_norm.weight", l, (long long)i);
+			add(m, NORM, m->head_dim, 0, "%s.%lld.self_attn.k_norm.weight", l, (long long)i);
+		}
 		add(m, MATRIX, d, q, "%s.%lld.self_attn.o_proj.weight", l, (long long)i);
 		add(m, NORM, d, 0, "%s.%lld.post_attention_layernorm.weight", l, (long long)i);
 		add(m, MATRIX, p->ffn, d, "%s.%lld.mlp.gate_proj.weight", l, (long long)i);
@@ -364,14 +373,13 @@ config_json(const struct model *m, struct llm_buf *b)
 	int64_t mwl = p->max_window_layers < m->layers ? p->max_window_layers : m->layers;
 
 	/* Keys sorted, as transformers writes them. */
-	llm_buf_printf(b, "{\n  \"architectures\": [\n    \"%s\"\n  ],\n",
-	    m->family == QWEN2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM");
-	if (m->family == LLAMA)
+	llm_buf_printf(b, "{\n  \"architectures\": [\n    \"%s\"\n  ],\n", architectures[m->family]);
+	if (m->family != QWEN2)
 		llm_buf_puts(b, "  \"attention_bias\": false,\n");
 	llm_buf_printf(b, "  \"attention_dropout\": 0.0,\n"
 	    "  \"bos_token_id\": %lld,\n"
 	    "  \"eos_token_id\": %lld,\n", (long long)p->bos, (long long)p->eos);
-	if (m->family == LLAMA)
+	if (m->family != QWEN2)
 		llm_buf_printf(b, "  \"head_dim\": %lld,\n", (long long)m->head_dim);
 	llm_buf_printf(b, "  \"hidden_act\": \"silu\",\n"
 	    "  \"hidden_size\": %lld,\n"
@@ -379,7 +387,7 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"intermediate_size\": %lld,\n"
 	    "  \"max_position_embeddings\": %lld,\n",
 	    (long long)p->hidden, (long long)p->ffn, (long long)p->max_pos);
-	if (m->family == QWEN2)
+	if (m->family != LLAMA)
 		llm_buf_printf(b, "  \"max_window_layers\": %lld,\n", (long long)mwl);
 	else
 		llm_buf_puts(b, "  \"mlp_bias\": false,\n");
@@ -387,8 +395,7 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"num_attention_heads\": %lld,\n"
 	    "  \"num_hidden_layers\": %lld,\n"
 	    "  \"num_key_value_heads\": %lld,\n",
-	    m->family == QWEN2 ? "qwen2" : "llama",
-	    (long long)p->heads, (long long)m->layers, (long long)p->kv_heads);
+	    family_names[m->family], (long long)p->heads, (long long)m->layers, (long long)p->kv_heads);
 	if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"pretraining_tp\": 1,\n");
 	llm_buf_printf(b, "  \"rms_norm_eps\": %s,\n", p->rms_eps);
@@ -400,19 +407,22 @@ config_json(const struct model *m, struct llm_buf *b)
 		    "    \"original_max_position_embeddings\": %lld,\n"
 		    "    \"rope_type\": \"llama3\"\n"
 		    "  },\n", (long long)m->rope_llama3);
-	else if (m->family == LLAMA)
+	else if (m->family != QWEN2)
 		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
 	if (m->family == QWEN2)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)p->sliding_window);
+	else if (m->family == QWEN3)
+		llm_buf_puts(b, "  \"sliding_window\": null,\n");
 	llm_buf_printf(b, "  \"tie_word_embeddings\": %s,\n"
 	    "  \"torch_dtype\": \"%s\",\n"
 	    "  \"transformers_version\": \"%s\",\n"
 	    "  \"use_cache\": true,\n",
 	    p->tied ? "true" : "false", torch_dtype, p->tf_version);
 	if (m->family == QWEN2)
-		llm_buf_puts(b, "  \"use_mrope\": false,\n"
-		    "  \"use_sliding_window\": false,\n");
+		llm_buf_puts(b, "  \"use_mrope\": false,\n");
+	if (m->family != LLAMA)
+		llm_buf_puts(b, "  \"use_sliding_window\": false,\n");
 	llm_buf_printf(b, "  \"vocab_size\": %lld\n}\n", (long long)m->vocab);
 }
 
@@ -727,6 +737,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"dtype", required_argument, NULL, 'd'},
 		{"family", required_argument, NULL, 'f'},
+		{"head-dim", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{"layers", required_argument, NULL, 'L'},
 		{"output", required_argument, NULL, 'o'},
@@ -758,8 +769,10 @@ main(int argc, char **argv)
 				m.family = QWEN2;
 			else if (strcmp(optarg, "llama") == 0)
 				m.family = LLAMA;
+			else if (strcmp(optarg, "qwen3") == 0)
+				m.family = QWEN3;
 			else
-				bad_usage("unknown family '%s'", optarg, "qwen2 or llama");
+				bad_usage("unknown family '%s'", optarg, "qwen2, llama or qwen3");
 			break;
 		case 'h':
 			help();
@@ -780,6 +793,11 @@ main(int argc, char **argv)
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
 				    "tiny, tiny-k, qwen2.5-0.5b or ds-r1-distill-qwen-1.5b");
+			break;
+		case 'H':
+			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
+				bad_usage("--head-dim: %s", v % 2 ? "not even" : llm_errmsg(), NULL);
+			m.head_dim = v;
 			break;
 		case 'R':
 			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
@@ -817,7 +835,10 @@ main(int argc, char **argv)
 	if (m.layers < 0)
 		m.layers = m.p->layers;
 	m.vocab = m.p->vocab;
-	m.head_dim = m.p->hidden / m.p->heads;
+	if (m.head_dim && m.family == QWEN2)
+		bad_usage("%s", "--head-dim needs --family llama or qwen3", NULL);
+	if (!m.head_dim)
+		m.head_dim = m.p->hidden / m.p->heads;
 
 	/* Strip trailing slashes so that DIR.tmp.XXXXXX is a sibling. */
 	out = llm_xstrdup(out);
@@ -865,7 +886,7 @@ main(int argc, char **argv)
 		uint64_t bytes = m.nt ? m.t[m.nt - 1].end : 0;
 		double dt = llm_now() - t0;
 		llm_warn("%s: %s %s %s, %lld layers, %zu tensors, %.1f MB in %.1f s (%.0f MB/s)",
-		    out, m.p->name, m.family == QWEN2 ? "qwen2" : "llama",
+		    out, m.p->name, family_names[m.family],
 		    llm_dtype_name(m.dtype), (long long)m.layers, m.nt, bytes / 1e6, dt,
 		    dt > 0 ? bytes / 1e6 / dt : 0.0);
 	}

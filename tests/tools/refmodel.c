@@ -10,7 +10,8 @@
  * RoPE with inv_freq[i] = theta^(-2i/head_dim) (with rope_scaling llama3:
  * modeling_rope_utils.py's _compute_llama3_parameters); grouped-query attention
  * (query head h reads kv head h / (n_heads / n_kv_heads)) with scale
- * 1/sqrt(head_dim) and a causal softmax; the SiLU-gated MLP
+ * 1/sqrt(head_dim) and a causal softmax (qwen3: q and k first RMSNormed
+ * per head, modeling_qwen3.py's q_norm and k_norm); the SiLU-gated MLP
  * down(silu(gate(x)) * up(x)); q/k/v biases for qwen2 (and q/k/v/o biases
  * for llama with attention_bias); lm_head tied to embed_tokens when
  * tie_word_embeddings is set or lm_head.weight is absent.
@@ -51,7 +52,7 @@ struct w {
 };
 
 struct layer {
-	struct w attn_norm, wq, wk, wv, wo, bq, bk, bv, bo;
+	struct w attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
 	struct w ffn_norm, wgate, wup, wdown;
 	int has_qkv_bias, has_o_bias;
 };
@@ -151,9 +152,13 @@ load(struct model *m, const char *dir)
 		l->wv = need_layer(m, i, "self_attn.v_proj.weight", kv, d);
 		l->wo = need_layer(m, i, "self_attn.o_proj.weight", d, q);
 		/* Qwen2 always has q/k/v biases and never an o_proj bias; Llama
-		 * has all four when attention_bias is set. */
+		 * and Qwen3 have all four when attention_bias is set. */
 		l->has_qkv_bias = c->family == LLM_FAMILY_QWEN2 || c->attention_bias;
-		l->has_o_bias = c->family == LLM_FAMILY_LLAMA && c->attention_bias;
+		l->has_o_bias = c->family != LLM_FAMILY_QWEN2 && c->attention_bias;
+		if (c->family == LLM_FAMILY_QWEN3) {
+			l->q_norm = need_layer(m, i, "self_attn.q_norm.weight", 0, c->head_dim);
+			l->k_norm = need_layer(m, i, "self_attn.k_norm.weight", 0, c->head_dim);
+		}
 		if (l->has_qkv_bias) {
 			l->bq = need_layer(m, i, "self_attn.q_proj.bias", 0, q);
 			l->bk = need_layer(m, i, "self_attn.k_proj.bias", 0, kv);
@@ -351,6 +356,11 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 		linear(q, h, n, &l->wq, l->has_qkv_bias ? &l->bq : NULL, buf);
 		linear(k, h, n, &l->wk, l->has_qkv_bias ? &l->bk : NULL, buf);
 		linear(v, h, n, &l->wv, l->has_qkv_bias ? &l->bv : NULL, buf);
+		/* Qwen3Attention: q_norm and k_norm, RMSNorm over each head */
+		if (c->family == LLM_FAMILY_QWEN3) {
+			rmsnorm(q, q, n * (int)nh, hd, &l->q_norm, c->rms_norm_eps, buf);
+			rmsnorm(k, k, n * (int)nkv, hd, &l->k_norm, c->rms_norm_eps, buf);
+		}
 		for (int t = 0; t < n; t++) {
 			rope(q + (size_t)t * q_dim, nh, hd, t, c);
 			rope(k + (size_t)t * kv_dim, nkv, hd, t, c);

@@ -82,6 +82,7 @@ function loadConfig(dir) {
   let family;
   if (j.model_type === "qwen2" || arch === "Qwen2ForCausalLM") family = "qwen2";
   else if (j.model_type === "llama" || arch === "LlamaForCausalLM") family = "llama";
+  else if (j.model_type === "qwen3" || arch === "Qwen3ForCausalLM") family = "qwen3";
   else die(`${file}: unsupported model_type '${j.model_type}'`);
   const need = (k) => {
     if (typeof j[k] !== "number") die(`${file}: missing number '${k}'`);
@@ -102,7 +103,8 @@ function loadConfig(dir) {
     attention_bias: j.attention_bias ?? false,
     hidden_act: j.hidden_act ?? "silu",
   };
-  c.head_dim = j.head_dim ?? Math.floor(c.hidden_size / c.num_attention_heads);
+  // Qwen3Config's head_dim defaults to 128
+  c.head_dim = j.head_dim ?? (family === "qwen3" ? 128 : Math.floor(c.hidden_size / c.num_attention_heads));
   if (c.hidden_act !== "silu") die(`${file}: hidden_act '${c.hidden_act}' is not supported`);
   try {
     c.rope_scaling = ropeScaling(j.rope_scaling);
@@ -362,7 +364,13 @@ function forward(c, st, ids) {
 
   const { cos, sin } = rotaryEmbedding(T, hd, c.rope_theta, c.rope_scaling);
   const qkvBias = c.family === "qwen2" || c.attention_bias;
-  const oBias = c.family === "llama" && c.attention_bias;
+  const oBias = c.family !== "qwen2" && c.attention_bias;
+  // Qwen3Attention: q_norm / k_norm, RMSNorm over each head's hd values
+  const headNorm = (x, w) => {
+    const [n, T, hd] = x.shape;
+    const y = rmsNorm({ shape: [n * T, hd], data: x.data }, w, c.rms_norm_eps);
+    return { shape: x.shape, data: y.data };
+  };
 
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
@@ -377,7 +385,9 @@ function forward(c, st, ids) {
       qkvBias ? W("self_attn.k_proj.bias", [KVH * hd]) : null), KVH, hd);
     const vs = toHeads(linearLayer(x, W("self_attn.v_proj.weight", [KVH * hd, D]),
       qkvBias ? W("self_attn.v_proj.bias", [KVH * hd]) : null), KVH, hd);
-    const qr = applyRotary(qs, cos, sin), kr = applyRotary(ks, cos, sin);
+    const qn = c.family === "qwen3" ? headNorm(qs, W("self_attn.q_norm.weight", [hd])) : qs;
+    const kn = c.family === "qwen3" ? headNorm(ks, W("self_attn.k_norm.weight", [hd])) : ks;
+    const qr = applyRotary(qn, cos, sin), kr = applyRotary(kn, cos, sin);
     const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling));
     x = linearLayer(attnOut, W("self_attn.o_proj.weight", [D, H * hd]),
       oBias ? W("self_attn.o_proj.bias", [D]) : null);

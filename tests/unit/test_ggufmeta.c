@@ -208,7 +208,8 @@ static void x_zero(struct g *g) { kv_u32(g, "llama.rope.dimension_count", 0); }
 
 T_TEST(config_refusals)
 {
-	T_CHECK(config_fails(x_arch, "t.gguf: unsupported architecture 'mamba' (llama and qwen2 are supported)"));
+	T_CHECK(config_fails(x_arch,
+	    "t.gguf: unsupported architecture 'mamba' (llama, qwen2 and qwen3 are supported)"));
 	T_CHECK(config_fails(x_heads, "t.gguf: key 'llama.attention.head_count' 2 is not a multiple of "
 	    "'llama.attention.head_count_kv' 3"));
 	T_CHECK(config_fails(x_bos, "t.gguf: key 'tokenizer.ggml.bos_token_id': token id 16 is outside the "
