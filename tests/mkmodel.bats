@@ -181,6 +181,19 @@ check_tiny() {
 	[[ ${stderr_lines[0]} == "mkmodel: --rope-llama3 needs --family llama"* ]]
 }
 
+@test "--preset qwen3-0.6b: Qwen3-0.6B's config and shapes (q 2048 wide on hidden 1024, head_dim 128)" {
+	local d="$T/q306"
+	mkmodel --preset qwen3-0.6b --family qwen3 -L 1 --dtype bf16 -o "$d"
+	jq -e '.hidden_size == 1024 and .num_attention_heads == 16 and .num_key_value_heads == 8 and
+		.head_dim == 128 and .intermediate_size == 3072 and .max_position_embeddings == 40960 and
+		.rope_theta == 1000000 and .tie_word_embeddings == true and .eos_token_id == 151645' \
+		"$d/config.json" >/dev/null
+	jq -e '.eos_token_id == [151645, 151643]' "$d/generation_config.json" >/dev/null
+	check_tensors "$d" qwen3 BF16 1 1024 2048 1024 3072 151936 true 128
+	run -2 --separate-stderr mkmodel --preset qwen3-0.6b -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: preset qwen3-0.6b needs --family llama or qwen3"* ]]
+}
+
 @test "mkmodel -h prints the usage and the options" {
 	run -0 mkmodel -h
 	[[ ${lines[0]} == "usage: mkmodel "*" -o dir" ]]

@@ -53,6 +53,7 @@ struct preset {
 	int64_t max_window_layers, sliding_window;
 	const char *tf_version;    /* transformers_version */
 	const char *genconfig;     /* generation_config.json, verbatim */
+	int64_t head_dim;          /* 0: hidden / heads */
 };
 
 /* The DeepSeek-R1-Distill generation_config.json: BOS 151646 (the
@@ -71,11 +72,11 @@ struct preset {
 static const struct preset presets[] = {
 	/* A small model with the real vocabulary and tokenizer. */
 	{"tiny", 64, 2, 4, 2, 128, 151936, 4096, 0, "1e-06", "10000.0",
-	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG},
+	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0},
 	/* tiny with rows of 256 (hidden 256, FFN 512): what llama.cpp's
 	 * k-quants need, so that a Q4_K_M of it holds Q4_K and Q6_K. */
 	{"tiny-k", 256, 2, 4, 2, 512, 151936, 4096, 0, "1e-06", "10000.0",
-	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG},
+	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0},
 	/* Qwen/Qwen2.5-0.5B. */
 	{"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1, "1e-06", "1000000.0",
 	 151643, 151643, 24, 32768, "4.40.1",
@@ -85,10 +86,27 @@ static const struct preset presets[] = {
 	 "  \"eos_token_id\": 151643,\n"
 	 "  \"max_new_tokens\": 2048,\n"
 	 "  \"transformers_version\": \"4.37.0\"\n"
-	 "}\n"},
+	 "}\n", 0},
 	/* deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B. */
 	{"ds-r1-distill-qwen-1.5b", 1536, 28, 12, 2, 8960, 151936, 131072, 0, "1e-06", "10000",
-	 151643, 151643, 21, 4096, "4.44.0", DS_GENCONFIG},
+	 151643, 151643, 21, 4096, "4.44.0", DS_GENCONFIG, 0},
+	/* Qwen/Qwen3-0.6B (with --family qwen3): head_dim 128, so q is 2048
+	 * wide on a hidden size of 1024. */
+	{"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1, "1e-06", "1000000",
+	 151643, 151645, 28, 0, "4.51.0",
+	 "{\n"
+	 "  \"bos_token_id\": 151643,\n"
+	 "  \"do_sample\": true,\n"
+	 "  \"eos_token_id\": [\n"
+	 "    151645,\n"
+	 "    151643\n"
+	 "  ],\n"
+	 "  \"pad_token_id\": 151643,\n"
+	 "  \"temperature\": 0.6,\n"
+	 "  \"top_k\": 20,\n"
+	 "  \"top_p\": 0.95,\n"
+	 "  \"transformers_version\": \"4.51.0\"\n"
+	 "}\n", 128},
 };
 
 enum family { QWEN2, LLAMA, QWEN3 };
@@ -149,7 +167,7 @@ help(void)
 	    "  -o, --output DIR            output directory (created; replaced files are\n"
 	    "                              renamed into an existing one)\n"
 	    "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
-	    "                              ds-r1-distill-qwen-1.5b\n"
+	    "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b\n"
 	    "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
 	    "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	    "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
@@ -792,7 +810,7 @@ main(int argc, char **argv)
 					m.p = &presets[i];
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
-				    "tiny, tiny-k, qwen2.5-0.5b or ds-r1-distill-qwen-1.5b");
+				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b or qwen3-0.6b");
 			break;
 		case 'H':
 			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
@@ -837,8 +855,11 @@ main(int argc, char **argv)
 	m.vocab = m.p->vocab;
 	if (m.head_dim && m.family == QWEN2)
 		bad_usage("%s", "--head-dim needs --family llama or qwen3", NULL);
+	if (m.p->head_dim && m.family == QWEN2)
+		bad_usage("preset %s needs --family llama or qwen3 (its head_dim is not hidden / heads)", m.p->name,
+		    NULL);
 	if (!m.head_dim)
-		m.head_dim = m.p->hidden / m.p->heads;
+		m.head_dim = m.p->head_dim ? m.p->head_dim : m.p->hidden / m.p->heads;
 
 	/* Strip trailing slashes so that DIR.tmp.XXXXXX is a sibling. */
 	out = llm_xstrdup(out);
