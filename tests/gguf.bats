@@ -336,42 +336,35 @@ same_tokenizer() {
 	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (qwen2, deepseek-r1-qwen and llama-bpe are)"
 }
 
-@test "rope_scaling llama3 as llama.cpp's RoPE factors (rope_freqs.weight): our logits and llama.cpp's are refmodel's on the checkpoint" {
+# three_ways CKPT MODEL.JQ: CKPT as a GGUF file (hf2gguf), built through
+# model.mk (model.json satisfying the jq filter): our logits on 40 tokens
+# and llama.cpp's on the same file are refmodel's on CKPT within 1e-4.
+three_ways() {
 	local ids
 	ids=$(seq -s, 100 139)
-	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$T/l3" >&2
-	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$T/l3" "$T/l3.gguf"
+	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$1" "$T/m3.gguf"
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$T/l3.gguf" OUT="$T/b" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
-	jq -e '.config.rope_scaling.rope_type == "freq_factors" and (.config.rope_scaling.factors | length) == 8' \
-		"$T/b/model.json"
-	refmodel --tokens "$ids" -o "$T/ref.f32" "$T/l3"
+		MODEL="$T/m3.gguf" OUT="$T/b" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	jq -e "$2" "$T/b/model.json"
+	refmodel --tokens "$ids" -o "$T/ref.f32" "$1"
 	llm-run -m "$T/b/model.llm" -t 2 --tokens "$ids" -n 0 --logits "$T/ours.f32" >/dev/null 2>&1
 	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/ours.f32"
 	echo "ours: $output" >&3
-	# llama.cpp reads the same factors: the file is what its converter writes
-	ggml-ref logits "$T/l3.gguf" "$ids" "$T/lc.f32"
+	ggml-ref logits "$T/m3.gguf" "$ids" "$T/lc.f32"
 	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
 	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
 	echo "llama.cpp: $output" >&3
 }
 
+@test "rope_scaling llama3 as llama.cpp's RoPE factors (rope_freqs.weight): our logits and llama.cpp's are refmodel's on the checkpoint" {
+	# llama.cpp reads the same factors: the file is what its converter writes
+	mkmodel --preset tiny --family llama --rope-llama3 64 --seed 1 -o "$T/l3" >&2
+	three_ways "$T/l3" '.config.rope_scaling.rope_type == "freq_factors" and (.config.rope_scaling.factors | length) == 8'
+}
+
 @test "a qwen3 GGUF (attn_q_norm, attn_k_norm, key_length 32): our logits and llama.cpp's are refmodel's on the checkpoint" {
-	local ids
-	ids=$(seq -s, 100 139)
 	mkmodel --preset tiny --family qwen3 --head-dim 32 --seed 1 -o "$T/q3" >&2
-	node "$PROJECT_ROOT/tests/tools/hf2gguf.mjs" "$T/q3" "$T/q3.gguf"
-	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$T/q3.gguf" OUT="$T/b" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
-	jq -e '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32' "$T/b/model.json"
-	refmodel --tokens "$ids" -o "$T/ref.f32" "$T/q3"
-	llm-run -m "$T/b/model.llm" -t 2 --tokens "$ids" -n 0 --logits "$T/ours.f32" >/dev/null 2>&1
-	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/ours.f32"
-	echo "ours: $output" >&3
-	ggml-ref logits "$T/q3.gguf" "$ids" "$T/lc.f32"
-	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
-	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
-	echo "llama.cpp: $output" >&3
+	three_ways "$T/q3" '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32'
 }
 
 @test "RoPE factors that are not f32 [head_dim / 2] of positive numbers are refused" {
