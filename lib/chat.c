@@ -25,6 +25,7 @@ static const struct {
 	[LLM_CHAT_QWEN2] = {"qwen2", "", "<|im_end|>", "<|im_end|>"},
 	[LLM_CHAT_LLAMA3] = {"llama3", "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"},
 	[LLM_CHAT_LLAMA2] = {"llama2", "<s>", "</s>", "</s>"},
+	[LLM_CHAT_QWEN3] = {"qwen3", "", "<|im_end|>", "<|im_end|>"},
 };
 
 const char *
@@ -51,6 +52,8 @@ llm_chat_recognise(const char *t)
 		return LLM_CHAT_DEEPSEEK_R1;
 	if (strstr(t, "<|start_header_id|>"))
 		return LLM_CHAT_LLAMA3;
+	if (strstr(t, "<|im_start|>") && strstr(t, "</think>"))
+		return LLM_CHAT_QWEN3;
 	if (strstr(t, "<|im_start|>"))
 		return LLM_CHAT_QWEN2;
 	if (strstr(t, "[INST]"))
@@ -333,6 +336,106 @@ render_qwen2(const struct llm_chat *c, int gen, struct llm_buf *out)
 		put(out, "<|im_start|>assistant\n");
 }
 
+/* Where the n bytes at s hold pat: the first (last 0) or last (last 1)
+ * place, or NULL. */
+static const char *
+find(const char *s, size_t n, const char *pat, int last)
+{
+	size_t k = strlen(pat);
+	const char *r = NULL;
+	for (size_t i = 0; i + k <= n; i++)
+		if (memcmp(s + i, pat, k) == 0) {
+			r = s + i;
+			if (!last)
+				break;
+		}
+	return r;
+}
+
+/* s [b, e) without the newlines at its start (lead) and its end (trail),
+ * Python's lstrip/rstrip/strip('\n'). */
+static void
+strip_nl(const char *s, size_t *b, size_t *e, int lead, int trail)
+{
+	while (lead && *b < *e && s[*b] == '\n')
+		(*b)++;
+	while (trail && *e > *b && s[*e - 1] == '\n')
+		(*e)--;
+}
+
+static int
+has_affixes(const struct llm_chat_msg *m, const char *pre, const char *suf)
+{
+	size_t a = strlen(pre), z = strlen(suf);
+	return m->len >= a && m->len >= z && memcmp(m->content, pre, a) == 0 &&
+	    memcmp(m->content + m->len - z, suf, z) == 0;
+}
+
+static void
+render_qwen3(const struct llm_chat *c, int gen, struct llm_buf *out)
+{
+	size_t n = c->n, last = n - 1; /* ns.last_query_index (with n 0 it wraps: no message) */
+
+	if (n && is(&c->msgs[0], "system")) {
+		put(out, "<|im_start|>system\n");
+		put_content(out, &c->msgs[0]);
+		put(out, "<|im_end|>\n");
+	}
+	for (size_t i = n; i-- > 0;)
+		if (is(&c->msgs[i], "user") && !has_affixes(&c->msgs[i], "<tool_response>", "</tool_response>")) {
+			last = i;
+			break;
+		}
+	for (size_t i = 0; i < n; i++) {
+		const struct llm_chat_msg *m = &c->msgs[i];
+		if (is(m, "user") || (is(m, "system") && i > 0)) {
+			put(out, "<|im_start|>");
+			put(out, m->role);
+			put(out, "\n");
+			put_content(out, m);
+			put(out, "<|im_end|>\n");
+		} else if (is(m, "assistant")) {
+			/* content: after the last '</think>', without leading
+			 * newlines; the reasoning: before the first, after the
+			 * last '<think>' in it, without the newlines around it */
+			const char *s = m->content, *t = find(s, m->len, "</think>", 1);
+			size_t cb = 0, ce = m->len, rb = 0, re = 0;
+			if (t) {
+				cb = (size_t)(t - s) + strlen("</think>");
+				strip_nl(s, &cb, &ce, 1, 0);
+				re = (size_t)(find(s, m->len, "</think>", 0) - s);
+				strip_nl(s, &rb, &re, 0, 1);
+				const char *o = find(s, re, "<think>", 1);
+				if (o)
+					rb = (size_t)(o - s) + strlen("<think>");
+				strip_nl(s, &rb, &re, 1, 0);
+			}
+			put(out, "<|im_start|>assistant\n");
+			if (i > last) {
+				if (i == n - 1 || re > rb) {
+					strip_nl(s, &rb, &re, 1, 1);
+					put(out, "<think>\n");
+					llm_buf_add(out, s + rb, re - rb);
+					put(out, "\n</think>\n\n");
+					strip_nl(s, &cb, &ce, 1, 0);
+				}
+			}
+			llm_buf_add(out, s + cb, ce - cb);
+			put(out, "<|im_end|>\n");
+		} else if (is(m, "tool")) {
+			if (i == 0 || !is(&c->msgs[i - 1], "tool"))
+				put(out, "<|im_start|>user");
+			put(out, "\n<tool_response>\n");
+			put_content(out, m);
+			put(out, "\n</tool_response>");
+			if (i == n - 1 || !is(&c->msgs[i + 1], "tool"))
+				put(out, "<|im_end|>\n");
+		}
+	}
+	if (gen)
+		put(out, "<|im_start|>assistant\n");
+}
+
 static void
 render_llama3(const struct llm_chat *c, int gen, const char *bos, struct llm_buf *out)
 {
@@ -404,6 +507,9 @@ llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, co
 		break;
 	case LLM_CHAT_LLAMA3:
 		render_llama3(c, gen, bos, &b);
+		break;
+	case LLM_CHAT_QWEN3:
+		render_qwen3(c, gen, &b);
 		break;
 	case LLM_CHAT_LLAMA2:
 		if (render_llama2(c, bos, eos, &b) < 0) {

@@ -18,6 +18,11 @@
  *   qwen2        Qwen2-Instruct ChatML: '<|im_start|>ROLE\n...<|im_end|>\n',
  *                with "You are a helpful assistant." when the first message
  *                is not a system prompt
+ *   qwen3        Qwen3 (its tokenizer_config.json, without tools): ChatML
+ *                with no default system prompt; an assistant message's
+ *                reasoning ('<think>...</think>') dropped before the last
+ *                user query and kept after it; tool messages as user turns
+ *                of <tool_response> blocks
  *   llama3       Llama 3 Instruct: headers, trimmed contents, '<|eot_id|>'
  *   llama2       Llama 2 chat: [INST] ... [/INST], the system prompt in
  *                <<SYS>> inside the first user message; roles must
@@ -35,6 +40,7 @@ enum llm_chat_template {
 	LLM_CHAT_QWEN2,
 	LLM_CHAT_LLAMA3,
 	LLM_CHAT_LLAMA2,
+	LLM_CHAT_QWEN3,
 	LLM_CHAT_COUNT
 };
 

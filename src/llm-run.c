@@ -87,7 +87,7 @@ static const char help_text[] =
 	"  --logits file        write the logits of every step (f32 rows)\n"
 	"  --json               one JSON object on standard output instead of text and stderr rates\n"
 	"  --system text        the system message of a chat\n"
-	"  --chat-template name deepseek-r1, qwen2, llama3 or llama2 (default: the model's)\n"
+	"  --chat-template name deepseek-r1, qwen2, qwen3, llama3 or llama2 (default: the model's)\n"
 	"  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
 	"  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
 	"                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
@@ -1568,7 +1568,7 @@ parse_args(int argc, char **argv, struct args *a)
 			a->template_name = optarg;
 			if (llm_chat_find(optarg) < 0)
 				usage_msg(llm_xasprintf("--chat-template: unknown template '%s' (deepseek-r1, qwen2, "
-				    "llama3, llama2)", optarg));
+				    "qwen3, llama3, llama2)", optarg));
 			break;
 		case OPT_DETOKENIZE:
 			set_mode(&a->mode, M_DETOKENIZE);

