@@ -336,22 +336,6 @@ render_qwen2(const struct llm_chat *c, int gen, struct llm_buf *out)
 		put(out, "<|im_start|>assistant\n");
 }
 
-/* Where the n bytes at s hold pat: the first (last 0) or last (last 1)
- * place, or NULL. */
-static const char *
-find(const char *s, size_t n, const char *pat, int last)
-{
-	size_t k = strlen(pat);
-	const char *r = NULL;
-	for (size_t i = 0; i + k <= n; i++)
-		if (memcmp(s + i, pat, k) == 0) {
-			r = s + i;
-			if (!last)
-				break;
-		}
-	return r;
-}
-
 /* s [b, e) without the newlines at its start (lead) and its end (trail),
  * Python's lstrip/rstrip/strip('\n'). */
 static void
@@ -398,14 +382,14 @@ render_qwen3(const struct llm_chat *c, int gen, struct llm_buf *out)
 			/* content: after the last '</think>', without leading
 			 * newlines; the reasoning: before the first, after the
 			 * last '<think>' in it, without the newlines around it */
-			const char *s = m->content, *t = find(s, m->len, "</think>", 1);
+			const char *s = m->content, *t = last_of(s, m->len, "</think>");
 			size_t cb = 0, ce = m->len, rb = 0, re = 0;
 			if (t) {
 				cb = (size_t)(t - s) + strlen("</think>");
 				strip_nl(s, &cb, &ce, 1, 0);
-				re = (size_t)(find(s, m->len, "</think>", 0) - s);
+				re = (size_t)((const char *)memmem(s, m->len, "</think>", strlen("</think>")) - s);
 				strip_nl(s, &rb, &re, 0, 1);
-				const char *o = find(s, re, "<think>", 1);
+				const char *o = last_of(s, re, "<think>");
 				if (o)
 					rb = (size_t)(o - s) + strlen("<think>");
 				strip_nl(s, &rb, &re, 1, 0);
