@@ -159,7 +159,7 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	 * that divide each inv_freq, f32 [head_dim / 2] */
 	const struct llm_gguf_tensor *rf = llm_gguf_find_tensor(g, LLM_GGUF_ROPE_FREQS);
 	if (rf) {
-		if (rf->ggml_type != 0 || rf->n_dims != 1 || rf->shape[0] != c->head_dim / 2 ||
+		if (rf->ggml_type != LLM_GGML_F32 || rf->n_dims != 1 || rf->shape[0] != c->head_dim / 2 ||
 		    rf->shape[0] > LLM_MAX_ROPE_FACTORS) {
 			llm_seterr("%s: tensor '%s' is not f32 [%" PRId64 "] (head_dim / 2)", g->path, rf->name,
 			    c->head_dim / 2);

@@ -20,16 +20,6 @@
 /* Sizes beyond this are corrupt, and would overflow products later. */
 #define MAX_SIZE INT32_MAX
 
-/* A string from the file, fit for a one-line message. */
-static const char *
-shown(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			return "(text with control characters)";
-	return s;
-}
-
 static int
 size_key(const json_t *j, const char *key, const char *ctx, int required, int64_t *out)
 {
@@ -150,16 +140,16 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const st
 					fs = s;
 		}
 		if (!fs)
-			return llm_seterr("%s: unsupported architecture '%s' "
-					  "(supported: %s)", ctx, shown(arch), supported(0, list, sizeof(list)));
+			return llm_seterr("%s: unsupported architecture '%s' (supported: %s)", ctx,
+			    llm_json_shown(arch), supported(0, list, sizeof(list)));
 		if (mt && strcmp(mt, fs->name) != 0)
 			return llm_seterr("%s: model_type '%s' does not match architecture '%s'",
-					  ctx, shown(mt), arch);
+					  ctx, llm_json_shown(mt), arch);
 	} else if (mt) {
 		fs = llm_family_spec(llm_family_by_name(mt));
 		if (!fs)
 			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)",
-					  ctx, shown(mt), supported(1, list, sizeof(list)));
+					  ctx, llm_json_shown(mt), supported(1, list, sizeof(list)));
 	} else
 		return llm_seterr("%s: neither 'architectures' nor 'model_type' given", ctx);
 	c->family = fs->family;
@@ -226,7 +216,7 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
 		return -1;
 	if (strcmp(s, "silu") != 0)
-		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, shown(s));
+		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, llm_json_shown(s));
 
 	if (fs->qkv_bias) {
 		/* Qwen2Attention has q/k/v biases whatever the config says. */
@@ -261,7 +251,7 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 			c->torch_dtype = LLM_DT_BF16;
 		else
 			return llm_seterr("%s: torch_dtype '%s' is not supported "
-					  "(float32, float16, bfloat16)", ctx, shown(s));
+					  "(float32, float16, bfloat16)", ctx, llm_json_shown(s));
 	}
 	return 0;
 }

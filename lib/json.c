@@ -236,3 +236,12 @@ llm_json_quote(struct llm_buf *out, const char *s, size_t n)
 	llm_buf_add(out, s + run, n - run);
 	llm_buf_add(out, "\"", 1);
 }
+
+const char *
+llm_json_shown(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return "(text with control characters)";
+	return s;
+}

@@ -40,6 +40,10 @@ int llm_json_u64(const json_t *o, const char *key, const char *ctx, uint64_t *ou
 struct llm_buf;
 void llm_json_quote(struct llm_buf *out, const char *s, size_t n);
 
+/* A string from a JSON file, fit for a one-line message: s, or "(text
+ * with control characters)". */
+const char *llm_json_shown(const char *s);
+
 /* A JSON array of the n integers at v (a new reference). */
 json_t *llm_json_i64_array(const int64_t *v, size_t n);
 

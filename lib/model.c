@@ -166,7 +166,8 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 		return 0;
 	}
 	if (strcmp(type, "llama3") != 0)
-		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx, type);
+		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx,
+		    llm_json_shown(type));
 	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
 	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
 	    llm_json_num(rs, "high_freq_factor", c, &s->high_freq_factor) < 0 ||

@@ -155,7 +155,7 @@ load(struct model *m, const char *dir)
 		 * and Qwen3 have all four when attention_bias is set. */
 		l->has_qkv_bias = c->family == LLM_FAMILY_QWEN2 || c->attention_bias;
 		l->has_o_bias = c->family != LLM_FAMILY_QWEN2 && c->attention_bias;
-		if (c->family == LLM_FAMILY_QWEN3) {
+		if (c->qk_norm) {
 			l->q_norm = need_layer(m, i, "self_attn.q_norm.weight", 0, c->head_dim);
 			l->k_norm = need_layer(m, i, "self_attn.k_norm.weight", 0, c->head_dim);
 		}
@@ -357,7 +357,7 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 		linear(k, h, n, &l->wk, l->has_qkv_bias ? &l->bk : NULL, buf);
 		linear(v, h, n, &l->wv, l->has_qkv_bias ? &l->bv : NULL, buf);
 		/* Qwen3Attention: q_norm and k_norm, RMSNorm over each head */
-		if (c->family == LLM_FAMILY_QWEN3) {
+		if (c->qk_norm) {
 			rmsnorm(q, q, n * (int)nh, hd, &l->q_norm, c->rms_norm_eps, buf);
 			rmsnorm(k, k, n * (int)nkv, hd, &l->k_norm, c->rms_norm_eps, buf);
 		}

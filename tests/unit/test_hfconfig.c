@@ -223,6 +223,8 @@ static const struct {
 	{ LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported" },
 	{ LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null" },
 	{ LLAMA ", \"rope_scaling\": {\"rope_type\": 3}}", "key 'rope_type': expected a string" },
+	{ LLAMA ", \"rope_scaling\": {\"rope_type\": \"a\\nb\"}}",
+	    "rope_scaling '(text with control characters)' is not supported" },
 	{ LLAMA ", \"mlp_bias\": true}", "mlp_bias true is not supported" },
 	{ LLAMA ", \"attention_bias\": \"no\"}", "key 'attention_bias': expected true or false" },
 	{ LLAMA ", \"hidden_act\": \"gelu\"}", "hidden_act 'gelu' is not supported (only 'silu')" },
