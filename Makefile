@@ -255,6 +255,10 @@ check-style:
 	for k in $(TRANSFORMS); do \
 		python3 share/llm/transforms/mkscript.py $$k | cmp -s - share/llm/transforms/$$k.mlir || \
 			{ echo "share/llm/transforms/$$k.mlir: not what mkscript.py writes: make transforms"; fail=1; }; \
+		for i in $(TRANSFORM_ISAS); do \
+			python3 share/llm/transforms/mkscript.py $$k ISA=$$i | cmp -s - share/llm/transforms/$$i/$$k.mlir || \
+				{ echo "share/llm/transforms/$$i/$$k.mlir: not what mkscript.py writes: make transforms"; fail=1; }; \
+		done; \
 	done; \
 	exit $$fail
 
@@ -265,12 +269,20 @@ check-bats: all
 	[ "$$(cat $(O)/bats.rc)" = 0 ] && [ "$$bf" = 0 ]
 
 # The transform scripts of llm-lower, generated (the transform dialect has
-# no parameters); generic.mlir is written by hand.
+# no parameters); generic.mlir is written by hand.  The top-level ones
+# are AVX2's (and every target's without a form of its own); each ISA form
+# of mkscript.py's table has its own folder.
 TRANSFORMS = decode prefill
+TRANSFORM_ISAS = avx512
 transforms:
 	for k in $(TRANSFORMS); do \
 		python3 share/llm/transforms/mkscript.py $$k >share/llm/transforms/$$k.mlir.tmp && \
 		mv share/llm/transforms/$$k.mlir.tmp share/llm/transforms/$$k.mlir || exit 1; \
+		for i in $(TRANSFORM_ISAS); do \
+			mkdir -p share/llm/transforms/$$i && \
+			python3 share/llm/transforms/mkscript.py $$k ISA=$$i >share/llm/transforms/$$i/$$k.mlir.tmp && \
+			mv share/llm/transforms/$$i/$$k.mlir.tmp share/llm/transforms/$$i/$$k.mlir || exit 1; \
+		done; \
 	done
 
 install: all

@@ -108,7 +108,7 @@ llm_lower_guess_kind(const char *path, const char *text)
 }
 
 int
-llm_pipeline_read(const char *path, const char *share, struct llm_argv *argv)
+llm_pipeline_read(const char *path, const char *share, const char *transforms, struct llm_argv *argv)
 {
 	char *data;
 	size_t len;
@@ -129,7 +129,13 @@ llm_pipeline_read(const char *path, const char *share, struct llm_argv *argv)
 			continue;
 		struct llm_buf b = {0};
 		for (const char *s = line; *s; ) {
-			const char *at = strstr(s, "@share@");
+			const char *at = strstr(s, "@share@"), *at2 = strstr(s, "@transforms@");
+			if (at2 && (!at || at2 < at)) {
+				llm_buf_add(&b, s, (size_t)(at2 - s));
+				llm_buf_puts(&b, transforms);
+				s = at2 + strlen("@transforms@");
+				continue;
+			}
 			if (!at) {
 				llm_buf_puts(&b, s);
 				break;
@@ -568,11 +574,27 @@ seal_object(const struct llm_lower *l, const struct work *w, struct tgt *tg)
 	return rc;
 }
 
+/* The folder of the transform scripts that the pass list `pipeline` names
+ * as @transforms@: the target's form (llm_target_transforms), or the
+ * top level.  The target is resolved only for a list that names it; one
+ * that cannot be resolved takes the top level, and llc, which runs
+ * later, says what is wrong with it. */
+static char *
+transforms_dir(const struct llm_lower *l, const char *pipeline, struct tgt *tg)
+{
+	char *text = NULL;
+	const char *form = NULL;
+	if (llm_read_file(pipeline, &text, NULL) == 0 && strstr(text, "@transforms@") && target_of(l, tg) == 0)
+		form = llm_target_transforms(&tg->t);
+	free(text);
+	return form ? llm_xasprintf("%s/transforms/%s", l->share, form) : llm_xasprintf("%s/transforms", l->share);
+}
+
 /* The three stages and the sealing, in w. */
 static int
-run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes)
+run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes, struct tgt *tgp)
 {
-	struct tgt tg = {0};
+	struct tgt tg = *tgp;
 	int rc = -1;
 	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || splice_kernels(l, w, &tg) < 0)
 		goto out;
@@ -599,8 +621,7 @@ run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes)
 	if (rc == 0)
 		rc = seal_object(l, w, &tg);
 out:
-	if (tg.have)
-		llm_target_free(&tg.t);
+	*tgp = tg;
 	return rc;
 }
 
@@ -609,14 +630,18 @@ llm_lower_run(struct llm_lower *l)
 {
 	struct llm_argv passes = {0};
 	struct work w = {0};
-	char *pipeline = NULL, *cached = NULL;
+	struct tgt tg = {0};
+	char *pipeline = NULL, *cached = NULL, *tdir = NULL;
 	int rc = -1;
 
 	l->kept = NULL;
 	l->cache_hit = 0;
 	if (!(pipeline = llm_lower_pipeline(l->share, l->kind)))
 		return -1;
-	if (check_tools(l) < 0 || llm_pipeline_read(pipeline, l->share, &passes) < 0)
+	if (check_tools(l) < 0)
+		goto out;
+	tdir = transforms_dir(l, pipeline, &tg);
+	if (llm_pipeline_read(pipeline, l->share, tdir, &passes) < 0)
 		goto out;
 
 	if (l->cache && strcmp(l->input, "-") != 0) {
@@ -634,7 +659,7 @@ llm_lower_run(struct llm_lower *l)
 
 	if (work_open(l, &w) < 0)
 		goto out;
-	if (run_stages(l, &w, &passes) < 0) {
+	if (run_stages(l, &w, &passes, &tg) < 0) {
 		/* Keep what there is, except a partial object. */
 		unlink(w.obj);
 		l->kept = w.dir;
@@ -661,9 +686,12 @@ llm_lower_run(struct llm_lower *l)
 		rm_tree(w.dir);
 	rc = 0;
 out:
+	if (tg.have)
+		llm_target_free(&tg.t);
 	work_free(&w);
 	llm_argv_free(&passes);
 	free(pipeline);
 	free(cached);
+	free(tdir);
 	return rc;
 }

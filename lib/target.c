@@ -67,6 +67,14 @@ llm_target_kernels(const struct llm_target *t)
 	return has_feature(t, "avx2") ? "avx2" : "generic";
 }
 
+const char *
+llm_target_transforms(const struct llm_target *t)
+{
+	if (has_feature(t, "avx512f") && has_feature(t, "avx512bw") && has_feature(t, "avx512vl"))
+		return "avx512";
+	return NULL;
+}
+
 static int
 cmp_str(const void *a, const void *b)
 {

@@ -55,6 +55,11 @@ const char *llm_target_builtins(const char *arch);
 const char *llm_target_kernels(const struct llm_target *t);
 /* Every form, NULL-terminated. */
 extern const char *const llm_target_kernel_forms[];
+/* The form of the transform scripts for t, share/llm/transforms/<form>/
+ * (the parameters of each, mkscript.py's ISA table): "avx512" (AVX-512
+ * F, BW and VL: k in 16 lanes); NULL for the top-level scripts (AVX2's,
+ * and every other target's). */
+const char *llm_target_transforms(const struct llm_target *t);
 
 /* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */
 char *llm_target_json(const struct llm_target *t);

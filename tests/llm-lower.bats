@@ -93,14 +93,14 @@ check_numbers() {
 @test "the kind comes from an llm.kind module attribute" {
 	sed 's/^module {/module attributes {llm.kind = "prefill"} {/' "$F/prefill.mlir" > "$BATS_TEST_TMPDIR/small.mlir"
 	run -0 llm-lower -v --no-cache -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/small.mlir"
-	assert_output --partial "transforms/prefill.mlir"
+	assert_output --regexp "transforms/(avx512/)?prefill.mlir"
 }
 
 @test "the kind comes from the directory when the file name does not tell" {
 	mkdir -p "$BATS_TEST_TMPDIR/parts/prefill_kv"
 	cp "$F/prefill.mlir" "$BATS_TEST_TMPDIR/parts/prefill_kv/p0.mlir"
 	run -0 llm-lower -v --no-cache -o "$BATS_TEST_TMPDIR/x.o" "$BATS_TEST_TMPDIR/parts/prefill_kv/p0.mlir"
-	assert_output --partial "transforms/prefill.mlir"
+	assert_output --regexp "transforms/(avx512/)?prefill.mlir"
 }
 
 @test "llm-lower -v echoes the three commands" {
@@ -264,6 +264,23 @@ check_numbers() {
 	[ -n "$chunk" ] && [ -n "$stream" ] && [ -n "$nc" ] && [ -n "$nr" ]
 	[ "$chunk" = "$nc" ]
 	[ $((stream % nr)) = 0 ]
+}
+
+@test "the transform scripts follow the target: AVX-512's form (zmm) for znver4, the top level (no zmm) for x86-64-v3" {
+	cd "$BATS_TEST_TMPDIR"
+	for k in decode prefill; do
+		run -0 llm-lower --no-cache -v --cpu znver4 -o z.o "$F/$k.mlir"
+		assert_output --partial "transform-library-paths=$PROJECT_ROOT/share/llm/transforms/avx512/$k.mlir"
+		[ "$(objdump -d z.o | grep -c zmm)" -gt 0 ]
+		run -0 llm-lower --no-cache -v --cpu x86-64-v3 -o v3.o "$F/$k.mlir"
+		assert_output --partial "transform-library-paths=$PROJECT_ROOT/share/llm/transforms/$k.mlir"
+		[ "$(objdump -d v3.o | grep -c zmm)" = 0 ]
+	done
+	# the form is part of the cache key: the same module for two CPUs
+	# gives two objects
+	LLM_CACHE_DIR=$PWD/c llm-lower --cpu znver4 -o a.o "$F/decode.mlir"
+	LLM_CACHE_DIR=$PWD/c llm-lower --cpu x86-64-v3 -o b.o "$F/decode.mlir"
+	[ "$(ls c | wc -l)" = 2 ]
 }
 
 @test "the int8 kernels a module declares are defined in the target's form, and every form sums exactly" {

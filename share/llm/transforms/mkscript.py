@@ -23,14 +23,28 @@ comments of each sequence):
   AT_DB                decode scores: head_dim block (rows of the transposed keys
                        read together)
   AT_VB                decode P.V: positions per block (0: none)
-  AT_PB, AT_PR         prefill P.V: positions per block, query rows per tile"""
+  AT_PB, AT_PR         prefill P.V: positions per block, query rows per tile
+
+ISA=NAME (first of the parameters) starts from the parameters of that ISA's form
+in the table ISA below; llm-lower reads share/llm/transforms/<form>/KIND.mlir
+for a target of that form (lib/target.c's llm_target_transforms) and the
+top-level scripts (AVX2's) for every other target."""
 import sys
 kind = sys.argv[1]
+# What each ISA's form changes: AVX-512's 32 registers of 16 lanes take
+# k in 16 lanes (zmm accumulators) in the GEMM register tiles (the GEMV
+# stays at 8: 16 read no faster, measured on a Xeon, BENCHMARKS.md).
+ISA = {"avx2": {}, "avx512": dict(GM_KV=16)}
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          QV_NT=1,                             # quantized GEMV: 8-row tiles of W per forall iteration
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
          EW=64, RKV=8, AT_MR=6, AT_NT=16, AT_DT=16, AT_DB=8, AT_VB=64, AT_PB=64, AT_PR=4)                         # last-dim tile of elementwise ops, lanes of row reductions
-for a in sys.argv[2:]:
+args = sys.argv[2:]
+isa = "avx2"
+if args and args[0].startswith("ISA="):
+    isa = args.pop(0)[4:]
+    P.update(ISA[isa])
+for a in args:
     k, v = a.split("="); P[k] = int(v)
 A = "!transform.any_op"
 out = []
@@ -41,7 +55,10 @@ def zeros(n): return ", ".join(["0"] * n)
 def res(n): return "(" + ", ".join([A] * n) + ")"
 
 e(f"// {kind}.mlir: the transform script of llm-lower for {kind} modules (share/doc/llm/ir.txt).")
-e(f"// Written by mkscript.py in this directory (python3 mkscript.py {kind} > {kind}.mlir);")
+if isa == "avx2":
+    e(f"// Written by mkscript.py in this directory (python3 mkscript.py {kind} > {kind}.mlir);")
+else:
+    e(f"// Written by mkscript.py (python3 mkscript.py {kind} ISA={isa} > {isa}/{kind}.mlir): the {isa} form;")
 e("// edit that, not this.  Parameters: " + " ".join(f"{k}={v}" for k, v in P.items()) + ".")
 e("// Every linalg op is tiled by its llm.sched class to tiles of static shape,")
 e("// which vectorise; the partial tiles of dynamic or ragged dimensions are")
