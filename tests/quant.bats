@@ -298,7 +298,10 @@ pair() {
 	need_llamacpp
 	ggml-ref quantize "$(full)" "$T/q.gguf" Q3_K_M
 	i=0
-	for feat in "" "--features -avx512vnni,-avxvnni" "--features -avx512vnni,-avxvnni,-avx2"; do
+	# without AVX-512 F in all three, so that all take the same transform
+	# scripts (transforms/avx512/ sums the float GEMMs in other lanes)
+	for feat in "--features -avx512f" "--features -avx512f,-avx512vnni,-avxvnni" \
+		"--features -avx512f,-avx512vnni,-avxvnni,-avx2"; do
 		i=$((i + 1))
 		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b$i" \
 			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="$feat" -j2 >&2
