@@ -592,11 +592,10 @@ transforms_dir(const struct llm_lower *l, const char *pipeline, struct tgt *tg)
 
 /* The three stages and the sealing, in w. */
 static int
-run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes, struct tgt *tgp)
+run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes, struct tgt *tg)
 {
-	struct tgt tg = *tgp;
 	int rc = -1;
-	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || splice_kernels(l, w, &tg) < 0)
+	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || splice_kernels(l, w, tg) < 0)
 		goto out;
 
 	struct llm_argv a = {0};
@@ -619,9 +618,8 @@ run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes, s
 	rc = stage(l, a.v, "llc", w->log[LOG_LLC]);
 	llm_argv_free(&a);
 	if (rc == 0)
-		rc = seal_object(l, w, &tg);
+		rc = seal_object(l, w, tg);
 out:
-	*tgp = tg;
 	return rc;
 }
 
