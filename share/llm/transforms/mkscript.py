@@ -33,7 +33,7 @@ import sys
 kind = sys.argv[1]
 # What each ISA's form changes: AVX-512's 32 registers of 16 lanes take
 # k in 16 lanes (zmm accumulators) in the GEMM register tiles (the GEMV
-# stays at 8: 16 read no faster, measured on a Xeon, BENCHMARKS.md).
+# stays at 8: in 16 it decoded slower on a Xeon, BENCHMARKS.md).
 ISA = {"avx2": {}, "avx512": dict(GM_KV=16)}
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          QV_NT=1,                             # quantized GEMV: 8-row tiles of W per forall iteration
