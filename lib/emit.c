@@ -44,6 +44,9 @@ struct em {
 	const char *kvt;   /* KV cache element type */
 	struct qact qa;    /* the activations last quantized (qact) */
 	int qdot;          /* the int8 kernels are called */
+	const char *bx, *bxr; /* the activations last rounded to bf16, and
+	                       * the rounding (bround) */
+	int bdot;          /* the bf16 kernel is called */
 };
 
 /* The strings of one module (value names, types, op text) live in a
@@ -1069,6 +1072,259 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 	free(d);
 }
 
+/* x [R, k] rounded to bf16 (to nearest, ties to even: arith.truncf), the
+ * activations of the products with bf16 weights under dtypes.activations
+ * "bf16" (ir.txt "Activations"); a product of the same x reuses it. */
+static const char *
+bround(struct em *e, const char *x, struct rows r, int64_t k)
+{
+	if (e->bx && strcmp(e->bx, x) == 0)
+		return e->bxr;
+	e->bx = x;
+	e->bxr = generic(e, &(struct gspec){.sched = "eltwise", .hint = "xb", INS({x, tensor2(r, k, "f32"), "d0, d1",
+	    "f32"}), .otype = tensor2(r, k, "bf16"), .odyn = r.dyn, .omap = "d0, d1", .nd = 2,
+	    .iters = "parallel, parallel", .body = "      %r = arith.truncf %a0 : f32 to bf16\n"});
+	return e->bxr;
+}
+
+/* x rounded to bf16 and widened back, in f32: what the products that
+ * bdot() does not take multiply with their bf16 weights. */
+static const char *
+bwiden(struct em *e, const char *x, struct rows r, int64_t k)
+{
+	const char *t = tensor2(r, k, "f32");
+	return generic(e, &(struct gspec){.sched = "eltwise", .hint = "xbf", INS({x, t, "d0, d1", "f32"}), .otype = t,
+	    .odyn = r.dyn, .omap = "d0, d1", .nd = 2, .iters = "parallel, parallel",
+	    .body = "      %t = arith.truncf %a0 : f32 to bf16\n      %r = arith.extf %t : bf16 to f32\n"});
+}
+
+/* 1 if bdot() takes W: dense bf16, its rows in whole chunks of 64, k a
+ * multiple of 32 (a call of the kernel). */
+static int
+bd16(const struct llm_plan_tensor *pt)
+{
+	return !pt->layout && pt->dtype == LLM_DT_BF16 && pt->ndim == 2 && pt->shape[0] % GEMV_CHUNK == 0 &&
+	    pt->shape[1] % 32 == 0;
+}
+
+/* One W of bdot() */
+struct bd {
+	int64_t n, c0;          /* rows, first chunk */
+	const char *w, *wt;     /* W as [n/64, 8, 8, k] bf16 */
+	const char *bias, *bt;  /* the bias as [n/64, 8, 8], its element type */
+	const char *xb, *xt;    /* x in bf16, its type */
+	const char *st;         /* the chunk's y: tensor<Rx8x8xf32> (stream, row) */
+};
+
+/* The sums of the 16 lanes of each of the 8 accumulators acc[s] as one
+ * vector<8xf32> (lane s), in a tree of shuffles: pairs of vectors that
+ * hold p accumulators in groups of g lanes become one that holds 2p in
+ * groups of g/2 (the first halves of the groups plus the second halves),
+ * then the last vector's even lanes plus its odd lanes. */
+static const char *
+bsum(struct llm_buf *b, int j, const char *const *acc)
+{
+	const char *cur[8], *v16 = "vector<16xf32>";
+	int n = 8, g = 16, lv = 0;
+	for (int s = 0; s < 8; s++)
+		cur[s] = acc[s];
+	for (; n > 1; n /= 2, g /= 2, lv++) {
+		struct llm_buf m[2] = {{0}, {0}};
+		for (int half = 0; half < 2; half++)
+			for (int side = 0; side < 2; side++)
+				for (int grp = 0; grp < 16 / g; grp++)
+					for (int l = 0; l < g / 2; l++)
+						llm_buf_printf(&m[half], "%s%d", m[half].len ? ", " : "",
+						    16 * side + grp * g + half * g / 2 + l);
+		for (int i = 0; i < n / 2; i++) {
+			const char *u = cur[2 * i], *v = cur[2 * i + 1];
+			for (int half = 0; half < 2; half++)
+				ln(b, 8, "%%_q%d_%d_%d_%d = vector.shuffle %s, %s [%s] : %s, %s", j, lv, i, half, u, v,
+				    m[half].p, v16, v16);
+			ln(b, 8, "%%_u%d_%d_%d = arith.addf %%_q%d_%d_%d_0, %%_q%d_%d_%d_1 : %s", j, lv, i, j, lv, i, j,
+			    lv, i, v16);
+			cur[i] = fmt("%%_u%d_%d_%d", j, lv, i);
+		}
+		llm_buf_free(&m[0]);
+		llm_buf_free(&m[1]);
+	}
+	ln(b, 8, "%%_ye%d = vector.shuffle %s, %s [0, 2, 4, 6, 8, 10, 12, 14] : %s, %s", j, cur[0], cur[0], v16, v16);
+	ln(b, 8, "%%_yo%d = vector.shuffle %s, %s [1, 3, 5, 7, 9, 11, 13, 15] : %s, %s", j, cur[0], cur[0], v16, v16);
+	ln(b, 8, "%%_yv%d = arith.addf %%_ye%d, %%_yo%d : vector<8xf32>", j, j, j);
+	return fmt("%%_yv%d", j);
+}
+
+/* nr rows of x from %_r at row %_h of each stream of chunk %_t: the k
+ * loop of 8 * nr accumulators of the bf16 kernel, then each row's 8
+ * sums (+ the bias) written into %_ot at [row, 0..7, %_h]. */
+static void
+bdot_pass(struct llm_buf *b, const struct bd *d, int nr)
+{
+	const char *v16 = "vector<16xf32>", *b32 = "vector<32xbf16>";
+	const char *kty = fmt("(%s, %s, %s) -> %s", v16, b32, b32, v16);
+	struct llm_buf accs = {0}, tys = {0}, outs = {0};
+	for (int j = 0; j < nr; j++) {
+		ln(b, 8, "%%_cr%d = arith.constant %d : index", j, j);
+		ln(b, 8, "%%_r%d = arith.addi %%_r, %%_cr%d : index", j, j);
+		for (int s = 0; s < 8; s++) {
+			llm_buf_printf(&accs, "%s%%_a%d_%d = %%_zf", accs.len ? ", " : "", j, s);
+			llm_buf_printf(&tys, "%s%s", tys.len ? ", " : "", v16);
+			llm_buf_printf(&outs, "%s%%_n%d_%d", outs.len ? ", " : "", j, s);
+		}
+	}
+	ln(b, 8, "%%_res:%d = scf.for %%_kk = %%_c0 to %%_k step %%_c32 iter_args(%s) -> (%s) {", 8 * nr, accs.p,
+	    tys.p);
+	for (int j = 0; j < nr; j++)
+		rd(b, 10, fmt("%%_x%d", j), d->xb, fmt("%%_r%d, %%_kk", j), "%_bz", d->xt, b32);
+	for (int s = 0; s < 8; s++) {
+		rd(b, 10, fmt("%%_w%d", s), d->w, fmt("%%_t, %%_s%d, %%_h, %%_kk", s), "%_bz", d->wt, b32);
+		for (int j = 0; j < nr; j++)
+			ln(b, 10, "%%_n%d_%d = llvm.call @llm_bdot(%%_a%d_%d, %%_w%d, %%_x%d) : %s", j, s, j, s, s, j, kty);
+	}
+	ln(b, 10, "scf.yield %s : %s", outs.p, tys.p);
+	ln(b, 8, "}");
+	const char *ot = "%_ot";
+	for (int j = 0; j < nr; j++) {
+		const char *acc[8];
+		for (int s = 0; s < 8; s++)
+			acc[s] = fmt("%%_res#%d", 8 * j + s);
+		const char *yv = bsum(b, j, acc);
+		if (d->bias) {
+			ln(b, 8, "%%_yb%d = arith.addf %s, %%_bf : vector<8xf32>", j, yv);
+			yv = fmt("%%_yb%d", j);
+		}
+		ln(b, 8, "%%_ot_%d = vector.transfer_write %s, %s[%%_r%d, %%_c0, %%_h] {in_bounds = [true], "
+		    "permutation_map = affine_map<(d0, d1, d2) -> (d1)>} : vector<8xf32>, %s", j, yv, ot, j, d->st);
+		ot = fmt("%%_ot_%d", j);
+	}
+	ln(b, 8, "scf.yield %s : %s", ot, d->st);
+	llm_buf_free(&accs);
+	llm_buf_free(&tys);
+	llm_buf_free(&outs);
+}
+
+/* The chunk %_t = %_c - c0 of one W of bdot: from %_os, the chunk's y as
+ * %_ow, row h of every stream at a time; in each, the rows of x two at a
+ * time, then one. */
+static void
+bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
+{
+	ln(b, 6, "%%_ts = arith.constant %" PRId64 " : index", d->c0);
+	ln(b, 6, "%%_t = arith.subi %%_c, %%_ts : index");
+	ln(b, 6, "%%_ow = scf.for %%_h = %%_c0 to %%_c8 step %%_c1 iter_args(%%_oh = %%_os) -> (%s) {", d->st);
+	if (d->bias) {
+		const char *bz = strcmp(d->bt, "f32") == 0 ? "%_f0" : "%_bz";
+		ln(b, 8, "%%_bv = vector.transfer_read %s[%%_t, %%_c0, %%_h], %s {in_bounds = [true], permutation_map = "
+		    "affine_map<(d0, d1, d2) -> (d1)>} : tensor<%" PRId64 "x8x8x%s>, vector<8x%s>", d->bias, bz,
+		    d->n / GEMV_CHUNK, d->bt, d->bt);
+		if (strcmp(d->bt, "f32") != 0)
+			ln(b, 8, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
+		else
+			ln(b, 8, "%%_bf = arith.addf %%_bv, %%_zf8 : vector<8xf32>");
+	}
+	const char *from = "%_c0", *acc = "%_oh";
+	if (rw.dyn[0]) {
+		ln(b, 8, "%%_rh = arith.divui %%R, %%_c2 : index");
+		ln(b, 8, "%%_rp = arith.muli %%_rh, %%_c2 : index");
+		ln(b, 8, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_oh) -> (%s) {", d->st);
+		bdot_pass(b, d, 2);
+		ln(b, 8, "}");
+		from = "%_rp";
+		acc = "%_ow2";
+	}
+	ln(b, 8, "%%_ow1 = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
+	    rw.dyn[0] ? "%R" : "%_c1", acc, d->st);
+	bdot_pass(b, d, 1);
+	ln(b, 8, "}");
+	ln(b, 8, "scf.yield %%_ow1 : %s", d->st);
+	ln(b, 6, "}");
+}
+
+/* y_i [R, n_i] = x [R, k] . W_i[n_i, k]^T (+ bias_i[n_i]), i < nw, with
+ * bf16 weights and activations (dtypes.activations "bf16"): x rounded to
+ * bf16 (bround), and products of pairs summed in f32 by the target's
+ * kernel (llm_bdot, ir.txt "Kernels": vdpbf16ps on AVX512-BF16).  One
+ * scf.forall over the chunks of 64 rows of all the W_i (one barrier for
+ * the products of the same x), each W viewed as gemv() views it, [n/64,
+ * 8, 8, k] (chunk, stream, row of the stream): row h of the 8 streams at
+ * a time, so that each stream runs on through the chunk's rows, and per
+ * row of x 8 accumulators of 16 lanes over k, summed in a tree (bsum).
+ * With R = 1 (decode) a chunk streams through its W once; with more rows
+ * (prefill) the 8 rows of W at one h (8 * 2k bytes) stay in the cache for
+ * every pair of rows of x.  Each y_i is the slice of the whole y that
+ * its chunks wrote. */
+static void
+bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
+    const char *const *b_name, const char **y)
+{
+	int64_t k = pt[0]->shape[1], nc = 0;
+	struct bd d[3];
+	const char *xb = bround(e, x, rw, k), *R = rw.dyn[0] ? "%R" : "1";
+	const char *st = fmt("tensor<%sx8x8xf32>", rw.t);
+	for (int i = 0; i < nw; i++) {
+		int64_t c = pt[i]->shape[0] / GEMV_CHUNK;
+		const char *wt;
+		d[i] = (struct bd){.n = pt[i]->shape[0], .c0 = nc, .xb = xb, .xt = tensor2(rw, k, "bf16"), .st = st};
+		d[i].w = wview_as(e, pt[i]->name, fmt("%" PRId64 "x8x8x%" PRId64 "x", c, k), &wt);
+		d[i].wt = fmt("tensor<%" PRId64 "x8x8x%" PRId64 "xbf16>", c, k);
+		d[i].bias = b_name[i] ? wview_as(e, b_name[i], fmt("%" PRId64 "x8x8x", c), &d[i].bt) : NULL;
+		nc += c;
+	}
+	const char *yt = fmt("tensor<%sx%" PRId64 "x8x8xf32>", rw.t, nc), *init = val(e, "bi"), *ya = val(e, "bd");
+	top(e, init, fmt("tensor.empty(%s)", rw.dyn), fmt(": %s", yt));
+	e->bdot = 1;
+
+	struct llm_buf b = {0};
+	ln(&b, 4, "%s = scf.forall (%%_c) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nc, init, yt);
+	static const int consts[] = {0, 1, 2, 8, 32};
+	for (size_t c = 0; c < LLM_NELEM(consts); c++)
+		ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
+	for (int s = 0; s < 8; s++)
+		ln(&b, 6, "%%_s%d = arith.constant %d : index", s, s);
+	ln(&b, 6, "%%_k = arith.constant %" PRId64 " : index", k);
+	ln(&b, 6, "%%_bz = arith.constant 0.0 : bf16");
+	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
+	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : vector<16xf32>");
+	ln(&b, 6, "%%_zf8 = arith.constant dense<-0.0> : vector<8xf32>");
+	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s to %s", R, yt, st);
+	/* chunks below W_i's end: W_i's, else the next W's */
+	for (int i = 0; i < nw; i++) {
+		if (i + 1 < nw) {
+			ln(&b, 6, "%%_ce%d = arith.constant %" PRId64 " : index", i, d[i + 1].c0);
+			ln(&b, 6, "%%_in%d = arith.cmpi ult, %%_c, %%_ce%d : index", i, i);
+			ln(&b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
+		}
+		bdot_chunk(&b, &d[i], rw);
+		if (i + 1 < nw) {
+			ln(&b, 6, "scf.yield %%_ow : %s", st);
+			ln(&b, 6, "} else {");
+		}
+	}
+	for (int i = nw - 2; i >= 0; i--) {
+		ln(&b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : fmt("%%_yi%d", i + 1), st);
+		ln(&b, 6, "}");
+	}
+	ln(&b, 6, "scf.forall.in_parallel {");
+	ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s into %s",
+	    nw > 1 ? "%_yi0" : "%_ow", R, st, yt);
+	ln(&b, 6, "}");
+	ln(&b, 4, "} {%s}", attrs(e));
+	llm_buf_puts(e->b, b.p);
+	llm_buf_free(&b);
+	const char *yc = val(e, "bdc"), *yct = tensor2(rw, nc * GEMV_CHUNK, "f32");
+	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", ya), fmt(": %s into %s", yt, yct));
+	int64_t off = 0;
+	for (int i = 0; i < nw; off += d[i].n, i++) {
+		if (nw == 1) {
+			y[i] = yc;
+			break;
+		}
+		y[i] = val(e, "bs");
+		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", yc, off, R,
+		    d[i].n), fmt(": %s to %s", yct, tensor2(rw, d[i].n, "f32")));
+	}
+}
+
 /* W [n, k] f32 decoded from a tiled layout, for the products of many
  * rows (prefill): class "dequant", w[t, h, g, l] = s * q (+ m) (with
  * 4-bit codes w[t, h, g, half, j]) read in the tile order, collapsed to
@@ -1132,6 +1388,14 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 		}
 		x = qround(e, x, r, k);
 	}
+	if (e->m->act_bf16 && !pt->layout && pt->dtype == LLM_DT_BF16) {
+		if (bd16(pt)) {
+			const char *y;
+			bdot(e, x, r, 1, &pt, &b_name, &y);
+			return y;
+		}
+		x = bwiden(e, x, r, k);
+	}
 	if (pt->layout && strcmp(r.t, "1") == 0)
 		return qgemv(e, x, pt, b_name);
 	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0 && !pt->layout)
@@ -1147,8 +1411,8 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 }
 
 /* y_i = linear(x, W_i, bias_i), i < nw (at most 3), the products of the
- * same x: in one qdot() where the int8 kernels read every W_i, else one
- * linear() each. */
+ * same x: in one qdot() where the int8 kernels read every W_i, in one
+ * bdot() where the bf16 kernel takes every W_i, else one linear() each. */
 static void
 linears(struct em *e, const char *x, struct rows r, int64_t k, int nw, const char *const *w_name,
     const char *const *b_name, const char **y)
@@ -1161,6 +1425,15 @@ linears(struct em *e, const char *x, struct rows r, int64_t k, int nw, const cha
 	}
 	if (fuse) {
 		qdot(e, x, r, nw, pt, b_name, y);
+		return;
+	}
+	fuse = e->m->act_bf16 && nw <= 3;
+	for (int i = 0; i < nw && fuse; i++) {
+		pt[i] = weight(e, w_name[i], k);
+		fuse = bd16(pt[i]);
+	}
+	if (fuse) {
+		bdot(e, x, r, nw, pt, b_name, y);
 		return;
 	}
 	for (int i = 0; i < nw; i++)
@@ -1558,6 +1831,9 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 		llm_buf_puts(b, "  llvm.func @llm_qdot_i8(vector<8xi32>, vector<32xi8>, vector<32xi8>, vector<8xi32>)"
 		    " -> vector<8xi32>\n"
 		    "  llvm.func @llm_qdot_u7(vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>\n");
+	/* The bf16 kernel, likewise. */
+	if (e.bdot)
+		llm_buf_puts(b, "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>\n");
 
 	/* The plan fingerprint, so the runtime can refuse other weights. */
 	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"

@@ -18,8 +18,17 @@
  * cleanup (llm_atsignal) unless it is to be kept.  Paths are built before
  * any tool runs, so the cleanup only calls unlink and rmdir. */
 #define NTMPFILE 8
-/* A declaration of an int8 dot-product kernel (splice_kernels). */
-#define KERNEL_DECL "llvm.func @llm_qdot_"
+/* The families of dot-product kernels a module may declare (a line that
+ * starts with the prefix, without a body) and the target's form of each
+ * (splice_kernels). */
+static const struct {
+	const char *decl;
+	const char *(*form)(const struct llm_target *);
+} kernel_families[] = {
+    {"llvm.func @llm_qdot_", llm_target_kernels},
+    {"llvm.func @llm_bdot(", llm_target_bf16_kernels},
+};
+#define NFAMILY (sizeof(kernel_families) / sizeof(kernel_families[0]))
 static char *volatile tmpdir;
 static char *volatile tmpfiles[NTMPFILE];
 
@@ -476,19 +485,20 @@ target_of(const struct llm_lower *l, struct tgt *tg)
 	return 0;
 }
 
-/* The module with the int8 dot-product kernels it declares (a line
- * "llvm.func @llm_qdot_...(...)" without a body: ir.txt "Kernels")
- * defined in the target's form, share/llm/kernels/<form>.mlir
- * (llm_target_kernels), in w->kin; mlir-opt reads that file then.  The
- * declarations are dropped and the form's definitions go in before the
+/* The module with the dot-product kernels it declares (lines
+ * "llvm.func @llm_qdot_...(...)" or "llvm.func @llm_bdot(...)" without a
+ * body: ir.txt "Kernels") defined in the target's form of each family,
+ * share/llm/kernels/<form>.mlir (llm_target_kernels,
+ * llm_target_bf16_kernels), in w->kin; mlir-opt reads that file then.
+ * The declarations are dropped and the forms' definitions go in before the
  * module's closing brace; a module that declares none (or has them
  * defined already) is read as it is. */
 static int
 splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 {
-	char *text = NULL, *ktext = NULL, *kpath = NULL, *end;
+	char *text = NULL, *end;
 	struct llm_buf b = {0};
-	size_t n, ndecl = 0;
+	size_t n, ndecl[NFAMILY] = {0}, nall = 0;
 	int rc = -1;
 	if (llm_read_file(w->in, &text, &n) < 0)
 		return -1;
@@ -498,21 +508,35 @@ splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 			next = strchr(line, '\n');
 			next = next && next < end ? next + 1 : end;
 			const char *p = line + strspn(line, " \t");
-			if (strncmp(p, KERNEL_DECL, strlen(KERNEL_DECL)) == 0 && !memchr(p, '{', (size_t)(next - p)))
-				ndecl++;
-			else
+			size_t f = 0;
+			while (f < NFAMILY && strncmp(p, kernel_families[f].decl, strlen(kernel_families[f].decl)) != 0)
+				f++;
+			if (f < NFAMILY && !memchr(p, '{', (size_t)(next - p))) {
+				ndecl[f]++;
+				nall++;
+			} else {
 				llm_buf_printf(&b, "%.*s", (int)(next - line), line);
+			}
 		}
-	if (!ndecl) {
+	if (!nall) {
 		rc = 0;
 		goto out;
 	}
 	if (target_of(l, tg) < 0)
 		goto out;
-	kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, llm_target_kernels(&tg->t));
-	if (llm_read_file(kpath, &ktext, NULL) < 0)
-		goto out;
-	llm_buf_printf(&b, "// %s\n%s%s", kpath, ktext, end);
+	for (size_t f = 0; f < NFAMILY; f++) {
+		if (!ndecl[f])
+			continue;
+		char *ktext = NULL, *kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, kernel_families[f].form(&tg->t));
+		int r = llm_read_file(kpath, &ktext, NULL);
+		if (r == 0)
+			llm_buf_printf(&b, "// %s\n%s", kpath, ktext);
+		free(ktext);
+		free(kpath);
+		if (r < 0)
+			goto out;
+	}
+	llm_buf_puts(&b, end);
 	if ((rc = llm_write_file(w->kin, b.p, b.len)) == 0) {
 		free(w->in);
 		w->in = llm_xstrdup(w->kin);
@@ -520,8 +544,6 @@ splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 out:
 	llm_buf_free(&b);
 	free(text);
-	free(ktext);
-	free(kpath);
 	return rc;
 }
 

@@ -90,8 +90,9 @@ get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
 	return get_dtype_of(o, key, ctx, 0, out);
 }
 
-/* dtypes.activations: "f32", or "q8" (f32, quantized to int8 for the
- * products with quantized weights: model.h). */
+/* dtypes.activations: "f32", "q8" (f32, quantized to int8 for the
+ * products with quantized weights: model.h) or "bf16" (f32, rounded to
+ * bf16 for the products with bf16 weights). */
 static int
 get_activations(json_t *o, const char *ctx, struct llm_model *m)
 {
@@ -100,8 +101,9 @@ get_activations(json_t *o, const char *ctx, struct llm_model *m)
 		return -1;
 	m->act_dtype = LLM_DT_F32;
 	m->act_q8 = strcmp(s, "q8") == 0;
-	if (!m->act_q8 && strcmp(s, "f32") != 0)
-		return llm_seterr("%s: key 'activations': '%s' is not f32 or q8", ctx, s);
+	m->act_bf16 = strcmp(s, "bf16") == 0;
+	if (!m->act_q8 && !m->act_bf16 && strcmp(s, "f32") != 0)
+		return llm_seterr("%s: key 'activations': '%s' is not f32, q8 or bf16", ctx, s);
 	return 0;
 }
 
@@ -439,7 +441,7 @@ llm_model_build(const struct llm_model *m)
 	json_object_set_new(src, "dir", json_string(m->source_dir));
 	json_object_set_new(src, "files", str_array_json(m->source_files, m->nsource_files));
 	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(m->weight_dtype)));
-	json_object_set_new(dtypes, "activations", json_string(m->act_q8 ? "q8" : llm_dtype_name(m->act_dtype)));
+	json_object_set_new(dtypes, "activations", json_string(m->act_q8 ? "q8" : m->act_bf16 ? "bf16" : llm_dtype_name(m->act_dtype)));
 	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(limits, "max_context", json_integer(m->max_context));
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));

@@ -84,6 +84,10 @@ struct llm_model {
 	                         * quantized weights quantize x to int8 in blocks
 	                         * of 32 (as llama.cpp does) and run on the int8
 	                         * kernels (ir.txt "Kernels"); else f32 */
+	int act_bf16;           /* dtypes.activations "bf16": the products with
+	                         * bf16 weights round x to bf16 and sum the
+	                         * products in f32 (vdpbf16ps where the target
+	                         * has it: ir.txt "Kernels") */
 	int64_t max_context, prefill_chunk;
 	size_t ntokenizer_files;
 	const char **tokenizer_files;

@@ -53,7 +53,11 @@ const char *llm_target_builtins(const char *arch);
  * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "generic" (any other
  * target).  Every form computes the same integers. */
 const char *llm_target_kernels(const struct llm_target *t);
-/* Every form, NULL-terminated. */
+/* The form of the bf16 dot-product kernel for t (@llm_bdot, the products
+ * with bf16 activations: ir.txt "Kernels"): "bf16-avx512" (vdpbf16ps:
+ * AVX512-BF16 with AVX-512 F), "bf16-generic" (any other target). */
+const char *llm_target_bf16_kernels(const struct llm_target *t);
+/* Every form of both, NULL-terminated. */
 extern const char *const llm_target_kernel_forms[];
 /* The form of the transform scripts for t, share/llm/transforms/<form>/
  * (the parameters of each, mkscript.py's ISA table): "avx512" (AVX-512

@@ -44,7 +44,7 @@ usage(FILE *fp)
 {
 	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
-	    "                  [--activations f32|q8] model\n");
+	    "                  [--activations f32|q8|bf16] model\n");
 }
 
 static const char help_text[] =
@@ -57,7 +57,9 @@ static const char help_text[] =
 	"  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
 	"  --activations a      f32 (default: products with the exact weights), or q8: the products\n"
 	"                       with quantized weights quantize x to int8 blocks of 32, as llama.cpp\n"
-	"                       does, and run on int8 dot products (faster, approximate)\n"
+	"                       does, and run on int8 dot products (faster, approximate); or bf16:\n"
+	"                       the products with bf16 weights round x to bf16 and sum in f32\n"
+	"                       (vdpbf16ps on AVX512-BF16, as llama.cpp's bf16 path does)\n"
 	"  -v                   print what was written\n"
 	"  -h                   print the usage\n"
 	"  --help, --version    print this help, or the version\n";
@@ -404,6 +406,7 @@ struct opts {
 	int mix;                            /* a --dtype mix (qmix.h), else -1 */
 	int verbose;
 	int act_q8;                         /* --activations q8 */
+	int act_bf16;                       /* --activations bf16 */
 };
 
 /* The model at dir (a GGUF file, or a checkpoint directory) as model.json
@@ -473,6 +476,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;
+	m->act_bf16 = o->act_bf16;
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
 	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
@@ -586,7 +590,7 @@ main(int argc, char **argv)
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 0};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 0, 0};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -596,12 +600,13 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'A':
-			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "f32") != 0) {
-				llm_warn("--activations: '%s' is not f32 or q8", optarg);
+			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "bf16") != 0 && strcmp(optarg, "f32") != 0) {
+				llm_warn("--activations: '%s' is not f32, q8 or bf16", optarg);
 				usage(stderr);
 				return LLM_EXIT_USAGE;
 			}
 			o.act_q8 = strcmp(optarg, "q8") == 0;
+			o.act_bf16 = strcmp(optarg, "bf16") == 0;
 			break;
 		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
 		case 'D':

@@ -35,7 +35,7 @@ setup() {
 
 @test "--activations: f32 by default, q8 recorded in the plan; a dense model's phases call no int8 kernel; others refused" {
 	run -2 llm-import --activations q4 "$M"
-	assert_output --partial "--activations: 'q4' is not f32 or q8"
+	assert_output --partial "--activations: 'q4' is not f32, q8 or bf16"
 	llm-import -o "$BATS_TEST_TMPDIR/a" "$M"
 	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/a/model.json")" = f32 ]
 	llm-import --activations q8 -o "$BATS_TEST_TMPDIR/b" "$M"
@@ -45,7 +45,7 @@ setup() {
 	jq '.dtypes.activations = "q4"' "$BATS_TEST_TMPDIR/b/model.json" >"$BATS_TEST_TMPDIR/b/m.json"
 	mv "$BATS_TEST_TMPDIR/b/m.json" "$BATS_TEST_TMPDIR/b/model.json"
 	run -1 llm-pack-weights "$BATS_TEST_TMPDIR/b/model.json"
-	assert_output --partial "key 'activations': 'q4' is not f32 or q8"
+	assert_output --partial "key 'activations': 'q4' is not f32, q8 or bf16"
 }
 
 @test "llm-import writes model.json, three phases and the tokenizer files" {

@@ -23,7 +23,10 @@
  * once and applied to every position).  With --q8-activations every
  * product takes its x rounded to int8 blocks of 32 as llm-import
  * --activations q8 defines it (the rounding in float, the product in
- * double), the oracle of the int8 kernels. */
+ * double), the oracle of the int8 kernels; with --bf16-activations every
+ * product with bf16 weights takes its x rounded to bf16 (to f32, then to
+ * nearest bf16, ties to even), as llm-import --activations bf16 defines
+ * it, the oracle of the bf16 kernels. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +39,7 @@
 #include "../../lib/util.h"
 
 static const char usage_text[] =
-	"usage: refmodel [--all] [--q8-activations] [-o output] --tokens ids dir\n";
+	"usage: refmodel [--all] [--q8-activations | --bf16-activations] [-o output] --tokens ids dir\n";
 
 static _Noreturn void
 usage(void)
@@ -231,6 +234,19 @@ q8_round(const double *x, int n, int64_t cols)
 	return r;
 }
 
+/* --bf16-activations: the products with bf16 weights take x rounded to
+ * bf16 (ir.txt "Activations"); the product itself in double. */
+static int bf16_activations;
+
+static double *
+bf16_round(const double *x, int n, int64_t cols)
+{
+	double *r = llm_xcalloc((size_t)n * (size_t)cols, sizeof(double));
+	for (size_t i = 0; i < (size_t)n * (size_t)cols; i++)
+		r[i] = llm_bf16_to_f32(llm_f32_to_bf16((float)x[i]));
+	return r;
+}
+
 /* y[t][o] = sum_i x[t][i] * w[o][i] (+ b[o]) for n positions.  x is
  * [n, w->cols], y is [n, w->rows]; buf holds one row of w. */
 static void
@@ -242,6 +258,8 @@ linear(double *y, const double *x, int n, const struct w *w, const struct w *b, 
 		if (w->cols % 32)
 			llm_fatal("--q8-activations: a product of %lld columns, not blocks of 32", (long long)w->cols);
 		x = xr = q8_round(x, n, w->cols);
+	} else if (bf16_activations && w->t->dtype == LLM_DT_BF16) {
+		x = xr = bf16_round(x, n, w->cols);
 	}
 
 	if (b) {
@@ -452,6 +470,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{"all", no_argument, NULL, 'a'},
 		{"q8-activations", no_argument, NULL, 'Q'},
+		{"bf16-activations", no_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
 		{"tokens", required_argument, NULL, 't'},
 		{0},
@@ -473,6 +492,9 @@ main(int argc, char **argv)
 		case 'Q':
 			q8_activations = 1;
 			break;
+		case 'B':
+			bf16_activations = 1;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return LLM_EXIT_OK;
@@ -486,7 +508,7 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind != argc - 1 || !token_arg)
+	if (optind != argc - 1 || !token_arg || (q8_activations && bf16_activations))
 		usage();
 	tokens = parse_tokens(token_arg, &n);
 
