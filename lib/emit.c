@@ -1179,7 +1179,8 @@ bdot_pass(struct llm_buf *b, const struct bd *d, int nr)
 	for (int s = 0; s < 8; s++) {
 		rd(b, 10, fmt("%%_w%d", s), d->w, fmt("%%_t, %%_s%d, %%_h, %%_kk", s), "%_bz", d->wt, b32);
 		for (int j = 0; j < nr; j++)
-			ln(b, 10, "%%_n%d_%d = llvm.call @llm_bdot(%%_a%d_%d, %%_w%d, %%_x%d) : %s", j, s, j, s, s, j, kty);
+			ln(b, 10, "%%_n%d_%d = llvm.call @llm_bdot(%%_a%d_%d, %%_w%d, %%_x%d) : %s", j, s, j, s, s, j,
+			    kty);
 	}
 	ln(b, 10, "scf.yield %s : %s", outs.p, tys.p);
 	ln(b, 8, "}");
@@ -1213,10 +1214,10 @@ bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 	ln(b, 6, "%%_t = arith.subi %%_c, %%_ts : index");
 	ln(b, 6, "%%_ow = scf.for %%_h = %%_c0 to %%_c8 step %%_c1 iter_args(%%_oh = %%_os) -> (%s) {", d->st);
 	if (d->bias) {
-		const char *bz = strcmp(d->bt, "f32") == 0 ? "%_f0" : "%_bz";
-		ln(b, 8, "%%_bv = vector.transfer_read %s[%%_t, %%_c0, %%_h], %s {in_bounds = [true], permutation_map = "
-		    "affine_map<(d0, d1, d2) -> (d1)>} : tensor<%" PRId64 "x8x8x%s>, vector<8x%s>", d->bias, bz,
-		    d->n / GEMV_CHUNK, d->bt, d->bt);
+		ln(b, 8, "%%_bpad = arith.constant 0.0 : %s", d->bt);
+		ln(b, 8, "%%_bv = vector.transfer_read %s[%%_t, %%_c0, %%_h], %%_bpad {in_bounds = [true], "
+		    "permutation_map = affine_map<(d0, d1, d2) -> (d1)>} : tensor<%" PRId64 "x8x8x%s>, vector<8x%s>",
+		    d->bias, d->n / GEMV_CHUNK, d->bt, d->bt);
 		if (strcmp(d->bt, "f32") != 0)
 			ln(b, 8, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
 		else
@@ -1283,7 +1284,6 @@ bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		ln(&b, 6, "%%_s%d = arith.constant %d : index", s, s);
 	ln(&b, 6, "%%_k = arith.constant %" PRId64 " : index", k);
 	ln(&b, 6, "%%_bz = arith.constant 0.0 : bf16");
-	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
 	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : vector<16xf32>");
 	ln(&b, 6, "%%_zf8 = arith.constant dense<-0.0> : vector<8xf32>");
 	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s to %s", R, yt, st);
@@ -1833,7 +1833,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 		    "  llvm.func @llm_qdot_u7(vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>\n");
 	/* The bf16 kernel, likewise. */
 	if (e.bdot)
-		llm_buf_puts(b, "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>\n");
+		llm_buf_puts(b, "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"
+		    " -> vector<16xf32>\n");
 
 	/* The plan fingerprint, so the runtime can refuse other weights. */
 	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"

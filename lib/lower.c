@@ -527,7 +527,8 @@ splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 	for (size_t f = 0; f < NFAMILY; f++) {
 		if (!ndecl[f])
 			continue;
-		char *ktext = NULL, *kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, kernel_families[f].form(&tg->t));
+		const char *form = kernel_families[f].form(&tg->t);
+		char *ktext = NULL, *kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, form);
 		int r = llm_read_file(kpath, &ktext, NULL);
 		if (r == 0)
 			llm_buf_printf(&b, "// %s\n%s", kpath, ktext);

@@ -441,7 +441,8 @@ llm_model_build(const struct llm_model *m)
 	json_object_set_new(src, "dir", json_string(m->source_dir));
 	json_object_set_new(src, "files", str_array_json(m->source_files, m->nsource_files));
 	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(m->weight_dtype)));
-	json_object_set_new(dtypes, "activations", json_string(m->act_q8 ? "q8" : m->act_bf16 ? "bf16" : llm_dtype_name(m->act_dtype)));
+	const char *act = m->act_q8 ? "q8" : m->act_bf16 ? "bf16" : llm_dtype_name(m->act_dtype);
+	json_object_set_new(dtypes, "activations", json_string(act));
 	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(limits, "max_context", json_integer(m->max_context));
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
