@@ -977,6 +977,64 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 	ln(b, 6, "}");
 }
 
+/* The body of a product over the tiles (or chunks) of nw W_i in one
+ * scf.forall: an scf.if chain on the tile index iv that runs W_i's body
+ * (body(b, i, arg), which leaves the tile's y in %_ow of type st) for the
+ * tiles below W_{i+1}'s first, first[i + 1].  The tile's y is %_yi0, or
+ * %_ow for one W. */
+static const char *
+tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
+    void (*body)(struct llm_buf *, int, void *), void *arg)
+{
+	for (int i = 0; i < nw; i++) {
+		if (i + 1 < nw) {
+			ln(b, 6, "%%_te%d = arith.constant %" PRId64 " : index", i, first[i + 1]);
+			ln(b, 6, "%%_in%d = arith.cmpi ult, %s, %%_te%d : index", i, iv, i);
+			ln(b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
+		}
+		body(b, i, arg);
+		if (i + 1 < nw) {
+			ln(b, 6, "scf.yield %%_ow : %s", st);
+			ln(b, 6, "} else {");
+		}
+	}
+	for (int i = nw - 2; i >= 0; i--) {
+		ln(b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : fmt("%%_yi%d", i + 1), st);
+		ln(b, 6, "}");
+	}
+	return nw > 1 ? "%_yi0" : "%_ow";
+}
+
+/* y_i, i < nw: the slices of n[i] columns of the products' y [R, N] (of
+ * type yt), one after the other; y itself for one. */
+static void
+split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y)
+{
+	int64_t off = 0;
+	for (int i = 0; i < nw; off += n[i], i++) {
+		if (nw == 1) {
+			y[i] = ya;
+			break;
+		}
+		y[i] = val(e, "ys");
+		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off,
+		    rw.dyn[0] ? "%R" : "1", n[i]), fmt(": %s to %s", yt, tensor2(rw, n[i], "f32")));
+	}
+}
+
+/* tile_chain's body for qdot: W_i's tile */
+struct qtiles {
+	struct qd *d;
+	struct rows rw;
+};
+
+static void
+qdot_tiles(struct llm_buf *b, int i, void *arg)
+{
+	struct qtiles *q = arg;
+	qdot_tile(b, &q->d[i], q->rw);
+}
+
 /* y_i [R, n_i] = x [R, k] . W_i[n_i, k]^T (+ bias_i[n_i]), i < nw, with
  * each W_i in a tiled layout and the activations quantized (qact), in
  * integers: one scf.forall over the tiles of 8 rows of all the W_i (one
@@ -998,6 +1056,7 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 {
 	int64_t k = pt[0]->shape[1], nt = 0, nall = 0;
 	struct qd *d = llm_xreallocarray(NULL, (size_t)nw, sizeof(*d));
+	int64_t first[3], n[3];
 	struct qact a = qact(e, x, rw, k);
 	const char *st = fmt("tensor<%sx8xf32>", rw.t);
 	for (int i = 0; i < nw; i++) {
@@ -1009,6 +1068,8 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		/* the codes as 32-byte pieces: [nt, ng, na, 32] */
 		d[i].q = qview_as(e, pt[i], d[i].na);
 		d[i].bias = b_name[i] ? wview_as(e, b_name[i], fmt("%" PRId64 "x", d[i].n), &d[i].bt) : NULL;
+		first[i] = nt;
+		n[i] = d[i].n;
 		nt += d[i].q.nt;
 		nall += d[i].n;
 	}
@@ -1035,40 +1096,15 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
 	ln(&b, 6, "%%_tg8 = arith.muli %%_tg, %%_c8 : index");
 	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s to %s", R, yt, st);
-	/* tiles below W_i's end: W_i's, else the next W's */
-	for (int i = 0; i < nw; i++) {
-		if (i + 1 < nw) {
-			ln(&b, 6, "%%_te%d = arith.constant %" PRId64 " : index", i, d[i + 1].t0);
-			ln(&b, 6, "%%_in%d = arith.cmpi ult, %%_tg, %%_te%d : index", i, i);
-			ln(&b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
-		}
-		qdot_tile(&b, &d[i], rw);
-		if (i + 1 < nw) {
-			ln(&b, 6, "scf.yield %%_ow : %s", st);
-			ln(&b, 6, "} else {");
-		}
-	}
-	for (int i = nw - 2; i >= 0; i--) {
-		ln(&b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : fmt("%%_yi%d", i + 1), st);
-		ln(&b, 6, "}");
-	}
+	struct qtiles qt = {d, rw};
+	const char *yo = tile_chain(&b, "%_tg", nw, first, st, qdot_tiles, &qt);
 	ln(&b, 6, "scf.forall.in_parallel {");
-	ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s into %s",
-	    nw > 1 ? "%_yi0" : "%_ow", R, st, yt);
+	ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s into %s", yo, R, st, yt);
 	ln(&b, 6, "}");
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	int64_t off = 0;
-	for (int i = 0; i < nw; off += d[i].n, i++) {
-		if (nw == 1) {
-			y[i] = ya;
-			break;
-		}
-		y[i] = val(e, "qs");
-		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off, R,
-		    d[i].n), fmt(": %s to %s", yt, tensor2(rw, d[i].n, "f32")));
-	}
+	split_y(e, ya, yt, rw, nw, n, y);
 	free(d);
 }
 
@@ -1214,14 +1250,14 @@ bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 	ln(b, 6, "%%_t = arith.subi %%_c, %%_ts : index");
 	ln(b, 6, "%%_ow = scf.for %%_h = %%_c0 to %%_c8 step %%_c1 iter_args(%%_oh = %%_os) -> (%s) {", d->st);
 	if (d->bias) {
+		/* the 8 streams' biases at row h, as f32 in %_bf */
+		int wide = strcmp(d->bt, "f32") != 0;
 		ln(b, 8, "%%_bpad = arith.constant 0.0 : %s", d->bt);
-		ln(b, 8, "%%_bv = vector.transfer_read %s[%%_t, %%_c0, %%_h], %%_bpad {in_bounds = [true], "
+		ln(b, 8, "%s = vector.transfer_read %s[%%_t, %%_c0, %%_h], %%_bpad {in_bounds = [true], "
 		    "permutation_map = affine_map<(d0, d1, d2) -> (d1)>} : tensor<%" PRId64 "x8x8x%s>, vector<8x%s>",
-		    d->bias, d->n / GEMV_CHUNK, d->bt, d->bt);
-		if (strcmp(d->bt, "f32") != 0)
+		    wide ? "%_bv" : "%_bf", d->bias, d->n / GEMV_CHUNK, d->bt, d->bt);
+		if (wide)
 			ln(b, 8, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
-		else
-			ln(b, 8, "%%_bf = arith.addf %%_bv, %%_zf8 : vector<8xf32>");
 	}
 	const char *from = "%_c0", *acc = "%_oh";
 	if (rw.dyn[0]) {
@@ -1241,6 +1277,19 @@ bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 	ln(b, 6, "}");
 }
 
+/* tile_chain's body for bdot: W_i's chunk */
+struct bchunks {
+	const struct bd *d;
+	struct rows rw;
+};
+
+static void
+bdot_chunks(struct llm_buf *b, int i, void *arg)
+{
+	struct bchunks *c = arg;
+	bdot_chunk(b, &c->d[i], c->rw);
+}
+
 /* y_i [R, n_i] = x [R, k] . W_i[n_i, k]^T (+ bias_i[n_i]), i < nw, with
  * bf16 weights and activations (dtypes.activations "bf16"): x rounded to
  * bf16 (bround), and products of pairs summed in f32 by the target's
@@ -1258,7 +1307,7 @@ static void
 bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
     const char *const *b_name, const char **y)
 {
-	int64_t k = pt[0]->shape[1], nc = 0;
+	int64_t k = pt[0]->shape[1], nc = 0, first[3], n[3];
 	struct bd d[3];
 	const char *xb = bround(e, x, rw, k), *R = rw.dyn[0] ? "%R" : "1";
 	const char *st = fmt("tensor<%sx8x8xf32>", rw.t);
@@ -1269,6 +1318,8 @@ bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		d[i].w = wview_as(e, pt[i]->name, fmt("%" PRId64 "x8x8x%" PRId64 "x", c, k), &wt);
 		d[i].wt = fmt("tensor<%" PRId64 "x8x8x%" PRId64 "xbf16>", c, k);
 		d[i].bias = b_name[i] ? wview_as(e, b_name[i], fmt("%" PRId64 "x8x8x", c), &d[i].bt) : NULL;
+		first[i] = nc;
+		n[i] = d[i].n;
 		nc += c;
 	}
 	const char *yt = fmt("tensor<%sx%" PRId64 "x8x8xf32>", rw.t, nc), *init = val(e, "bi"), *ya = val(e, "bd");
@@ -1285,44 +1336,19 @@ bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 	ln(&b, 6, "%%_k = arith.constant %" PRId64 " : index", k);
 	ln(&b, 6, "%%_bz = arith.constant 0.0 : bf16");
 	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : vector<16xf32>");
-	ln(&b, 6, "%%_zf8 = arith.constant dense<-0.0> : vector<8xf32>");
 	ln(&b, 6, "%%_os = tensor.extract_slice %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s to %s", R, yt, st);
-	/* chunks below W_i's end: W_i's, else the next W's */
-	for (int i = 0; i < nw; i++) {
-		if (i + 1 < nw) {
-			ln(&b, 6, "%%_ce%d = arith.constant %" PRId64 " : index", i, d[i + 1].c0);
-			ln(&b, 6, "%%_in%d = arith.cmpi ult, %%_c, %%_ce%d : index", i, i);
-			ln(&b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
-		}
-		bdot_chunk(&b, &d[i], rw);
-		if (i + 1 < nw) {
-			ln(&b, 6, "scf.yield %%_ow : %s", st);
-			ln(&b, 6, "} else {");
-		}
-	}
-	for (int i = nw - 2; i >= 0; i--) {
-		ln(&b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : fmt("%%_yi%d", i + 1), st);
-		ln(&b, 6, "}");
-	}
+	struct bchunks bc = {d, rw};
+	const char *yo = tile_chain(&b, "%_c", nw, first, st, bdot_chunks, &bc);
 	ln(&b, 6, "scf.forall.in_parallel {");
 	ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s into %s",
-	    nw > 1 ? "%_yi0" : "%_ow", R, st, yt);
+	    yo, R, st, yt);
 	ln(&b, 6, "}");
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
 	const char *yc = val(e, "bdc"), *yct = tensor2(rw, nc * GEMV_CHUNK, "f32");
 	top(e, yc, fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", ya), fmt(": %s into %s", yt, yct));
-	int64_t off = 0;
-	for (int i = 0; i < nw; off += d[i].n, i++) {
-		if (nw == 1) {
-			y[i] = yc;
-			break;
-		}
-		y[i] = val(e, "bs");
-		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", yc, off, R,
-		    d[i].n), fmt(": %s to %s", yct, tensor2(rw, d[i].n, "f32")));
-	}
+	split_y(e, yc, yct, rw, nw, n, y);
 }
 
 /* W [n, k] f32 decoded from a tiled layout, for the products of many
