@@ -411,9 +411,10 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
 struct qparts {
 	const char *codes, *scales, *mins;
 	const char *ct, *st; /* their tensor types */
-	const char *se;      /* the scales' and offsets' element type: f32, or f16 */
-	int64_t nt, ng, R, G, B;
-	int four, code;
+	const char *se;      /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
+	const char *sd, *md, *dt; /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
+	int64_t nt, ng, R, G, B, gpb; /* gpb: "-sub8" groups a block */
+	int four, code, sub;
 };
 
 /* The facts of t's layout, without the views. */
@@ -428,7 +429,9 @@ qinfo(const struct llm_plan_tensor *t)
 	q.B = q.four ? q.G / 2 : q.G;
 	q.nt = t->shape[0] / q.R;
 	q.ng = t->shape[1] / q.G;
-	q.se = t->ql.half ? "f16" : "f32";
+	q.sub = t->ql.sub;
+	q.gpb = LLM_QSUPER / q.G;
+	q.se = t->ql.sub ? "i8" : t->ql.half ? "f16" : "f32";
 	return q;
 }
 
@@ -447,12 +450,31 @@ qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 	q.codes = view_at(e, t->offset, cs);
 	q.scales = view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
 	q.mins = t->ql.mins ? view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k), ss) : NULL;
+	if (q.sub) {
+		uint64_t sup = llm_qlayout_super_at(&t->ql, n, k);
+		const char *ds = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf16", q.nt, k / LLM_QSUPER, q.R);
+		q.dt = fmt("tensor<%s>", ds);
+		q.sd = view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k) + sup, ds);
+		q.md = t->ql.mins ? view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k) + sup, ds) : NULL;
+	}
 	return q;
 }
 
 static struct qparts
 qview(struct em *e, const struct llm_plan_tensor *t)
 {
+	return qview_as(e, t, 0);
+}
+
+/* The same for the products on decoded weights (qgemv, qdequant), which
+ * read f32 or f16 scales: model.c allows "-sub8" layouts with int8
+ * activations only, where qdot reads every one of them. */
+static struct qparts
+qview_float(struct em *e, const struct llm_plan_tensor *t)
+{
+	if (t->ql.sub)
+		llm_fatal("%s: tensor '%s': layout %s is read by the int8 kernels only", e->m->path, t->name,
+		    t->layout);
 	return qview_as(e, t, 0);
 }
 
@@ -504,6 +526,24 @@ qvalue_body(const struct qparts *q, int aq, int as, int am, int half, const char
 	    qvalue(q, fmt("%%a%d", aq), fmt("%%a%d", as), am >= 0 ? fmt("%%a%d", am) : NULL, "%hf", res));
 }
 
+/* In a body at tile %t, group %g, row %h: the scale (or offset) `res` of
+ * the part `part` (with "-sub8", the product of the block's f16 factor in
+ * sd and the group's integer, in f32, as ggml rounds it). */
+static const char *
+qfactor(const struct qparts *q, const char *part, const char *sd, const char *res)
+{
+	if (!q->sub)
+		return fmt("      %s = tensor.extract %s[%%t, %%g, %%h] : %s\n", res, part, q->st);
+	return fmt("      %s_i = tensor.extract %s[%%t, %%g, %%h] : %s\n"
+		   "      %s_n = arith.constant %" PRId64 " : index\n"
+		   "      %s_b = arith.divui %%g, %s_n : index\n"
+		   "      %s_h = tensor.extract %s[%%t, %s_b, %%h] : %s\n"
+		   "      %s_d = arith.extf %s_h : f16 to f32\n"
+		   "      %s_f = arith.sitofp %s_i : i8 to f32\n"
+		   "      %s = arith.mulf %s_d, %s_f : f32\n",
+	    res, part, q->st, res, q->gpb, res, res, res, sd, res, q->dt, res, res, res, res, res, res, res);
+}
+
 /* The embedding rows of the tokens %tok (ttt, R rows) from a tiled layout:
  * class "gather" over [R, K/G, G] (4-bit: [R, K/G, 2, G/2]), each value
  * decoded from its tile (token v: tile v/8, row v%8), collapsed to [R, K]. */
@@ -511,9 +551,11 @@ static const char *
 qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
 {
 	int64_t k = pt->shape[1];
-	struct qparts q = qview(e, pt);
+	struct qparts q = qview(e, pt), qf = q;
 	const char *lanes = q.four ? fmt("2x%" PRId64, q.B) : fmt("%" PRId64, q.G);
 	const char *ot = fmt("tensor<%sx%" PRId64 "x%sxf32>", e->R.t, q.ng, lanes);
+	if (q.sub)
+		qf.se = "f32"; /* qfactor computes them in f32 */
 	const char *body = fmt(
 	    "      %%si = linalg.index 0 : index\n"
 	    "      %%g = linalg.index 1 : index\n"
@@ -525,12 +567,12 @@ qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
 	    "      %%t = arith.divui %%ii, %%c8i : index\n"
 	    "      %%h = arith.remui %%ii, %%c8i : index\n"
 	    "      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n"
-	    "      %%ws = tensor.extract %s[%%t, %%g, %%h] : %s\n"
+	    "%s"
 	    "%s"
 	    "%s",
-	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct, q.scales, q.st,
-	    q.mins ? fmt("      %%wm = tensor.extract %s[%%t, %%g, %%h] : %s\n", q.mins, q.st) : "",
-	    qvalue(&q, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
+	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct,
+	    qfactor(&q, q.scales, q.sd, "%ws"), q.mins ? qfactor(&q, q.mins, q.md, "%wm") : "",
+	    qvalue(&qf, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
 	const char *x = generic(e, &(struct gspec){.sched = "gather", .hint = "x", .otype = ot, .odyn = e->R.dyn,
 	    .omap = q.four ? "d0, d1, d2, d3" : "d0, d1, d2", .nd = q.four ? 4 : 3,
 	    .iters = q.four ? "parallel, parallel, parallel, parallel" : "parallel, parallel, parallel",
@@ -553,7 +595,7 @@ static const char *
 qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name)
 {
 	int64_t n = pt->shape[0], k = pt->shape[1];
-	struct qparts q = qview(e, pt);
+	struct qparts q = qview_float(e, pt);
 	const char *xe = val(e, "qx");
 	/* lanes: "G" or "2xG/2" */
 	const char *lanes = q.four ? fmt("2x%" PRId64, q.B) : fmt("%" PRId64, q.G);
@@ -816,7 +858,21 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	/* each row's block of activations as the kernels take them: %_xJ
 	 * (32 bytes; 4-bit codes: the halves %_xlJ, %_xhJ), %_xsJ (their
 	 * sums of 4), the block's scale %_dxJ, and %_scJ = s * dx */
-	if (strcmp(q->se, "f16") == 0) {
+	if (q->sub) {
+		/* s = d * sc (m = -dmin * min) in f32, ggml's own products */
+		ln(b, 10, "%%_gpb = arith.constant %" PRId64 " : index", q->gpb);
+		ln(b, 10, "%%_gb = arith.divui %%_g, %%_gpb : index");
+		for (int p = 0; p < (q->mins ? 2 : 1); p++) {
+			const char *v = p ? "%_mv" : "%_sv", *c = p ? "m" : "s";
+			rd(b, 10, fmt("%%_%sq", c), p ? q->mins : q->scales, "%_t, %_g, %_c0", "%_i0", q->st,
+			    "vector<8xi8>");
+			ln(b, 10, "%%_%sf = arith.sitofp %%_%sq : vector<8xi8> to %s", c, c, v8);
+			rd(b, 10, fmt("%%_%sh", c), p ? q->md : q->sd, "%_t, %_gb, %_c0", "%_h0f", q->dt,
+			    "vector<8xf16>");
+			ln(b, 10, "%%_%sd = arith.extf %%_%sh : vector<8xf16> to %s", c, c, v8);
+			ln(b, 10, "%s = arith.mulf %%_%sd, %%_%sf : %s", v, c, c, v8);
+		}
+	} else if (strcmp(q->se, "f16") == 0) {
 		/* f16 scales and offsets widen exactly */
 		rd(b, 10, "%_sh", q->scales, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
 		ln(b, 10, "%%_sv = arith.extf %%_sh : vector<8xf16> to %s", v8);
@@ -1360,7 +1416,7 @@ static const char *
 qdequant(struct em *e, const struct llm_plan_tensor *pt)
 {
 	int64_t n = pt->shape[0], k = pt->shape[1];
-	struct qparts q = qview(e, pt);
+	struct qparts q = qview_float(e, pt);
 	const char *wt = q.four ?
 	    fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x2x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.B) :
 	    fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", q.nt, q.R, q.ng, q.G);

@@ -293,6 +293,9 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
 			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a "
 			    "matrix of whole %d-row tiles and %d-column groups", c, p->layout, p->ql.rows, p->ql.group);
+		if (p->ql.sub && !m->act_q8)
+			return llm_seterr("%s: layout %s is read by the int8 kernels only: it needs dtypes.activations "
+			    "\"q8\"", c, p->layout);
 		if (n > UINT64_MAX / 2)
 			return llm_seterr("%s: size overflows", c);
 		n = llm_qlayout_bytes(&p->ql, p->shape[0], p->shape[1]);

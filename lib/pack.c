@@ -221,7 +221,7 @@ check_plan(struct packer *k)
 			struct llm_qlayout want;
 			char name[LLM_QLAYOUT_NAME];
 			const char *tn = llm_ggml_type_name((uint32_t)k->qtype[i]);
-			if (llm_qlayout_of((uint32_t)k->qtype[i], &want) < 0)
+			if (llm_qlayout_of((uint32_t)k->qtype[i], m->act_q8, &want) < 0)
 				return llm_seterr("%s: tensor '%s': no tiled layout for %s", file, t->name, tn);
 			llm_qlayout_name(&want, name);
 			if (strcmp(name, p->layout) != 0)
@@ -596,7 +596,7 @@ struct rowjob {
 	const struct llm_source_tensor *t;
 	int64_t first, n;    /* tiles or rows */
 	uint8_t *out;        /* the tiles' codes, or the rows as f32 */
-	float *sc, *mn;      /* write_tiled: the tensor's scales and offsets */
+	uint8_t *sc, *mn;    /* write_tiled: the tensor's parts of scales and offsets */
 	int rc;              /* 0, -1 a conversion failed, -2 a value not finite */
 	int64_t bad;         /* the row of rc -2 */
 };
@@ -641,29 +641,22 @@ tiles_main(void *arg)
 	struct rowjob *j = arg;
 	const struct llm_qlayout *l = &j->p->ql;
 	int64_t rows = j->p->shape[0], cols = j->p->shape[1], R = l->rows;
-	size_t rb = qrow_bytes(j), ngr = (size_t)(cols / l->group);
+	size_t rb = qrow_bytes(j);
 	size_t tbytes = (size_t)(llm_qlayout_scales_at(l, rows, cols) / (uint64_t)(rows / R));
 	uint8_t *rowsbuf = llm_xmalloc((size_t)R * rb);
-	int8_t *q = llm_xmalloc((size_t)cols);
 	float *f = llm_xmalloc((size_t)cols * sizeof(float));
-	float *s1 = llm_xmalloc(ngr * sizeof(float)), *m1 = llm_xmalloc(ngr * sizeof(float));
 
 	for (int64_t i = 0; i < j->n && !j->rc; i++) {
 		int64_t tile = j->first + i;
 		for (int64_t r = 0; r < R && !j->rc; r++)
 			if ((j->rc = row_blocks(j, (uint64_t)(tile * R + r), rowsbuf + (size_t)r * rb, f)) == -2)
 				j->bad = tile * R + r;
-		if (!j->rc &&
-		    llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, cols, j->out + (size_t)i * tbytes,
-		        j->sc + (size_t)tile * (size_t)R * ngr, j->mn ? j->mn + (size_t)tile * (size_t)R * ngr : NULL,
-		        q, s1, m1) < 0)
+		if (!j->rc && llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, rows, cols, tile,
+		        j->out + (size_t)i * tbytes, j->sc, j->mn) < 0)
 			j->rc = -1;
 	}
 	free(rowsbuf);
-	free(q);
 	free(f);
-	free(s1);
-	free(m1);
 	return NULL;
 }
 
@@ -728,21 +721,21 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 /* A block-quantized matrix in the tiled layout (quant.h): the codes of
  * as many 8-row tiles as a slot holds at a time (rows gathered through
  * source_row, so unpermute_qk works the same; a float source quantized
- * first), then the scales and the offsets (f32, or the f16 the layout
- * keeps), kept in memory until the codes are written (a 16th or an 8th of
- * the codes' size, as f32). */
+ * first), then the parts of scales and of offsets (quant.h), kept in
+ * memory until the codes are written (a 16th or an 8th of the codes'
+ * size, as f32). */
 static int
 write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
 {
 	const struct llm_qlayout *l = &p->ql;
 	int64_t rows = p->shape[0], cols = p->shape[1], R = l->rows;
-	size_t rb = src_bytes(t, (uint64_t)cols), ngr = (size_t)(cols / l->group);
+	size_t rb = src_bytes(t, (uint64_t)cols);
 	/* a tile's codes: R rows of cols codes of 8 or 4 bits */
 	size_t tbytes = (size_t)(llm_qlayout_scales_at(l, rows, cols) / (uint64_t)(rows / R));
-	size_t per = CHUNK * sizeof(float) / tbytes, nsc = (size_t)rows * ngr;
+	size_t per = CHUNK * sizeof(float) / tbytes, np = (size_t)llm_qlayout_part_bytes(l, rows, cols);
 	const uint8_t *src = t->data;
-	float *sc = llm_xmalloc(nsc * sizeof(float)), *mn = l->mins ? llm_xmalloc(nsc * sizeof(float)) : NULL;
+	uint8_t *sc = llm_xmalloc(np), *mn = l->mins ? llm_xmalloc(np) : NULL;
 	int rc = -1;
 
 	if (per < 1) {
@@ -767,19 +760,14 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 			goto out;
 	}
 	for (int part = 0; part < (mn ? 2 : 1); part++) {
-		const float *a = part ? mn : sc;
-		for (size_t i = 0; i < nsc; i += CHUNK) {
-			size_t c = nsc - i < CHUNK ? nsc - i : CHUNK;
-			struct slot *s = slot_get(&k->hs, ti, 0, i + c == nsc && part == (mn ? 1 : 0));
-			if (l->half) /* the blocks' own f16 values: exact */
-				for (size_t e = 0; e < c; e++) {
-					uint16_t h = llm_f32_to_f16(a[i + e]);
-					memcpy((uint8_t *)s->buf + 2 * e, &h, 2);
-				}
-			else
-				memcpy(s->buf, a + i, c * sizeof(float));
+		const uint8_t *a = part ? mn : sc;
+		size_t cb = CHUNK * sizeof(float);
+		for (size_t i = 0; i < np; i += cb) {
+			size_t c = np - i < cb ? np - i : cb;
+			struct slot *s = slot_get(&k->hs, ti, 0, i + c == np && part == (mn ? 1 : 0));
+			memcpy(s->buf, a + i, c);
 			s->p = s->buf;
-			s->n = c * llm_qlayout_scale_bytes(l);
+			s->n = c;
 			if (slot_put(k, o, s) < 0)
 				goto out;
 		}

@@ -9,6 +9,7 @@
  * instead of two): the Makefile builds with -std=c11, where gcc does not
  * contract, and the pragma below says the same to clang. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -153,27 +154,60 @@ sp_q3_k(const uint8_t *b, int8_t *q, float *s, float *m)
 }
 
 /* The 6-bit scale and minimum of sub-block j (0..7) of Q4_K/Q5_K from
- * their 12 packed bytes: j < 4 in the low 6 bits of bytes j and j+4;
+ * their 12 packed bytes ps: j < 4 in the low 6 bits of bytes j and j+4;
  * otherwise 4 bits from byte j+4 (scale: low nibble, minimum: high)
- * and 2 from the top of byte j-4 (scale) or byte j (minimum).  The group
- * of 32 elements then has s = d * sc and m = -(dmin * min). */
+ * and 2 from the top of byte j-4 (scale) or byte j (minimum). */
+static void
+scale_min_k4(const uint8_t *ps, int j, int *sc, int *mn)
+{
+	if (j < 4) {
+		*sc = ps[j] & 63;
+		*mn = ps[j + 4] & 63;
+	} else {
+		*sc = (ps[j + 4] & 15) | (ps[j - 4] >> 6) << 4;
+		*mn = (ps[j + 4] >> 4) | (ps[j] >> 6) << 4;
+	}
+}
+
+/* The group of 32 elements j of Q4_K/Q5_K has s = d * sc and
+ * m = -(dmin * min). */
 static void
 scales_k4(const uint8_t *b, float *s, float *m)
 {
 	float d = half(b), dmin = half(b + 2);
-	const uint8_t *ps = b + 4;
 	for (int j = 0; j < 8; j++) {
 		int sc, mn;
-		if (j < 4) {
-			sc = ps[j] & 63;
-			mn = ps[j + 4] & 63;
-		} else {
-			sc = (ps[j + 4] & 15) | (ps[j - 4] >> 6) << 4;
-			mn = (ps[j + 4] >> 4) | (ps[j] >> 6) << 4;
-		}
+		scale_min_k4(b + 4, j, &sc, &mn);
 		s[j] = d * (float)sc;
 		m[j] = -(dmin * (float)mn);
 	}
+}
+
+/* The sub-scales of a k-quant block as the "-sub8" layouts keep them
+ * (quant.h): its f16 d and the integer scale of each group, and (Q4_K,
+ * Q5_K) its f16 dmin negated and the integer minimum of each group, so
+ * that s = d * sc and m = (-dmin) * min are the splitters' values (a
+ * product negated is the product of one factor negated). */
+static void
+subs_k4(const uint8_t *b, int8_t *sc, int8_t *mn, uint16_t *d, uint16_t *dm)
+{
+	*d = (uint16_t)(b[0] | b[1] << 8);
+	*dm = (uint16_t)((b[2] | b[3] << 8) ^ 0x8000);
+	for (int j = 0; j < 8; j++) {
+		int s, m;
+		scale_min_k4(b + 4, j, &s, &m);
+		sc[j] = (int8_t)s;
+		mn[j] = (int8_t)m;
+	}
+}
+
+static void
+subs_q6_k(const uint8_t *b, int8_t *sc, int8_t *mn, uint16_t *d, uint16_t *dm)
+{
+	(void)mn;
+	(void)dm;
+	memcpy(sc, b + 192, 16);
+	*d = (uint16_t)(b[208] | b[209] << 8);
 }
 
 /* Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of scales and minimums, 128
@@ -241,12 +275,18 @@ static const struct {
 	int code;
 	int half;
 	void (*split)(const uint8_t *, int8_t *, float *, float *);
+	void (*subs)(const uint8_t *, int8_t *, int8_t *, uint16_t *, uint16_t *); /* "-sub8" */
 } types[] = {
-	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, 1, sp_q4_0}, {LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, 1, sp_q4_1},
-	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, 1, sp_q5_0}, {LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, 1, sp_q5_1},
-	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, 1, sp_q8_0}, {LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, 0, sp_q2_k},
-	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, 0, sp_q3_k}, {LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, 0, sp_q4_k},
-	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, 0, sp_q5_k}, {LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, 0, sp_q6_k},
+	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, 1, sp_q4_0, NULL},
+	{LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, 1, sp_q4_1, NULL},
+	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, 1, sp_q5_0, NULL},
+	{LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, 1, sp_q5_1, NULL},
+	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, 1, sp_q8_0, NULL},
+	{LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, 0, sp_q2_k, NULL},
+	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, 0, sp_q3_k, NULL},
+	{LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, 0, sp_q4_k, subs_k4},
+	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, 0, sp_q5_k, subs_k4},
+	{LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, 0, sp_q6_k, subs_q6_k},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -316,7 +356,7 @@ llm_dequantize(uint32_t t, const void *src, float *dst, size_t n)
 static const char *const code_names[] = {[LLM_QCODE_I8] = "i8", [LLM_QCODE_I4] = "i4", [LLM_QCODE_U4] = "u4"};
 
 int
-llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
+llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l)
 {
 	int ti = find(t);
 	if (ti < 0)
@@ -326,6 +366,7 @@ llm_qlayout_of(uint32_t t, struct llm_qlayout *l)
 	l->mins = types[ti].mins;
 	l->code = types[ti].code;
 	l->half = types[ti].half;
+	l->sub = sub && types[ti].subs;
 	return 0;
 }
 
@@ -333,7 +374,7 @@ void
 llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME])
 {
 	snprintf(out, LLM_QLAYOUT_NAME, "%s-r%d-g%d%s%s", code_names[l->code], l->rows, l->group, l->mins ? "-min" : "",
-	    l->half ? "-f16" : "");
+	    l->half ? "-f16" : l->sub ? "-sub8" : "");
 }
 
 int
@@ -351,7 +392,9 @@ llm_qlayout_parse(const char *s, struct llm_qlayout *l)
 	l->rows = r;
 	l->group = g;
 	l->mins = strncmp(s + 2 + n, "-min", 4) == 0;
-	l->half = strcmp(s + 2 + n + (l->mins ? 4 : 0), "-f16") == 0;
+	const char *rest = s + 2 + n + (l->mins ? 4 : 0);
+	l->half = strcmp(rest, "-f16") == 0;
+	l->sub = strcmp(rest, "-sub8") == 0;
 	llm_qlayout_name(l, again);
 	return strcmp(again, s) == 0 ? 0 : -1;
 }
@@ -359,7 +402,7 @@ llm_qlayout_parse(const char *s, struct llm_qlayout *l)
 int
 llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
-	return rows > 0 && cols > 0 && rows % l->rows == 0 && cols % l->group == 0;
+	return rows > 0 && cols > 0 && rows % l->rows == 0 && cols % (l->sub ? LLM_QSUPER : l->group) == 0;
 }
 
 /* Bytes of the codes of one group of one row. */
@@ -372,7 +415,20 @@ group_bytes(const struct llm_qlayout *l)
 size_t
 llm_qlayout_scale_bytes(const struct llm_qlayout *l)
 {
-	return l->half ? 2 : sizeof(float);
+	return l->sub ? 1 : l->half ? 2 : sizeof(float);
+}
+
+uint64_t
+llm_qlayout_part_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return (uint64_t)rows * (uint64_t)(cols / l->group) * llm_qlayout_scale_bytes(l) +
+	    (l->sub ? (uint64_t)rows * (uint64_t)(cols / LLM_QSUPER) * 2 : 0);
+}
+
+uint64_t
+llm_qlayout_super_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
+{
+	return (uint64_t)rows * (uint64_t)(cols / l->group);
 }
 
 uint64_t
@@ -384,31 +440,43 @@ llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 uint64_t
 llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
-	return llm_qlayout_scales_at(l, rows, cols) +
-	    (uint64_t)rows * (uint64_t)(cols / l->group) * llm_qlayout_scale_bytes(l);
+	return llm_qlayout_scales_at(l, rows, cols) + llm_qlayout_part_bytes(l, rows, cols);
 }
 
 uint64_t
 llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 {
-	return llm_qlayout_mins_at(l, rows, cols) +
-	    (l->mins ? (uint64_t)rows * (uint64_t)(cols / l->group) * llm_qlayout_scale_bytes(l) : 0);
+	return llm_qlayout_mins_at(l, rows, cols) + (l->mins ? llm_qlayout_part_bytes(l, rows, cols) : 0);
+}
+
+/* Entry i of a part of scales or offsets (f32, or f16, exactly). */
+static void
+put_scale(const struct llm_qlayout *l, uint8_t *part, uint64_t i, float v)
+{
+	if (l->half) {
+		uint16_t h = llm_f32_to_f16(v);
+		memcpy(part + 2 * i, &h, 2);
+	} else
+		memcpy(part + 4 * i, &v, 4);
 }
 
 int
-llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, uint8_t *codes,
-    float *scales, float *mins, int8_t *q, float *s, float *m)
+llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols,
+    int64_t tile, uint8_t *codes, uint8_t *scales, uint8_t *mins)
 {
 	uint32_t blck = 1, size = 0;
-	int64_t G = l->group, ng = cols / G, R = l->rows, gb = group_bytes(l);
-	int zero = l->code == LLM_QCODE_I4 ? 8 : 0;
+	int64_t G = l->group, ng = cols / G, R = l->rows, gb = group_bytes(l), nb = cols / QK_K;
+	int zero = l->code == LLM_QCODE_I4 ? 8 : 0, ti = find(t);
+	uint64_t sup = llm_qlayout_super_at(l, rows, cols);
 
-	if (!llm_ggml_type_block(t, &blck, &size) || cols % blck)
+	if (ti < 0 || (l->sub && !types[ti].subs) || !llm_ggml_type_block(t, &blck, &size) || cols % blck)
 		return -1;
 	size_t rowbytes = (size_t)(cols / blck) * size;
+	int8_t *q = llm_xmalloc((size_t)cols), *isc = llm_xmalloc((size_t)cols), *imn = llm_xmalloc((size_t)cols);
+	float *s = llm_xmalloc((size_t)cols * sizeof(float)), *m = llm_xmalloc((size_t)cols * sizeof(float));
 	for (int64_t r = 0; r < R; r++) {
-		if (llm_quant_split(t, (const uint8_t *)src + (size_t)r * rowbytes, (size_t)cols, q, s, m) < 0)
-			return -1;
+		const uint8_t *row = (const uint8_t *)src + (size_t)r * rowbytes;
+		llm_quant_split(t, row, (size_t)cols, q, s, m);
 		for (int64_t g = 0; g < ng; g++) {
 			uint8_t *c = codes + (g * R + r) * gb;
 			const int8_t *qg = q + g * G;
@@ -417,10 +485,34 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 			else
 				for (int64_t j = 0; j < G / 2; j++)
 					c[j] = (uint8_t)(((qg[j] + zero) & 15) | ((qg[j + G / 2] + zero) & 15) << 4);
-			scales[g * R + r] = s[g];
+			uint64_t at = (uint64_t)((tile * ng + g) * R + r);
+			if (!l->sub) {
+				put_scale(l, scales, at, s[g]);
+				if (l->mins)
+					put_scale(l, mins, at, m[g]);
+			}
+		}
+		for (int64_t b = 0; l->sub && b < nb; b++) {
+			/* the block's d (and -dmin), then its groups' integers */
+			uint16_t d, dm;
+			int64_t gpb = QK_K / G;
+			types[ti].subs(row + (size_t)b * size, isc, imn, &d, &dm);
+			uint64_t at = sup + 2 * (uint64_t)((tile * nb + b) * R + r);
+			memcpy(scales + at, &d, 2);
 			if (l->mins)
-				mins[g * R + r] = m[g];
+				memcpy(mins + at, &dm, 2);
+			for (int64_t j = 0; j < gpb; j++) {
+				uint64_t gi = (uint64_t)((tile * ng + b * gpb + j) * R + r);
+				scales[gi] = (uint8_t)isc[j];
+				if (l->mins)
+					mins[gi] = (uint8_t)imn[j];
+			}
 		}
 	}
+	free(q);
+	free(isc);
+	free(imn);
+	free(s);
+	free(m);
 	return 0;
 }

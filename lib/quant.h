@@ -44,39 +44,53 @@ int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, 
  * its low nibble and element j + G/2 in its high nibble), then scales f32
  * [rows/R][cols/G][R], then, with minimums, offsets f32 in the same
  * order; "-f16" layouts (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, whose scales and
- * offsets are the blocks' own f16 values) keep them in f16, exactly.  A
+ * offsets are the blocks' own f16 values) keep them in f16, exactly.
+ * "-sub8" layouts (Q4_K, Q5_K, Q6_K, in plans with int8 activations,
+ * whose kernels alone read them) keep the k-quants' own factors instead:
+ * each part (scales, then offsets) is the groups' integer sub-scales
+ * (sub-minimums), one int8 each [rows/R][cols/G][R], then the blocks' f16
+ * d (dmin negated) [rows/R][cols/256][R]; s = d * sc and m = (-dmin) *
+ * min, computed in f32 as ggml computes them, are the same values (Q4_K:
+ * 4.625 bits a weight instead of 6, Q6_K 8.56 instead of 10).  A
  * tile's group of codes is one contiguous piece, read by one register tile
  * of the GEMV, so a tile's rows are one sequential stream.  Named
- * "i8-r8-g32-f16", "i4-r8-g32-f16", "u4-r8-g16-min" ...: i8 codes are the
- * bytes as int8; i4 codes are the nibble - 8 (-8 .. 7), u4 codes the
+ * "i8-r8-g32-f16", "i4-r8-g32-f16", "u4-r8-g32-min-sub8" ...: i8 codes are
+ * the bytes as int8; i4 codes are the nibble - 8 (-8 .. 7), u4 codes the
  * nibble (0 .. 15).  4-bit codes are used for the types whose codes fit
  * (Q4_0, Q3_K: i4; Q4_1, Q4_K, Q2_K: u4). */
 #define LLM_QTILE_ROWS 8
+#define LLM_QSUPER 256 /* elements of a k-quant block: one d (and dmin) */
 #define LLM_QLAYOUT_NAME 32
 enum { LLM_QCODE_I8, LLM_QCODE_I4, LLM_QCODE_U4 };
 struct llm_qlayout {
 	int rows, group, mins, code, half; /* half: f16 scales and offsets */
+	int sub;                           /* "-sub8": int8 sub-scales, f16 d */
 };
-/* The layout of ggml type t; -1 if t is not supported. */
-int llm_qlayout_of(uint32_t t, struct llm_qlayout *l);
+/* The layout of ggml type t, with sub: its "-sub8" form where it has one;
+ * -1 if t is not supported. */
+int llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l);
 void llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME]);
 /* 0, or -1 if s is not a layout name. */
 int llm_qlayout_parse(const char *s, struct llm_qlayout *l);
-/* 1 if a [rows, cols] matrix is whole tiles and groups. */
+/* 1 if a [rows, cols] matrix is whole tiles and groups (and, "-sub8",
+ * blocks of 256). */
 int llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols);
-/* Bytes of one scale or offset (2 or 4); byte offsets (from the
- * tensor's offset) of the scales and offsets, and the size of the whole
- * tensor. */
+/* Bytes of one scale or offset (1, 2 or 4) and of a whole part of them;
+ * the byte offset, within a "-sub8" part, of its f16 d; byte offsets
+ * (from the tensor's offset) of the scales and offsets, and the size of
+ * the whole tensor. */
 size_t llm_qlayout_scale_bytes(const struct llm_qlayout *l);
+uint64_t llm_qlayout_part_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols);
+uint64_t llm_qlayout_super_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_scales_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_mins_at(const struct llm_qlayout *l, int64_t rows, int64_t cols);
 uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t cols);
-/* One tile: R rows of cols elements of type t, consecutive at src, into
- * codes (the tile's [cols/G][R] groups), scales [cols/G][R] and mins
- * (with minimums); q[cols], s[cols/G], m[cols/G] are scratch.  -1 on an
- * unsupported type or cols not whole blocks. */
-int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t cols, uint8_t *codes,
-    float *scales, float *mins, int8_t *q, float *s, float *m);
+/* Tile `tile` of a [rows, cols] matrix: its R rows of type t, consecutive
+ * at src, into codes (the tile's [cols/G][R] groups) and its entries of
+ * the whole parts scales and mins (with minimums).  -1 on an unsupported
+ * type or cols not whole blocks. */
+int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols,
+    int64_t tile, uint8_t *codes, uint8_t *scales, uint8_t *mins);
 
 /* Quantizing (quantize.c): 1 if llm can write ggml type t from f32
  * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), else 0. */

@@ -179,7 +179,7 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
 		add_tensor(p, name, t->name, NULL, transform, heads, NULL, LLM_DT_F16, 2, shape);
 		return;
 	}
-	int keep = llm_qlayout_of(ty, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
+	int keep = llm_qlayout_of(ty, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, t->name, llm_ggml_type_name(ty), transform, heads, keep ? &ql : NULL,
 	    keep ? LLM_DT_I8 : LLM_DT_F32, 2, shape);
 }
@@ -220,7 +220,8 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 	 * quantized file, where llama-quantize fell back to F16) */
 	if (matrix && p->keep_quant && t->quant < 0 && llm_dtype_is_float_weight(t->dtype))
 		dt = t->dtype;
-	int keep = matrix && p->keep_quant && t->quant >= 0 && llm_qlayout_of((uint32_t)t->quant, &ql) == 0 &&
+	int keep = matrix && p->keep_quant && t->quant >= 0 &&
+	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 &&
 	    llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
 	    keep ? &ql : NULL, keep ? LLM_DT_I8 : dt, ndim, shape);

@@ -9,8 +9,9 @@
  * TYPE is a ggml type name ("Q4_K", case ignored) that quant.h decodes;
  * BLOCKS holds whole blocks of it.  With --tiled, TENSOR holds the bytes
  * of a [ROWS, COLS] matrix in the tiled int8 layout LAYOUT of weights.bin
- * ("u4-r8-g32-min", share/doc/llm/formats.txt), decoded here from the
- * layout's description (x = s * q (+ m)) into row-major f32, so that a
+ * ("u4-r8-g32-min", "u4-r8-g32-min-sub8", share/doc/llm/formats.txt),
+ * decoded here from the layout's description (x = s * q (+ m)) into
+ * row-major f32, so that a
  * test can compare llm-pack-weights' tiles with ggml's decoding.  With
  * --quantize, the little-endian f32 VALUES (whole blocks of TYPE) are
  * quantized by lib/quantize.c into blocks in OUT, for a comparison with
@@ -35,14 +36,24 @@ write_f32(const char *path, const float *v, size_t n)
 		llm_fatal("%s: write error", path);
 }
 
-/* Scale or offset i of a tiled layout's f32 or f16 array at p. */
+/* Scale or offset i of a tiled layout's part at p (f32, f16, or with
+ * "-sub8" the product of the group's integer and its block's f16 factor,
+ * in f32, as ggml computes it; the group is g of tile t, row h). */
 static float
-scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t i)
+scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t rows, int64_t cols, int64_t t, int64_t g,
+    int64_t h)
 {
+	int64_t i = (t * (cols / l->group) + g) * l->rows + h;
+	if (l->sub) {
+		uint16_t d;
+		int64_t b = g / (LLM_QSUPER / l->group);
+		memcpy(&d, p + llm_qlayout_super_at(l, rows, cols) + 2 * ((t * (cols / LLM_QSUPER) + b) * l->rows + h), 2);
+		return llm_f16_to_f32(d) * (float)(int8_t)p[i];
+	}
 	if (l->half) {
-		uint16_t h;
-		memcpy(&h, p + 2 * i, 2);
-		return llm_f16_to_f32(h);
+		uint16_t h16;
+		memcpy(&h16, p + 2 * i, 2);
+		return llm_f16_to_f32(h16);
 	}
 	float f;
 	memcpy(&f, p + 4 * i, 4);
@@ -82,8 +93,8 @@ tiled(char **argv)
 				uint8_t b = q[sg * gb + j % (G / 2)];
 				code = (j < G / 2 ? b & 15 : b >> 4) - (l.code == LLM_QCODE_I4 ? 8 : 0);
 			}
-			float v = scale_at(&l, s, sg) * (float)code;
-			out[r * cols + c] = l.mins ? v + scale_at(&l, mn, sg) : v;
+			float v = scale_at(&l, s, rows, cols, t, g, h) * (float)code;
+			out[r * cols + c] = l.mins ? v + scale_at(&l, mn, rows, cols, t, g, h) : v;
 		}
 	write_f32(argv[4], out, (size_t)(rows * cols));
 	free(out);

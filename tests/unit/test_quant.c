@@ -137,25 +137,30 @@ T_TEST(layout_names_and_sizes)
 	static const struct {
 		uint32_t t;
 		const char *name;
+		int sub;
 	} want[] = {
 		{LLM_GGML_Q8_0, "i8-r8-g32-f16"}, {LLM_GGML_Q4_0, "i4-r8-g32-f16"},
 		{LLM_GGML_Q4_1, "u4-r8-g32-min-f16"}, {LLM_GGML_Q5_0, "i8-r8-g32-f16"},
 		{LLM_GGML_Q5_1, "i8-r8-g32-min-f16"}, {LLM_GGML_Q2_K, "u4-r8-g16-min"},
 		{LLM_GGML_Q3_K, "i4-r8-g16"}, {LLM_GGML_Q4_K, "u4-r8-g32-min"}, {LLM_GGML_Q5_K, "i8-r8-g32-min"},
 		{LLM_GGML_Q6_K, "i8-r8-g16"},
+		/* the "-sub8" forms, where a type has one */
+		{LLM_GGML_Q8_0, "i8-r8-g32-f16", 1}, {LLM_GGML_Q3_K, "i4-r8-g16", 1},
+		{LLM_GGML_Q4_K, "u4-r8-g32-min-sub8", 1}, {LLM_GGML_Q5_K, "i8-r8-g32-min-sub8", 1},
+		{LLM_GGML_Q6_K, "i8-r8-g16-sub8", 1},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		T_CHECK(llm_qlayout_of(want[i].t, &l) == 0);
+		T_CHECK(llm_qlayout_of(want[i].t, want[i].sub, &l) == 0);
 		llm_qlayout_name(&l, name);
 		T_CHECKF(strcmp(name, want[i].name) == 0, "%s", name);
 		struct llm_qlayout back;
 		T_CHECK(llm_qlayout_parse(name, &back) == 0 && back.rows == l.rows && back.group == l.group &&
-			back.mins == l.mins && back.code == l.code && back.half == l.half);
+			back.mins == l.mins && back.code == l.code && back.half == l.half && back.sub == l.sub);
 	}
-	T_CHECK(llm_qlayout_of(LLM_GGML_F32, &l) < 0);
+	T_CHECK(llm_qlayout_of(LLM_GGML_F32, 0, &l) < 0);
 	const char *bad[] = {"", "i8", "i8-r8-g32-", "i8-r4-g32", "i8-r8-g64", "u8-r8-g32", "i8-r8-g32-max",
 		"i8-r8-g32-min-min", "i4-r8-g32 ", "I8-r8-g32", "i8-r8-g32-f16-min", "i8-r8-g32-f32",
-		"i8-r8-g32-f16-f16"};
+		"i8-r8-g32-f16-f16", "i8-r8-g16-sub8-f16", "i8-r8-g16-f16-sub8", "i8-r8-g16-sub"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		T_CHECKF(llm_qlayout_parse(bad[i], &l) < 0, "'%s'", bad[i]);
 	/* 64 x 256: codes, then scales (and offsets) of 64 * 8 groups */
@@ -169,15 +174,19 @@ T_TEST(layout_names_and_sizes)
 	llm_qlayout_parse("u4-r8-g32-min-f16", &l);
 	T_CHECK(l.half && llm_qlayout_scale_bytes(&l) == 2 && llm_qlayout_scales_at(&l, 64, 256) == 8192 &&
 		llm_qlayout_mins_at(&l, 64, 256) == 8192 + 1024 && llm_qlayout_bytes(&l, 64, 256) == 8192 + 2048);
+	/* "-sub8": a byte a group, then an f16 a row and block of 256 */
+	llm_qlayout_parse("u4-r8-g32-min-sub8", &l);
+	T_CHECK(l.sub && llm_qlayout_scale_bytes(&l) == 1 && llm_qlayout_part_bytes(&l, 64, 512) == 1024 + 256 &&
+		llm_qlayout_super_at(&l, 64, 512) == 1024 && llm_qlayout_scales_at(&l, 64, 512) == 16384 &&
+		llm_qlayout_mins_at(&l, 64, 512) == 16384 + 1280 && llm_qlayout_bytes(&l, 64, 512) == 16384 + 2560);
+	T_CHECK(llm_qlayout_fits(&l, 64, 512) && !llm_qlayout_fits(&l, 64, 224));
 }
 
 /* A tile of 8 Q4_0 rows of 64: row r's block b has d = r + 1 and codes
  * q[j] = (j + b + r) % 16 (nibble), value (q - 8) * d. */
 T_TEST(tile_of_q4_0)
 {
-	uint8_t src[8 * 2 * 18], codes[8 * 64 / 2];
-	float sc[8 * 2], mn[8 * 2], s[2], m[2];
-	int8_t q[64];
+	uint8_t src[8 * 2 * 18], codes[8 * 64 / 2], sc[8 * 2 * 2], mn[8 * 2 * 2];
 	struct llm_qlayout l;
 
 	for (int r = 0; r < 8; r++)
@@ -187,17 +196,51 @@ T_TEST(tile_of_q4_0)
 			for (int j = 0; j < 16; j++)
 				p[2 + j] = (uint8_t)((j + b + r) % 16 | ((j + 16 + b + r) % 16) << 4);
 		}
-	T_CHECK(llm_qlayout_of(LLM_GGML_Q4_0, &l) == 0);
-	T_CHECK(llm_qlayout_tile(&l, LLM_GGML_Q4_0, src, 64, codes, sc, mn, q, s, m) == 0);
+	T_CHECK(llm_qlayout_of(LLM_GGML_Q4_0, 1, &l) == 0 && l.half && !l.sub);
+	T_CHECK(llm_qlayout_tile(&l, LLM_GGML_Q4_0, src, 8, 64, 0, codes, sc, mn) == 0);
 	for (int g = 0; g < 2; g++)
 		for (int r = 0; r < 8; r++) {
-			T_CHECK(sc[g * 8 + r] == (float)(r + 1));
+			T_CHECK(llm_f16_to_f32((uint16_t)(sc[2 * (g * 8 + r)] | sc[2 * (g * 8 + r) + 1] << 8)) ==
+				(float)(r + 1));
 			for (int j = 0; j < 32; j++) {
 				uint8_t byte = codes[(g * 8 + r) * 16 + j % 16];
 				int code = (j < 16 ? byte & 15 : byte >> 4) - 8;
 				T_CHECKF(code == (j + g + r) % 16 - 8, "g %d r %d j %d: %d", g, r, j, code);
 			}
 		}
+}
+
+/* Tile 1 of a 16-row Q6_K matrix of 256 columns in "-sub8": row r's
+ * block has d = (r + 1) / 8 and scales sc[g] = g - 8 + r; the part holds
+ * the integers, then the d, and d * sc is the splitter's scale. */
+T_TEST(tile_of_q6_k_sub8)
+{
+	uint8_t src[8 * 210] = {0}, codes[8 * 256], sc[16 * 16 + 16 * 2];
+	int8_t q[256];
+	float s[16], m[16];
+	struct llm_qlayout l;
+
+	for (int r = 0; r < 8; r++) {
+		uint8_t *p = src + r * 210;
+		for (int g = 0; g < 16; g++)
+			p[192 + g] = (uint8_t)(int8_t)(g - 8 + r);
+		put16(p + 208, llm_f32_to_f16((float)(r + 1) / 8));
+	}
+	T_CHECK(llm_qlayout_of(LLM_GGML_Q6_K, 1, &l) == 0 && l.sub && l.group == 16);
+	memset(sc, 0xee, sizeof(sc));
+	T_CHECK(llm_qlayout_tile(&l, LLM_GGML_Q6_K, src, 16, 256, 1, codes, sc, NULL) == 0);
+	for (int r = 0; r < 8; r++) {
+		llm_quant_split(LLM_GGML_Q6_K, src + r * 210, 256, q, s, m);
+		/* tile 1's entries: groups after tile 0's 16 * 8, d after tile 0's 8 */
+		const uint8_t *d = sc + 16 * 16 + 2 * (8 + r);
+		float dv = llm_f16_to_f32((uint16_t)(d[0] | d[1] << 8));
+		T_CHECK(dv == (float)(r + 1) / 8 && sc[16 * 16 + 2 * r] == 0xee);
+		for (int g = 0; g < 16; g++) {
+			int8_t v = (int8_t)sc[(16 + g) * 8 + r];
+			T_CHECKF(v == g - 8 + r && dv * (float)v == s[g], "r %d g %d: %d", r, g, v);
+			T_CHECK(sc[g * 8 + r] == 0xee);
+		}
+	}
 }
 
 /* Quantizing (quantize.c): values on a type's grid come back exactly;
@@ -289,6 +332,7 @@ main(void)
 	T_RUN(nan_and_inf_scales_propagate);
 	T_RUN(layout_names_and_sizes);
 	T_RUN(tile_of_q4_0);
+	T_RUN(tile_of_q6_k_sub8);
 	T_RUN(quantize_grid_values_exactly);
 	T_RUN(quantize_error_within_the_bits);
 	return T_DONE();
