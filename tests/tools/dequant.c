@@ -47,7 +47,8 @@ scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t rows, int64_t co
 	if (l->sub) {
 		uint16_t d;
 		int64_t b = g / (LLM_QSUPER / l->group);
-		memcpy(&d, p + llm_qlayout_super_at(l, rows, cols) + 2 * ((t * (cols / LLM_QSUPER) + b) * l->rows + h), 2);
+		int64_t di = (t * (cols / LLM_QSUPER) + b) * l->rows + h;
+		memcpy(&d, p + llm_qlayout_super_at(l, rows, cols) + 2 * di, 2);
 		return llm_f16_to_f32(d) * (float)(int8_t)p[i];
 	}
 	if (l->half) {
