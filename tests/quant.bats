@@ -107,6 +107,21 @@ pair() {
 	llm-pack-weights "$T/d/model.json" >/dev/null
 }
 
+# decodes_as Q D: every tensor of build Q, decoded from its layout, is
+# build D's (the decoded file's), bit for bit
+decodes_as() {
+	jq -r '.weights.tensors[] | "\(.name) \(.layout // "-") \(.shape[0]) \(.shape[1] // 1)"' \
+		"$1/model.json" | while read -r name layout rows cols; do
+		if [ "$layout" = - ]; then
+			cmp <(tensor "$1" "$name") <(tensor "$2" "$name")
+		else
+			tensor "$1" "$name" >"$T/t.bin"
+			dequant --tiled "$layout" "$rows" "$cols" "$T/t.bin" "$T/t.f32"
+			cmp "$T/t.f32" <(tensor "$2" "$name")
+		fi
+	done
+}
+
 @test "files quantized by llama.cpp import and pack to ggml's own decoding of them, for every mix" {
 	need_llamacpp
 	g=$(small llama)
@@ -133,21 +148,33 @@ pair() {
 		[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | .dtype' "$T/q/model.json")" = i8 ]
 		[ "$(jq -r '[.weights.tensors[] | select(.name | endswith("norm")) | .dtype] | unique | join(",")' \
 			"$T/q/model.json")" = f32 ]
-		jq -r '.weights.tensors[] | "\(.name) \(.layout // "-") \(.shape[0]) \(.shape[1] // 1)"' \
-			"$T/q/model.json" | while read -r name layout rows cols; do
-			if [ "$layout" = - ]; then
-				cmp <(tensor "$T/q" "$name") <(tensor "$T/d" "$name")
-			else
-				tensor "$T/q" "$name" >"$T/t.bin"
-				dequant --tiled "$layout" "$rows" "$cols" "$T/t.bin" "$T/t.f32"
-				cmp "$T/t.f32" <(tensor "$T/d" "$name")
-			fi
-		done
+		decodes_as "$T/q" "$T/d"
 		# weights.json says the layout too
 		[ "$(jq -r '.tensors[] | select(.name == "lm_head") | .layout' "$T/q/weights.json")" = \
 			"$(jq -r '.weights.tensors[] | select(.name == "lm_head") | .layout' "$T/q/model.json")" ]
 		rm -r "$T/q" "$T/d"
 	done
+}
+
+@test "--activations q8: the k-quants keep their int8 sub-scales and f16 d (-sub8), which decode to ggml's values; f32 activations refuse them" {
+	need_llamacpp
+	g=$(small llama)
+	for f in Q4_K_M Q5_K_M Q6_K; do
+		pair "$g" "$f" --activations q8
+		echo "$f: $(layouts "$T/q")" >&3
+		[ "$(jq '[.weights.tensors[] | select(.quant == "Q4_K" or .quant == "Q5_K" or .quant == "Q6_K") |
+			select(.layout | endswith("-sub8") | not)] | length' "$T/q/model.json")" = 0 ]
+		[ "$(jq '[.weights.tensors[] | select(.layout // "" | endswith("-sub8"))] | length' \
+			"$T/q/model.json")" -gt 0 ]
+		decodes_as "$T/q" "$T/d"
+		[ "$f" = Q6_K ] || rm -r "$T/q" "$T/d"
+	done
+	# the qdequant/qgemv paths of f32 activations read f32 or f16 scales:
+	# a -sub8 plan without q8 activations is refused, by the layout's name
+	jq '.dtypes.activations = "f32"' "$T/q/model.json" >"$T/f32.json"
+	mv "$T/f32.json" "$T/q/model.json"
+	run -1 llm-pack-weights "$T/q/model.json"
+	assert_output --regexp "layout i8-r8-g16-sub8 is read by the int8 kernels only: it needs dtypes.activations \"q8\"$"
 }
 
 @test "quantized bundles compute with the decoded weights: the logits of the decoded file's bundle" {
@@ -237,7 +264,7 @@ pair() {
 	need_llamacpp
 	g=$(full)
 	total=0
-	for f in Q8_0 Q4_0 Q5_1 Q4_K_M Q3_K_M; do
+	for f in Q8_0 Q4_0 Q5_1 Q4_K_M Q5_K_M Q3_K_M; do
 		ggml-ref quantize "$g" "$T/q.gguf" "$f"
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 		node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
@@ -251,7 +278,7 @@ pair() {
 		# where the two differ in their last bits (a logit then moves by
 		# ~1%; about one run in 20 here).  A wrong kernel fails every run
 		# of its types: each type needs two of its four, all together
-		# 16 of the 20.
+		# 19 of the 24.
 		exact=0
 		for p in 3 17,99 1000,5,6 7,8,9,10; do
 			gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens "$p" -n 2 --logits "$T/run.f32" --json |
@@ -271,7 +298,7 @@ pair() {
 		total=$((total + exact))
 		rm -r "$T/b" "$T/hf"
 	done
-	[ "$total" -ge 16 ]
+	[ "$total" -ge 19 ]
 }
 
 @test "--activations q8 with the q/k/v biases of qwen2: logits within 5% of the exact products (without the bias: 60% away)" {
