@@ -828,7 +828,43 @@ struct qd {
 	int pairs, na;                  /* 32-byte pieces a group: 8, or 4 (two rows each) */
 	const char *tq, *ts, *tb, *st;  /* x codes, sums of 4, per-block; the tile's y */
 	const char *bias, *bt;          /* the bias (its view, then its f32 vector), its element type */
+	const char *sx, *mx, *xt;       /* prefill, "-sub8": the tile's scales, offsets [ng, 8] f32, their type */
 };
+
+/* The scales (%_sv) and offsets (%_mv) of the 8 rows of tile %_t, group
+ * %_g, as vector<8xf32>: read, widened from f16, or ("-sub8") computed. */
+static void
+qscale_vectors(struct llm_buf *b, const struct qparts *q, int ind)
+{
+	const char *v8 = "vector<8xf32>";
+	if (q->sub) {
+		/* s = d * sc (m = -dmin * min) in f32, ggml's own products */
+		ln(b, ind, "%%_gpb = arith.constant %" PRId64 " : index", q->gpb);
+		ln(b, ind, "%%_gb = arith.divui %%_g, %%_gpb : index");
+		for (int p = 0; p < (q->mins ? 2 : 1); p++) {
+			const char *v = p ? "%_mv" : "%_sv", *c = p ? "m" : "s";
+			rd(b, ind, fmt("%%_%sq", c), p ? q->mins : q->scales, "%_t, %_g, %_c0", "%_i0", q->st,
+			    "vector<8xi8>");
+			ln(b, ind, "%%_%sf = arith.sitofp %%_%sq : vector<8xi8> to %s", c, c, v8);
+			rd(b, ind, fmt("%%_%sh", c), p ? q->md : q->sd, "%_t, %_gb, %_c0", "%_h0f", q->dt,
+			    "vector<8xf16>");
+			ln(b, ind, "%%_%sd = arith.extf %%_%sh : vector<8xf16> to %s", c, c, v8);
+			ln(b, ind, "%s = arith.mulf %%_%sd, %%_%sf : %s", v, c, c, v8);
+		}
+	} else if (strcmp(q->se, "f16") == 0) {
+		/* f16 scales and offsets widen exactly */
+		rd(b, ind, "%_sh", q->scales, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
+		ln(b, ind, "%%_sv = arith.extf %%_sh : vector<8xf16> to %s", v8);
+		if (q->mins) {
+			rd(b, ind, "%_mh", q->mins, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
+			ln(b, ind, "%%_mv = arith.extf %%_mh : vector<8xf16> to %s", v8);
+		}
+	} else {
+		rd(b, ind, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+		if (q->mins)
+			rd(b, ind, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+	}
+}
 
 /* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
  * group loop with an accumulator per row and piece (and per row for the
@@ -858,33 +894,13 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	/* each row's block of activations as the kernels take them: %_xJ
 	 * (32 bytes; 4-bit codes: the halves %_xlJ, %_xhJ), %_xsJ (their
 	 * sums of 4), the block's scale %_dxJ, and %_scJ = s * dx */
-	if (q->sub) {
-		/* s = d * sc (m = -dmin * min) in f32, ggml's own products */
-		ln(b, 10, "%%_gpb = arith.constant %" PRId64 " : index", q->gpb);
-		ln(b, 10, "%%_gb = arith.divui %%_g, %%_gpb : index");
-		for (int p = 0; p < (q->mins ? 2 : 1); p++) {
-			const char *v = p ? "%_mv" : "%_sv", *c = p ? "m" : "s";
-			rd(b, 10, fmt("%%_%sq", c), p ? q->mins : q->scales, "%_t, %_g, %_c0", "%_i0", q->st,
-			    "vector<8xi8>");
-			ln(b, 10, "%%_%sf = arith.sitofp %%_%sq : vector<8xi8> to %s", c, c, v8);
-			rd(b, 10, fmt("%%_%sh", c), p ? q->md : q->sd, "%_t, %_gb, %_c0", "%_h0f", q->dt,
-			    "vector<8xf16>");
-			ln(b, 10, "%%_%sd = arith.extf %%_%sh : vector<8xf16> to %s", c, c, v8);
-			ln(b, 10, "%s = arith.mulf %%_%sd, %%_%sf : %s", v, c, c, v8);
-		}
-	} else if (strcmp(q->se, "f16") == 0) {
-		/* f16 scales and offsets widen exactly */
-		rd(b, 10, "%_sh", q->scales, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
-		ln(b, 10, "%%_sv = arith.extf %%_sh : vector<8xf16> to %s", v8);
-		if (q->mins) {
-			rd(b, 10, "%_mh", q->mins, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
-			ln(b, 10, "%%_mv = arith.extf %%_mh : vector<8xf16> to %s", v8);
-		}
-	} else {
-		rd(b, 10, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
+	if (d->sx) {
+		/* computed once for the tile's rows (qdot_tile) */
+		rd(b, 10, "%_sv", d->sx, "%_g, %_c0", "%_f0", d->xt, v8);
 		if (q->mins)
-			rd(b, 10, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
-	}
+			rd(b, 10, "%_mv", d->mx, "%_g, %_c0", "%_f0", d->xt, v8);
+	} else
+		qscale_vectors(b, q, 10);
 	ln(b, 10, "%%_xo = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c16" : "%_c32");
 	ln(b, 10, "%%_xo2 = arith.addi %%_xo, %%_c16 : index");
 	ln(b, 10, "%%_so = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c4" : "%_c8");
@@ -1016,6 +1032,26 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 		if (strcmp(d->bt, "f32") != 0)
 			ln(b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
 		dt.bias = strcmp(d->bt, "f32") != 0 ? "%_bf" : "%_bv"; /* the bias's vector */
+	}
+	if (rw.dyn[0] && d->q.sub) {
+		/* the scales (and offsets) computed once for all the rows */
+		const struct qparts *q = &d->q;
+		int np = q->mins ? 2 : 1;
+		dt.xt = fmt("tensor<%" PRId64 "x8xf32>", q->ng);
+		for (int p = 0; p < np; p++)
+			ln(b, 6, "%%_se%d = tensor.empty() : %s", p, dt.xt);
+		ln(b, 6, "%%_sx:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", np,
+		    np == 2 ? "%_sa0 = %_se0, %_sa1 = %_se1" : "%_sa0 = %_se0", np == 2 ? fmt("%s, %s", dt.xt, dt.xt) :
+		    dt.xt);
+		qscale_vectors(b, q, 8);
+		for (int p = 0; p < np; p++)
+			ln(b, 8, "%%_sw%d = vector.transfer_write %s, %%_sa%d[%%_g, %%_c0] {in_bounds = [true]} : "
+			    "vector<8xf32>, %s", p, p ? "%_mv" : "%_sv", p, dt.xt);
+		ln(b, 8, "scf.yield %s : %s", np == 2 ? "%_sw0, %_sw1" : "%_sw0",
+		    np == 2 ? fmt("%s, %s", dt.xt, dt.xt) : dt.xt);
+		ln(b, 6, "}");
+		dt.sx = "%_sx#0";
+		dt.mx = q->mins ? "%_sx#1" : NULL;
 	}
 	const char *from = "%_c0", *acc = "%_os";
 	if (rw.dyn[0] && d->pairs) {
