@@ -29,6 +29,7 @@ struct rows {
 
 struct qact {
 	const char *x, *xq, *xs4, *dx, *xsum; /* x, and what qact() made of it */
+	const char *xk;                       /* with em.xk: -8 * the sums of the codes a 4-bit piece's lanes meet */
 };
 
 struct em {
@@ -43,6 +44,7 @@ struct em {
 	const char *wt;    /* weight element type */
 	const char *kvt;   /* KV cache element type */
 	struct qact qa;    /* the activations last quantized (qact) */
+	int xk;            /* the plan has i4 codes in groups of 32 (Q4_0): qact makes qa.xk */
 	int qdot;          /* the int8 kernels are called */
 	const char *bx, *bxr; /* the activations last rounded to bf16, and
 	                       * the rounding (bround) */
@@ -710,18 +712,24 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	int64_t nb = k / 32;
 	const char *tq = tensor2(rw, k, "i8"), *ts = tensor2(rw, k / 4, "i32"), *tb = tensor2(rw, nb, "f32");
 	const char *eq = val(e, "qe"), *es = val(e, "qe"), *ed = val(e, "qe"), *em = val(e, "qe");
+	const char *ek = e->xk ? val(e, "qe") : NULL;
 	const char *empty = fmt("tensor.empty(%s)", rw.dyn);
 	top(e, eq, empty, fmt(": %s", tq));
 	top(e, es, empty, fmt(": %s", ts));
 	top(e, ed, empty, fmt(": %s", tb));
 	top(e, em, empty, fmt(": %s", tb));
+	if (ek)
+		top(e, ek, empty, fmt(": %s", ts));
 	const char *lo = cindex(e, "c", 0), *hi = cindex(e, "c", nb), *r = val(e, "qa");
+	int no = ek ? 5 : 4;
+	const char *tys = ek ? fmt("%s, %s, %s, %s, %s", tq, ts, tb, tb, ts) : fmt("%s, %s, %s, %s", tq, ts, tb, tb);
 	struct llm_buf b = {0};
 	/* rows %_r, then blocks %_g */
-	ln(&b, 4, "%s:4 = scf.for %%_r = %s to %s step %%c1 iter_args(%%_bq = %s, %%_bs = %s, %%_bd = %s, %%_bm = %s)"
-	    " -> (%s, %s, %s, %s) {", r, lo, rw.dyn[0] ? "%R" : "%c1", eq, es, ed, em, tq, ts, tb, tb);
-	ln(&b, 4, "%%_in:4 = scf.for %%_g = %s to %s step %%c1 iter_args(%%_aq = %%_bq, %%_as = %%_bs, %%_ad = %%_bd, "
-	    "%%_am = %%_bm) -> (%s, %s, %s, %s) {", lo, hi, tq, ts, tb, tb);
+	ln(&b, 4, "%s:%d = scf.for %%_r = %s to %s step %%c1 iter_args(%%_bq = %s, %%_bs = %s, %%_bd = %s, "
+	    "%%_bm = %s%s) -> (%s) {", r, no, lo, rw.dyn[0] ? "%R" : "%c1", eq, es, ed, em,
+	    ek ? fmt(", %%_bk = %s", ek) : "", tys);
+	ln(&b, 4, "%%_in:%d = scf.for %%_g = %s to %s step %%c1 iter_args(%%_aq = %%_bq, %%_as = %%_bs, %%_ad = %%_bd, "
+	    "%%_am = %%_bm%s) -> (%s) {", no, lo, hi, ek ? ", %_ak = %_bk" : "", tys);
 	ln(&b, 6, "%%_c8 = arith.constant 8 : index");
 	ln(&b, 6, "%%_c32 = arith.constant 32 : index");
 	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
@@ -755,13 +763,28 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	ln(&b, 6, "%%_sf = arith.sitofp %%_sq : i32 to f32");
 	ln(&b, 6, "%%_xs = arith.mulf %%_sf, %%_d : f32");
 	ln(&b, 6, "%%_am2 = tensor.insert %%_xs into %%_am[%%_r, %%_g] : %s", tb);
-	ln(&b, 6, "scf.yield %%_aq2, %%_as2, %%_ad2, %%_am2 : %s, %s, %s, %s", tq, ts, tb, tb);
+	if (ek) {
+		/* a piece of 4-bit codes of 32 holds element j (low nibble)
+		 * and j + 16 (high) in byte j: lane l of the kernel meets the
+		 * codes of x at 4(l%4) .. and 16 + 4(l%4) ..; i4 codes are the
+		 * nibble - 8, so the lane's dot product takes -8 * their sum */
+		const char *v8i = "vector<8xi32>";
+		ln(&b, 6, "%%_kl = vector.shuffle %%_s4, %%_s4 [0, 1, 2, 3, 0, 1, 2, 3] : %s, %s", v8i, v8i);
+		ln(&b, 6, "%%_kh = vector.shuffle %%_s4, %%_s4 [4, 5, 6, 7, 4, 5, 6, 7] : %s, %s", v8i, v8i);
+		ln(&b, 6, "%%_kt = arith.addi %%_kl, %%_kh : vector<8xi32>");
+		ln(&b, 6, "%%_km8 = arith.constant dense<-8> : vector<8xi32>");
+		ln(&b, 6, "%%_kk = arith.muli %%_kt, %%_km8 : vector<8xi32>");
+		ln(&b, 6, "%%_ak2 = vector.transfer_write %%_kk, %%_ak[%%_r, %%_o4] {in_bounds = [true]} : %s, %s", v8i,
+		    ts);
+	}
+	ln(&b, 6, "scf.yield %%_aq2, %%_as2, %%_ad2, %%_am2%s : %s", ek ? ", %_ak2" : "", tys);
 	ln(&b, 4, "}");
-	ln(&b, 4, "scf.yield %%_in#0, %%_in#1, %%_in#2, %%_in#3 : %s, %s, %s, %s", tq, ts, tb, tb);
+	ln(&b, 4, "scf.yield %%_in#0, %%_in#1, %%_in#2, %%_in#3%s : %s", ek ? ", %_in#4" : "", tys);
 	ln(&b, 4, "} {%s}", attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r)};
+	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r),
+	    ek ? fmt("%s#4", r) : NULL};
 	return e->qa;
 }
 
@@ -928,13 +951,9 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 			ln(b, 10, "%%_xh%d = vector.shuffle %%_xb%d, %%_xb%d [%s] : %s, %s", j, j, j, twice16, v16,
 			    v16);
 			if (q->code == LLM_QCODE_I4) {
-				rd(b, 10, fmt("%%_xs8_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
-				ln(b, 10, "%%_xsl%d = vector.shuffle %%_xs8_%d, %%_xs8_%d [%s] : %s, %s", j, j, j,
-				    "0, 1, 2, 3, 0, 1, 2, 3", i8, i8);
-				ln(b, 10, "%%_xsh%d = vector.shuffle %%_xs8_%d, %%_xs8_%d [%s] : %s, %s", j, j, j,
-				    "4, 5, 6, 7, 4, 5, 6, 7", i8, i8);
-				ln(b, 10, "%%_xst%d = arith.addi %%_xsl%d, %%_xsh%d : %s", j, j, j, i8);
-				ln(b, 10, "%%_k%d = arith.muli %%_xst%d, %%_m8 : %s", j, j, i8);
+				if (!d->a.xk)
+					llm_fatal("qdot: i4 codes without qact's sums (em.xk)");
+				rd(b, 10, fmt("%%_k%d", j), d->a.xk, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
 			}
 		}
 		ln(b, 10, "%%_dx%d = tensor.extract %s[%%_r%d, %%_bk] : %s", j, d->a.dx, j, d->tb);
@@ -1183,7 +1202,6 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 	ln(&b, 6, "%%_zi = arith.constant dense<0> : %s", i8);
 	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b32);
 	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b32);
-	ln(&b, 6, "%%_m8 = arith.constant dense<-8> : %s", i8);
 	for (int h = 0; h < 8; h++)
 		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
 	ln(&b, 6, "%%_tg8 = arith.muli %%_tg, %%_c8 : index");
@@ -1881,6 +1899,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	e.wt = elt_of(m->weight_dtype);
 	e.kvt = elt_of(m->kv_dtype);
 	e.layer = LAYER_PRE;
+	for (size_t i = 0; i < m->ntensors; i++)
+		e.xk |= m->tensors[i].layout && m->tensors[i].ql.code == LLM_QCODE_I4 && m->tensors[i].ql.group == 32;
 	e.stage = "embed";
 
 	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n",
