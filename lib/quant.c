@@ -472,8 +472,8 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 	if (ti < 0 || (l->sub && !types[ti].subs) || !llm_ggml_type_block(t, &blck, &size) || cols % blck)
 		return -1;
 	size_t rowbytes = (size_t)(cols / blck) * size;
-	int8_t *q = llm_xmalloc((size_t)cols), *isc = llm_xmalloc((size_t)cols), *imn = llm_xmalloc((size_t)cols);
-	float *s = llm_xmalloc((size_t)cols * sizeof(float)), *m = llm_xmalloc((size_t)cols * sizeof(float));
+	int8_t *q = llm_xmalloc((size_t)cols), isc[QK_K / 16], imn[QK_K / 16]; /* a block's groups: 8 or 16 */
+	float *s = llm_xmalloc((size_t)ng * sizeof(float)), *m = llm_xmalloc((size_t)ng * sizeof(float));
 	for (int64_t r = 0; r < R; r++) {
 		const uint8_t *row = (const uint8_t *)src + (size_t)r * rowbytes;
 		llm_quant_split(t, row, (size_t)cols, q, s, m);
@@ -510,8 +510,6 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 		}
 	}
 	free(q);
-	free(isc);
-	free(imn);
 	free(s);
 	free(m);
 	return 0;

@@ -139,11 +139,11 @@ T_TEST(layout_names_and_sizes)
 		const char *name;
 		int sub;
 	} want[] = {
-		{LLM_GGML_Q8_0, "i8-r8-g32-f16"}, {LLM_GGML_Q4_0, "i4-r8-g32-f16"},
-		{LLM_GGML_Q4_1, "u4-r8-g32-min-f16"}, {LLM_GGML_Q5_0, "i8-r8-g32-f16"},
-		{LLM_GGML_Q5_1, "i8-r8-g32-min-f16"}, {LLM_GGML_Q2_K, "u4-r8-g16-min"},
-		{LLM_GGML_Q3_K, "i4-r8-g16"}, {LLM_GGML_Q4_K, "u4-r8-g32-min"}, {LLM_GGML_Q5_K, "i8-r8-g32-min"},
-		{LLM_GGML_Q6_K, "i8-r8-g16"},
+		{LLM_GGML_Q8_0, "i8-r8-g32-f16", 0}, {LLM_GGML_Q4_0, "i4-r8-g32-f16", 0},
+		{LLM_GGML_Q4_1, "u4-r8-g32-min-f16", 0}, {LLM_GGML_Q5_0, "i8-r8-g32-f16", 0},
+		{LLM_GGML_Q5_1, "i8-r8-g32-min-f16", 0}, {LLM_GGML_Q2_K, "u4-r8-g16-min", 0},
+		{LLM_GGML_Q3_K, "i4-r8-g16", 0}, {LLM_GGML_Q4_K, "u4-r8-g32-min", 0},
+		{LLM_GGML_Q5_K, "i8-r8-g32-min", 0}, {LLM_GGML_Q6_K, "i8-r8-g16", 0},
 		/* the "-sub8" forms, where a type has one */
 		{LLM_GGML_Q8_0, "i8-r8-g32-f16", 1}, {LLM_GGML_Q3_K, "i4-r8-g16", 1},
 		{LLM_GGML_Q4_K, "u4-r8-g32-min-sub8", 1}, {LLM_GGML_Q5_K, "i8-r8-g32-min-sub8", 1},
