@@ -438,13 +438,13 @@ qinfo(const struct llm_plan_tensor *t)
 }
 
 /* The views of t's parts; with pieces > 0 the codes are viewed as
- * [n/8, k/G, pieces, 32] (32-byte pieces of the same bytes). */
+ * [n/8, k/G, pieces, 64] (64-byte pieces of the same bytes). */
 static struct qparts
 qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 {
 	struct qparts q = qinfo(t);
 	int64_t n = t->shape[0], k = t->shape[1];
-	const char *cs = pieces ? fmt("%" PRId64 "x%" PRId64 "x%dx32xi8", q.nt, q.ng, pieces) :
+	const char *cs = pieces ? fmt("%" PRId64 "x%" PRId64 "x%dx64xi8", q.nt, q.ng, pieces) :
 	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
 	q.ct = fmt("tensor<%s>", cs);
@@ -688,11 +688,6 @@ rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx
 	ln(b, ind, "%s = vector.transfer_read %s[%s], %s {in_bounds = [true]} : %s, %s", res, src, idx, pad, st, vt);
 }
 
-/* The lane indices of a 16-element vector twice: shuffles that repeat
- * it into 32. */
-static const char twice16[] = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, "
-			      "16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31";
-
 /* Activations quantized for the products with quantized weights (the
  * plan's dtypes.activations "q8", as llama.cpp quantizes them to Q8_0,
  * with an f32 scale): each block of 32 of a row of x becomes
@@ -889,33 +884,49 @@ qscale_vectors(struct llm_buf *b, const struct qparts *q, int ind)
 	}
 }
 
+/* The lane indices 0 .. n - 1, `times` times over: a shuffle that repeats
+ * an n-element vector into n * times. */
+static const char *
+lanes_repeated(int n, int times)
+{
+	struct llm_buf b = {0};
+	for (int i = 0; i < n * times; i++)
+		llm_buf_printf(&b, "%s%d", i ? ", " : "", i % n);
+	return keep(b.p);
+}
+
 /* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
- * group loop with an accumulator per row and piece (and per row for the
- * offsets' terms), then each row's 8 values of y written into %_ot. */
+ * group loop with an accumulator per row and 64-byte piece (and per row
+ * for the offsets' terms), then each row's 8 values of y written into
+ * %_ot.  A 64-byte piece is two of the layout's 32-byte pieces: lanes
+ * 0-7 the first, 8-15 the second. */
 static void
 qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 {
 	const struct qparts *q = &d->q;
-	const char *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
-	const char *v16 = "vector<16xi8>", *v4 = "vector<4xi32>";
-	const char *kty = fmt("(%s, %s, %s) -> %s", i8, b32, b32, i8);
-	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i8, b32, b32, i8, i8);
-	int nacc = d->na + (q->mins ? 1 : 0);
+	const char *v8 = "vector<8xf32>", *v16 = "vector<16xf32>", *i8 = "vector<8xi32>", *i16 = "vector<16xi32>";
+	const char *b16 = "vector<16xi8>", *b32 = "vector<32xi8>", *b64 = "vector<64xi8>", *v4 = "vector<4xi32>";
+	const char *kty = fmt("(%s, %s, %s) -> %s", i16, b64, b64, i16);
+	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i16, b64, b64, i16, i16);
+	int nw = d->na / 2;            /* 64-byte pieces a group */
+	int rp = d->pairs ? 4 : 2;     /* rows of W a 64-byte piece holds */
+	int nacc = nw + (q->mins ? 1 : 0);
 	struct llm_buf accs = {0}, tys = {0}, outs = {0};
 
 	for (int j = 0; j < nr; j++) {
 		ln(b, 8, "%%_cr%d = arith.constant %d : index", j, j);
 		ln(b, 8, "%%_r%d = arith.addi %%_r, %%_cr%d : index", j, j);
 		for (int h = 0; h < nacc; h++) {
-			llm_buf_printf(&accs, "%s%%_a%d_%d = %%_zf", accs.len ? ", " : "", j, h);
-			llm_buf_printf(&tys, "%s%s", tys.len ? ", " : "", v8);
+			llm_buf_printf(&accs, "%s%%_a%d_%d = %s", accs.len ? ", " : "", j, h, h < nw ? "%_zw" : "%_zf");
+			llm_buf_printf(&tys, "%s%s", tys.len ? ", " : "", h < nw ? v16 : v8);
 			llm_buf_printf(&outs, "%s%%_n%d_%d", outs.len ? ", " : "", j, h);
 		}
 	}
 	ln(b, 8, "%%_res:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", nr * nacc, accs.p,
 	    tys.p);
-	/* each row's block of activations as the kernels take them: %_xJ
-	 * (32 bytes; 4-bit codes: the halves %_xlJ, %_xhJ), %_xsJ (their
+	/* each row's block of activations as the kernels take them, once
+	 * for each 32-byte piece of a 64-byte one: %_xJ (32 bytes twice;
+	 * 4-bit codes: the halves %_xlJ, %_xhJ, four times), %_xsJ (their
 	 * sums of 4), the block's scale %_dxJ, and %_scJ = s * dx */
 	if (d->sx) {
 		/* computed once for the tile's rows (qdot_tile) */
@@ -930,46 +941,52 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	ln(b, 10, "%%_bk = arith.divui %%_g, %s : index", d->pairs && !q->four ? "%_c2" : "%_c1");
 	for (int j = 0; j < nr; j++) {
 		if (!d->pairs) {
-			rd(b, 10, fmt("%%_x%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b32);
-			rd(b, 10, fmt("%%_xs%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b32);
+			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(32, 2), b32, b32);
+			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(8, 2), i8, i8);
 		} else if (!q->four) {
-			/* int8 groups of 16: the group's 16 bytes twice, block g / 2 */
-			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, v16);
-			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j, twice16, v16,
-			    v16);
+			/* int8 groups of 16: the group's 16 bytes four times, block g / 2 */
+			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b16);
+			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(16, 4), b16, b16);
 			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, v4);
-			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [0, 1, 2, 3, 4, 5, 6, 7] : %s, %s", j,
-			    j, j, v4, v4);
+			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(4, 4), v4, v4);
 		} else {
 			/* 4-bit codes of 32: byte j holds element j (low nibble)
-			 * and j + 16 (high); each half of x twice, and what
+			 * and j + 16 (high); each half of x four times, and what
 			 * codes less 8 take off (i4: -8 * the sums of 4) */
-			rd(b, 10, fmt("%%_xa%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, v16);
-			rd(b, 10, fmt("%%_xb%d", j), d->a.xq, fmt("%%_r%d, %%_xo2", j), "%_i0", d->tq, v16);
-			ln(b, 10, "%%_xl%d = vector.shuffle %%_xa%d, %%_xa%d [%s] : %s, %s", j, j, j, twice16, v16,
-			    v16);
-			ln(b, 10, "%%_xh%d = vector.shuffle %%_xb%d, %%_xb%d [%s] : %s, %s", j, j, j, twice16, v16,
-			    v16);
+			rd(b, 10, fmt("%%_xa%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b16);
+			rd(b, 10, fmt("%%_xb%d", j), d->a.xq, fmt("%%_r%d, %%_xo2", j), "%_i0", d->tq, b16);
+			ln(b, 10, "%%_xl%d = vector.shuffle %%_xa%d, %%_xa%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(16, 4), b16, b16);
+			ln(b, 10, "%%_xh%d = vector.shuffle %%_xb%d, %%_xb%d [%s] : %s, %s", j, j, j,
+			    lanes_repeated(16, 4), b16, b16);
 			if (q->code == LLM_QCODE_I4) {
 				if (!d->a.xk)
 					llm_fatal("qdot: i4 codes without qact's sums (em.xk)");
-				rd(b, 10, fmt("%%_k%d", j), d->a.xk, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+				rd(b, 10, fmt("%%_k1_%d", j), d->a.xk, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+				ln(b, 10, "%%_k%d = vector.shuffle %%_k1_%d, %%_k1_%d [%s] : %s, %s", j, j, j,
+				    lanes_repeated(8, 2), i8, i8);
 			}
 		}
 		ln(b, 10, "%%_dx%d = tensor.extract %s[%%_r%d, %%_bk] : %s", j, d->a.dx, j, d->tb);
 		ln(b, 10, "%%_dxb%d = vector.broadcast %%_dx%d : f32 to %s", j, j, v8);
 		ln(b, 10, "%%_sc%d = arith.mulf %%_sv, %%_dxb%d : %s", j, j, v8);
 	}
-	for (int h = 0; h < d->na; h++) {
-		rd(b, 10, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b32);
+	for (int h = 0; h < nw; h++) {
+		rd(b, 10, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b64);
 		if (q->four) {
-			ln(b, 10, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b32);
-			ln(b, 10, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b32);
+			ln(b, 10, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b64);
+			ln(b, 10, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b64);
 		}
-		/* the lanes' scales: row h's, or rows 2h and 2h + 1's */
+		/* the lanes' scales: those of the rows the lanes hold */
 		struct llm_buf sh = {0};
-		for (int l = 0; l < 8; l++)
-			llm_buf_printf(&sh, "%s%d", l ? ", " : "", d->pairs ? 2 * h + l / 4 : h);
+		for (int l = 0; l < 16; l++)
+			llm_buf_printf(&sh, "%s%d", l ? ", " : "", rp * h + l / (16 / rp));
 		for (int j = 0; j < nr; j++) {
 			if (!q->four)
 				ln(b, 10, "%%_d%d_%d = llvm.call @llm_qdot_i8(%%_zi, %%_w%d, %%_x%d, %%_xs%d) : %s", j,
@@ -980,43 +997,39 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 				ln(b, 10, "%%_d%d_%d = llvm.call @llm_qdot_u7(%%_e%d_%d, %%_hi%d, %%_xh%d) : %s", j, h,
 				    j, h, h, j, kty);
 			}
-			ln(b, 10, "%%_df%d_%d = arith.sitofp %%_d%d_%d : %s to %s", j, h, j, h, i8, v8);
+			ln(b, 10, "%%_df%d_%d = arith.sitofp %%_d%d_%d : %s to %s", j, h, j, h, i16, v16);
 			ln(b, 10, "%%_sb%d_%d = vector.shuffle %%_sc%d, %%_sc%d [%s] : %s, %s", j, h, j, j, sh.p, v8,
 			    v8);
 			ln(b, 10, "%%_n%d_%d = vector.fma %%_df%d_%d, %%_sb%d_%d, %%_a%d_%d : %s", j, h, j, h, j, h, j,
-			    h, v8);
+			    h, v16);
 		}
 		llm_buf_free(&sh);
 	}
 	for (int j = 0; q->mins && j < nr; j++) {
 		ln(b, 10, "%%_xsum%d = tensor.extract %s[%%_r%d, %%_g] : %s", j, d->a.xsum, j, d->tb);
 		ln(b, 10, "%%_xsb%d = vector.broadcast %%_xsum%d : f32 to %s", j, j, v8);
-		ln(b, 10, "%%_n%d_%d = vector.fma %%_mv, %%_xsb%d, %%_a%d_%d : %s", j, d->na, j, j, d->na, v8);
+		ln(b, 10, "%%_n%d_%d = vector.fma %%_mv, %%_xsb%d, %%_a%d_%d : %s", j, nw, j, j, nw, v8);
 	}
 	ln(b, 10, "scf.yield %s : %s", outs.p, tys.p);
 	ln(b, 8, "}");
 
 	/* each row's sums of lanes, the offsets' terms and the bias */
 	const char *ot = "%_ot";
+	int lp = 16 / rp; /* lanes a row */
 	for (int j = 0; j < nr; j++) {
-		for (int h = 0; h < d->na; h++) {
-			int ra = j * nacc + h;
-			if (!d->pairs) {
-				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_res#%d : %s into f32", j, h, ra, v8);
-				continue;
-			}
-			for (int half = 0; half < 2; half++) {
+		for (int h = 0; h < nw; h++)
+			for (int p = 0; p < rp; p++) {
 				ln(b, 8, "%%_p%d_%d_%d = vector.extract_strided_slice %%_res#%d {offsets = [%d], "
-				    "sizes = [4], strides = [1]} : %s to vector<4xf32>", j, h, half, ra, 4 * half, v8);
-				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_p%d_%d_%d : vector<4xf32> into f32", j,
-				    2 * h + half, j, h, half);
+				    "sizes = [%d], strides = [1]} : %s to vector<%dxf32>", j, h, p, j * nacc + h, lp * p,
+				    lp, v16, lp);
+				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_p%d_%d_%d : vector<%dxf32> into f32", j,
+				    rp * h + p, j, h, p, lp);
 			}
-		}
 		ln(b, 8, "%%_yv%d = vector.from_elements %%_y%d_0, %%_y%d_1, %%_y%d_2, %%_y%d_3, %%_y%d_4, %%_y%d_5, "
 		    "%%_y%d_6, %%_y%d_7 : %s", j, j, j, j, j, j, j, j, j, v8);
 		const char *yv = fmt("%%_yv%d", j);
 		if (q->mins) {
-			ln(b, 8, "%%_ym%d = arith.addf %s, %%_res#%d : %s", j, yv, j * nacc + d->na, v8);
+			ln(b, 8, "%%_ym%d = arith.addf %s, %%_res#%d : %s", j, yv, j * nacc + nw, v8);
 			yv = fmt("%%_ym%d", j);
 		}
 		if (d->bias) {
@@ -1176,8 +1189,8 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		struct qparts qi = qinfo(pt[i]);
 		d[i].pairs = qi.G == 16 || qi.four;
 		d[i].na = d[i].pairs ? 4 : 8;
-		/* the codes as 32-byte pieces: [nt, ng, na, 32] */
-		d[i].q = qview_as(e, pt[i], d[i].na);
+		/* the codes as 64-byte pieces: [nt, ng, na / 2, 64] */
+		d[i].q = qview_as(e, pt[i], d[i].na / 2);
 		d[i].bias = b_name[i] ? wview_as(e, b_name[i], fmt("%" PRId64 "x", d[i].n), &d[i].bt) : NULL;
 		first[i] = nt;
 		n[i] = d[i].n;
@@ -1185,7 +1198,7 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 		nall += d[i].n;
 	}
 	const char *yt = tensor2(rw, nall, "f32"), *init = val(e, "qi"), *ya = val(e, "qd");
-	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i8 = "vector<8xi32>", *b32 = "vector<32xi8>";
+	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i16 = "vector<16xi32>", *b64 = "vector<64xi8>";
 	top(e, init, fmt("tensor.empty(%s)", rw.dyn), fmt(": %s", yt));
 	e->qdot = 1;
 
@@ -1199,9 +1212,10 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 	ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
 	ln(&b, 6, "%%_h0f = arith.constant 0.0 : f16");
 	ln(&b, 6, "%%_zf = arith.constant dense<0.0> : %s", v8);
-	ln(&b, 6, "%%_zi = arith.constant dense<0> : %s", i8);
-	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b32);
-	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b32);
+	ln(&b, 6, "%%_zw = arith.constant dense<0.0> : vector<16xf32>");
+	ln(&b, 6, "%%_zi = arith.constant dense<0> : %s", i16);
+	ln(&b, 6, "%%_m15 = arith.constant dense<15> : %s", b64);
+	ln(&b, 6, "%%_s4 = arith.constant dense<4> : %s", b64);
 	for (int h = 0; h < 8; h++)
 		ln(&b, 6, "%%_h%d = arith.constant %d : index", h, h);
 	ln(&b, 6, "%%_tg8 = arith.muli %%_tg, %%_c8 : index");
@@ -1966,9 +1980,9 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	llm_buf_puts(b, "  }\n");
 	/* The int8 kernels, defined by llm-lower for the target. */
 	if (e.qdot)
-		llm_buf_puts(b, "  llvm.func @llm_qdot_i8(vector<8xi32>, vector<32xi8>, vector<32xi8>, vector<8xi32>)"
-		    " -> vector<8xi32>\n"
-		    "  llvm.func @llm_qdot_u7(vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>\n");
+		llm_buf_puts(b, "  llvm.func @llm_qdot_i8(vector<16xi32>, vector<64xi8>, vector<64xi8>, vector<16xi32>)"
+		    " -> vector<16xi32>\n"
+		    "  llvm.func @llm_qdot_u7(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>\n");
 	/* The bf16 kernel, likewise. */
 	if (e.bdot)
 		llm_buf_puts(b, "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"

@@ -57,11 +57,14 @@ has_feature(const struct llm_target *t, const char *f)
 	return 0;
 }
 
-const char *const llm_target_kernel_forms[] = {"vnni", "avx2", "generic", "bf16-avx512", "bf16-generic", NULL};
+const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "generic", "bf16-avx512", "bf16-generic",
+    NULL};
 
 const char *
 llm_target_kernels(const struct llm_target *t)
 {
+	if (has_feature(t, "avx512_vnni") && has_feature(t, "avx512bw"))
+		return "vnni512";
 	if ((has_feature(t, "avx512_vnni") && has_feature(t, "avx512vl")) || has_feature(t, "avx_vnni"))
 		return "vnni";
 	return has_feature(t, "avx2") ? "avx2" : "generic";

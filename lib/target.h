@@ -49,7 +49,8 @@ const char *llm_target_builtins(const char *arch);
 /* The form of the int8 dot-product kernels for t: the file
  * share/llm/kernels/<form>.mlir whose definitions llm-lower puts in place
  * of the declarations of the quantized single-row products (ir.txt
- * "Kernels").  "vnni" (vpdpbusd: AVX512-VNNI with AVX512-VL, or
+ * "Kernels").  "vnni512" (vpdpbusd on 512 bits: AVX512-VNNI with
+ * AVX512-BW), "vnni" (vpdpbusd on 256: AVX512-VNNI with AVX512-VL, or
  * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "generic" (any other
  * target).  Every form computes the same integers. */
 const char *llm_target_kernels(const struct llm_target *t);

@@ -286,9 +286,10 @@ check_numbers() {
 @test "the int8 kernels a module declares are defined in the target's form, and every form sums exactly" {
 	cd "$BATS_TEST_TMPDIR"
 	# the instruction each form is made of, for CPUs named (compiled
-	# only): VNNI, AVX2 without VNNI, x86-64 without AVX2; RISC-V V
-	# takes the generic form
-	for c in znver4:vpdpbusd x86-64-v3:vpmaddubsw x86-64:none; do
+	# only): VNNI on 512 bits (AVX512-VNNI), on 256 (AVX-VNNI without
+	# AVX-512), AVX2 without VNNI, x86-64 without AVX2; RISC-V V takes
+	# the generic form
+	for c in "znver4:vpdpbusd.*zmm" "alderlake:vpdpbusd.*ymm" x86-64-v3:vpmaddubsw x86-64:none; do
 		llm-lower --no-cache --cpu "${c%%:*}" -o "${c%%:*}.o" "$F/qdot.mlir"
 		n=$(objdump -d "${c%%:*}.o" | grep -cE 'vpdpbusd|vpmaddubsw' || true)
 		if [ "${c#*:}" = none ]; then
@@ -297,6 +298,7 @@ check_numbers() {
 			[ "$(objdump -d "${c%%:*}.o" | grep -c "${c#*:}")" -gt 0 ]
 		fi
 	done
+	run ! grep -q zmm <(objdump -d alderlake.o)
 	llm-lower --no-cache --target riscv64-linux-gnu -o rv.o "$F/qdot.mlir"
 	# every form this machine can run gives the plain integer sums
 	run_form() {
@@ -306,7 +308,8 @@ check_numbers() {
 	}
 	run_form x86-64.o
 	grep -qw avx2 /proc/cpuinfo && run_form x86-64-v3.o
-	grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && run_form znver4.o
+	grep -qw avx_vnni /proc/cpuinfo && run_form alderlake.o
+	grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && run_form znver4.o
 	# the definitions go in place of the declarations (kept with -s); a
 	# module that declares none is lowered as it is
 	llm-lower --no-cache -s --cpu x86-64-v3 -o q.o "$F/qdot.mlir" >/dev/null

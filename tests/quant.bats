@@ -321,14 +321,16 @@ decodes_as() {
 	run ! cmpf32 -a 1e-4 "$T/f32.f32" "$T/q8.f32"
 }
 
-@test "--activations q8: the kernel forms (vnni, avx2, generic) give the same logits, bit for bit" {
+@test "--activations q8: the kernel forms (vnni512, vnni, avx2, generic) give the same logits, bit for bit" {
 	need_llamacpp
 	ggml-ref quantize "$(full)" "$T/q.gguf" Q3_K_M
 	i=0
-	# without AVX-512 F in all three, so that all take the same transform
-	# scripts (transforms/avx512/ sums the float GEMMs in other lanes)
+	# without AVX-512 F in the first three, so that they take the same
+	# transform scripts (transforms/avx512/ sums the float GEMMs in other
+	# lanes); with it in the last two, the second of them without
+	# AVX512-VNNI (vnni512 against vnni or avx2)
 	for feat in "--features -avx512f" "--features -avx512f,-avx512vnni,-avxvnni" \
-		"--features -avx512f,-avx512vnni,-avxvnni,-avx2"; do
+		"--features -avx512f,-avx512vnni,-avxvnni,-avx2" "" "--features -avx512vnni"; do
 		i=$((i + 1))
 		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b$i" \
 			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="$feat" -j2 >&2
@@ -338,6 +340,11 @@ decodes_as() {
 	[ "$(objdump -d "$T/b3/libmodel.so" | grep -cE 'vpdpbusd|vpmaddubsw')" -eq 0 ]
 	cmp "$T/1.f32" "$T/2.f32"
 	cmp "$T/1.f32" "$T/3.f32"
+	if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
+		[ "$(objdump -d "$T/b4/libmodel.so" | grep -c 'vpdpbusd.*zmm')" -gt 0 ]
+		[ "$(objdump -d "$T/b5/libmodel.so" | grep -c 'vpdpbusd.*zmm')" -eq 0 ]
+	fi
+	cmp "$T/4.f32" "$T/5.f32"
 }
 
 @test "a truncated quantized file is refused at import, naming the tensor; nothing is written" {
