@@ -1020,10 +1020,10 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		for (int h = 0; h < nw; h++)
 			for (int p = 0; p < rp; p++) {
 				ln(b, 8, "%%_p%d_%d_%d = vector.extract_strided_slice %%_res#%d {offsets = [%d], "
-				    "sizes = [%d], strides = [1]} : %s to vector<%dxf32>", j, h, p, j * nacc + h, lp * p,
-				    lp, v16, lp);
-				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_p%d_%d_%d : vector<%dxf32> into f32", j,
-				    rp * h + p, j, h, p, lp);
+				    "sizes = [%d], strides = [1]} : %s to vector<%dxf32>", j, h, p, j * nacc + h,
+				    lp * p, lp, v16, lp);
+				ln(b, 8, "%%_y%d_%d = vector.reduction <add>, %%_p%d_%d_%d : vector<%dxf32> into f32",
+				    j, rp * h + p, j, h, p, lp);
 			}
 		ln(b, 8, "%%_yv%d = vector.from_elements %%_y%d_0, %%_y%d_1, %%_y%d_2, %%_y%d_3, %%_y%d_4, %%_y%d_5, "
 		    "%%_y%d_6, %%_y%d_7 : %s", j, j, j, j, j, j, j, j, j, v8);
