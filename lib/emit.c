@@ -1047,8 +1047,8 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 }
 
 /* The tile %_t = %_tg - t0 of one W of qdot: from %_os, the tile's 8
- * columns of y as %_ow; rows two at a time (pieces of two rows of W),
- * then one at a time. */
+ * columns of y as %_ow; rows two at a time (one load of a piece of W
+ * serves both), then one at a time. */
 static void
 qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 {
@@ -1086,7 +1086,7 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 		dt.mx = q->mins ? "%_sx#1" : NULL;
 	}
 	const char *from = "%_c0", *acc = "%_os";
-	if (rw.dyn[0] && d->pairs) {
+	if (rw.dyn[0]) {
 		ln(b, 6, "%%_rh = arith.divui %%R, %%_c2 : index");
 		ln(b, 6, "%%_rp = arith.muli %%_rh, %%_c2 : index");
 		ln(b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", d->st);
@@ -1163,9 +1163,8 @@ qdot_tiles(struct llm_buf *b, int i, void *arg)
  * each W_i in a tiled layout and the activations quantized (qact), in
  * integers: one scf.forall over the tiles of 8 rows of all the W_i (one
  * parallel loop, one barrier, for the products of the same x), the tile's
- * W chosen by its index.  In a tile, the rows of x, two at a time where
- * W's 32-byte pieces hold two of its rows (so that one load of W serves
- * both), then one; per row a loop over the groups, and per group the int8
+ * W chosen by its index.  In a tile, the rows of x, two at a time (so
+ * that one load of W serves both), then one; per row a loop over the groups, and per group the int8
  * dot products of the target's kernel (llm_qdot_i8 / llm_qdot_u7, ir.txt
  * "Kernels") scaled by the weights' and the block's scales into f32
  * lanes, added once per row at the end with the offsets' terms (m * the
