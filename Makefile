@@ -215,10 +215,11 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
 SANENV_1 = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} UBSAN_OPTIONS=print_stacktrace=1
 
 # `make check` runs check-unit (the C unit tests), check-man (mandoc -T
-# lint of every page), check-style (line length, the generated transform
-# scripts) and check-bats (the bats suites; BATS_FILES= picks some), each
-# also a target of its own, and goes on after a failing one.  Its last line
-# sums the unit tests and the bats tests: "check: N passed, N failed".
+# lint of every page), check-style (line length, clang-format, the
+# generated transform scripts) and check-bats (the bats suites; BATS_FILES=
+# picks some), each also a target of its own, and goes on after a failing
+# one.  Its last line sums the unit tests and the bats tests: "check: N
+# passed, N failed".
 BATS_FILES = tests/*.bats
 check: all $(UNITS)
 	@fail=0; \
@@ -241,13 +242,25 @@ check-unit: $(UNITS)
 check-man:
 	mandoc -T lint -W warning man/*.[0-9]
 
-# Lines of C at most LINE_MAX columns (tabs of 8), as QBE checks; the
-# transform scripts equal what mkscript.py writes (regenerate them with
-# `make transforms`).
+# Lines of C at most LINE_MAX columns (tabs of 8), as QBE checks; the C
+# laid out as .clang-format says (clang-format 22 leaves every file of CSRC
+# as it is: `$(CLANG_FORMAT) -i FILE` formats one; skipped, saying so,
+# without clang-format 22); the transform scripts equal what mkscript.py
+# writes (regenerate them with `make transforms`).
 LINE_MAX = 120
 CSRC = lib/*.[ch] lib/ir/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c
+CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
+	{ test -x $(LLVM_BINDIR)/clang-format && echo $(LLVM_BINDIR)/clang-format; })
 check-style:
 	@fail=0; \
+	if [ -n "$(CLANG_FORMAT)" ]; then \
+		bad=; for f in $(CSRC); do \
+			$(CLANG_FORMAT) --dry-run -Werror $$f 2>/dev/null || bad="$$bad $$f"; \
+		done; \
+		[ -z "$$bad" ] || { echo "not formatted as .clang-format says (clang-format-22 -i FILE):$$bad"; fail=1; }; \
+	else \
+		echo "check-style: format check skipped: no clang-format-22 on PATH or in $(LLVM_BINDIR) (./configure installs it)"; \
+	fi; \
 	for f in $(CSRC); do \
 		expand -t 8 $$f | awk -v f=$$f -v m=$(LINE_MAX) \
 			'length > m { printf "%s:%d: %d columns (at most %d)\n", f, NR, length, m; bad = 1 } END { exit bad }' || fail=1; \

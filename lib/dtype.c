@@ -207,12 +207,15 @@ llm_convert(void *dst, enum llm_dtype dt, const void *src, enum llm_dtype st, si
 	case LLM_DT_F32: LOOP(LOAD, STORE_F32); break; \
 	case LLM_DT_F16: LOOP(LOAD, STORE_F16); break; \
 	default: LOOP(LOAD, STORE_BF16); break; } } while (0)
+	/* one case a line */
+	/* clang-format off */
 	switch (st) {
 	case LLM_DT_F32: TO(LOAD_F32); break;
 	case LLM_DT_F16: TO(LOAD_F16); break;
 	case LLM_DT_BF16: TO(LOAD_BF16); break;
 	default: TO(LOAD_F64); break;
 	}
+	/* clang-format on */
 #undef LOAD_F32
 #undef LOAD_F16
 #undef LOAD_BF16

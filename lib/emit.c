@@ -184,8 +184,11 @@ struct gspec {
 #define INS(...) .in = (const struct gin[]){__VA_ARGS__}, \
 	.nin = (int)(sizeof((const struct gin[]){__VA_ARGS__}) / sizeof(struct gin))
 
+/* generic is in WhitespaceSensitiveMacros (.clang-format): clang-format would join the next two lines */
+/* clang-format off */
 static const char *
 generic(struct em *e, const struct gspec *g)
+/* clang-format on */
 {
 	struct llm_buf b = {0};
 	const char *r = val(e, g->hint), *init = g->init;
@@ -667,8 +670,11 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 }
 
 /* One line of a region's text: `ind` spaces, then the format. */
+/* ln is in WhitespaceSensitiveMacros (.clang-format): clang-format would join the next two lines */
+/* clang-format off */
 static void
 ln(struct llm_buf *b, int ind, const char *f, ...)
+/* clang-format on */
 {
 	va_list ap;
 

@@ -13,6 +13,8 @@
 
 #include "model.h"
 
+/* one family a line */
+/* clang-format off */
 enum llm_family {
 	LLM_FAMILY_NONE = 0,
 	LLM_FAMILY_QWEN2,
@@ -20,6 +22,7 @@ enum llm_family {
 	LLM_FAMILY_QWEN3,
 	LLM_FAMILY_COUNT
 };
+/* clang-format on */
 
 /* Runtime tensor roles, in weights.bin order within a layer. */
 enum llm_role {

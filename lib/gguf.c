@@ -121,6 +121,8 @@ llm_ggml_type_block(uint32_t t, uint32_t *blck, uint32_t *size)
 static enum llm_dtype
 dtype_of(uint32_t t)
 {
+	/* one case a line */
+	/* clang-format off */
 	switch (t) {
 	case LLM_GGML_F32: return LLM_DT_F32;
 	case LLM_GGML_F16: return LLM_DT_F16;
@@ -132,6 +134,7 @@ dtype_of(uint32_t t)
 	case LLM_GGML_I64: return LLM_DT_I64;
 	default: return LLM_DT_NONE;
 	}
+	/* clang-format on */
 }
 
 /* A name from the file, fit for a one-line message: control bytes,
@@ -247,6 +250,8 @@ scalar_at(struct llm_gguf_value *v, enum llm_gguf_type t, const uint8_t *p)
 {
 	memset(v, 0, sizeof(*v));
 	v->type = t;
+	/* one case a line */
+	/* clang-format off */
 	switch (t) {
 	case LLM_GGUF_U8: case LLM_GGUF_BOOL: v->num.u = p[0]; break;
 	case LLM_GGUF_I8: v->num.i = (int8_t)p[0]; break;
@@ -260,6 +265,7 @@ scalar_at(struct llm_gguf_value *v, enum llm_gguf_type t, const uint8_t *p)
 	case LLM_GGUF_F64: v->num.f = f64_at(p); break;
 	default: break;
 	}
+	/* clang-format on */
 }
 
 static void

@@ -213,6 +213,8 @@ llm_json_quote(struct llm_buf *out, const char *s, size_t n)
 		unsigned char c = (unsigned char)s[i];
 		const char *e = NULL;
 		char u[8];
+		/* one escape a line */
+		/* clang-format off */
 		switch (c) {
 		case '"': e = "\\\""; break;
 		case '\\': e = "\\\\"; break;
@@ -221,6 +223,7 @@ llm_json_quote(struct llm_buf *out, const char *s, size_t n)
 		case '\n': e = "\\n"; break;
 		case '\r': e = "\\r"; break;
 		case '\t': e = "\\t"; break;
+		/* clang-format on */
 		default:
 			if (c < 0x20) {
 				snprintf(u, sizeof(u), "\\u%04x", c);

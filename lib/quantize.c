@@ -416,6 +416,8 @@ q_q6_k(const float *x, uint8_t *b)
 	}
 }
 
+/* a table */
+/* clang-format off */
 static const struct {
 	uint32_t type;
 	int blck, bytes;
@@ -426,6 +428,7 @@ static const struct {
 	{LLM_GGML_Q5_1, QK, 24, q_q5_1}, {LLM_GGML_Q4_K, QK_K, 144, q_q4_k},
 	{LLM_GGML_Q5_K, QK_K, 176, q_q5_k}, {LLM_GGML_Q6_K, QK_K, 210, q_q6_k},
 };
+/* clang-format on */
 
 int
 llm_quantize_supported(uint32_t t)

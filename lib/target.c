@@ -22,6 +22,8 @@
  * register state the OS must enable for it (XCR0 bits: 0x6 AVX, 0xe6
  * AVX-512).  The host check reads CPUID, as LLVM's host detection does
  * (a hypervisor's /proc/cpuinfo may omit a flag the CPU has). */
+/* a table */
+/* clang-format off */
 static const struct {
 	const char *macro, *name;
 	unsigned leaf, sub, reg, bit, xcr0;
@@ -47,6 +49,7 @@ static const struct {
 	{"__AVX512BF16__", "avx512_bf16", 7, 1, 0, 5, 0xe6}, {"__AVXIFMA__", "avx_ifma", 7, 1, 0, 23, 0x6},
 	{"__AVXVNNIINT8__", "avx_vnni_int8", 7, 1, 3, 4, 0x6}, {"__LZCNT__", "abm", 0x80000001, 0, 2, 5, 0},
 };
+/* clang-format on */
 
 static int
 has_feature(const struct llm_target *t, const char *f)

@@ -574,6 +574,8 @@ jstring(const char **pp, const char *e, struct llm_buf *out)
 			return -1; /* a control character, or the text ends */
 		char c[4];
 		size_t n = 1;
+		/* one escape a line */
+		/* clang-format off */
 		switch (p[1]) {
 		case '"': case '\\': case '/': c[0] = p[1]; break;
 		case 'b': c[0] = '\b'; break;
@@ -581,6 +583,7 @@ jstring(const char **pp, const char *e, struct llm_buf *out)
 		case 'n': c[0] = '\n'; break;
 		case 'r': c[0] = '\r'; break;
 		case 't': c[0] = '\t'; break;
+		/* clang-format on */
 		case 'u': {
 			uint32_t cp, lo;
 			if (e - p < 6 || hex4(p + 2, &cp) < 0)

@@ -599,6 +599,8 @@ main(int argc, char **argv)
 
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+		/* one option a line */
+		/* clang-format off */
 		switch (ch) {
 		case 'A':
 			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "bf16") != 0 && strcmp(optarg, "f32") != 0) {
@@ -625,6 +627,7 @@ main(int argc, char **argv)
 		case 'v': o.verbose = 1; break;
 		default: usage(stderr); return LLM_EXIT_USAGE;
 		}
+		/* clang-format on */
 	}
 	if (argc - optind != 1) {
 		usage(stderr);

@@ -1119,12 +1119,15 @@ bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threa
 }
 
 /* llama-bench's markdown: its columns, widths and alignment. */
+/* a table, one line */
+/* clang-format off */
 static const struct {
 	const char *name;
 	int width; /* < 0: left-aligned */
 } bench_cols[] = {
 	{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}, {"test", 15}, {"t/s", 20},
 };
+/* clang-format on */
 
 static void
 bench_header(void)
@@ -1394,6 +1397,8 @@ unescape(char *s)
 			*o++ = *s;
 			continue;
 		}
+		/* one escape a line */
+		/* clang-format off */
 		switch (*++s) {
 		case 'n': *o++ = '\n'; break;
 		case 'r': *o++ = '\r'; break;
@@ -1401,6 +1406,7 @@ unescape(char *s)
 		case '\'': case '"': case '\\': *o++ = *s; break;
 		default: *o++ = '\\'; *o++ = *s; break;
 		}
+		/* clang-format on */
 	}
 	*o = 0;
 }
@@ -1433,6 +1439,8 @@ struct args {
 	enum mode mode;
 };
 
+/* the options, packed */
+/* clang-format off */
 enum {
 	OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
@@ -1440,6 +1448,7 @@ enum {
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE,
 };
+/* clang-format on */
 static const struct option longopts[] = {
 	{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
 	{"bench", optional_argument, NULL, OPT_BENCH},

@@ -169,6 +169,8 @@ blocks(const char *type, const char *values, const char *out)
 	return 0;
 }
 
+/* a table */
+/* clang-format off */
 static const struct {
 	const char *name;
 	enum llama_ftype ftype;
@@ -180,6 +182,7 @@ static const struct {
 	{"Q4_K_M", LLAMA_FTYPE_MOSTLY_Q4_K_M}, {"Q5_K_S", LLAMA_FTYPE_MOSTLY_Q5_K_S},
 	{"Q5_K_M", LLAMA_FTYPE_MOSTLY_Q5_K_M}, {"Q6_K", LLAMA_FTYPE_MOSTLY_Q6_K},
 };
+/* clang-format on */
 
 static void
 quiet(enum ggml_log_level level, const char *text, void *user)

@@ -69,6 +69,8 @@ struct preset {
 	"  \"transformers_version\": \"4.39.3\"\n" \
 	"}\n"
 
+/* a table */
+/* clang-format off */
 static const struct preset presets[] = {
 	/* A small model with the real vocabulary and tokenizer. */
 	{"tiny", 64, 2, 4, 2, 128, 151936, 4096, 0, "1e-06", "10000.0",
@@ -108,6 +110,7 @@ static const struct preset presets[] = {
 	 "  \"transformers_version\": \"4.51.0\"\n"
 	 "}\n", 128},
 };
+/* clang-format on */
 
 enum family { QWEN2, LLAMA, QWEN3 };
 static const char *const family_names[] = {"qwen2", "llama", "qwen3"};

@@ -112,6 +112,8 @@ main(int argc, char **argv)
 	llm_setprog(argv[0]);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		int m = MODE_NONE;
+		/* one option a line */
+		/* clang-format off */
 		switch (c) {
 		case 'h': usage(0);
 		case OPT_ADD_SPECIAL: add_special = 1; break;
@@ -121,6 +123,7 @@ main(int argc, char **argv)
 		case OPT_TOKENIZE: m = MODE_TOKENIZE; break;
 		default: usage(LLM_EXIT_USAGE);
 		}
+		/* clang-format on */
 		if (m != MODE_NONE) {
 			if (mode != MODE_NONE && mode != m)
 				usage(LLM_EXIT_USAGE);

@@ -103,6 +103,8 @@ exact16(uint16_t h)
 
 T_TEST(dtype_names_and_sizes)
 {
+	/* a table */
+	/* clang-format off */
 	static const struct { enum llm_dtype t; const char *st, *name; size_t size; } want[] = {
 		{LLM_DT_F32, "F32", "f32", 4}, {LLM_DT_F16, "F16", "f16", 2},
 		{LLM_DT_BF16, "BF16", "bf16", 2}, {LLM_DT_F64, "F64", "f64", 8},
@@ -113,6 +115,7 @@ T_TEST(dtype_names_and_sizes)
 		{LLM_DT_BOOL, "BOOL", "bool", 1}, {LLM_DT_F8_E4M3, "F8_E4M3", "f8e4m3", 1},
 		{LLM_DT_F8_E5M2, "F8_E5M2", "f8e5m2", 1},
 	};
+	/* clang-format on */
 	T_CHECK(LLM_NELEM(want) == LLM_DT_COUNT - 1);
 	for (size_t i = 0; i < LLM_NELEM(want); i++) {
 		T_CHECKF(llm_dtype_size(want[i].t) == want[i].size, "%s", want[i].st);

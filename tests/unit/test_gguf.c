@@ -24,10 +24,13 @@ put_le(struct llm_buf *b, uint64_t v, int n)
 	}
 }
 
+/* one-line helpers */
+/* clang-format off */
 static void put_u8(struct llm_buf *b, uint64_t v) { put_le(b, v, 1); }
 static void put_u16(struct llm_buf *b, uint64_t v) { put_le(b, v, 2); }
 static void put_u32(struct llm_buf *b, uint64_t v) { put_le(b, v, 4); }
 static void put_u64(struct llm_buf *b, uint64_t v) { put_le(b, v, 8); }
+/* clang-format on */
 
 static void
 put_f32(struct llm_buf *b, float f)
@@ -242,6 +245,8 @@ rich_file(struct llm_buf *b, uint32_t version)
 		ne_q8[] = {32, 2}, ne_q4k[] = {256}, ne_4d[] = {1, 2, 1, 2};
 
 	header(b, version, 6, 28);
+	/* a key and its value a line */
+	/* clang-format off */
 	kv(b, "general.architecture", LLM_GGUF_STRING); put_str(b, "llama");
 	kv(b, "general.alignment", LLM_GGUF_U32); put_u32(b, 64);
 	kv(b, "t.u8", LLM_GGUF_U8); put_u8(b, 200);
@@ -276,6 +281,7 @@ rich_file(struct llm_buf *b, uint32_t version)
 	arr(b, LLM_GGUF_U32, 2); put_u32(b, 1); put_u32(b, 2);
 	arr(b, LLM_GGUF_STRING, 1); put_str(b, "p");
 	arr(b, LLM_GGUF_ARRAY, 1); arr(b, LLM_GGUF_I8, 0);
+	/* clang-format on */
 
 	tinfo(b, "w.q4k", 1, ne_q4k, LLM_GGML_Q4_K, 320);  /* 144 bytes */
 	tinfo(b, "w.f32", 2, ne_f32, LLM_GGML_F32, 0);     /* 24 */
@@ -898,11 +904,14 @@ T_TEST(random_corruption_never_escapes_the_file)
 		for (int k = 0; k < nflip; k++) {
 			size_t at = (size_t)(next_rand() % len);
 			/* Mostly small integers and 0xff runs: lengths and counts. */
+			/* one case a line */
+			/* clang-format off */
 			switch (next_rand() % 3) {
 			case 0: copy[at] = (uint8_t)next_rand(); break;
 			case 1: copy[at] ^= (uint8_t)(1u << (next_rand() % 8)); break;
 			default: copy[at] = 0xff; break;
 			}
+			/* clang-format on */
 		}
 		if (llm_gguf_open_mem(&g, copy, len, "corrupt.gguf") == 0) {
 			opened++;
@@ -1000,10 +1009,13 @@ T_TEST(stories260k)
 		"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm",
 		"ffn_gate", "ffn_down", "ffn_up", "ffn_norm",
 	};
+	/* a table */
+	/* clang-format off */
 	static const int64_t shapes[][2] = {
 		{64, 64}, {32, 64}, {32, 64}, {64, 64}, {64, 0},
 		{172, 64}, {64, 172}, {172, 64}, {64, 0},
 	};
+	/* clang-format on */
 	struct llm_gguf g;
 	const struct llm_gguf_value *a;
 	const struct llm_gguf_tensor *t;

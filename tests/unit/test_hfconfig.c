@@ -150,6 +150,8 @@ T_TEST(explicit_values_override_defaults)
 }
 
 /* Each config must be rejected with a message naming config.json. */
+/* a table */
+/* clang-format off */
 static const struct {
 	const char *cfg, *want;
 } bad[] = {
@@ -254,6 +256,7 @@ static const struct {
 	{ "{\"hidden_size\": 64,\n \"x\": }", "config.json:2:" },
 	{ "", "config.json:1:" },
 };
+/* clang-format on */
 
 T_TEST(bad_configs_are_rejected)
 {

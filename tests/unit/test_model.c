@@ -213,12 +213,15 @@ T_TEST(build_and_parse_round_trip)
 {
 	struct llm_model d, m, m2;
 	const char *files[] = {"tokenizer.json"}, *src[] = {"model.safetensors"};
+	/* a table */
+	/* clang-format off */
 	struct llm_plan_tensor t[2] = {
 		{.name = "embed", .nsource = 1, .source = {"model.embed_tokens.weight"}, .transform = "copy",
 		    .dtype = LLM_DT_BF16, .ndim = 2, .shape = {10, 8}, .offset = 0, .bytes = 160},
 		{.name = "layers.0.wq", .nsource = 1, .source = {"blk.0.attn_q.weight"}, .transform = "unpermute_qk",
 		    .heads = 2, .dtype = LLM_DT_F32, .ndim = 2, .shape = {8, 8}, .offset = 192, .bytes = 256},
 	};
+	/* clang-format on */
 
 	llm_model_init(&d);
 	T_CHECK(strcmp(d.weights_file, "weights.bin") == 0 && d.bos_id == -1 && d.act_dtype == LLM_DT_F32);

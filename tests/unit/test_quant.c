@@ -134,6 +134,8 @@ T_TEST(layout_names_and_sizes)
 {
 	struct llm_qlayout l;
 	char name[LLM_QLAYOUT_NAME];
+	/* a table */
+	/* clang-format off */
 	static const struct {
 		uint32_t t;
 		const char *name;
@@ -149,6 +151,7 @@ T_TEST(layout_names_and_sizes)
 		{LLM_GGML_Q4_K, "u4-r8-g32-min-sub8", 1}, {LLM_GGML_Q5_K, "i8-r8-g32-min-sub8", 1},
 		{LLM_GGML_Q6_K, "i8-r8-g16-sub8", 1},
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		T_CHECK(llm_qlayout_of(want[i].t, want[i].sub, &l) == 0);
 		llm_qlayout_name(&l, name);
@@ -292,6 +295,8 @@ T_TEST(quantize_grid_values_exactly)
 
 T_TEST(quantize_error_within_the_bits)
 {
+	/* a table */
+	/* clang-format off */
 	static const struct {
 		uint32_t t;
 		double rel;  /* RMS error / RMS value, a uniform row */
@@ -299,6 +304,7 @@ T_TEST(quantize_error_within_the_bits)
 		{LLM_GGML_Q8_0, 0.005}, {LLM_GGML_Q4_0, 0.08}, {LLM_GGML_Q4_1, 0.08}, {LLM_GGML_Q5_0, 0.04},
 		{LLM_GGML_Q5_1, 0.037}, {LLM_GGML_Q4_K, 0.07}, {LLM_GGML_Q5_K, 0.035}, {LLM_GGML_Q6_K, 0.017},
 	};
+	/* clang-format on */
 	float x[1024], y[1024];
 	uint64_t r = 12345;
 	for (int j = 0; j < 1024; j++) {

@@ -261,6 +261,8 @@ T_TEST(bad_lengths_and_truncated_files)
 }
 
 /* Each header must be rejected with the given message part. */
+/* a table */
+/* clang-format off */
 static const struct {
 	const char *header;
 	size_t datalen;
@@ -331,6 +333,7 @@ static const struct {
 	    "tensor '(name with control characters)': unknown dtype '(name with control characters)'" },
 	{ "{\"a\\u0000b\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [0, 1]}}", 1, "bad header JSON" },
 };
+/* clang-format on */
 
 T_TEST(bad_headers_are_rejected)
 {
@@ -505,6 +508,8 @@ T_TEST(sharded_checkpoint_via_directory_and_index)
 
 T_TEST(sharded_inconsistencies_are_rejected)
 {
+	/* a table */
+	/* clang-format off */
 	static const struct { const char *map, *want;
 	} cases[] = {
 		/* A shard that does not exist. */
@@ -529,6 +534,7 @@ T_TEST(sharded_inconsistencies_are_rejected)
 		    "tensor '(name with control characters)': bad shard name '(name with" },
 		{ "", "empty 'weight_map'" },
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		char dname[32];
 		snprintf(dname, sizeof(dname), "bad%zu", i);

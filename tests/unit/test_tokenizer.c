@@ -186,8 +186,11 @@ T_TEST(added_tokens_are_cut_out_before_bpe_and_skipped_when_special)
 static struct llm_tokenizer *
 spm_tokenizer(void)
 {
+	/* clang-format would join these two lines */
+	/* clang-format off */
 	static const char *const base[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "h", "e", "l", "o",
 		"\xe2\x96\x81h", "he", "ll", "llo", "\xe2\x96\x81he", "\xe2\x96\x81hello", "<ctl>"};
+	/* clang-format on */
 	static const float base_scores[] = {0, 0, 0, -1, -2, -2, -2, -2, -5, -6, -3, -4, -7, -8, 0};
 	static const int32_t base_types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
 	size_t nb = LLM_NELEM(base), n = nb + 256;
@@ -278,6 +281,8 @@ T_TEST(build_rejects_a_merge_of_unknown_tokens)
 
 T_TEST(load_errors_name_the_file_and_the_feature)
 {
+	/* a table */
+	/* clang-format off */
 	static const struct {
 		const char *json, *err;
 	} cases[] = {
@@ -302,6 +307,7 @@ T_TEST(load_errors_name_the_file_and_the_feature)
 		{ "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2147483646}, \"merges\": []}}",
 		    "test.json: model: vocab entry 'a' has id 2147483646, past the 16777216 a tokenizer may have" },
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		struct llm_tokenizer *t = llm_tokenizer_load_json(cases[i].json, strlen(cases[i].json), "test.json");
 		T_CHECKF(t == NULL, "case %zu", i);
