@@ -131,8 +131,7 @@ check_name(const char *bpath, const char *name)
 /* Parse the records "LEN key=value\n" of a pax extended header; keep
  * "path" and "size". */
 static int
-pax_parse(const char *bpath, uint64_t hoff, const char *d, size_t n, char **path, uint64_t *size,
-    int *has_size)
+pax_parse(const char *bpath, uint64_t hoff, const char *d, size_t n, char **path, uint64_t *size, int *has_size)
 {
 	size_t i = 0;
 
@@ -282,8 +281,10 @@ open_tar(struct llm_bundle *b)
 		has_pax = has_pax_size = 0;
 		if (type != '0' && type != 0) {
 			const char *what = type == '1' || type == '2' ? "a link" :
-			    type == '3' || type == '4' ? "a device" :
-			    type == '5' ? "a directory" : type == '6' ? "a FIFO" : "not a regular file";
+			    type == '3' || type == '4'                ? "a device" :
+			    type == '5'                               ? "a directory" :
+			    type == '6'                               ? "a FIFO" :
+									"not a regular file";
 			llm_seterr("%s: member '%s' is %s (only regular files are allowed)", p, name, what);
 			free(name);
 			return -1;
@@ -586,8 +587,8 @@ llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int f
 /* ---- writing ---- */
 
 struct wctx {
-	FILE *fp;       /* NULL: count only */
-	uint64_t n;     /* bytes written so far */
+	FILE *fp;   /* NULL: count only */
+	uint64_t n; /* bytes written so far */
 };
 
 static la_ssize_t
@@ -612,8 +613,7 @@ new_writer(struct wctx *w)
 	 * records; no blocking, so that every byte reaches write_cb at once
 	 * and w->n is the exact position. */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-	    archive_write_add_filter_none(a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK ||
+	    archive_write_add_filter_none(a) != ARCHIVE_OK || archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK ||
 	    archive_write_open(a, w, NULL, write_cb, NULL) != ARCHIVE_OK)
 		llm_fatal("libarchive: %s", archive_error_string(a));
 	return a;
@@ -660,8 +660,7 @@ header_bytes(const char *name, uint64_t size)
 }
 
 static int
-write_member(struct archive *a, const char *label, const char *name, int fd,
-    uint64_t size)
+write_member(struct archive *a, const char *label, const char *name, int fd, uint64_t size)
 {
 	static char buf[1 << 20];
 	struct archive_entry *e = new_entry(name, size);
@@ -733,7 +732,7 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 			 * member's header(s): the data lands on the boundary. */
 			uint64_t ph = header_bytes(LLM_BUNDLE_PAD, 0), mh = header_bytes(src[i].name, size);
 			uint64_t at = LLM_ALIGN_UP(w.n, BLOCK) + ph + mh,
-			         pad = (LLM_BUNDLE_ALIGN - at % LLM_BUNDLE_ALIGN) % LLM_BUNDLE_ALIGN;
+				 pad = (LLM_BUNDLE_ALIGN - at % LLM_BUNDLE_ALIGN) % LLM_BUNDLE_ALIGN;
 			if (header_bytes(LLM_BUNDLE_PAD, pad) != ph) {
 				llm_seterr("%s: cannot pad to alignment", out);
 				close(fd);

@@ -21,17 +21,17 @@
 #define LLM_BUNDLE_PAD ".pad"
 
 struct llm_member {
-	char *name;             /* relative name, e.g. "weights.bin" */
-	char *label;            /* for messages: "model.llm: weights.bin" or "out/weights.bin" */
-	uint64_t offset;        /* of the data in the bundle file; 0 in a directory */
+	char *name;      /* relative name, e.g. "weights.bin" */
+	char *label;     /* for messages: "model.llm: weights.bin" or "out/weights.bin" */
+	uint64_t offset; /* of the data in the bundle file; 0 in a directory */
 	uint64_t size;
 };
 
 struct llm_bundle {
-	char *path;             /* as given */
+	char *path; /* as given */
 	int is_dir;
-	int fd;                 /* the bundle file; -1 for a directory */
-	uint64_t size;          /* of the bundle file */
+	int fd;        /* the bundle file; -1 for a directory */
+	uint64_t size; /* of the bundle file */
 	size_t n;
 	struct llm_member *members; /* in archive order (a directory: sorted by name) */
 };
@@ -78,8 +78,8 @@ void *llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb,
  * to out ("-": stdout) and read back with llm_bundle_open before the
  * rename.  0, or -1 with llm_errmsg. */
 struct llm_bundle_src {
-	const char *name;       /* member name */
-	const char *path;       /* file to copy */
+	const char *name; /* member name */
+	const char *path; /* file to copy */
 	int align;
 };
 int llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n);

@@ -129,7 +129,7 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 		return llm_seterr("%s: expected a JSON array of messages", name);
 	}
 	size_t n0 = c->n;
-	json_array_foreach(root, i, m) {
+	json_array_foreach (root, i, m) {
 		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content"); /* borrowed */
 		if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
 			json_decref(root);
@@ -198,8 +198,10 @@ js_loosely_false(const char *s, size_t n)
 	if (base) {
 		int zero = 1;
 		for (i = b + 2; i < e; i++) {
-			int c = (unsigned char)s[i], d = c >= '0' && c <= '9' ? c - '0' :
-			    (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : 99;
+			int c = (unsigned char)s[i],
+			    d = c >= '0' && c <= '9'               ? c - '0' :
+			    (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 :
+								     99;
 			if (d >= base)
 				return 0;
 			zero &= d == 0;
@@ -219,7 +221,7 @@ js_loosely_false(const char *s, size_t n)
 			i++, nd++;
 	}
 	if (nd == 0)
-		return 0;       /* NaN, or Infinity: not 0 either way */
+		return 0; /* NaN, or Infinity: not 0 either way */
 	if (i < e && (s[i] | 0x20) == 'e') {
 		size_t ne = 0;
 		i++;
@@ -453,7 +455,7 @@ render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct
 		const struct llm_chat_msg *m = &c->msgs[i];
 		if (is(m, "user") != ((i - first) % 2 == 0))
 			return llm_seterr("chat template 'llama2': "
-			    "Conversation roles must alternate user/assistant/user/assistant/...");
+					  "Conversation roles must alternate user/assistant/user/assistant/...");
 		struct llm_buf content = {0};
 		if (i == first && sys) {
 			put(&content, "<<SYS>>\n");

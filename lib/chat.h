@@ -60,8 +60,8 @@ const char *llm_chat_end_of_turn(int tmpl);
 
 struct llm_chat_msg {
 	char *role;
-	char *content;          /* valid UTF-8, NUL-terminated */
-	size_t len;             /* of content */
+	char *content; /* valid UTF-8, NUL-terminated */
+	size_t len;    /* of content */
 };
 
 /* A conversation, in order. */
@@ -84,7 +84,7 @@ int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char 
 /* Append the rendered conversation to out.  bos and eos are the bos_token
  * and eos_token strings.  0, or -1 with llm_errmsg when the template
  * raises an error (llama2's role order), out unchanged then. */
-int llm_chat_render(int tmpl, const struct llm_chat *c, int add_generation_prompt, const char *bos,
-	const char *eos, struct llm_buf *out);
+int llm_chat_render(int tmpl, const struct llm_chat *c, int add_generation_prompt, const char *bos, const char *eos,
+    struct llm_buf *out);
 
 #endif

@@ -16,8 +16,8 @@
 
 struct llm_chat_cache {
 	int64_t *ids;
-	size_t *end;            /* (n) end of token i's text in text */
-	unsigned char *cut;     /* (n) 1: the cache may be cut after token i */
+	size_t *end;        /* (n) end of token i's text in text */
+	unsigned char *cut; /* (n) 1: the cache may be cut after token i */
 	size_t n, cap;
 	struct llm_buf text;
 };

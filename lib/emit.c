@@ -36,19 +36,19 @@ struct em {
 	struct llm_buf *b;
 	const struct llm_model *m;
 	const struct llm_model_config *c;
-	struct rows R;     /* rows of the chunk */
-	int64_t id;        /* next llm.id */
+	struct rows R; /* rows of the chunk */
+	int64_t id;    /* next llm.id */
 	int layer;
 	const char *stage;
 	int nval;
-	const char *wt;    /* weight element type */
-	const char *kvt;   /* KV cache element type */
-	struct qact qa;    /* the activations last quantized (qact) */
-	int xk;            /* the plan has i4 codes in groups of 32 (Q4_0): qact makes qa.xk */
-	int qdot;          /* the int8 kernels are called */
+	const char *wt;       /* weight element type */
+	const char *kvt;      /* KV cache element type */
+	struct qact qa;       /* the activations last quantized (qact) */
+	int xk;               /* the plan has i4 codes in groups of 32 (Q4_0): qact makes qa.xk */
+	int qdot;             /* the int8 kernels are called */
 	const char *bx, *bxr; /* the activations last rounded to bf16, and
 	                       * the rounding (bround) */
-	int bdot;          /* the bf16 kernel is called */
+	int bdot;             /* the bf16 kernel is called */
 };
 
 /* The strings of one module (value names, types, op text) live in a
@@ -100,8 +100,7 @@ val(struct em *e, const char *hint)
 static const char *
 attrs(struct em *e)
 {
-	return fmt("llm.id = %" PRId64 " : i64, llm.layer = %d : i64, llm.stage = \"%s\"",
-	    e->id++, e->layer, e->stage);
+	return fmt("llm.id = %" PRId64 " : i64, llm.layer = %d : i64, llm.stage = \"%s\"", e->id++, e->layer, e->stage);
 }
 
 /* A top-level op: "lhs = pre {attrs} post". */
@@ -223,8 +222,8 @@ generic(struct em *e, const struct gspec *g)
 	llm_buf_printf(e->b, "    %s = %s attrs = {%s, llm.sched = \"%s\"} {\n    ^bb0(", r, b.p, attrs(e), g->sched);
 	for (int i = 0; i < g->nin; i++)
 		llm_buf_printf(e->b, "%%a%d: %s, ", i, g->in[i].elt);
-	llm_buf_printf(e->b, "%%o: %s):\n%s      linalg.yield %%r : %s\n    } -> %s\n",
-	    elt_of_type(g->otype), g->body, elt_of_type(g->otype), g->otype);
+	llm_buf_printf(e->b, "%%o: %s):\n%s      linalg.yield %%r : %s\n    } -> %s\n", elt_of_type(g->otype), g->body,
+	    elt_of_type(g->otype), g->otype);
 	llm_buf_free(&b);
 	return r;
 }
@@ -329,14 +328,18 @@ headnorm(struct em *e, const char *x, int64_t nh, const char *w_name)
 		top(e, rh.dyn, fmt("arith.muli %%R, %s", n), ": index");
 	}
 	const char *x3 = val(e, "hn"), *x2 = val(e, "hn"), *y3 = val(e, "hn"), *y = val(e, "hn");
-	top(e, x3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", x,
-	    e->R.dyn[0] ? "%R" : "1", nh, hd), fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), t3));
+	top(e, x3,
+	    fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", x,
+		e->R.dyn[0] ? "%R" : "1", nh, hd),
+	    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), t3));
 	top(e, x2, fmt("tensor.collapse_shape %s [[0, 1], [2]]", x3), fmt(": %s into %s", t3, tensor2(rh, hd, "f32")));
 	const char *n2 = rmsnorm_of(e, x2, rh, hd, w_name);
-	top(e, y3, fmt("tensor.expand_shape %s [[0, 1], [2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", n2,
-	    e->R.dyn[0] ? "%R" : "1", nh, hd), fmt(": %s into %s", tensor2(rh, hd, "f32"), t3));
-	top(e, y, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y3), fmt(": %s into %s", t3,
-	    tensor2(e->R, nh * hd, "f32")));
+	top(e, y3,
+	    fmt("tensor.expand_shape %s [[0, 1], [2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", n2,
+		e->R.dyn[0] ? "%R" : "1", nh, hd),
+	    fmt(": %s into %s", tensor2(rh, hd, "f32"), t3));
+	top(e, y, fmt("tensor.collapse_shape %s [[0], [1, 2]]", y3),
+	    fmt(": %s into %s", t3, tensor2(e->R, nh * hd, "f32")));
 	return y;
 }
 
@@ -344,8 +347,8 @@ headnorm(struct em *e, const char *x, int64_t nh, const char *w_name)
  * viewed as `bshape` ("AxBx...x") and broadcast by `bmap`.  yt, dyn, omap,
  * nd and iters as for generic(). */
 static const char *
-product_init(struct em *e, const char *b_name, const char *bshape, const char *bmap, const char *yt,
-    const char *dyn, const char *omap, int nd, const char *iters)
+product_init(struct em *e, const char *b_name, const char *bshape, const char *bmap, const char *yt, const char *dyn,
+    const char *omap, int nd, const char *iters)
 {
 	if (!b_name)
 		return generic(e, &(struct gspec){.sched = "fill", .hint = "zero", .otype = yt, .odyn = dyn,
@@ -415,9 +418,9 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
  * (G or G/2), four says the codes are nibbles. */
 struct qparts {
 	const char *codes, *scales, *mins;
-	const char *ct, *st; /* their tensor types */
-	const char *se;      /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
-	const char *sd, *md, *dt; /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
+	const char *ct, *st;          /* their tensor types */
+	const char *se;               /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
+	const char *sd, *md, *dt;     /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
 	int64_t nt, ng, R, G, B, gpb; /* gpb: "-sub8" groups a block */
 	int four, code, sub;
 };
@@ -448,7 +451,7 @@ qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 	struct qparts q = qinfo(t);
 	int64_t n = t->shape[0], k = t->shape[1];
 	const char *cs = pieces ? fmt("%" PRId64 "x%" PRId64 "x%dx64xi8", q.nt, q.ng, pieces) :
-	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
+				  fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
 	q.ct = fmt("tensor<%s>", cs);
 	q.st = fmt("tensor<%s>", ss);
@@ -511,15 +514,18 @@ qvalue(const struct qparts *q, const char *code, const char *sc, const char *mn,
 			  "%s",
 		    pre, half, code, code,
 		    q->code == LLM_QCODE_I4 ?
-			"      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" : "");
+			"      %c8 = arith.constant 8 : i8\n      %cq = arith.subi %nb, %c8 : i8\n" :
+			"");
 		code = q->code == LLM_QCODE_I4 ? "%cq" : "%nb";
 	}
 	if (!mn)
 		return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
-			   "      %s = arith.mulf %s, %%qf : f32\n", pre, code, res, sc);
+			   "      %s = arith.mulf %s, %%qf : f32\n",
+		    pre, code, res, sc);
 	return fmt("%s      %%qf = arith.sitofp %s : i8 to f32\n"
 		   "      %%qs = arith.mulf %s, %%qf : f32\n"
-		   "      %s = arith.addf %%qs, %s : f32\n", pre, code, sc, res, mn);
+		   "      %s = arith.addf %%qs, %s : f32\n",
+	    pre, code, sc, res, mn);
 }
 
 /* The same for a generic whose operands %aQ, %aS, %aM (am < 0: none) are
@@ -561,20 +567,19 @@ qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
 	const char *ot = fmt("tensor<%sx%" PRId64 "x%sxf32>", e->R.t, q.ng, lanes);
 	if (q.sub)
 		qf.se = "f32"; /* qfactor computes them in f32 */
-	const char *body = fmt(
-	    "      %%si = linalg.index 0 : index\n"
-	    "      %%g = linalg.index 1 : index\n"
-	    "      %%j = linalg.index %d : index\n"
-	    "%s"
-	    "      %%id = tensor.extract %%tok[%%si] : %s\n"
-	    "      %%ii = arith.index_cast %%id : i64 to index\n"
-	    "      %%c8i = arith.constant 8 : index\n"
-	    "      %%t = arith.divui %%ii, %%c8i : index\n"
-	    "      %%h = arith.remui %%ii, %%c8i : index\n"
-	    "      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n"
-	    "%s"
-	    "%s"
-	    "%s",
+	const char *body = fmt("      %%si = linalg.index 0 : index\n"
+			       "      %%g = linalg.index 1 : index\n"
+			       "      %%j = linalg.index %d : index\n"
+			       "%s"
+			       "      %%id = tensor.extract %%tok[%%si] : %s\n"
+			       "      %%ii = arith.index_cast %%id : i64 to index\n"
+			       "      %%c8i = arith.constant 8 : index\n"
+			       "      %%t = arith.divui %%ii, %%c8i : index\n"
+			       "      %%h = arith.remui %%ii, %%c8i : index\n"
+			       "      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n"
+			       "%s"
+			       "%s"
+			       "%s",
 	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct,
 	    qfactor(&q, q.scales, q.sd, "%ws"), q.mins ? qfactor(&q, q.mins, q.md, "%wm") : "",
 	    qvalue(&qf, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
@@ -605,8 +610,9 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	/* lanes: "G" or "2xG/2" */
 	const char *lanes = q.four ? fmt("2x%" PRId64, q.B) : fmt("%" PRId64, q.G);
 	const char *xt = fmt("tensor<1x%" PRId64 "x%sxf32>", q.ng, lanes);
-	top(e, xe, fmt("tensor.expand_shape %s [[0], [1, 2%s]] output_shape [1, %" PRId64 ", %s]", x,
-	    q.four ? ", 3" : "", q.ng, q.four ? fmt("2, %" PRId64, q.B) : fmt("%" PRId64, q.G)),
+	top(e, xe,
+	    fmt("tensor.expand_shape %s [[0], [1, 2%s]] output_shape [1, %" PRId64 ", %s]", x, q.four ? ", 3" : "",
+		q.ng, q.four ? fmt("2, %" PRId64, q.B) : fmt("%" PRId64, q.G)),
 	    fmt(": tensor<1x%" PRId64 "xf32> into %s", k, xt));
 	/* With 4-bit codes the halves of x's groups are two operands, each
 	 * read as one vector of G/2 (a [2, G/2] read of the expanded x is
@@ -616,11 +622,13 @@ qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char 
 	if (q.four) {
 		xlo = val(e, "qxl");
 		xhi = val(e, "qxh");
-		top(e, xlo, fmt("tensor.extract_slice %s[0, 0, 0, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
-		    xe, q.ng, q.B),
+		top(e, xlo,
+		    fmt("tensor.extract_slice %s[0, 0, 0, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng,
+			q.B),
 		    fmt(": %s to %s", xt, xht));
-		top(e, xhi, fmt("tensor.extract_slice %s[0, 0, 1, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
-		    xe, q.ng, q.B),
+		top(e, xhi,
+		    fmt("tensor.extract_slice %s[0, 0, 1, 0] [1, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", xe, q.ng,
+			q.B),
 		    fmt(": %s to %s", xt, xht));
 	}
 	const char *at = fmt("tensor<1x%" PRId64 "x%" PRId64 "x%sxf32>", q.nt, q.R, lanes);
@@ -785,7 +793,7 @@ qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
 	e->qa = (struct qact){x, fmt("%s#0", r), fmt("%s#1", r), fmt("%s#2", r), fmt("%s#3", r),
-	    ek ? fmt("%s#4", r) : NULL};
+		ek ? fmt("%s#4", r) : NULL};
 	return e->qa;
 }
 
@@ -847,12 +855,12 @@ qround(struct em *e, const char *x, struct rows r, int64_t k)
 /* What qdot's row passes share. */
 struct qd {
 	struct qact a;
-	struct qparts q;                /* W's views */
-	int64_t n, t0;                  /* W's rows; its first tile among the product's */
-	int pairs, na;                  /* 32-byte pieces a group: 8, or 4 (two rows each) */
-	const char *tq, *ts, *tb, *st;  /* x codes, sums of 4, per-block; the tile's y */
-	const char *bias, *bt;          /* the bias (its view, then its f32 vector), its element type */
-	const char *sx, *mx, *xt;       /* prefill, "-sub8": the tile's scales, offsets [ng, 8] f32, their type */
+	struct qparts q;               /* W's views */
+	int64_t n, t0;                 /* W's rows; its first tile among the product's */
+	int pairs, na;                 /* 32-byte pieces a group: 8, or 4 (two rows each) */
+	const char *tq, *ts, *tb, *st; /* x codes, sums of 4, per-block; the tile's y */
+	const char *bias, *bt;         /* the bias (its view, then its f32 vector), its element type */
+	const char *sx, *mx, *xt;      /* prefill, "-sub8": the tile's scales, offsets [ng, 8] f32, their type */
 };
 
 /* The scales (%_sv) and offsets (%_mv) of the 8 rows of tile %_t, group
@@ -914,8 +922,8 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	const char *b16 = "vector<16xi8>", *b32 = "vector<32xi8>", *b64 = "vector<64xi8>", *v4 = "vector<4xi32>";
 	const char *kty = fmt("(%s, %s, %s) -> %s", i16, b64, b64, i16);
 	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i16, b64, b64, i16, i16);
-	int nw = d->na / 2;            /* 64-byte pieces a group */
-	int rp = d->pairs ? 4 : 2;     /* rows of W a 64-byte piece holds */
+	int nw = d->na / 2;        /* 64-byte pieces a group */
+	int rp = d->pairs ? 4 : 2; /* rows of W a 64-byte piece holds */
 	int nacc = nw + (q->mins ? 1 : 0);
 	struct llm_buf accs = {0}, tys = {0}, outs = {0};
 
@@ -1147,8 +1155,10 @@ split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, co
 			break;
 		}
 		y[i] = val(e, "ys");
-		top(e, y[i], fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off,
-		    rw.dyn[0] ? "%R" : "1", n[i]), fmt(": %s to %s", yt, tensor2(rw, n[i], "f32")));
+		top(e, y[i],
+		    fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off,
+			rw.dyn[0] ? "%R" : "1", n[i]),
+		    fmt(": %s to %s", yt, tensor2(rw, n[i], "f32")));
 	}
 }
 
@@ -1189,8 +1199,13 @@ qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_
 	struct qact a = qact(e, x, rw, k);
 	const char *st = fmt("tensor<%sx8xf32>", rw.t);
 	for (int i = 0; i < nw; i++) {
-		d[i] = (struct qd){.a = a, .n = pt[i]->shape[0], .t0 = nt, .tq = tensor2(rw, k, "i8"),
-		    .ts = tensor2(rw, k / 4, "i32"), .tb = tensor2(rw, k / 32, "f32"), .st = st};
+		d[i] = (struct qd){.a = a,
+			.n = pt[i]->shape[0],
+			.t0 = nt,
+			.tq = tensor2(rw, k, "i8"),
+			.ts = tensor2(rw, k / 4, "i32"),
+			.tb = tensor2(rw, k / 32, "f32"),
+			.st = st};
 		struct qparts qi = qinfo(pt[i]);
 		d[i].pairs = qi.G == 16 || qi.four;
 		d[i].na = d[i].pairs ? 4 : 8;
@@ -1274,11 +1289,11 @@ bd16(const struct llm_plan_tensor *pt)
 
 /* One W of bdot() */
 struct bd {
-	int64_t n, c0;          /* rows, first chunk */
-	const char *w, *wt;     /* W as [n/64, 8, 8, k] bf16 */
-	const char *bias, *bt;  /* the bias as [n/64, 8, 8], its element type */
-	const char *xb, *xt;    /* x in bf16, its type */
-	const char *st;         /* the chunk's y: tensor<Rx8x8xf32> (stream, row) */
+	int64_t n, c0;         /* rows, first chunk */
+	const char *w, *wt;    /* W as [n/64, 8, 8, k] bf16 */
+	const char *bias, *bt; /* the bias as [n/64, 8, 8], its element type */
+	const char *xb, *xt;   /* x in bf16, its type */
+	const char *st;        /* the chunk's y: tensor<Rx8x8xf32> (stream, row) */
 };
 
 /* The sums of the 16 lanes of each of the 8 accumulators acc[s] as one
@@ -1530,8 +1545,7 @@ weight(struct em *e, const char *w_name, int64_t k)
  * when W's rows come in whole chunks, or to qgemv() when W is quantized
  * (prefill decodes a quantized W first: qdequant()). */
 static const char *
-linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name,
-    const char *sched)
+linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name, const char *b_name, const char *sched)
 {
 	const struct llm_plan_tensor *pt = weight(e, w_name, k);
 	int64_t n = pt->shape[0];
@@ -1625,46 +1639,54 @@ rope(struct em *e, const char *xp, const char *cs, const char *sn, int is_q)
 		sh3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "x%" PRId64 "xf32>", R, kvh, g, h2);
 		top(e, x4,
 		    fmt("tensor.expand_shape %s [[0], [1, 2, 3, 4]] output_shape [%s, %" PRId64 ", %" PRId64
-			", 2, %" PRId64 "]", xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+			", 2, %" PRId64 "]",
+			xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
 		    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), sh4));
 		top(e, x1,
 		    fmt("tensor.extract_slice %s[0, 0, 0, 0, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64
-			"] [1, 1, 1, 1, 1]", x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+			"] [1, 1, 1, 1, 1]",
+			x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
 		    fmt(": %s to %s", sh4, sh3));
 		top(e, x2,
 		    fmt("tensor.extract_slice %s[0, 0, 0, 1, 0] [%s, %" PRId64 ", %" PRId64 ", 1, %" PRId64
-			"] [1, 1, 1, 1, 1]", x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
+			"] [1, 1, 1, 1, 1]",
+			x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, g, h2),
 		    fmt(": %s to %s", sh4, sh3));
 		osh = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx2x%" PRId64 "x%s>", kvh, g, R, h2, elt);
 	} else {
 		sh4 = fmt("tensor<%sx%" PRId64 "x2x%" PRId64 "xf32>", R, kvh, h2);
 		sh3 = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", R, kvh, h2);
-		top(e, x4, fmt("tensor.expand_shape %s [[0], [1, 2, 3]] output_shape [%s, %" PRId64 ", 2, %" PRId64 "]",
-		    xp, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2),
+		top(e, x4,
+		    fmt("tensor.expand_shape %s [[0], [1, 2, 3]] output_shape [%s, %" PRId64 ", 2, %" PRId64 "]", xp,
+			e->R.dyn[0] ? e->R.dyn : "1", kvh, h2),
 		    fmt(": %s into %s", tensor2(e->R, nh * hd, "f32"), sh4));
-		top(e, x1, fmt("tensor.extract_slice %s[0, 0, 0, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
-		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
-		top(e, x2, fmt("tensor.extract_slice %s[0, 0, 1, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]",
-		    x4, e->R.dyn[0] ? e->R.dyn : "1", kvh, h2), fmt(": %s to %s", sh4, sh3));
+		top(e, x1,
+		    fmt("tensor.extract_slice %s[0, 0, 0, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", x4,
+			e->R.dyn[0] ? e->R.dyn : "1", kvh, h2),
+		    fmt(": %s to %s", sh4, sh3));
+		top(e, x2,
+		    fmt("tensor.extract_slice %s[0, 0, 1, 0] [%s, %" PRId64 ", 1, %" PRId64 "] [1, 1, 1, 1]", x4,
+			e->R.dyn[0] ? e->R.dyn : "1", kvh, h2),
+		    fmt(": %s to %s", sh4, sh3));
 		osh = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, elt);
 	}
 	const char *ct = fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
 	/* out = c == 0 ? x1*cos - x2*sin : x2*cos + x1*sin */
-	const char *body = fmt(
-	    "      %%ci = linalg.index %d : index\n"
-	    "      %%c0i = arith.constant 0 : index\n"
-	    "      %%is0 = arith.cmpi eq, %%ci, %%c0i : index\n"
-	    "      %%p1 = arith.mulf %%a0, %%a2 : f32\n"
-	    "      %%p2 = arith.mulf %%a1, %%a3 : f32\n"
-	    "      %%r0 = arith.subf %%p1, %%p2 : f32\n"
-	    "      %%p3 = arith.mulf %%a1, %%a2 : f32\n"
-	    "      %%p4 = arith.mulf %%a0, %%a3 : f32\n"
-	    "      %%r1 = arith.addf %%p3, %%p4 : f32\n"
-	    "%s",
+	const char *body = fmt("      %%ci = linalg.index %d : index\n"
+			       "      %%c0i = arith.constant 0 : index\n"
+			       "      %%is0 = arith.cmpi eq, %%ci, %%c0i : index\n"
+			       "      %%p1 = arith.mulf %%a0, %%a2 : f32\n"
+			       "      %%p2 = arith.mulf %%a1, %%a3 : f32\n"
+			       "      %%r0 = arith.subf %%p1, %%p2 : f32\n"
+			       "      %%p3 = arith.mulf %%a1, %%a2 : f32\n"
+			       "      %%p4 = arith.mulf %%a0, %%a3 : f32\n"
+			       "      %%r1 = arith.addf %%p3, %%p4 : f32\n"
+			       "%s",
 	    is_q ? 3 : 1,
-	    strcmp(elt, "f32") == 0 ? "      %r = arith.select %is0, %r0, %r1 : f32\n"
-	    : fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n"
-		  "      %%r = arith.truncf %%rs : f32 to %s\n", elt));
+	    strcmp(elt, "f32") == 0 ? "      %r = arith.select %is0, %r0, %r1 : f32\n" :
+				      fmt("      %%rs = arith.select %%is0, %%r0, %%r1 : f32\n"
+					  "      %%r = arith.truncf %%rs : f32 to %s\n",
+					  elt));
 	if (is_q) {
 		/* dims (h, g, s, c, j) */
 		ot = generic(e, &(struct gspec){.sched = "rope", .hint = "qr",
@@ -1715,7 +1737,7 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 {
 	const struct llm_model_config *c = e->c;
 	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim,
-	    C = llm_kv_positions(e->m->max_context);
+		C = llm_kv_positions(e->m->max_context);
 	const char *R = e->R.t, *kvt = e->kvt;
 	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
 	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
@@ -1728,11 +1750,10 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	const char *kt = val(e, "keys"), *vt = val(e, "vals");
 	const char *kn, *vn;
 	const char *kw = widen("%a1", kvt, "%kf", &kn), *vw = widen("%a1", kvt, "%vf", &vn);
-	const char *mask =
-	    "      %si = linalg.index 2 : index\n"
-	    "      %ti = linalg.index 3 : index\n"
-	    "      %lim = arith.addi %si, %pos : index\n"
-	    "      %ok = arith.cmpi ule, %ti, %lim : index\n";
+	const char *mask = "      %si = linalg.index 2 : index\n"
+			   "      %ti = linalg.index 3 : index\n"
+			   "      %lim = arith.addi %si, %pos : index\n"
+			   "      %ok = arith.cmpi ule, %ti, %lim : index\n";
 
 	top(e, kt, fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %" PRId64 ", %%L] [1, 1, 1]", kc, kvh, hd),
 	    fmt(": %s to %s", ckt, lkt));
@@ -1750,7 +1771,8 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	 * probs), not in a pass of their own; class "softmax" shares the
 	 * heads out over the threads. */
 	const char *scaled = fmt("%s      %%scale = arith.constant %.17g : f32\n"
-	    "      %%x = arith.mulf %%a0, %%scale : f32\n", mask, 1.0 / sqrt((double)hd));
+				 "      %%x = arith.mulf %%a0, %%scale : f32\n",
+	    mask, 1.0 / sqrt((double)hd));
 	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
 	const char *mx = generic(e, &(struct gspec){.sched = "softmax", .hint = "rowmax",
 	    INS({sc, st, "d0, d1, d2, d3", "f32"}), .init = m0, .otype = rt, .omap = "d0, d1, d2", .nd = 4,
@@ -1798,8 +1820,9 @@ cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 	int64_t plane = c->n_kv_heads * C * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
 	/* Keys are transposed, [KVH, HD, C], and viewed with the head dim
 	 * split in the halves RoPE writes; values plain, [KVH, C, HD]. */
-	const char *ty = which ? fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, C, c->head_dim, e->kvt)
-	    : fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, C, e->kvt);
+	const char *ty = which ?
+	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, C, c->head_dim, e->kvt) :
+	    fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, C, e->kvt);
 	const char *o = cindex(e, which ? "voff" : "koff", ((int64_t)l * 2 + which) * plane);
 
 	*mem = val(e, which ? "vm" : "km");
@@ -1824,7 +1847,8 @@ layer(struct em *e, const char *x, int l)
 	const char *qkv[3];
 	linears(e, h, e->R, d, 3, (const char *[]){wname(l, LLM_ROLE_WQ), wname(l, LLM_ROLE_WK), wname(l, LLM_ROLE_WV)},
 	    (const char *[]){bias ? wname(l, LLM_ROLE_BQ) : NULL, bias ? wname(l, LLM_ROLE_BK) : NULL,
-		bias ? wname(l, LLM_ROLE_BV) : NULL}, qkv);
+		    bias ? wname(l, LLM_ROLE_BV) : NULL},
+	    qkv);
 	const char *q = qkv[0], *k = qkv[1], *v = qkv[2];
 	if (c->qk_norm) {
 		q = headnorm(e, q, c->n_heads, wname(l, LLM_ROLE_QNORM));
@@ -1850,8 +1874,8 @@ layer(struct em *e, const char *x, int l)
 
 	/* v [R, KVH*HD] -> [KVH, R, HD] in the cache type */
 	const char *v3 = val(e, "v3"), *v3t = fmt("tensor<%sx%" PRId64 "x%" PRId64 "xf32>", R, kvh, hd);
-	top(e, v3, fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd,
-	    kvh, hd),
+	top(e, v3,
+	    fmt("tensor.expand_shape %s [[0], [1, 2]] output_shape [%s, %" PRId64 ", %" PRId64 "]", v, Rd, kvh, hd),
 	    fmt(": %s into %s", tensor2(e->R, kvh * hd, "f32"), v3t));
 	const char *vtt = fmt("tensor<%" PRId64 "x%sx%" PRId64 "x%s>", kvh, R, hd, e->kvt);
 	const char *vr = generic(e, &(struct gspec){.sched = "eltwise", .hint = "vt",
@@ -1867,10 +1891,13 @@ layer(struct em *e, const char *x, int l)
 	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s>", kvh, h2, Cp, e->kvt);
 	const char *ktt = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, e->kvt);
 	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
-	top(e, kc2, fmt("tensor.insert_slice %s into %s[0, 0, 0, %%pos] [%" PRId64 ", 2, %" PRId64 ", %s] [1, 1, 1, 1]",
-	    kr, kc, kvh, h2, Rd), fmt(": %s into %s", ktt, ct4));
-	top(e, vc2, fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr,
-	    vc, kvh, Rd, hd),
+	top(e, kc2,
+	    fmt("tensor.insert_slice %s into %s[0, 0, 0, %%pos] [%" PRId64 ", 2, %" PRId64 ", %s] [1, 1, 1, 1]", kr, kc,
+		kvh, h2, Rd),
+	    fmt(": %s into %s", ktt, ct4));
+	top(e, vc2,
+	    fmt("tensor.insert_slice %s into %s[0, %%pos, 0] [%" PRId64 ", %s, %" PRId64 "] [1, 1, 1]", vr, vc, kvh, Rd,
+		hd),
 	    fmt(": %s into %s", vtt, ct));
 	top(e, kall, fmt("tensor.collapse_shape %s [[0], [1, 2], [3]]", kc2), fmt(": %s into %s", ct4, ctk));
 	const char *att = attention(e, qr, kall, vc2);
@@ -1922,8 +1949,8 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 		e.xk |= m->tensors[i].layout && m->tensors[i].ql.code == LLM_QCODE_I4 && qa8(&m->tensors[i]);
 	e.stage = "embed";
 
-	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n",
-	    ph->name, m->family, m->architecture);
+	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n", ph->name,
+	    m->family, m->architecture);
 	llm_buf_printf(b, "module {\n  func.func @%s(", ph->entry);
 	for (int i = 0; i < LLM_PHASE_NARGS; i++)
 		llm_buf_printf(b, "%s%%%s: %s", i ? ", " : "", llm_phase_args[i].ssa, llm_phase_args[i].type);
@@ -1985,18 +2012,22 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	llm_buf_puts(b, "  }\n");
 	/* The int8 kernels, defined by llm-lower for the target. */
 	if (e.qdot)
-		llm_buf_puts(b, "  llvm.func @llm_qdot_i8(vector<16xi32>, vector<64xi8>, vector<64xi8>, vector<16xi32>)"
+		llm_buf_puts(b,
+		    "  llvm.func @llm_qdot_i8(vector<16xi32>, vector<64xi8>, vector<64xi8>, vector<16xi32>)"
 		    " -> vector<16xi32>\n"
 		    "  llvm.func @llm_qdot_u7(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>\n");
 	/* The bf16 kernel, likewise. */
 	if (e.bdot)
-		llm_buf_puts(b, "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"
+		llm_buf_puts(b,
+		    "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"
 		    " -> vector<16xf32>\n");
 
 	/* The plan fingerprint, so the runtime can refuse other weights. */
-	llm_buf_printf(b, "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"
+	llm_buf_printf(b,
+	    "  func.func @%s_fingerprint() -> i64 attributes {llvm.emit_c_interface} {\n"
 	    "    %%f = arith.constant %" PRId64 " : i64\n"
-	    "    func.return %%f : i64\n  }\n}\n", ph->entry, (int64_t)m->fingerprint);
+	    "    func.return %%f : i64\n  }\n}\n",
+	    ph->entry, (int64_t)m->fingerprint);
 	pool_free();
 	return 0;
 }

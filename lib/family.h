@@ -56,21 +56,21 @@ enum llm_role {
 
 struct llm_family_spec {
 	enum llm_family family;
-	const char *name;                       /* "qwen2": config.json model_type, GGUF
+	const char *name;                /* "qwen2": config.json model_type, GGUF
 	                                         * general.architecture, model.json family */
-	const char *architectures[4];           /* config.json architectures[0] */
-	int64_t max_position_embeddings;        /* config.json's default (transformers') */
-	int qkv_bias;                           /* always has q/k/v biases; else config.json's
+	const char *architectures[4];    /* config.json architectures[0] */
+	int64_t max_position_embeddings; /* config.json's default (transformers') */
+	int qkv_bias;                    /* always has q/k/v biases; else config.json's
 	                                         * attention_bias says, and mlp_bias is refused */
-	int sliding_window;                     /* config.json may turn on use_sliding_window
+	int sliding_window;              /* config.json may turn on use_sliding_window
 	                                         * (refused) */
-	int qk_norm;                            /* RMSNorm of each head of q and k (weights
+	int qk_norm;                     /* RMSNorm of each head of q and k (weights
 	                                         * [head_dim]) before RoPE */
-	int64_t head_dim;                       /* config.json's default head_dim; 0:
+	int64_t head_dim;                /* config.json's default head_dim; 0:
 	                                         * hidden_size / num_attention_heads */
 	/* Checkpoint names per role; "%d" is the layer. */
 	const char *hf[LLM_ROLE_COUNT];
-	const char *gguf[LLM_ROLE_COUNT];       /* llama.cpp's names */
+	const char *gguf[LLM_ROLE_COUNT]; /* llama.cpp's names */
 	/* GGUF stores the q and k projections (and biases) with the rows of
 	 * each head permuted for llama.cpp's RoPE (llama only): the plan
 	 * undoes it with the transform "unpermute_qk". */

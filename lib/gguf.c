@@ -17,8 +17,7 @@
 #include "quant.h"
 
 /* Tensor data is handed out in place, as little-endian bytes. */
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-	       "lib/gguf.c supports little-endian hosts only");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "lib/gguf.c supports little-endian hosts only");
 
 #define MIN_KV_BYTES 14     /* u64 key length, 1-byte key, u32 type, 1-byte value */
 #define MIN_TENSOR_BYTES 33 /* u64 name length, 1-byte name, u32 n_dims, u64 ne,
@@ -182,9 +181,8 @@ need(struct rd *r, uint64_t n, const char *what)
 	if (n <= left(r))
 		return 0;
 	return llm_seterr("%s: %s: truncated: %s at offset %llu needs %llu bytes, "
-			  "the file has %llu left", r->path, r->ctx, what,
-			  (unsigned long long)r->pos, (unsigned long long)n,
-			  (unsigned long long)left(r));
+			  "the file has %llu left",
+	    r->path, r->ctx, what, (unsigned long long)r->pos, (unsigned long long)n, (unsigned long long)left(r));
 }
 
 static int
@@ -217,9 +215,9 @@ rd_str(struct rd *r, const char **s, uint64_t *len, const char *what)
 		return -1;
 	if (*len > left(r))
 		return llm_seterr("%s: %s: %s at offset %llu is %llu bytes long, "
-				  "the file has %llu left", r->path, r->ctx, what,
-				  (unsigned long long)at, (unsigned long long)*len,
-				  (unsigned long long)left(r));
+				  "the file has %llu left",
+		    r->path, r->ctx, what, (unsigned long long)at, (unsigned long long)*len,
+		    (unsigned long long)left(r));
 	*s = (const char *)r->p + r->pos;
 	r->pos += *len;
 	return 0;
@@ -285,8 +283,8 @@ static int read_value(struct rd *r, enum llm_gguf_type t, struct llm_gguf_value 
 static int
 bad_bool(struct rd *r, uint64_t at, unsigned b)
 {
-	return llm_seterr("%s: %s: bool at offset %llu is %u, neither 0 nor 1", r->path,
-			  r->ctx, (unsigned long long)at, b);
+	return llm_seterr("%s: %s: bool at offset %llu is %u, neither 0 nor 1", r->path, r->ctx, (unsigned long long)at,
+	    b);
 }
 
 /* An array's body: u32 element type, u64 count, the elements.  depth is
@@ -300,8 +298,8 @@ read_array(struct rd *r, struct llm_gguf_value *v, int depth)
 	if (rd_u32(r, &et, "array element type") < 0 || rd_u64(r, &n, "array length") < 0)
 		return -1;
 	if (et >= LLM_GGUF_NTYPES)
-		return llm_seterr("%s: %s: array at offset %llu has unknown element type %u",
-				  r->path, r->ctx, (unsigned long long)at, et);
+		return llm_seterr("%s: %s: array at offset %llu has unknown element type %u", r->path, r->ctx,
+		    (unsigned long long)at, et);
 	v->elem_type = et;
 	v->data = r->p + r->pos;
 	if (value_types[et].size) {
@@ -309,9 +307,8 @@ read_array(struct rd *r, struct llm_gguf_value *v, int depth)
 		if (n > left(r) / sz)
 			return llm_seterr("%s: %s: array at offset %llu of %llu %s elements "
 					  "needs more than the %llu bytes left in the file",
-					  r->path, r->ctx, (unsigned long long)at,
-					  (unsigned long long)n, value_types[et].name,
-					  (unsigned long long)left(r));
+			    r->path, r->ctx, (unsigned long long)at, (unsigned long long)n, value_types[et].name,
+			    (unsigned long long)left(r));
 		if (et == LLM_GGUF_BOOL)
 			for (uint64_t i = 0; i < n; i++)
 				if (r->p[r->pos + i] > 1)
@@ -325,9 +322,9 @@ read_array(struct rd *r, struct llm_gguf_value *v, int depth)
 		/* Each string takes at least its 8-byte length. */
 		if (n > left(r) / 8)
 			return llm_seterr("%s: %s: array at offset %llu of %llu strings needs "
-					  "more than the %llu bytes left in the file", r->path,
-					  r->ctx, (unsigned long long)at, (unsigned long long)n,
-					  (unsigned long long)left(r));
+					  "more than the %llu bytes left in the file",
+			    r->path, r->ctx, (unsigned long long)at, (unsigned long long)n,
+			    (unsigned long long)left(r));
 		v->strs = llm_xreallocarray(NULL, n ? n : 1, sizeof(*v->strs));
 		v->len = n;
 		for (uint64_t i = 0; i < n; i++) {
@@ -341,13 +338,12 @@ read_array(struct rd *r, struct llm_gguf_value *v, int depth)
 	}
 	/* An array of arrays: each takes at least 12 bytes (type, count). */
 	if (depth >= LLM_GGUF_MAX_DEPTH)
-		return llm_seterr("%s: %s: arrays at offset %llu nested deeper than %d levels",
-				  r->path, r->ctx, (unsigned long long)at, LLM_GGUF_MAX_DEPTH);
+		return llm_seterr("%s: %s: arrays at offset %llu nested deeper than %d levels", r->path, r->ctx,
+		    (unsigned long long)at, LLM_GGUF_MAX_DEPTH);
 	if (n > left(r) / 12)
 		return llm_seterr("%s: %s: array at offset %llu of %llu arrays needs more "
-				  "than the %llu bytes left in the file", r->path, r->ctx,
-				  (unsigned long long)at, (unsigned long long)n,
-				  (unsigned long long)left(r));
+				  "than the %llu bytes left in the file",
+		    r->path, r->ctx, (unsigned long long)at, (unsigned long long)n, (unsigned long long)left(r));
 	v->elems = llm_xcalloc(n ? n : 1, sizeof(*v->elems));
 	v->len = n;
 	for (uint64_t i = 0; i < n; i++)
@@ -381,15 +377,13 @@ read_value(struct rd *r, enum llm_gguf_type t, struct llm_gguf_value *v, int dep
 static int
 cmp_kv(const void *a, const void *b)
 {
-	return strcmp((*(struct llm_gguf_kv *const *)a)->key,
-		      (*(struct llm_gguf_kv *const *)b)->key);
+	return strcmp((*(struct llm_gguf_kv *const *)a)->key, (*(struct llm_gguf_kv *const *)b)->key);
 }
 
 static int
 cmp_tensor_name(const void *a, const void *b)
 {
-	return strcmp((*(struct llm_gguf_tensor *const *)a)->name,
-		      (*(struct llm_gguf_tensor *const *)b)->name);
+	return strcmp((*(struct llm_gguf_tensor *const *)a)->name, (*(struct llm_gguf_tensor *const *)b)->name);
 }
 
 static int
@@ -414,17 +408,15 @@ rd_name(struct rd *r, char **out, size_t max, const char *what)
 	if (rd_str(r, &s, &len, what) < 0)
 		return -1;
 	if (len == 0)
-		return llm_seterr("%s: %s: empty %s at offset %llu", r->path, r->ctx, what,
-				  (unsigned long long)at);
+		return llm_seterr("%s: %s: empty %s at offset %llu", r->path, r->ctx, what, (unsigned long long)at);
 	if (len > max)
 		return llm_seterr("%s: %s: %s '%s' at offset %llu is %llu bytes long "
-				  "(at most %zu allowed)", r->path, r->ctx, what,
-				  shown(b, sizeof(b), s, (size_t)len), (unsigned long long)at,
-				  (unsigned long long)len, max);
+				  "(at most %zu allowed)",
+		    r->path, r->ctx, what, shown(b, sizeof(b), s, (size_t)len), (unsigned long long)at,
+		    (unsigned long long)len, max);
 	if (memchr(s, 0, (size_t)len))
-		return llm_seterr("%s: %s: %s '%s' at offset %llu holds a NUL byte", r->path,
-				  r->ctx, what, shown(b, sizeof(b), s, (size_t)len),
-				  (unsigned long long)at);
+		return llm_seterr("%s: %s: %s '%s' at offset %llu holds a NUL byte", r->path, r->ctx, what,
+		    shown(b, sizeof(b), s, (size_t)len), (unsigned long long)at);
 	*out = llm_xmalloc((size_t)len + 1);
 	memcpy(*out, s, (size_t)len);
 	(*out)[len] = 0;
@@ -444,13 +436,12 @@ read_kvs(struct llm_gguf *g, struct rd *r)
 		snprintf(r->ctx, sizeof(r->ctx), "metadata entry %zu", i);
 		if (rd_name(r, &kv->key, MAX_KEY, "key") < 0)
 			return -1;
-		snprintf(r->ctx, sizeof(r->ctx), "key '%s'",
-			 shown(b, sizeof(b), kv->key, strlen(kv->key)));
+		snprintf(r->ctx, sizeof(r->ctx), "key '%s'", shown(b, sizeof(b), kv->key, strlen(kv->key)));
 		if (rd_u32(r, &t, "value type") < 0)
 			return -1;
 		if (t >= LLM_GGUF_NTYPES)
-			return llm_seterr("%s: %s: unknown value type %u at offset %llu",
-					  r->path, r->ctx, t, (unsigned long long)(r->pos - 4));
+			return llm_seterr("%s: %s: unknown value type %u at offset %llu", r->path, r->ctx, t,
+			    (unsigned long long)(r->pos - 4));
 		if (read_value(r, t, &kv->value, 1) < 0)
 			return -1;
 	}
@@ -466,9 +457,9 @@ read_kvs(struct llm_gguf *g, struct rd *r)
 				a = c;
 				c = x;
 			}
-			return llm_seterr("%s: duplicate key '%s' at offsets %llu and %llu",
-					  r->path, shown(b, sizeof(b), a->key, strlen(a->key)),
-					  (unsigned long long)a->pos, (unsigned long long)c->pos);
+			return llm_seterr("%s: duplicate key '%s' at offsets %llu and %llu", r->path,
+			    shown(b, sizeof(b), a->key, strlen(a->key)), (unsigned long long)a->pos,
+			    (unsigned long long)c->pos);
 		}
 	return 0;
 }
@@ -489,7 +480,8 @@ read_alignment(struct llm_gguf *g, const char *path)
 		return key_err(g, "general.alignment");
 	if (a == 0 || a > UINT32_MAX || (a & (a - 1)))
 		return llm_seterr("%s: key 'general.alignment': %llu is not a power of two "
-				  "that fits in u32", path, (unsigned long long)a);
+				  "that fits in u32",
+		    path, (unsigned long long)a);
 	g->alignment = (uint32_t)a;
 	return 0;
 }
@@ -504,14 +496,13 @@ read_tensor_info(struct llm_gguf *g, struct rd *r, struct llm_gguf_tensor *t, si
 	snprintf(r->ctx, sizeof(r->ctx), "tensor info %zu", i);
 	if (rd_name(r, &t->name, LLM_GGUF_MAX_NAME, "tensor name") < 0)
 		return -1;
-	snprintf(r->ctx, sizeof(r->ctx), "tensor '%s'",
-		 shown(b, sizeof(b), t->name, strlen(t->name)));
+	snprintf(r->ctx, sizeof(r->ctx), "tensor '%s'", shown(b, sizeof(b), t->name, strlen(t->name)));
 	at = r->pos;
 	if (rd_u32(r, &nd, "n_dims") < 0)
 		return -1;
 	if (nd < 1 || nd > LLM_GGUF_MAX_DIMS)
-		return llm_seterr("%s: %s: %u dimensions at offset %llu (1 to %d supported)",
-				  r->path, r->ctx, nd, (unsigned long long)at, LLM_GGUF_MAX_DIMS);
+		return llm_seterr("%s: %s: %u dimensions at offset %llu (1 to %d supported)", r->path, r->ctx, nd,
+		    (unsigned long long)at, LLM_GGUF_MAX_DIMS);
 	t->n_dims = (int)nd;
 	t->nelem = 1;
 	for (int d = 0; d < LLM_GGUF_MAX_DIMS; d++)
@@ -521,13 +512,12 @@ read_tensor_info(struct llm_gguf *g, struct rd *r, struct llm_gguf_tensor *t, si
 		if (rd_u64(r, &t->ne[d], "dimension") < 0)
 			return -1;
 		if (t->ne[d] == 0)
-			return llm_seterr("%s: %s: dimension %d at offset %llu is 0", r->path,
-					  r->ctx, d, (unsigned long long)at);
-		if (__builtin_mul_overflow(t->nelem, t->ne[d], &t->nelem) ||
-		    t->nelem > INT64_MAX)
+			return llm_seterr("%s: %s: dimension %d at offset %llu is 0", r->path, r->ctx, d,
+			    (unsigned long long)at);
+		if (__builtin_mul_overflow(t->nelem, t->ne[d], &t->nelem) || t->nelem > INT64_MAX)
 			return llm_seterr("%s: %s: element count overflows at dimension %d "
-					  "(offset %llu)", r->path, r->ctx, d,
-					  (unsigned long long)at);
+					  "(offset %llu)",
+			    r->path, r->ctx, d, (unsigned long long)at);
 	}
 	for (int d = 0; d < t->n_dims; d++)
 		t->shape[d] = (int64_t)t->ne[t->n_dims - 1 - d];
@@ -535,13 +525,12 @@ read_tensor_info(struct llm_gguf *g, struct rd *r, struct llm_gguf_tensor *t, si
 	if (rd_u32(r, &t->ggml_type, "tensor type") < 0)
 		return -1;
 	if (!llm_ggml_type_block(t->ggml_type, &blck, &bsize))
-		return llm_seterr("%s: %s: unknown ggml type %u at offset %llu", r->path,
-				  r->ctx, t->ggml_type, (unsigned long long)at);
+		return llm_seterr("%s: %s: unknown ggml type %u at offset %llu", r->path, r->ctx, t->ggml_type,
+		    (unsigned long long)at);
 	t->dtype = dtype_of(t->ggml_type);
 	if (t->ne[0] % blck)
-		return llm_seterr("%s: %s: rows of %llu elements are not whole %s blocks of %u",
-				  r->path, r->ctx, (unsigned long long)t->ne[0],
-				  llm_ggml_type_name(t->ggml_type), blck);
+		return llm_seterr("%s: %s: rows of %llu elements are not whole %s blocks of %u", r->path, r->ctx,
+		    (unsigned long long)t->ne[0], llm_ggml_type_name(t->ggml_type), blck);
 	nblocks = t->nelem / blck;
 	if (__builtin_mul_overflow(nblocks, (uint64_t)bsize, &nbytes) || nbytes > SIZE_MAX)
 		return llm_seterr("%s: %s: byte size overflows", r->path, r->ctx);
@@ -551,9 +540,8 @@ read_tensor_info(struct llm_gguf *g, struct rd *r, struct llm_gguf_tensor *t, si
 		return -1;
 	if (t->rel_offset % g->alignment)
 		return llm_seterr("%s: %s: data offset %llu (at offset %llu) is not a multiple "
-				  "of the alignment %u", r->path, r->ctx,
-				  (unsigned long long)t->rel_offset, (unsigned long long)at,
-				  g->alignment);
+				  "of the alignment %u",
+		    r->path, r->ctx, (unsigned long long)t->rel_offset, (unsigned long long)at, g->alignment);
 	return 0;
 }
 
@@ -571,16 +559,13 @@ place_tensors(struct llm_gguf *g, const char *path)
 		struct llm_gguf_tensor *t = &g->tensors[i];
 		if (t->rel_offset > datalen || t->nbytes > datalen - t->rel_offset)
 			return llm_seterr("%s: tensor '%s': data [%llu, +%zu) lies outside the "
-					  "data section (%llu bytes from offset %llu)", path,
-					  shown(b1, sizeof(b1), t->name, strlen(t->name)),
-					  (unsigned long long)t->rel_offset, t->nbytes,
-					  (unsigned long long)datalen,
-					  (unsigned long long)g->data_start);
+					  "data section (%llu bytes from offset %llu)",
+			    path, shown(b1, sizeof(b1), t->name, strlen(t->name)), (unsigned long long)t->rel_offset,
+			    t->nbytes, (unsigned long long)datalen, (unsigned long long)g->data_start);
 		t->offset = g->data_start + t->rel_offset;
 		t->data = g->map.p + t->offset;
 	}
-	g->tensor_sorted = llm_xreallocarray(NULL, g->ntensors ? g->ntensors : 1,
-					     sizeof(*g->tensor_sorted));
+	g->tensor_sorted = llm_xreallocarray(NULL, g->ntensors ? g->ntensors : 1, sizeof(*g->tensor_sorted));
 	s = g->tensor_sorted;
 	for (size_t i = 0; i < g->ntensors; i++)
 		s[i] = &g->tensors[i];
@@ -588,13 +573,13 @@ place_tensors(struct llm_gguf *g, const char *path)
 	for (size_t i = 1; i < g->ntensors; i++)
 		if (strcmp(s[i]->name, s[i - 1]->name) == 0)
 			return llm_seterr("%s: duplicate tensor name '%s'", path,
-					  shown(b1, sizeof(b1), s[i]->name, strlen(s[i]->name)));
+			    shown(b1, sizeof(b1), s[i]->name, strlen(s[i]->name)));
 	qsort(s, g->ntensors, sizeof(*s), cmp_tensor_offset);
 	for (size_t i = 1; i < g->ntensors; i++)
 		if (s[i]->rel_offset < s[i - 1]->rel_offset + s[i - 1]->nbytes) {
 			rc = llm_seterr("%s: tensors '%s' and '%s' overlap", path,
-					shown(b1, sizeof(b1), s[i - 1]->name, strlen(s[i - 1]->name)),
-					shown(b2, sizeof(b2), s[i]->name, strlen(s[i]->name)));
+			    shown(b1, sizeof(b1), s[i - 1]->name, strlen(s[i - 1]->name)),
+			    shown(b2, sizeof(b2), s[i]->name, strlen(s[i]->name)));
 			break;
 		}
 	/* Leave the index sorted by name, for lookups. */
@@ -613,8 +598,8 @@ parse(struct llm_gguf *g)
 	if (g->map.len < 4 || memcmp(g->map.p, "GGUF", 4) != 0) {
 		if (g->map.len < 4)
 			return llm_seterr("%s: not a GGUF file (%zu bytes)", g->path, g->map.len);
-		return llm_seterr("%s: not a GGUF file (magic %02x %02x %02x %02x, want 'GGUF')",
-				  g->path, g->map.p[0], g->map.p[1], g->map.p[2], g->map.p[3]);
+		return llm_seterr("%s: not a GGUF file (magic %02x %02x %02x %02x, want 'GGUF')", g->path, g->map.p[0],
+		    g->map.p[1], g->map.p[2], g->map.p[3]);
 	}
 	r.pos = 4;
 	if (rd_u32(&r, &v, "version") < 0)
@@ -622,12 +607,15 @@ parse(struct llm_gguf *g)
 	if (v != 2 && v != 3) {
 		if (v == 1)
 			return llm_seterr("%s: GGUF version 1 is not supported (versions 2 and 3 "
-					  "are)", g->path);
+					  "are)",
+			    g->path);
 		if ((v & 0xffff) == 0 && (v >> 24 == 2 || v >> 24 == 3))
 			return llm_seterr("%s: big-endian GGUF file (version %u): only "
-					  "little-endian files are supported", g->path, v >> 24);
+					  "little-endian files are supported",
+			    g->path, v >> 24);
 		return llm_seterr("%s: unsupported GGUF version %u (versions 2 and 3 are "
-				  "supported)", g->path, v);
+				  "supported)",
+		    g->path, v);
 	}
 	g->version = v;
 	if (rd_u64(&r, &nt, "tensor count") < 0 || rd_u64(&r, &nkv, "metadata count") < 0)
@@ -637,8 +625,8 @@ parse(struct llm_gguf *g)
 	if (nkv > left(&r) / MIN_KV_BYTES || nt > left(&r) / MIN_TENSOR_BYTES ||
 	    nkv * MIN_KV_BYTES + nt * MIN_TENSOR_BYTES > left(&r))
 		return llm_seterr("%s: header claims %llu metadata entries and %llu tensors, "
-				  "more than the %zu-byte file can hold", g->path,
-				  (unsigned long long)nkv, (unsigned long long)nt, g->map.len);
+				  "more than the %zu-byte file can hold",
+		    g->path, (unsigned long long)nkv, (unsigned long long)nt, g->map.len);
 	g->nkv = (size_t)nkv;
 	g->kvs = llm_xcalloc(g->nkv ? g->nkv : 1, sizeof(*g->kvs));
 	if (read_kvs(g, &r) < 0 || read_alignment(g, g->path) < 0)
@@ -646,8 +634,8 @@ parse(struct llm_gguf *g)
 	/* The tensor infos left in the file bound the count again. */
 	if (nt > left(&r) / MIN_TENSOR_BYTES)
 		return llm_seterr("%s: header claims %llu tensors, more than the %llu bytes "
-				  "after the metadata can hold", g->path, (unsigned long long)nt,
-				  (unsigned long long)left(&r));
+				  "after the metadata can hold",
+		    g->path, (unsigned long long)nt, (unsigned long long)left(&r));
 	g->ntensors = (size_t)nt;
 	g->tensors = llm_xcalloc(g->ntensors ? g->ntensors : 1, sizeof(*g->tensors));
 	for (size_t i = 0; i < g->ntensors; i++)
@@ -661,8 +649,8 @@ parse(struct llm_gguf *g)
 		return 0;
 	if (g->data_start > g->size)
 		return llm_seterr("%s: the data section would start at offset %llu, past the "
-				  "end of the file (%llu bytes)", g->path,
-				  (unsigned long long)g->data_start, (unsigned long long)g->size);
+				  "end of the file (%llu bytes)",
+		    g->path, (unsigned long long)g->data_start, (unsigned long long)g->size);
 	return place_tensors(g, g->path);
 }
 
@@ -785,7 +773,7 @@ llm_gguf_val_u64(const struct llm_gguf_value *v, uint64_t *out)
 	if (is_signed(v->type)) {
 		if (v->num.i < 0)
 			return llm_seterr("%s value %lld is negative", llm_gguf_type_name(v->type),
-					  (long long)v->num.i);
+			    (long long)v->num.i);
 		*out = (uint64_t)v->num.i;
 		return 0;
 	}
@@ -801,8 +789,8 @@ llm_gguf_val_i64(const struct llm_gguf_value *v, int64_t *out)
 	}
 	if (is_unsigned(v->type)) {
 		if (v->num.u > INT64_MAX)
-			return llm_seterr("%s value %llu is out of range for i64",
-					  llm_gguf_type_name(v->type), (unsigned long long)v->num.u);
+			return llm_seterr("%s value %llu is out of range for i64", llm_gguf_type_name(v->type),
+			    (unsigned long long)v->num.u);
 		*out = (int64_t)v->num.u;
 		return 0;
 	}
@@ -868,8 +856,8 @@ llm_gguf_get_u32(const struct llm_gguf *g, const char *key, uint32_t *out)
 	if (llm_gguf_val_u64(v, &u) < 0)
 		return key_err(g, key);
 	if (u > UINT32_MAX)
-		return llm_seterr("%s: key '%s': %s value %llu is out of range for u32",
-				  g->path, key, llm_gguf_type_name(v->type), (unsigned long long)u);
+		return llm_seterr("%s: key '%s': %s value %llu is out of range for u32", g->path, key,
+		    llm_gguf_type_name(v->type), (unsigned long long)u);
 	*out = (uint32_t)u;
 	return 0;
 }
@@ -885,8 +873,8 @@ llm_gguf_get_i32(const struct llm_gguf *g, const char *key, int32_t *out)
 	if (llm_gguf_val_i64(v, &i) < 0)
 		return key_err(g, key);
 	if (i < INT32_MIN || i > INT32_MAX)
-		return llm_seterr("%s: key '%s': %s value %lld is out of range for i32",
-				  g->path, key, llm_gguf_type_name(v->type), (long long)i);
+		return llm_seterr("%s: key '%s': %s value %lld is out of range for i32", g->path, key,
+		    llm_gguf_type_name(v->type), (long long)i);
 	*out = (int32_t)i;
 	return 0;
 }
@@ -911,8 +899,7 @@ llm_gguf_get_f32(const struct llm_gguf *g, const char *key, float *out)
 	if (llm_gguf_val_f64(v, &d) < 0)
 		return key_err(g, key);
 	if (isfinite(d) && !isfinite((float)d))
-		return llm_seterr("%s: key '%s': f64 value %g is out of range for f32",
-				  g->path, key, d);
+		return llm_seterr("%s: key '%s': f64 value %g is out of range for f32", g->path, key, d);
 	*out = (float)d;
 	return 0;
 }
@@ -924,8 +911,7 @@ llm_gguf_get_bool(const struct llm_gguf *g, const char *key, int *out)
 	if (!v)
 		return 1;
 	if (v->type != LLM_GGUF_BOOL)
-		return llm_seterr("%s: key '%s': value is a %s, not a bool", g->path, key,
-				  llm_gguf_type_name(v->type));
+		return llm_seterr("%s: key '%s': value is a %s, not a bool", g->path, key, llm_gguf_type_name(v->type));
 	*out = (int)v->num.u;
 	return 0;
 }
@@ -938,7 +924,7 @@ llm_gguf_get_str(const struct llm_gguf *g, const char *key, const char **p, size
 		return 1;
 	if (v->type != LLM_GGUF_STRING)
 		return llm_seterr("%s: key '%s': value is a %s, not a string", g->path, key,
-				  llm_gguf_type_name(v->type));
+		    llm_gguf_type_name(v->type));
 	*p = v->str;
 	*len = (size_t)v->len;
 	return 0;
@@ -963,17 +949,17 @@ llm_gguf_get_strdup(const struct llm_gguf *g, const char *key, char **out)
 
 int
 llm_gguf_get_arr(const struct llm_gguf *g, const char *key, enum llm_gguf_type elem_type,
-		 const struct llm_gguf_value **out)
+    const struct llm_gguf_value **out)
 {
 	const struct llm_gguf_value *v = lookup(g, key);
 	if (!v)
 		return 1;
 	if (v->type != LLM_GGUF_ARRAY)
 		return llm_seterr("%s: key '%s': value is a %s, not an array", g->path, key,
-				  llm_gguf_type_name(v->type));
+		    llm_gguf_type_name(v->type));
 	if (elem_type != LLM_GGUF_NTYPES && v->elem_type != elem_type)
 		return llm_seterr("%s: key '%s': array of %s, not of %s", g->path, key,
-				  llm_gguf_type_name(v->elem_type), llm_gguf_type_name(elem_type));
+		    llm_gguf_type_name(v->elem_type), llm_gguf_type_name(elem_type));
 	*out = v;
 	return 0;
 }
@@ -1012,10 +998,11 @@ llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor 
 {
 	char b[300];
 
-	if (t->ggml_type == LLM_GGML_F32 || t->ggml_type == LLM_GGML_F16 ||
-	    t->ggml_type == LLM_GGML_BF16 || llm_quant_supported(t->ggml_type))
+	if (t->ggml_type == LLM_GGML_F32 || t->ggml_type == LLM_GGML_F16 || t->ggml_type == LLM_GGML_BF16 ||
+	    llm_quant_supported(t->ggml_type))
 		return 0;
 	return llm_seterr("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, "
-			  "BF16, %s)", g->path, shown(b, sizeof(b), t->name, strlen(t->name)),
-			  llm_ggml_type_name(t->ggml_type), llm_prog, llm_quant_supported_names());
+			  "BF16, %s)",
+	    g->path, shown(b, sizeof(b), t->name, strlen(t->name)), llm_ggml_type_name(t->ggml_type), llm_prog,
+	    llm_quant_supported_names());
 }

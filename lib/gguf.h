@@ -107,9 +107,9 @@ enum llm_ggml_type {
 struct llm_gguf_value {
 	enum llm_gguf_type type;
 	union {
-		uint64_t u;      /* U8, U16, U32, U64; BOOL as 0 or 1 */
-		int64_t i;       /* I8, I16, I32, I64 */
-		double f;        /* F32 (exactly widened), F64 */
+		uint64_t u; /* U8, U16, U32, U64; BOOL as 0 or 1 */
+		int64_t i;  /* I8, I16, I32, I64 */
+		double f;   /* F32 (exactly widened), F64 */
 	} num;
 	/* STRING: str[0..len) in the mapping; not NUL-terminated, may hold
 	 * NUL bytes.  ARRAY: len elements of type elem_type. */
@@ -119,58 +119,58 @@ struct llm_gguf_value {
 	/* ARRAY: the first element's bytes in the mapping (little-endian,
 	 * unaligned); elements of fixed size are elem_size bytes apart. */
 	const uint8_t *data;
-	size_t elem_size;                /* 0 for strings and arrays */
-	const uint8_t **strs;            /* array of strings: where each
+	size_t elem_size;             /* 0 for strings and arrays */
+	const uint8_t **strs;         /* array of strings: where each
 	                                  * element (u64 length, bytes) is */
-	struct llm_gguf_value *elems;    /* array of arrays: len decoded
+	struct llm_gguf_value *elems; /* array of arrays: len decoded
 	                                  * elements */
 };
 
 struct llm_gguf_kv {
-	char *key;                       /* NUL-terminated copy */
+	char *key; /* NUL-terminated copy */
 	struct llm_gguf_value value;
-	uint64_t pos;                    /* file offset of the key */
+	uint64_t pos; /* file offset of the key */
 };
 
 struct llm_gguf_tensor {
-	char *name;                      /* NUL-terminated copy */
-	uint32_t ggml_type;              /* enum llm_ggml_type */
-	enum llm_dtype dtype;            /* the same element type, if llm has
+	char *name;                       /* NUL-terminated copy */
+	uint32_t ggml_type;               /* enum llm_ggml_type */
+	enum llm_dtype dtype;             /* the same element type, if llm has
 	                                  * one (F32, F16, BF16, F64, I8..I64);
 	                                  * LLM_DT_NONE for block types */
-	int n_dims;                      /* 1..LLM_GGUF_MAX_DIMS */
-	uint64_t ne[LLM_GGUF_MAX_DIMS];  /* ggml order, ne[0] fastest; 1 past
+	int n_dims;                       /* 1..LLM_GGUF_MAX_DIMS */
+	uint64_t ne[LLM_GGUF_MAX_DIMS];   /* ggml order, ne[0] fastest; 1 past
 	                                  * n_dims */
-	int64_t shape[LLM_GGUF_MAX_DIMS];/* row-major ("HF order"):
+	int64_t shape[LLM_GGUF_MAX_DIMS]; /* row-major ("HF order"):
 	                                  * shape[i] = ne[n_dims - 1 - i] */
 	uint64_t nelem;
-	uint64_t rel_offset;             /* as stored: from data_start */
-	uint64_t offset;                 /* from the start of the file */
-	size_t nbytes;                   /* nelem / block size x block bytes */
-	const void *data;                /* in the mapping; when mmap'ed,
+	uint64_t rel_offset; /* as stored: from data_start */
+	uint64_t offset;     /* from the start of the file */
+	size_t nbytes;       /* nelem / block size x block bytes */
+	const void *data;    /* in the mapping; when mmap'ed,
 	                                  * aligned to the file's alignment
 	                                  * (up to the page size) */
 };
 
 struct llm_gguf {
-	char *path;                      /* the file, or the name given to
+	char *path;         /* the file, or the name given to
 	                                  * llm_gguf_open_mem */
-	struct llm_map map;              /* the file (or the borrowed memory) */
+	struct llm_map map; /* the file (or the borrowed memory) */
 	int owns_map;
-	uint32_t version;                /* 2 or 3 */
-	uint32_t alignment;              /* general.alignment or 32 */
-	uint64_t header_end;             /* end of the tensor infos */
-	uint64_t data_start;             /* header_end rounded up to alignment */
+	uint32_t version;    /* 2 or 3 */
+	uint32_t alignment;  /* general.alignment or 32 */
+	uint64_t header_end; /* end of the tensor infos */
+	uint64_t data_start; /* header_end rounded up to alignment */
 	/* Source identity, for reuse checks: file size, mtime (0 for memory)
 	 * and FNV-1a 64 of bytes [0, header_end). */
 	uint64_t size;
 	int64_t mtime_ns;
 	uint64_t header_hash;
 	size_t nkv;
-	struct llm_gguf_kv *kvs;         /* file order */
+	struct llm_gguf_kv *kvs; /* file order */
 	size_t ntensors;
-	struct llm_gguf_tensor *tensors; /* file order */
-	struct llm_gguf_kv **kv_sorted;  /* by key, for lookups */
+	struct llm_gguf_tensor *tensors;        /* file order */
+	struct llm_gguf_kv **kv_sorted;         /* by key, for lookups */
 	struct llm_gguf_tensor **tensor_sorted; /* by name */
 };
 
@@ -205,7 +205,7 @@ int llm_gguf_get_strdup(const struct llm_gguf *g, const char *key, char **out);
 /* An array; elem_type LLM_GGUF_NTYPES accepts any element type, otherwise
  * it must match.  *out points into g. */
 int llm_gguf_get_arr(const struct llm_gguf *g, const char *key, enum llm_gguf_type elem_type,
-		     const struct llm_gguf_value **out);
+    const struct llm_gguf_value **out);
 
 /* Element i of array a, decoded into *out (a string element points into
  * the mapping; a nested array element is a copy of its node, sharing its

@@ -116,7 +116,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	}
 	if (c->n_heads % c->n_kv_heads) {
 		llm_seterr("%s: key '%s.attention.head_count' %" PRId64 " is not a multiple of "
-		    "'%s.attention.head_count_kv' %" PRId64, g->path, arch, c->n_heads, arch, c->n_kv_heads);
+			   "'%s.attention.head_count_kv' %" PRId64,
+		    g->path, arch, c->n_heads, arch, c->n_kv_heads);
 		goto out;
 	}
 	if (c->hidden_size % c->n_heads == 0)
@@ -124,7 +125,7 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	if (get_size(g, arch, "attention.key_length", c->head_dim ? c->head_dim : 0, &c->head_dim) < 0) {
 		if (!c->head_dim)
 			llm_seterr("%s: key '%s.embedding_length' %" PRId64 " is not a multiple of "
-			    "'%s.attention.head_count' %" PRId64 " and there is no '%s.attention.key_length'",
+				   "'%s.attention.head_count' %" PRId64 " and there is no '%s.attention.key_length'",
 			    g->path, arch, c->hidden_size, arch, c->n_heads, arch);
 		goto out;
 	}
@@ -132,7 +133,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	if (v != c->head_dim) {
 		llm_seterr("%s: key '%s.attention.value_length' %" PRId64 " differs from the key length %" PRId64
-		    " (not supported)", g->path, arch, v, c->head_dim);
+			   " (not supported)",
+		    g->path, arch, v, c->head_dim);
 		goto out;
 	}
 	if (c->head_dim % 2) {
@@ -144,7 +146,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	if (v != c->head_dim) {
 		llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " differs from head_dim %" PRId64
-		    " (partial rotary embedding is not supported)", g->path, arch, v, c->head_dim);
+			   " (partial rotary embedding is not supported)",
+		    g->path, arch, v, c->head_dim);
 		goto out;
 	}
 	snprintf(k, sizeof(k), "%s.rope.scaling.type", arch);
@@ -207,7 +210,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	const struct llm_gguf_kv *tk = llm_gguf_find_kv(g, "tokenizer.ggml.tokens");
 	if (tk && tk->value.type == LLM_GGUF_ARRAY && tk->value.len > (uint64_t)c->vocab_size) {
 		llm_seterr("%s: key 'tokenizer.ggml.tokens': %" PRIu64 " tokens, more than the %" PRId64
-		    " rows of '%s'", g->path, tk->value.len, c->vocab_size, e->name);
+			   " rows of '%s'",
+		    g->path, tk->value.len, c->vocab_size, e->name);
 		goto out;
 	}
 	c->torch_dtype = llm_dtype_is_float_weight(e->dtype) ? e->dtype : LLM_DT_NONE;
@@ -219,7 +223,9 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	if (llm_gguf_token_id(g, "tokenizer.ggml.bos_token_id", (uint64_t)c->vocab_size, &c->bos_id) < 0)
 		goto out;
 	static const char *const eos_keys[] = {
-		"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+		"tokenizer.ggml.eos_token_id",
+		"tokenizer.ggml.eot_token_id",
+		"tokenizer.ggml.eom_token_id",
 	};
 	for (size_t i = 0; i < LLM_NELEM(eos_keys); i++) {
 		if (llm_gguf_token_id(g, eos_keys[i], (uint64_t)c->vocab_size, &id) < 0)

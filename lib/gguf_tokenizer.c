@@ -26,8 +26,8 @@ llm_gguf_token_id(const struct llm_gguf *g, const char *key, uint64_t n, int64_t
 	if (rc == 1 || v == NO_ID)
 		return 0;
 	if (v >= n)
-		return llm_seterr("%s: key '%s': token id %" PRIu64 " is outside the vocabulary of %" PRIu64
-		    " tokens", g->path, key, v, n);
+		return llm_seterr("%s: key '%s': token id %" PRIu64 " is outside the vocabulary of %" PRIu64 " tokens",
+		    g->path, key, v, n);
 	*out = (int64_t)v;
 	return 0;
 }
@@ -131,7 +131,8 @@ load_kind(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, const struct p
 			return -1;
 		if (!(*pre = find_pre(t->pre))) {
 			llm_seterr("%s: key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported (qwen2, "
-			    "deepseek-r1-qwen and llama-bpe are)", g->path, t->pre);
+				   "deepseek-r1-qwen and llama-bpe are)",
+			    g->path, t->pre);
 			return -1;
 		}
 		t->nfc = (*pre)->nfc;
@@ -163,7 +164,9 @@ load_tokens(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t *np)
 		const char *s = llm_gguf_arr_str(a, i, &len);
 		if (!s || memchr(s, 0, len) || !llm_utf8_valid(s, len)) {
 			llm_seterr("%s: key 'tokenizer.ggml.tokens': token %zu is %s", g->path, i,
-			    !s ? "missing" : memchr(s, 0, len) ? "holds a NUL byte" : "not valid UTF-8");
+			    !s ? "missing" :
+				memchr(s, 0, len) ? "holds a NUL byte" :
+						    "not valid UTF-8");
 			return -1;
 		}
 		t->tokens[i] = llm_xmalloc(len + 1);
@@ -186,8 +189,8 @@ load_types(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n)
 		return -1;
 	if (rc == 0) {
 		if (a->len != n) {
-			llm_seterr("%s: key 'tokenizer.ggml.token_type': %" PRIu64 " entries for %zu tokens",
-			    g->path, a->len, n);
+			llm_seterr("%s: key 'tokenizer.ggml.token_type': %" PRIu64 " entries for %zu tokens", g->path,
+			    a->len, n);
 			return -1;
 		}
 		t->types = llm_xcalloc(n, sizeof(*t->types));
@@ -196,7 +199,8 @@ load_types(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n)
 			int64_t ty;
 			if (llm_gguf_arr_elem(a, i, &e) < 0 || llm_gguf_val_i64(&e, &ty) < 0 || ty < 1 || ty > 6) {
 				llm_seterr("%s: key 'tokenizer.ggml.token_type': entry %zu is not a token type "
-				    "(1 to 6)", g->path, i);
+					   "(1 to 6)",
+				    g->path, i);
 				return -1;
 			}
 			t->types[i] = (int32_t)ty;
@@ -215,8 +219,7 @@ load_scores(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n, in
 	if ((rc = llm_gguf_get_arr(g, "tokenizer.ggml.scores", LLM_GGUF_F32, &a)) < 0)
 		return -1;
 	if (rc == 1 && spm) {
-		llm_seterr("%s: missing key 'tokenizer.ggml.scores' (a SentencePiece vocabulary needs them)",
-		    g->path);
+		llm_seterr("%s: missing key 'tokenizer.ggml.scores' (a SentencePiece vocabulary needs them)", g->path);
 		return -1;
 	}
 	if (rc == 0) {
@@ -269,19 +272,18 @@ load_merges(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n)
 		free(cat);
 		if (id < 0) {
 			strmap_free(&sm);
-			llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu ('%s') does not make a token",
-			    g->path, i, t->merges[i]);
+			llm_seterr("%s: key 'tokenizer.ggml.merges': merge %zu ('%s') does not make a token", g->path,
+			    i, t->merges[i]);
 			return -1;
 		}
 	}
 	strmap_free(&sm);
-return 0;
+	return 0;
 }
 
 /* Special ids and flags. */
 static int
-load_ids(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n, int spm,
-	const struct pre *pre)
+load_ids(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, size_t n, int spm, const struct pre *pre)
 {
 	int64_t id;
 	int b;
@@ -625,13 +627,14 @@ llm_gguf_tokenizer_json(const struct llm_gguf_tokenizer *t)
 		json_array_append_new(seq, byte_level(0, pre->llama3, 0));
 		json_object_set_new(pretok, "pretokenizers", seq);
 		post = t->v.add_bos || t->v.add_eos ? template_processing(t) :
-		    pre->llama3 ? byte_level(1, 0, 1) : byte_level(0, 0, 0);
+		    pre->llama3                     ? byte_level(1, 0, 1) :
+						      byte_level(0, 0, 0);
 		dec = pre->llama3 ? byte_level(1, 1, 1) : byte_level(0, 0, 0);
 	}
 
 	json_object_set_new(model, "dropout", json_null());
-	json_object_set_new(model, "unk_token", spm && t->v.unk_id >= 0 ? json_string(t->tokens[t->v.unk_id]) :
-	    json_null());
+	json_object_set_new(model, "unk_token",
+	    spm && t->v.unk_id >= 0 ? json_string(t->tokens[t->v.unk_id]) : json_null());
 	json_object_set_new(model, "continuing_subword_prefix", spm || pre->llama3 ? json_null() : json_string(""));
 	json_object_set_new(model, "end_of_word_suffix", spm || pre->llama3 ? json_null() : json_string(""));
 	json_object_set_new(model, "fuse_unk", json_boolean(spm));

@@ -61,8 +61,8 @@ struct llm_gguf_tokenizer {
 	int64_t pad_id;               /* -1: none */
 	int n_eos;                    /* eos, eot, eom: the stop ids */
 	int64_t eos_ids[LLM_MAX_EOS];
-	char *chat_template;          /* NULL: none */
-	char *name;                   /* the file, for messages */
+	char *chat_template; /* NULL: none */
+	char *name;          /* the file, for messages */
 	/* Storage: NUL-terminated copies (tokens hold no NUL: refused). */
 	char **tokens;
 	size_t *lens;

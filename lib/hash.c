@@ -117,7 +117,7 @@ llm_pairmap_put(struct llm_pairmap *m, int32_t a, int32_t b, uint32_t rank, int3
 		for (size_t i = 0; i < m->cap; i++)
 			if (m->e[i].key != UINT64_MAX)
 				llm_pairmap_put(&g, (int32_t)(m->e[i].key >> 32), (int32_t)(uint32_t)m->e[i].key,
-					m->e[i].rank, m->e[i].id);
+				    m->e[i].rank, m->e[i].id);
 		llm_pairmap_free(m);
 		*m = g;
 	}

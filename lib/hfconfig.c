@@ -47,8 +47,7 @@ positive_num(const json_t *j, const char *key, const char *ctx, double *out)
 
 /* A token id key: absent or null (0 ids), an integer, or an array of them. */
 static int
-token_ids(const json_t *j, const char *key, const char *ctx, int64_t vocab,
-	  int64_t *ids, int *n, int max)
+token_ids(const json_t *j, const char *key, const char *ctx, int64_t vocab, int64_t *ids, int *n, int max)
 {
 	const json_t *v = json_object_get(j, key); /* borrowed */
 	size_t count = 0;
@@ -61,19 +60,17 @@ token_ids(const json_t *j, const char *key, const char *ctx, int64_t vocab,
 	else if (json_is_integer(v))
 		count = 1;
 	else
-		return llm_seterr("%s: key '%s': expected an integer or an array of integers",
-				  ctx, key);
+		return llm_seterr("%s: key '%s': expected an integer or an array of integers", ctx, key);
 	if (count > (size_t)max)
 		return llm_seterr("%s: %s has %zu ids (at most %d supported)", ctx, key, count, max);
 	for (size_t i = 0; i < count; i++) {
 		const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
 		if (!json_is_integer(e))
-			return llm_seterr("%s: key '%s': expected an integer or an array of integers",
-					  ctx, key);
+			return llm_seterr("%s: key '%s': expected an integer or an array of integers", ctx, key);
 		int64_t id = json_integer_value(e);
 		if (id < 0 || id >= vocab)
-			return llm_seterr("%s: %s %lld is outside the vocabulary [0, %lld)",
-					  ctx, key, (long long)id, (long long)vocab);
+			return llm_seterr("%s: %s %lld is outside the vocabulary [0, %lld)", ctx, key, (long long)id,
+			    (long long)vocab);
 		ids[(*n)++] = id;
 	}
 	return 0;
@@ -124,8 +121,7 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const st
 	char list[256];
 
 	if (archs && !json_is_null(archs)) {
-		if (!json_is_array(archs) ||
-		    (json_array_size(archs) > 0 && !json_is_string(json_array_get(archs, 0))))
+		if (!json_is_array(archs) || (json_array_size(archs) > 0 && !json_is_string(json_array_get(archs, 0))))
 			return llm_seterr("%s: key 'architectures': expected an array of strings", ctx);
 		if (json_array_size(archs) > 0)
 			arch = json_string_value(json_array_get(archs, 0));
@@ -143,13 +139,13 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const st
 			return llm_seterr("%s: unsupported architecture '%s' (supported: %s)", ctx,
 			    llm_json_shown(arch), supported(0, list, sizeof(list)));
 		if (mt && strcmp(mt, fs->name) != 0)
-			return llm_seterr("%s: model_type '%s' does not match architecture '%s'",
-					  ctx, llm_json_shown(mt), arch);
+			return llm_seterr("%s: model_type '%s' does not match architecture '%s'", ctx,
+			    llm_json_shown(mt), arch);
 	} else if (mt) {
 		fs = llm_family_spec(llm_family_by_name(mt));
 		if (!fs)
-			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)",
-					  ctx, llm_json_shown(mt), supported(1, list, sizeof(list)));
+			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)", ctx, llm_json_shown(mt),
+			    supported(1, list, sizeof(list)));
 	} else
 		return llm_seterr("%s: neither 'architectures' nor 'model_type' given", ctx);
 	c->family = fs->family;
@@ -182,8 +178,8 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		return -1;
 	if (c->n_heads % c->n_kv_heads != 0)
 		return llm_seterr("%s: num_attention_heads %lld is not a multiple of "
-				  "num_key_value_heads %lld", ctx,
-				  (long long)c->n_heads, (long long)c->n_kv_heads);
+				  "num_key_value_heads %lld",
+		    ctx, (long long)c->n_heads, (long long)c->n_kv_heads);
 	c->head_dim = fs->head_dim;
 	c->qk_norm = fs->qk_norm;
 	if (size_key(j, "head_dim", ctx, 0, &c->head_dim) < 0)
@@ -191,13 +187,13 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (!c->head_dim) {
 		if (c->hidden_size % c->n_heads != 0)
 			return llm_seterr("%s: hidden_size %lld is not divisible by "
-					  "num_attention_heads %lld", ctx,
-					  (long long)c->hidden_size, (long long)c->n_heads);
+					  "num_attention_heads %lld",
+			    ctx, (long long)c->hidden_size, (long long)c->n_heads);
 		c->head_dim = c->hidden_size / c->n_heads;
 	}
 	if (c->head_dim % 2 != 0)
-		return llm_seterr("%s: head_dim %lld is odd (rotary embeddings need pairs)",
-				  ctx, (long long)c->head_dim);
+		return llm_seterr("%s: head_dim %lld is odd (rotary embeddings need pairs)", ctx,
+		    (long long)c->head_dim);
 	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
 		return -1;
 	c->rms_norm_eps = 1e-6;
@@ -251,7 +247,8 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 			c->torch_dtype = LLM_DT_BF16;
 		else
 			return llm_seterr("%s: torch_dtype '%s' is not supported "
-					  "(float32, float16, bfloat16)", ctx, llm_json_shown(s));
+					  "(float32, float16, bfloat16)",
+			    ctx, llm_json_shown(s));
 	}
 	return 0;
 }
@@ -260,8 +257,7 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
  * bos wins and whose eos ids come first (transformers' generate() uses
  * generation_config). */
 static int
-parse_tokens(struct llm_hfconfig *c, const json_t *j, const char *ctx,
-	     const json_t *g, const char *gctx)
+parse_tokens(struct llm_hfconfig *c, const json_t *j, const char *ctx, const json_t *g, const char *gctx)
 {
 	int64_t ids[LLM_MAX_EOS];
 	int n;
@@ -283,8 +279,7 @@ parse_tokens(struct llm_hfconfig *c, const json_t *j, const char *ctx,
 		return -1;
 	if (n && c->bos_id < 0)
 		c->bos_id = ids[0];
-	if (token_ids(j, "eos_token_id", ctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 ||
-	    add_eos(c, ids, n, ctx) < 0)
+	if (token_ids(j, "eos_token_id", ctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 || add_eos(c, ids, n, ctx) < 0)
 		return -1;
 	return 0;
 }

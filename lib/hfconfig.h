@@ -17,27 +17,27 @@
 
 struct llm_hfconfig {
 	enum llm_family family;
-	char family_name[16];     /* "qwen2", "llama" or "qwen3" */
-	char architecture[64];    /* architectures[0] */
-	int64_t hidden_size;      /* d */
-	int64_t n_layers;         /* num_hidden_layers */
-	int64_t n_heads;          /* num_attention_heads */
-	int64_t n_kv_heads;       /* num_key_value_heads (default n_heads) */
-	int64_t head_dim;         /* head_dim, default hidden_size / n_heads */
+	char family_name[16];  /* "qwen2", "llama" or "qwen3" */
+	char architecture[64]; /* architectures[0] */
+	int64_t hidden_size;   /* d */
+	int64_t n_layers;      /* num_hidden_layers */
+	int64_t n_heads;       /* num_attention_heads */
+	int64_t n_kv_heads;    /* num_key_value_heads (default n_heads) */
+	int64_t head_dim;      /* head_dim, default hidden_size / n_heads */
 	int64_t intermediate_size;
 	int64_t vocab_size;
 	int64_t max_position_embeddings;
 	double rms_norm_eps;
 	double rope_theta;
 	struct llm_rope_scaling rope_scaling;
-	int tie_word_embeddings;  /* default: false */
-	int attention_bias;       /* q/k/v biases: always for a family with qkv_bias,
+	int tie_word_embeddings;    /* default: false */
+	int attention_bias;         /* q/k/v biases: always for a family with qkv_bias,
 	                           * else config.json attention_bias */
-	int mlp_bias;             /* llama mlp_bias (rejected if true for now) */
-	int qk_norm;              /* the family's q_norm and k_norm (qwen3) */
+	int mlp_bias;               /* llama mlp_bias (rejected if true for now) */
+	int qk_norm;                /* the family's q_norm and k_norm (qwen3) */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
-	int64_t bos_id;           /* -1 if none; generation_config wins */
-	int n_eos;                /* union of config and generation_config eos ids */
+	int64_t bos_id;             /* -1 if none; generation_config wins */
+	int n_eos;                  /* union of config and generation_config eos ids */
 	int64_t eos_ids[LLM_MAX_EOS];
 };
 

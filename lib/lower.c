@@ -25,8 +25,8 @@ static const struct {
 	const char *decl;
 	const char *(*form)(const struct llm_target *);
 } kernel_families[] = {
-    {"llvm.func @llm_qdot_", llm_target_kernels},
-    {"llvm.func @llm_bdot(", llm_target_bf16_kernels},
+	{"llvm.func @llm_qdot_", llm_target_kernels},
+	{"llvm.func @llm_bdot(", llm_target_bf16_kernels},
 };
 #define NFAMILY (sizeof(kernel_families) / sizeof(kernel_families[0]))
 static char *volatile tmpdir;
@@ -137,7 +137,7 @@ llm_pipeline_read(const char *path, const char *share, const char *transforms, s
 		if (!*line || *line == '#')
 			continue;
 		struct llm_buf b = {0};
-		for (const char *s = line; *s; ) {
+		for (const char *s = line; *s;) {
 			const char *at = strstr(s, "@share@"), *at2 = strstr(s, "@transforms@");
 			if (at2 && (!at || at2 < at)) {
 				llm_buf_add(&b, s, (size_t)(at2 - s));
@@ -343,8 +343,9 @@ copy_file(const char *from, const char *to)
 	int rc;
 	if (llm_map_file(&m, from) < 0)
 		return -1;
-	rc = strcmp(to, "-") == 0 ? (fwrite(m.p, 1, m.len, stdout) == m.len && fflush(stdout) == 0 ? 0 :
-	    llm_seterr("stdout: write error:")) : llm_write_file(to, m.p, m.len);
+	rc = strcmp(to, "-") == 0 ?
+	    (fwrite(m.p, 1, m.len, stdout) == m.len && fflush(stdout) == 0 ? 0 : llm_seterr("stdout: write error:")) :
+	    llm_write_file(to, m.p, m.len);
 	llm_unmap(&m);
 	return rc;
 }
@@ -407,9 +408,9 @@ work_open(const struct llm_lower *l, struct work *w)
 	const char *base = strrchr(named, '/') ? strrchr(named, '/') + 1 : named;
 	if (strcmp(base, "-") == 0)
 		base = "stdin";
-	char *odir = strcmp(l->output, "-") == 0 || !strrchr(l->output, '/')
-		? llm_xstrdup(".")
-		: llm_xasprintf("%.*s", (int)(strrchr(l->output, '/') - l->output), l->output);
+	char *odir = strcmp(l->output, "-") == 0 || !strrchr(l->output, '/') ?
+	    llm_xstrdup(".") :
+	    llm_xasprintf("%.*s", (int)(strrchr(l->output, '/') - l->output), l->output);
 	if (!*odir) {
 		free(odir);
 		odir = llm_xstrdup("/");

@@ -180,7 +180,7 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 	if (!(s->factor > 0 && s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor))
 		return llm_seterr("%s: llama3 needs factor > 0 and 0 < low_freq_factor < high_freq_factor", c);
 	if (!(s->original_max_position_embeddings >= 1 && s->original_max_position_embeddings <= (double)INT32_MAX &&
-	    s->original_max_position_embeddings == floor(s->original_max_position_embeddings)))
+		s->original_max_position_embeddings == floor(s->original_max_position_embeddings)))
 		return llm_seterr("%s: original_max_position_embeddings %g is not a positive whole number", c,
 		    s->original_max_position_embeddings);
 	s->llama3 = 1;
@@ -214,10 +214,8 @@ static int
 load_config(struct llm_model *m, json_t *c, const char *ctx)
 {
 	struct llm_model_config *k = &m->cfg;
-	if (get_pos(c, "hidden_size", ctx, &k->hidden_size) < 0 ||
-	    get_pos(c, "n_layers", ctx, &k->n_layers) < 0 ||
-	    get_pos(c, "n_heads", ctx, &k->n_heads) < 0 ||
-	    get_pos(c, "n_kv_heads", ctx, &k->n_kv_heads) < 0 ||
+	if (get_pos(c, "hidden_size", ctx, &k->hidden_size) < 0 || get_pos(c, "n_layers", ctx, &k->n_layers) < 0 ||
+	    get_pos(c, "n_heads", ctx, &k->n_heads) < 0 || get_pos(c, "n_kv_heads", ctx, &k->n_kv_heads) < 0 ||
 	    get_pos(c, "head_dim", ctx, &k->head_dim) < 0 ||
 	    get_pos(c, "intermediate_size", ctx, &k->intermediate_size) < 0 ||
 	    get_pos(c, "vocab_size", ctx, &k->vocab_size) < 0 ||
@@ -230,8 +228,8 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
-		return llm_seterr("%s: n_heads %" PRId64 " is not a multiple of n_kv_heads %" PRId64,
-		    ctx, k->n_heads, k->n_kv_heads);
+		return llm_seterr("%s: n_heads %" PRId64 " is not a multiple of n_kv_heads %" PRId64, ctx, k->n_heads,
+		    k->n_kv_heads);
 	if (k->head_dim % 2)
 		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
 	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->head_dim / 2)
@@ -252,8 +250,7 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 		return -1;
 	snprintf(c, sizeof(c), "%s: tensor '%s'", ctx, p->name);
 	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
-	    llm_json_str(t, "transform", c, &p->transform) < 0 ||
-	    get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
+	    llm_json_str(t, "transform", c, &p->transform) < 0 || get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
 	    llm_json_u64(t, "offset", c, &p->offset) < 0 || llm_json_u64(t, "bytes", c, &p->bytes) < 0)
 		return -1;
 	if (json_array_size(src) > LLM_MAX_SOURCES)
@@ -292,16 +289,18 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 		if (p->dtype != LLM_DT_I8 || p->ndim != 2 || !p->quant ||
 		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
 			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a "
-			    "matrix of whole %d-row tiles and %d-column groups", c, p->layout, p->ql.rows, p->ql.group);
+					  "matrix of whole %d-row tiles and %d-column groups",
+			    c, p->layout, p->ql.rows, p->ql.group);
 		if (p->ql.sub && !m->act_q8)
 			return llm_seterr("%s: layout %s is read by the int8 kernels only: it needs dtypes.activations "
-			    "\"q8\"", c, p->layout);
+					  "\"q8\"",
+			    c, p->layout);
 		if (n > UINT64_MAX / 2)
 			return llm_seterr("%s: size overflows", c);
 		n = llm_qlayout_bytes(&p->ql, p->shape[0], p->shape[1]);
 		if (n != p->bytes)
-			return llm_seterr("%s: bytes %" PRIu64 " != the size of layout %s, %" PRIu64, c,
-			    p->bytes, p->layout, n);
+			return llm_seterr("%s: bytes %" PRIu64 " != the size of layout %s, %" PRIu64, c, p->bytes,
+			    p->layout, n);
 	} else if (p->dtype == LLM_DT_I8)
 		return llm_seterr("%s: dtype i8 needs a 'layout'", c);
 	else if (n != p->bytes)
@@ -537,10 +536,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 
 	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
 	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
-	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 ||
-	    llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
-	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 ||
-	    get_arr(o, "eos_ids", path, &a) < 0)
+	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 || llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
+	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 || get_arr(o, "eos_ids", path, &a) < 0)
 		goto fail;
 	if (json_array_size(a) > LLM_NELEM(m->eos_ids)) {
 		llm_seterr("%s: too many eos_ids", path);
@@ -578,8 +575,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
 	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
 	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
-	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 ||
-	    llm_json_str(o, "fingerprint", path, &fp) < 0 || get_arr(o, "tensors", path, &a) < 0)
+	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 || llm_json_str(o, "fingerprint", path, &fp) < 0 ||
+	    get_arr(o, "tensors", path, &a) < 0)
 		goto fail;
 	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {
 		llm_seterr("%s: weights.alignment must be a power of two", path);
@@ -601,8 +598,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 			goto fail;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->tensors[j].name, m->tensors[i].name) == 0) {
-				llm_seterr("%s: tensor '%s' appears twice in the plan", path,
-				    m->tensors[i].name);
+				llm_seterr("%s: tensor '%s' appears twice in the plan", path, m->tensors[i].name);
 				goto fail;
 			}
 	}

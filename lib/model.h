@@ -27,7 +27,7 @@
 struct llm_rope_scaling {
 	int llama3;
 	double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
-	int nfactors;             /* freq_factors: head_dim / 2 of them; else 0 */
+	int nfactors; /* freq_factors: head_dim / 2 of them; else 0 */
 	double factors[LLM_MAX_ROPE_FACTORS];
 };
 
@@ -36,7 +36,7 @@ struct llm_model_config {
 	int64_t intermediate_size, vocab_size, max_position_embeddings;
 	double rms_norm_eps, rope_theta;
 	int tie_word_embeddings, attention_bias;
-	int qk_norm;            /* q and k normed per head (qwen3; absent: false) */
+	int qk_norm; /* q and k normed per head (qwen3; absent: false) */
 	struct llm_rope_scaling rope_scaling;
 };
 
@@ -47,18 +47,18 @@ int llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_sca
 json_t *llm_rope_scaling_json(const struct llm_rope_scaling *s);
 
 struct llm_plan_tensor {
-	const char *name;       /* borrowed from root */
+	const char *name; /* borrowed from root */
 	int nsource;
 	const char *source[LLM_MAX_SOURCES];
-	const char *transform;  /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
-	int64_t heads;          /* unpermute_qk: the heads of the rows; else 0
+	const char *transform; /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
+	int64_t heads;         /* unpermute_qk: the heads of the rows; else 0
 	                         * (llm-pack-weights reads and checks it) */
-	const char *quant;      /* the source's ggml block type ("Q4_K"), when
+	const char *quant;     /* the source's ggml block type ("Q4_K"), when
 	                         * it is block-quantized; else NULL */
-	const char *layout;     /* NULL: dense, dtype elements in row-major
+	const char *layout;    /* NULL: dense, dtype elements in row-major
 	                         * order; else the tiled layout (quant.h,
 	                         * "i8-r8-g32"), dtype i8, ndim 2 */
-	struct llm_qlayout ql;  /* the layout parsed (when layout is set) */
+	struct llm_qlayout ql; /* the layout parsed (when layout is set) */
 	enum llm_dtype dtype;
 	int ndim;
 	int64_t shape[4];
@@ -67,31 +67,31 @@ struct llm_plan_tensor {
 
 struct llm_phase {
 	const char *name, *entry, *file;
-	int64_t tokens;         /* rows per call: S, or 1 for decode */
+	int64_t tokens; /* rows per call: S, or 1 for decode */
 };
 
 struct llm_model {
-	json_t *root;           /* owned; the strings below borrow from it */
-	char *path;             /* model.json as given */
-	char *dir;              /* its directory */
+	json_t *root; /* owned; the strings below borrow from it */
+	char *path;   /* model.json as given */
+	char *dir;    /* its directory */
 	const char *family, *architecture;
 	const char *source_kind, *source_dir;
 	size_t nsource_files;
 	const char **source_files;
 	struct llm_model_config cfg;
 	enum llm_dtype weight_dtype, act_dtype, kv_dtype;
-	int act_q8;             /* dtypes.activations "q8": the products with
+	int act_q8;   /* dtypes.activations "q8": the products with
 	                         * quantized weights quantize x to int8 in blocks
 	                         * of 32 (as llama.cpp does) and run on the int8
 	                         * kernels (ir.txt "Kernels"); else f32 */
-	int act_bf16;           /* dtypes.activations "bf16": the products with
+	int act_bf16; /* dtypes.activations "bf16": the products with
 	                         * bf16 weights round x to bf16 and sum the
 	                         * products in f32 (vdpbf16ps where the target
 	                         * has it: ir.txt "Kernels") */
 	int64_t max_context, prefill_chunk;
 	size_t ntokenizer_files;
 	const char **tokenizer_files;
-	int64_t bos_id;         /* -1: none */
+	int64_t bos_id; /* -1: none */
 	int n_eos;
 	int64_t eos_ids[8];
 	int add_bos;

@@ -46,10 +46,10 @@ struct slot {
 	const uint8_t *p;
 	size_t n;
 	size_t tensor;
-	int first, last;     /* first / last chunk of the tensor */
-	const void *rel;     /* source bytes to drop from the mapping once done */
+	int first, last; /* first / last chunk of the tensor */
+	const void *rel; /* source bytes to drop from the mapping once done */
 	size_t reln;
-	void *buf;           /* CHUNK f32 elements, for converted or computed data */
+	void *buf; /* CHUNK f32 elements, for converted or computed data */
 };
 
 struct hasher {
@@ -57,9 +57,9 @@ struct hasher {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct slot s[NSLOT];
-	size_t head, tail;   /* slots published by main / hashed; tail <= head */
+	size_t head, tail; /* slots published by main / hashed; tail <= head */
 	int quit;
-	uint64_t *sum;       /* per plan tensor; written by the hasher */
+	uint64_t *sum; /* per plan tensor; written by the hasher */
 };
 
 struct packer {
@@ -72,8 +72,8 @@ struct packer {
 	                                       * values (the source's, or the one a float
 	                                       * source is quantized to), else -1 */
 	int threads;
-	uint64_t *sum;                        /* per plan tensor checksum */
-	float *stage;                         /* CHUNK f32: decoded blocks */
+	uint64_t *sum; /* per plan tensor checksum */
+	float *stage;  /* CHUNK f32: decoded blocks */
 	char *binpath, *jsonpath;
 	struct hasher hs;
 	/* Progress. */
@@ -98,8 +98,7 @@ fmt_shape(char *out, size_t n, const int64_t *shape, int ndim)
 static int
 plain_name(const char *s)
 {
-	return *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
-	    strcmp(s, LLM_WEIGHTS_JSON) != 0;
+	return *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && strcmp(s, LLM_WEIGHTS_JSON) != 0;
 }
 
 static int
@@ -121,21 +120,23 @@ plan_heads(struct packer *k, size_t i, const struct llm_plan_tensor *p, int64_t 
 {
 	const struct llm_model *m = k->m;
 	json_t *ts = json_object_get(json_object_get(m->root, "weights"), "tensors"); /* borrowed */
-	json_t *h = json_object_get(json_array_get(ts, i), "heads");                   /* borrowed */
+	json_t *h = json_object_get(json_array_get(ts, i), "heads");                  /* borrowed */
 
 	if (!json_is_integer(h) || json_integer_value(h) <= 0)
 		return llm_seterr("%s: tensor '%s': transform 'unpermute_qk' needs a positive integer "
-		    "'heads'", m->path, p->name);
+				  "'heads'",
+		    m->path, p->name);
 	*out = json_integer_value(h);
 	if (p->shape[0] % *out || (p->shape[0] / *out) % 2)
 		return llm_seterr("%s: tensor '%s': %" PRId64 " rows do not split into %" PRId64
-		    " heads of an even size", m->path, p->name, p->shape[0], *out);
+				  " heads of an even size",
+		    m->path, p->name, p->shape[0], *out);
 	int64_t row = 1;
 	for (int d = 1; d < p->ndim; d++)
 		row *= p->shape[d];
 	if ((uint64_t)row > CHUNK)
-		return llm_seterr("%s: tensor '%s': rows of %" PRId64 " elements are too long to permute",
-		    m->path, p->name, row);
+		return llm_seterr("%s: tensor '%s': rows of %" PRId64 " elements are too long to permute", m->path,
+		    p->name, row);
 	return 0;
 }
 
@@ -148,11 +149,10 @@ check_plan(struct packer *k)
 	int err;
 
 	if (!plain_name(m->weights_file))
-		return llm_seterr("%s: weights.file '%s' must be a plain file name", m->path,
-		    m->weights_file);
+		return llm_seterr("%s: weights.file '%s' must be a plain file name", m->path, m->weights_file);
 	if (m->header_bytes != LLM_WEIGHTS_HEADER_BYTES)
-		return llm_seterr("%s: weights.header_bytes %" PRIu64 " (this program writes %d)",
-		    m->path, m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
+		return llm_seterr("%s: weights.header_bytes %" PRIu64 " (this program writes %d)", m->path,
+		    m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
 	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
 	k->heads = llm_xcalloc(m->ntensors, sizeof(*k->heads));
 	k->qtype = llm_xcalloc(m->ntensors, sizeof(*k->qtype));
@@ -162,26 +162,26 @@ check_plan(struct packer *k)
 		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0) {
 			int64_t want[2] = {m->max_context, m->cfg.head_dim / 2};
 			if (p->nsource != 0)
-				return llm_seterr("%s: tensor '%s': transform '%s' takes no source",
-				    m->path, p->name, p->transform);
+				return llm_seterr("%s: tensor '%s': transform '%s' takes no source", m->path, p->name,
+				    p->transform);
 			if (p->dtype != LLM_DT_F32)
-				return llm_seterr("%s: tensor '%s': transform '%s' makes f32, not %s",
-				    m->path, p->name, p->transform, llm_dtype_name(p->dtype));
+				return llm_seterr("%s: tensor '%s': transform '%s' makes f32, not %s", m->path, p->name,
+				    p->transform, llm_dtype_name(p->dtype));
 			if (p->ndim != 2 || p->shape[0] != want[0] || p->shape[1] != want[1]) {
 				fmt_shape(a, sizeof(a), p->shape, p->ndim);
 				fmt_shape(b, sizeof(b), want, 2);
 				return llm_seterr("%s: tensor '%s': shape %s, expected %s "
-				    "(max_context, head_dim/2)", m->path, p->name, a, b);
+						  "(max_context, head_dim/2)",
+				    m->path, p->name, a, b);
 			}
 			continue;
 		}
 		int permute = strcmp(p->transform, "unpermute_qk") == 0;
 		if (strcmp(p->transform, "copy") != 0 && !permute)
-			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name,
-			    p->transform);
+			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name, p->transform);
 		if (p->nsource != 1)
-			return llm_seterr("%s: tensor '%s': transform '%s' takes one source, not %d",
-			    m->path, p->name, p->transform, p->nsource);
+			return llm_seterr("%s: tensor '%s': transform '%s' takes one source, not %d", m->path, p->name,
+			    p->transform, p->nsource);
 		if (permute && plan_heads(k, i, p, &k->heads[i]) < 0)
 			return -1;
 		const struct llm_source *s = &k->src_files;
@@ -190,33 +190,32 @@ check_plan(struct packer *k)
 			return -1;
 		if (!t)
 			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
-			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name,
-			    m->path);
+			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name, m->path);
 		const char *file = s->files[t->file].path;
 		if (t->ndim != p->ndim || memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t))) {
 			fmt_shape(a, sizeof(a), t->shape, t->ndim);
 			fmt_shape(b, sizeof(b), p->shape, p->ndim);
-			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s",
-			    file, t->name, a, b, p->name, m->path);
+			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s", file, t->name, a,
+			    b, p->name, m->path);
 		}
 		if (!llm_source_tensor_readable(t))
-			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name,
-			    t->type_name, llm_dtype_name(p->dtype));
+			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name, t->type_name,
+			    llm_dtype_name(p->dtype));
 		k->qtype[i] = t->quant;
 		if (p->quant && t->quant < 0) {
 			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
 			int64_t q = llm_ggml_type_by_name(p->quant);
 			if (q < 0 || !llm_quantize_supported((uint32_t)q))
 				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' "
-				    "(%s writes Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
+						  "(%s writes Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
 				    m->path, p->name, p->quant, llm_prog);
 			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)
 				return llm_seterr("%s: tensor '%s': %s values are stored as i8 codes or f32, not %s",
 				    m->path, p->name, p->quant, llm_dtype_name(p->dtype));
 			k->qtype[i] = (int)q;
 		} else if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
-			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)",
-			    file, t->name, t->type_name, m->path, p->quant ? p->quant : "not quantized");
+			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)", file, t->name,
+			    t->type_name, m->path, p->quant ? p->quant : "not quantized");
 		if (p->layout) {
 			struct llm_qlayout want;
 			char name[LLM_QLAYOUT_NAME];
@@ -226,7 +225,8 @@ check_plan(struct packer *k)
 			llm_qlayout_name(&want, name);
 			if (strcmp(name, p->layout) != 0)
 				return llm_seterr("%s: tensor '%s' (%s) has layout %s, but %s says %s (run llm-import "
-				    "again)", file, t->name, tn, name, m->path, p->layout);
+						  "again)",
+				    file, t->name, tn, name, m->path, p->layout);
 		}
 		k->src[i] = t;
 	}
@@ -306,8 +306,8 @@ progress(struct packer *k, uint64_t n)
 	if (t - k->t0 < 1.0 || t - k->tlast < 0.25)
 		return;
 	k->tlast = t;
-	fprintf(stderr, "\r%s: %s: tensor %zu/%zu, %.2f/%.2f GB (%.0f%%)\033[K", llm_prog, k->binpath,
-	    k->cur + 1, k->m->ntensors, (double)k->done / 1e9, (double)k->m->data_bytes / 1e9,
+	fprintf(stderr, "\r%s: %s: tensor %zu/%zu, %.2f/%.2f GB (%.0f%%)\033[K", llm_prog, k->binpath, k->cur + 1,
+	    k->m->ntensors, (double)k->done / 1e9, (double)k->m->data_bytes / 1e9,
 	    100.0 * (double)k->done / (double)(k->m->data_bytes ? k->m->data_bytes : 1));
 	k->drawn = 1;
 }
@@ -520,8 +520,8 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		s->p = src + src_bytes(t, i);
 		if (t->dtype != p->dtype) {
 			if (llm_source_read(t, s->p, c, p->dtype, s->buf, k->stage) < 0)
-				return llm_seterr("%s: tensor '%s': cannot convert %s to %s",
-				    k->m->path, p->name, t->type_name, llm_dtype_name(p->dtype));
+				return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name,
+				    t->type_name, llm_dtype_name(p->dtype));
 			s->p = s->buf;
 		}
 		s->n = c * ds;
@@ -571,8 +571,8 @@ write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct ll
 			memcpy(dst + i * rb, src + source_row(k, ti, p, r + i) * rb, rb);
 		if (stage && llm_source_read(t, stage, n * rowlen, p->dtype, s->buf, k->stage) < 0) {
 			free(stage);
-			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name,
-			    t->type_name, llm_dtype_name(p->dtype));
+			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name, t->type_name,
+			    llm_dtype_name(p->dtype));
 		}
 		s->p = s->buf;
 		s->n = n * rowlen * ds;
@@ -594,11 +594,11 @@ struct rowjob {
 	size_t ti;
 	const struct llm_plan_tensor *p;
 	const struct llm_source_tensor *t;
-	int64_t first, n;    /* tiles or rows */
-	uint8_t *out;        /* the tiles' codes, or the rows as f32 */
-	uint8_t *sc, *mn;    /* write_tiled: the tensor's parts of scales and offsets */
-	int rc;              /* 0, -1 a conversion failed, -2 a value not finite */
-	int64_t bad;         /* the row of rc -2 */
+	int64_t first, n; /* tiles or rows */
+	uint8_t *out;     /* the tiles' codes, or the rows as f32 */
+	uint8_t *sc, *mn; /* write_tiled: the tensor's parts of scales and offsets */
+	int rc;           /* 0, -1 a conversion failed, -2 a value not finite */
+	int64_t bad;      /* the row of rc -2 */
 };
 
 /* The blocks (type qtype) of output row r: copied from a block-quantized
@@ -651,8 +651,9 @@ tiles_main(void *arg)
 		for (int64_t r = 0; r < R && !j->rc; r++)
 			if ((j->rc = row_blocks(j, (uint64_t)(tile * R + r), rowsbuf + (size_t)r * rb, f)) == -2)
 				j->bad = tile * R + r;
-		if (!j->rc && llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, rows, cols, tile,
-		        j->out + (size_t)i * tbytes, j->sc, j->mn) < 0)
+		if (!j->rc &&
+		    llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, rows, cols, tile,
+			j->out + (size_t)i * tbytes, j->sc, j->mn) < 0)
 			j->rc = -1;
 	}
 	free(rowsbuf);
@@ -710,7 +711,8 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 		const struct rowjob *j = &parts[i];
 		if (j->rc == -2)
 			rc = llm_seterr("%s: tensor '%s': row %" PRId64 " holds a value that is not finite, "
-			    "which cannot be quantized", k->src_files.files[j->t->file].path, j->t->name, j->bad);
+					"which cannot be quantized",
+			    k->src_files.files[j->t->file].path, j->t->name, j->bad);
 		else if (j->rc)
 			rc = llm_seterr("%s: tensor '%s': cannot convert %s to %s blocks", k->m->path, j->p->name,
 			    j->t->type_name, llm_ggml_type_name((uint32_t)k->qtype[j->ti]));
@@ -881,9 +883,11 @@ write_pair(struct packer *k)
 		if (put_zeros(&bin, p->offset - pos) < 0)
 			goto fail;
 		const struct llm_source_tensor *t = k->src[i];
-		if ((!t ? write_rope(k, &bin, i, p) : p->layout ? write_tiled(k, &bin, i, p, t) :
-		    k->qtype[i] >= 0 && t->quant < 0 ? write_rounded(k, &bin, i, p, t) :
-		    k->heads[i] ? write_unpermuted(k, &bin, i, p, t) : write_copy(k, &bin, i, p, t)) < 0)
+		if ((!t ? write_rope(k, &bin, i, p) :
+			    p->layout                        ? write_tiled(k, &bin, i, p, t) :
+			    k->qtype[i] >= 0 && t->quant < 0 ? write_rounded(k, &bin, i, p, t) :
+			    k->heads[i]                      ? write_unpermuted(k, &bin, i, p, t) :
+							       write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}

@@ -17,16 +17,16 @@
 #include "model.h"
 
 struct llm_pack_opts {
-	int no_reuse;  /* rewrite even when the existing pair is up to date */
-	int progress;  /* draw a progress line on stderr (a terminal) */
-	int verbose;   /* say on stderr why an existing pair is not reused */
-	int threads;   /* threads that quantize or split blocks; 0: one per CPU */
+	int no_reuse; /* rewrite even when the existing pair is up to date */
+	int progress; /* draw a progress line on stderr (a terminal) */
+	int verbose;  /* say on stderr why an existing pair is not reused */
+	int threads;  /* threads that quantize or split blocks; 0: one per CPU */
 };
 
 struct llm_pack_stats {
-	int reused;        /* 1: the existing pair was up to date, nothing written */
+	int reused; /* 1: the existing pair was up to date, nothing written */
 	size_t ntensors;
-	uint64_t bytes;    /* size of weights.bin */
+	uint64_t bytes; /* size of weights.bin */
 	double seconds;
 };
 
@@ -41,7 +41,6 @@ int llm_pack_weights(const struct llm_model *m, const char *outdir, const struct
 double llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t head_dim);
 /* RoPE table row p: out[i] = cos or sin(p * inv_freq[i]), for i <
  * head_dim/2, computed in double and rounded to f32. */
-void llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim,
-    int use_sin);
+void llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim, int use_sin);
 
 #endif

@@ -15,11 +15,11 @@
 enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_COUNT };
 
 struct llm_phase_spec {
-	const char *name;       /* model.json phases[].name; the MLIR is <name>.mlir */
-	const char *entry;      /* the function's symbol (_mlir_ciface_<entry> in the library) */
-	const char *kind;       /* the pass list (share/llm/pipelines/<kind>.txt) */
-	int single;             /* takes one token a call; else limits.prefill_chunk */
-	int optional;           /* a model may lack it (llm-run then prefills at position 0 only) */
+	const char *name;  /* model.json phases[].name; the MLIR is <name>.mlir */
+	const char *entry; /* the function's symbol (_mlir_ciface_<entry> in the library) */
+	const char *kind;  /* the pass list (share/llm/pipelines/<kind>.txt) */
+	int single;        /* takes one token a call; else limits.prefill_chunk */
+	int optional;      /* a model may lack it (llm-run then prefills at position 0 only) */
 };
 
 extern const struct llm_phase_spec llm_phase_specs[LLM_PH_COUNT];

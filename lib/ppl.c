@@ -93,8 +93,8 @@ check_base(const struct llm_map *m, const char *path, int64_t vocab, int64_t n_c
 		    vocab);
 	if (U32(p + 16) != (uint32_t)n_ctx || U32(p + 20) != (uint32_t)n_chunks)
 		return llm_seterr("%s: %" PRIu32 " chunks of %" PRIu32 " tokens, this run has %" PRId64 " of %" PRId64
-		    " (the same text, --ppl-context and --chunks are needed)", path, U32(p + 20), U32(p + 16),
-		    n_chunks, n_ctx);
+				  " (the same text, --ppl-context and --chunks are needed)",
+		    path, U32(p + 20), U32(p + 16), n_chunks, n_ctx);
 	uint64_t nt = (uint64_t)(n_chunks * n_ctx);
 	uint64_t want = KLD_HEADER + 4 * nt + (uint64_t)(n_chunks * per_chunk) * (uint64_t)vocab * 4;
 	if (m->len != want)
@@ -102,7 +102,8 @@ check_base(const struct llm_map *m, const char *path, int64_t vocab, int64_t n_c
 	for (uint64_t i = 0; i < nt; i++)
 		if ((int64_t)(int32_t)U32(p + KLD_HEADER + 4 * i) != tokens[i])
 			return llm_seterr("%s: token %" PRIu64 " differs: the base was run on another text or with "
-			    "another tokenizer", path, i);
+					  "another tokenizer",
+			    path, i);
 	return 0;
 }
 
@@ -158,8 +159,9 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 		}
 	}
 	buf = llm_xmalloc((size_t)n_ctx * sizeof(*buf));
-	const float *blog = base.p ? (const float *)((const uint8_t *)base.p + KLD_HEADER +
-	    4 * (size_t)(r->n_chunks * n_ctx)) : NULL;
+	const float *blog = base.p ?
+	    (const float *)((const uint8_t *)base.p + KLD_HEADER + 4 * (size_t)(r->n_chunks * n_ctx)) :
+	    NULL;
 	double t0 = llm_now();
 	for (int64_t c = 0; c < r->n_chunks; c++) {
 		memcpy(buf, tokens + c * n_ctx, (size_t)n_ctx * sizeof(*buf));

@@ -32,11 +32,11 @@ double llm_nll(const float *logits, int64_t n, int64_t tok);
 double llm_kl_logits(const float *base, const float *q, int64_t n);
 
 struct llm_ppl_opts {
-	int64_t n_ctx;          /* window; 2 * n_ctx tokens at least */
-	int64_t max_chunks;     /* 0: every whole chunk */
-	int64_t bos;            /* put at the start of every chunk, or -1 */
-	const char *save_base;  /* write the base file here, or NULL */
-	const char *base;       /* compare with this base file, or NULL */
+	int64_t n_ctx;         /* window; 2 * n_ctx tokens at least */
+	int64_t max_chunks;    /* 0: every whole chunk */
+	int64_t bos;           /* put at the start of every chunk, or -1 */
+	const char *save_base; /* write the base file here, or NULL */
+	const char *base;      /* compare with this base file, or NULL */
 	/* After each chunk, if set: its index, the chunks in all, the running
 	 * PPL, the seconds so far. */
 	void (*progress)(void *arg, int64_t chunk, int64_t n_chunks, double ppl, double seconds);
@@ -44,13 +44,13 @@ struct llm_ppl_opts {
 };
 
 struct llm_ppl_result {
-	int64_t n_chunks, n_scored, n_eval;  /* chunks, tokens scored, tokens evaluated */
+	int64_t n_chunks, n_scored, n_eval; /* chunks, tokens scored, tokens evaluated */
 	double ppl, ppl_err, seconds;
 	/* with a base file */
 	int has_base;
 	double base_ppl, base_ppl_err;
 	double kl_mean, kl_err, kl_median, kl_p99, kl_max;
-	double same_top;                     /* fraction of positions of equal argmax */
+	double same_top; /* fraction of positions of equal argmax */
 };
 
 /* Evaluate tokens[n] on rt (which is reset) as above.  0, or -1 with

@@ -8,7 +8,7 @@
 
 static const struct {
 	const char *name;
-	uint32_t base;      /* the type of every matrix no rule below changes */
+	uint32_t base; /* the type of every matrix no rule below changes */
 } mixes[] = {
 	[LLM_QMIX_Q8_0] = {"q8_0", LLM_GGML_Q8_0},
 	[LLM_QMIX_Q4_0] = {"q4_0", LLM_GGML_Q4_0},
@@ -92,8 +92,10 @@ llm_qmix_type(int mix, const struct llm_qmix_tensor *t)
 	}
 	/* rows (of cols elements) must be whole blocks */
 	if (t->cols % blck(ty)) {
-		ty = ty == LLM_GGML_Q4_K ? LLM_GGML_Q5_0 : ty == LLM_GGML_Q5_K ? LLM_GGML_Q5_1 :
-		    ty == LLM_GGML_Q6_K ? LLM_GGML_Q8_0 : ty;
+		ty = ty == LLM_GGML_Q4_K ? LLM_GGML_Q5_0 :
+		    ty == LLM_GGML_Q5_K  ? LLM_GGML_Q5_1 :
+		    ty == LLM_GGML_Q6_K  ? LLM_GGML_Q8_0 :
+					   ty;
 		if (t->cols % blck(ty))
 			ty = LLM_GGML_F16;
 	}

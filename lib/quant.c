@@ -270,8 +270,8 @@ sp_q6_k(const uint8_t *b, int8_t *q, float *s, float *m)
  * values). */
 static const struct {
 	uint32_t type;
-	int group;  /* elements per scale */
-	int mins;   /* 1: groups have an offset */
+	int group; /* elements per scale */
+	int mins;  /* 1: groups have an offset */
 	int code;
 	int half;
 	void (*split)(const uint8_t *, int8_t *, float *, float *);
@@ -374,7 +374,9 @@ void
 llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME])
 {
 	snprintf(out, LLM_QLAYOUT_NAME, "%s-r%d-g%d%s%s", code_names[l->code], l->rows, l->group, l->mins ? "-min" : "",
-	    l->half ? "-f16" : l->sub ? "-sub8" : "");
+	    l->half    ? "-f16" :
+		l->sub ? "-sub8" :
+			 "");
 }
 
 int
@@ -461,8 +463,8 @@ put_scale(const struct llm_qlayout *l, uint8_t *part, uint64_t i, float v)
 }
 
 int
-llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols,
-    int64_t tile, uint8_t *codes, uint8_t *scales, uint8_t *mins)
+llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols, int64_t tile,
+    uint8_t *codes, uint8_t *scales, uint8_t *mins)
 {
 	uint32_t blck = 1, size = 0;
 	int64_t G = l->group, ng = cols / G, R = l->rows, gb = group_bytes(l), nb = cols / QK_K;

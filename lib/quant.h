@@ -89,8 +89,8 @@ uint64_t llm_qlayout_bytes(const struct llm_qlayout *l, int64_t rows, int64_t co
  * at src, into codes (the tile's [cols/G][R] groups) and its entries of
  * the whole parts scales and mins (with minimums).  -1 on an unsupported
  * type or cols not whole blocks. */
-int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols,
-    int64_t tile, uint8_t *codes, uint8_t *scales, uint8_t *mins);
+int llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64_t rows, int64_t cols, int64_t tile,
+    uint8_t *codes, uint8_t *scales, uint8_t *mins);
 
 /* Quantizing (quantize.c): 1 if llm can write ggml type t from f32
  * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), else 0. */

@@ -182,8 +182,8 @@ q_q5_1(const float *x, uint8_t *b)
  * error wins (ggml's make_qkx2_quants, without the absolute-error
  * option). */
 static float
-fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min, float rmin,
-    float rdelta, int nstep)
+fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L, float *neg_min, float rmin, float rdelta,
+    int nstep)
 {
 	uint8_t Laux[QK];
 	float min = x[0], max = x[0], sum_w = w[0], sum_x = sum_w * x[0];

@@ -20,22 +20,22 @@
 struct llm_runtime {
 	struct llm_bundle bundle;
 	struct llm_model model;
-	struct llm_bundle_map wmap;     /* weights.bin, in place */
-	const uint8_t *weights;         /* its data area (data_bytes) */
-	void *lib;                      /* the model library */
-	const char *lib_label;          /* for messages */
+	struct llm_bundle_map wmap; /* weights.bin, in place */
+	const uint8_t *weights;     /* its data area (data_bytes) */
+	void *lib;                  /* the model library */
+	const char *lib_label;      /* for messages */
 	llm_phase_fn *phase[LLM_PH_COUNT];
 	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
 	uint64_t lib_fingerprint;
-	uint8_t *kv;                    /* kv_cache.bytes, zeroed, page aligned */
+	uint8_t *kv; /* kv_cache.bytes, zeroed, page aligned */
 	size_t kv_map;
-	int64_t *tokens;                /* the tokens argument: phase_tokens max */
-	float *logits;                  /* vocab_size: the last call's logits */
+	int64_t *tokens; /* the tokens argument: phase_tokens max */
+	float *logits;   /* vocab_size: the last call's logits */
 	int64_t vocab, max_context;
-	int64_t pos;                    /* positions filled in the cache */
+	int64_t pos; /* positions filled in the cache */
 	int64_t calls[LLM_PH_COUNT];
 	int verbose;
-	pthread_t prefault;             /* joined by llm_runtime_close */
+	pthread_t prefault; /* joined by llm_runtime_close */
 	int prefaulting;
 	atomic_int stop_prefault;
 };
@@ -77,7 +77,8 @@ map_weights(struct llm_runtime *rt)
 
 	if (strchr(m->weights_file, '/') || !(mb = llm_bundle_get(&rt->bundle, m->weights_file)))
 		return strchr(m->weights_file, '/') ?
-		    llm_seterr("%s: weights.file '%s' is not a plain name", m->path, m->weights_file) : -1;
+		    llm_seterr("%s: weights.file '%s' is not a plain name", m->path, m->weights_file) :
+		    -1;
 	if (mb->size < LLM_WEIGHTS_HEADER_BYTES)
 		return llm_seterr("%s: truncated header (%" PRIu64 " bytes)", mb->label, mb->size);
 	if (llm_bundle_map(&rt->bundle, mb, &rt->wmap) < 0)
@@ -91,11 +92,11 @@ map_weights(struct llm_runtime *rt)
 	}
 	if (h.header_bytes != m->header_bytes || h.data_bytes != m->data_bytes)
 		return llm_seterr("%s: layout (header %" PRIu32 ", data %" PRIu64 " bytes) differs from "
-		    "model.json (header %" PRIu64 ", data %" PRIu64 ")", mb->label, h.header_bytes,
-		    h.data_bytes, m->header_bytes, m->data_bytes);
+				  "model.json (header %" PRIu64 ", data %" PRIu64 ")",
+		    mb->label, h.header_bytes, h.data_bytes, m->header_bytes, m->data_bytes);
 	if (mb->size != h.header_bytes + h.data_bytes)
-		return llm_seterr("%s: size %" PRIu64 " bytes, header says %" PRIu64 " (truncated?)",
-		    mb->label, mb->size, h.header_bytes + h.data_bytes);
+		return llm_seterr("%s: size %" PRIu64 " bytes, header says %" PRIu64 " (truncated?)", mb->label,
+		    mb->size, h.header_bytes + h.data_bytes);
 	rt->weights = rt->wmap.p + h.header_bytes;
 	if ((uintptr_t)rt->weights % LLM_WEIGHTS_ALIGN)
 		return llm_seterr("%s: data area is not %d-byte aligned in %s", mb->label, LLM_WEIGHTS_ALIGN,
@@ -324,7 +325,8 @@ llm_runtime_limit_context(struct llm_runtime *rt, int64_t n)
 {
 	if (n < 1 || n > rt->model.max_context)
 		return llm_seterr("%s: a context of %" PRId64 " exceeds the one this model was built for, %" PRId64
-		    " (llm-import --max-context sets it)", rt->model.path, n, rt->model.max_context);
+				  " (llm-import --max-context sets it)",
+		    rt->model.path, n, rt->model.max_context);
 	rt->max_context = n;
 	return 0;
 }
@@ -350,7 +352,8 @@ check_ids(const struct llm_runtime *rt, const int64_t *tokens, int64_t n)
 			    rt->vocab);
 	if (n > rt->max_context - rt->pos)
 		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of max_context "
-		    "%" PRId64 " used", n, rt->pos, rt->max_context);
+				  "%" PRId64 " used",
+		    n, rt->pos, rt->max_context);
 	return 0;
 }
 

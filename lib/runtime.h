@@ -22,13 +22,13 @@ struct llm_memref1 {
 
 /* _mlir_ciface_<entry> of every phase: the arguments of llm_phase_args
  * (phase.h), in its order. */
-typedef void llm_phase_fn(struct llm_memref1 *weights, struct llm_memref1 *kv,
-    struct llm_memref1 *tokens, int64_t pos, int64_t n_tokens, struct llm_memref1 *logits);
+typedef void llm_phase_fn(struct llm_memref1 *weights, struct llm_memref1 *kv, struct llm_memref1 *tokens, int64_t pos,
+    int64_t n_tokens, struct llm_memref1 *logits);
 
 struct llm_runtime_opts {
-	int threads;            /* OpenMP threads; 0: the OpenMP default */
-	int verbose;            /* each phase call on stderr */
-	int prefault;           /* map the weights' pages in a background thread */
+	int threads;  /* OpenMP threads; 0: the OpenMP default */
+	int verbose;  /* each phase call on stderr */
+	int prefault; /* map the weights' pages in a background thread */
 };
 
 /* Opaque: read through the accessors below (an embedding program needs

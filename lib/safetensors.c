@@ -46,7 +46,6 @@ shown(const char *s)
 	return s;
 }
 
-
 static int
 get_u64(const json_t *v, uint64_t *out)
 {
@@ -58,8 +57,8 @@ get_u64(const json_t *v, uint64_t *out)
 
 /* Parse one tensor entry of the header of file `path`. */
 static int
-parse_tensor(struct llm_st_tensor *t, const char *path, const char *name,
-	     const json_t *e, const uint8_t *data, uint64_t datalen)
+parse_tensor(struct llm_st_tensor *t, const char *path, const char *name, const json_t *e, const uint8_t *data,
+    uint64_t datalen)
 {
 	const json_t *dt, *shape, *offs; /* borrowed from e */
 	uint64_t begin, end, nelem = 1, nbytes;
@@ -70,52 +69,45 @@ parse_tensor(struct llm_st_tensor *t, const char *path, const char *name,
 		return llm_seterr("%s: tensor '%s': expected an object", path, name);
 	dt = json_object_get(e, "dtype");
 	if (!json_is_string(dt))
-		return llm_seterr("%s: tensor '%s': %s 'dtype'", path, name,
-				  dt ? "non-string" : "missing");
+		return llm_seterr("%s: tensor '%s': %s 'dtype'", path, name, dt ? "non-string" : "missing");
 	t->dtype = llm_dtype_from_st_name(json_string_value(dt));
 	if (t->dtype == LLM_DT_NONE)
-		return llm_seterr("%s: tensor '%s': unknown dtype '%s'", path, name,
-				  shown(json_string_value(dt)));
+		return llm_seterr("%s: tensor '%s': unknown dtype '%s'", path, name, shown(json_string_value(dt)));
 	shape = json_object_get(e, "shape");
 	if (!json_is_array(shape))
-		return llm_seterr("%s: tensor '%s': %s 'shape'", path, name,
-				  shape ? "non-array" : "missing");
+		return llm_seterr("%s: tensor '%s': %s 'shape'", path, name, shape ? "non-array" : "missing");
 	if (json_array_size(shape) > LLM_MAX_DIMS)
-		return llm_seterr("%s: tensor '%s': %zu dimensions (at most %d supported)",
-				  path, name, json_array_size(shape), LLM_MAX_DIMS);
+		return llm_seterr("%s: tensor '%s': %zu dimensions (at most %d supported)", path, name,
+		    json_array_size(shape), LLM_MAX_DIMS);
 	t->ndim = (int)json_array_size(shape);
 	for (int i = 0; i < t->ndim; i++) {
 		const json_t *d = json_array_get(shape, (size_t)i);
 		uint64_t v;
 		if (get_u64(d, &v) < 0)
-			return llm_seterr("%s: tensor '%s': shape[%d] is not a non-negative integer",
-					  path, name, i);
+			return llm_seterr("%s: tensor '%s': shape[%d] is not a non-negative integer", path, name, i);
 		t->shape[i] = (int64_t)v;
 		if (__builtin_mul_overflow(nelem, v, &nelem) || nelem > INT64_MAX)
 			return llm_seterr("%s: tensor '%s': shape product overflows", path, name);
 	}
 	offs = json_object_get(e, "data_offsets");
-	if (!json_is_array(offs) || json_array_size(offs) != 2 ||
-	    get_u64(json_array_get(offs, 0), &begin) < 0 ||
+	if (!json_is_array(offs) || json_array_size(offs) != 2 || get_u64(json_array_get(offs, 0), &begin) < 0 ||
 	    get_u64(json_array_get(offs, 1), &end) < 0)
 		return llm_seterr("%s: tensor '%s': %s", path, name,
-				  offs ? "'data_offsets' is not two non-negative integers"
-				       : "missing 'data_offsets'");
+		    offs ? "'data_offsets' is not two non-negative integers" : "missing 'data_offsets'");
 	if (begin > end)
-		return llm_seterr("%s: tensor '%s': data_offsets [%llu, %llu] begin after end",
-				  path, name, (unsigned long long)begin, (unsigned long long)end);
+		return llm_seterr("%s: tensor '%s': data_offsets [%llu, %llu] begin after end", path, name,
+		    (unsigned long long)begin, (unsigned long long)end);
 	if (end > datalen)
 		return llm_seterr("%s: tensor '%s': data_offsets [%llu, %llu] outside the file "
-				  "(data area is %llu bytes)", path, name,
-				  (unsigned long long)begin, (unsigned long long)end,
-				  (unsigned long long)datalen);
+				  "(data area is %llu bytes)",
+		    path, name, (unsigned long long)begin, (unsigned long long)end, (unsigned long long)datalen);
 	if (__builtin_mul_overflow(nelem, (uint64_t)llm_dtype_size(t->dtype), &nbytes))
 		return llm_seterr("%s: tensor '%s': byte size overflows", path, name);
 	if (nbytes != end - begin)
 		return llm_seterr("%s: tensor '%s': shape and dtype %s give %llu bytes "
-				  "but data_offsets span %llu", path, name,
-				  llm_dtype_st_name(t->dtype), (unsigned long long)nbytes,
-				  (unsigned long long)(end - begin));
+				  "but data_offsets span %llu",
+		    path, name, llm_dtype_st_name(t->dtype), (unsigned long long)nbytes,
+		    (unsigned long long)(end - begin));
 	t->nelem = (int64_t)nelem;
 	t->nbytes = (size_t)nbytes;
 	t->data = data + begin;
@@ -148,8 +140,8 @@ check_overlap(struct llm_st_tensor *t, size_t n, const char *path)
 	qsort(s, m, sizeof(*s), cmp_offset);
 	for (size_t i = 0; i < m; i++) {
 		if (prev && s[i]->offset < prev->offset + prev->nbytes) {
-			rc = llm_seterr("%s: tensors '%s' and '%s' overlap", path,
-					shown(prev->name), shown(s[i]->name));
+			rc = llm_seterr("%s: tensors '%s' and '%s' overlap", path, shown(prev->name),
+			    shown(s[i]->name));
 			break;
 		}
 		prev = s[i];
@@ -177,27 +169,25 @@ load_file(struct llm_st_file *f, int fi, struct tlist *l)
 	f->size = f->map.len;
 	f->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
 	if (f->map.len < 8)
-		return llm_seterr("%s: too short for a safetensors file (%zu bytes)",
-				  f->path, f->map.len);
+		return llm_seterr("%s: too short for a safetensors file (%zu bytes)", f->path, f->map.len);
 	n = llm_le64(f->map.p);
 	if (n > MAX_HEADER)
-		return llm_seterr("%s: header length %llu is absurd (limit %u bytes)",
-				  f->path, (unsigned long long)n, MAX_HEADER);
+		return llm_seterr("%s: header length %llu is absurd (limit %u bytes)", f->path, (unsigned long long)n,
+		    MAX_HEADER);
 	if (n > f->map.len - 8)
-		return llm_seterr("%s: header length %llu exceeds the file size (%zu bytes)",
-				  f->path, (unsigned long long)n, f->map.len);
+		return llm_seterr("%s: header length %llu exceeds the file size (%zu bytes)", f->path,
+		    (unsigned long long)n, f->map.len);
 	hstart = 8 + n;
 	datalen = f->map.len - hstart;
 	f->header_hash = llm_fnv1a(LLM_FNV_INIT, f->map.p, (size_t)hstart);
 	h = json_loadb((const char *)f->map.p + 8, (size_t)n, JSON_REJECT_DUPLICATES, &je);
 	if (!h)
-		return llm_seterr("%s: bad header JSON at line %d column %d: %s",
-				  f->path, je.line, je.column, je.text);
+		return llm_seterr("%s: bad header JSON at line %d column %d: %s", f->path, je.line, je.column, je.text);
 	if (!json_is_object(h)) {
 		json_decref(h);
 		return llm_seterr("%s: header is not a JSON object", f->path);
 	}
-	json_object_foreach(h, key, e) {
+	json_object_foreach (h, key, e) {
 		if (strcmp(key, "__metadata__") == 0) {
 			const char *k;
 			json_t *v; /* borrowed */
@@ -205,10 +195,9 @@ load_file(struct llm_st_file *f, int fi, struct tlist *l)
 				rc = llm_seterr("%s: '__metadata__' is not an object", f->path);
 				break;
 			}
-			json_object_foreach(e, k, v)
+			json_object_foreach (e, k, v)
 				if (!json_is_string(v)) {
-					rc = llm_seterr("%s: __metadata__ '%s' is not a string",
-							f->path, shown(k));
+					rc = llm_seterr("%s: __metadata__ '%s' is not a string", f->path, shown(k));
 					break;
 				}
 			if (rc)
@@ -231,8 +220,7 @@ load_file(struct llm_st_file *f, int fi, struct tlist *l)
 static int
 cmp_name(const void *a, const void *b)
 {
-	return strcmp(((const struct llm_st_tensor *)a)->name,
-		      ((const struct llm_st_tensor *)b)->name);
+	return strcmp(((const struct llm_st_tensor *)a)->name, ((const struct llm_st_tensor *)b)->name);
 }
 
 static int
@@ -256,7 +244,7 @@ safe_name(const char *s)
 {
 	if (!*s || s[0] == '/' || shown(s) != s)
 		return 0;
-	for (const char *p = s; *p; ) {
+	for (const char *p = s; *p;) {
 		size_t n = strcspn(p, "/");
 		if (n == 2 && p[0] == '.' && p[1] == '.')
 			return 0;
@@ -299,9 +287,8 @@ finish(struct llm_safetensors *st, struct tlist *l)
 				a = b;
 				b = t;
 			}
-			return llm_seterr("%s: tensor '%s' is also in %s",
-					  st->files[b->file].path, shown(b->name),
-					  st->files[a->file].path);
+			return llm_seterr("%s: tensor '%s' is also in %s", st->files[b->file].path, shown(b->name),
+			    st->files[a->file].path);
 		}
 	return 0;
 }
@@ -335,15 +322,14 @@ load_index(struct llm_safetensors *st, const char *ipath, struct tlist *l)
 		goto out;
 	}
 	shards = llm_xreallocarray(NULL, json_object_size(wm), sizeof(*shards));
-	json_object_foreach(wm, key, v) {
+	json_object_foreach (wm, key, v) {
 		if (!json_is_string(v)) {
-			llm_seterr("%s: weight_map: tensor '%s': shard name is not a string",
-				   ipath, shown(key));
+			llm_seterr("%s: weight_map: tensor '%s': shard name is not a string", ipath, shown(key));
 			goto out;
 		}
 		if (!safe_name(json_string_value(v))) {
-			llm_seterr("%s: weight_map: tensor '%s': bad shard name '%s'",
-				   ipath, shown(key), shown(json_string_value(v)));
+			llm_seterr("%s: weight_map: tensor '%s': bad shard name '%s'", ipath, shown(key),
+			    shown(json_string_value(v)));
 			goto out;
 		}
 		shards[nshards++] = json_string_value(v);
@@ -365,21 +351,21 @@ load_index(struct llm_safetensors *st, const char *ipath, struct tlist *l)
 	}
 	for (size_t i = 0; i < l->n; i++)
 		if (!json_object_get(wm, l->v[i].name)) {
-			llm_seterr("%s: tensor '%s' is not listed in %s",
-				   st->files[l->v[i].file].path, shown(l->v[i].name), ipath);
+			llm_seterr("%s: tensor '%s' is not listed in %s", st->files[l->v[i].file].path,
+			    shown(l->v[i].name), ipath);
 			goto out;
 		}
 	if (finish(st, l) < 0)
 		goto out;
-	json_object_foreach(wm, key, v) {
+	json_object_foreach (wm, key, v) {
 		const struct llm_st_tensor *t = llm_st_find(st, key);
 		char *want = llm_path_join(dir, json_string_value(v));
 		int bad = !t || strcmp(st->files[t->file].path, want) != 0;
 		if (!t)
 			llm_seterr("%s: no tensor '%s' (named by %s)", want, shown(key), ipath);
 		else if (bad)
-			llm_seterr("%s: no tensor '%s' (named by %s; it is in %s)", want,
-				   shown(key), ipath, st->files[t->file].path);
+			llm_seterr("%s: no tensor '%s' (named by %s; it is in %s)", want, shown(key), ipath,
+			    st->files[t->file].path);
 		free(want);
 		if (bad)
 			goto out;

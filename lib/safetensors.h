@@ -26,17 +26,17 @@ struct llm_st_tensor {
 	int ndim;
 	int64_t shape[LLM_MAX_DIMS];
 	int64_t nelem;
-	const void *data;  /* inside the mapping of its file; aligned only as
+	const void *data; /* inside the mapping of its file; aligned only as
 	                    * far as the writer padded the header */
 	size_t nbytes;
-	int file;          /* index into llm_st.files */
-	uint64_t offset;   /* byte offset of the data in its file */
+	int file;        /* index into llm_st.files */
+	uint64_t offset; /* byte offset of the data in its file */
 };
 
 struct llm_st_file {
 	char *path;
 	struct llm_map map;
-	uint64_t size;      /* source identity: size, mtime, header hash */
+	uint64_t size; /* source identity: size, mtime, header hash */
 	int64_t mtime_ns;
 	uint64_t header_hash; /* FNV-1a 64 of the 8 length bytes + JSON header */
 };

@@ -16,9 +16,9 @@ struct llm_sampler {
 	struct llm_sampler_params p;
 	int64_t n_vocab;
 	struct llm_rng rng;
-	float *work;            /* (n_vocab) logits after the penalty */
-	unsigned char *seen;    /* (n_vocab) ids in the penalty window */
-	struct cand *c;         /* (n_vocab) candidates */
+	float *work;         /* (n_vocab) logits after the penalty */
+	unsigned char *seen; /* (n_vocab) ids in the penalty window */
+	struct cand *c;      /* (n_vocab) candidates */
 };
 
 static uint64_t

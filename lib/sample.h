@@ -18,12 +18,12 @@
 #include <stdint.h>
 
 struct llm_sampler_params {
-	double temp;            /* <= 0: greedy */
-	int64_t top_k;          /* keep the k largest; 0: off */
-	double top_p;           /* keep the smallest set with mass >= top_p; >= 1: off */
-	double min_p;           /* drop p < min_p * max p; 0: off */
-	double repeat_penalty;  /* > 0; 1: off */
-	int64_t repeat_last_n;  /* window of the penalty: 0 none, -1 the whole history */
+	double temp;           /* <= 0: greedy */
+	int64_t top_k;         /* keep the k largest; 0: off */
+	double top_p;          /* keep the smallest set with mass >= top_p; >= 1: off */
+	double min_p;          /* drop p < min_p * max p; 0: off */
+	double repeat_penalty; /* > 0; 1: off */
+	int64_t repeat_last_n; /* window of the penalty: 0 none, -1 the whole history */
 	uint64_t seed;
 };
 
@@ -51,7 +51,7 @@ struct llm_candidate {
 	double p;
 };
 size_t llm_sampler_candidates(struct llm_sampler *s, const float *logits, const int64_t *hist, size_t nhist,
-	struct llm_candidate *out);
+    struct llm_candidate *out);
 
 /* The generator alone (xoshiro256**), for random test tokens: state from a
  * seed, then 64 random bits, or a uniform double in [0, 1). */

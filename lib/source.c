@@ -122,8 +122,7 @@ open_gguf(struct llm_source *s, const char *path)
 }
 
 int
-llm_source_open(struct llm_source *s, const char *kind, const char *dir, const char *const *files,
-    size_t nfiles)
+llm_source_open(struct llm_source *s, const char *kind, const char *dir, const char *const *files, size_t nfiles)
 {
 	memset(s, 0, sizeof(*s));
 	s->kind = llm_source_kind_from_name(kind);
@@ -236,8 +235,8 @@ llm_source_tensor_readable(const struct llm_source_tensor *t)
 }
 
 int
-llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt,
-    void *dst, float *stage)
+llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt, void *dst,
+    float *stage)
 {
 	if (t->quant < 0)
 		return llm_convert(dst, dt, src, t->dtype, n);

@@ -28,32 +28,32 @@ enum llm_source_kind {
 };
 
 struct llm_source_tensor {
-	const char *name;          /* borrowed from the reader */
-	enum llm_dtype dtype;      /* LLM_DT_NONE: a type llm cannot read
+	const char *name;      /* borrowed from the reader */
+	enum llm_dtype dtype;  /* LLM_DT_NONE: a type llm cannot read
 	                            * (a GGUF block type; type_name says which) */
-	const char *type_name;     /* as the format spells it: "BF16", "Q4_K" */
-	int32_t quant;             /* a ggml block type llm decodes (quant.h),
+	const char *type_name; /* as the format spells it: "BF16", "Q4_K" */
+	int32_t quant;         /* a ggml block type llm decodes (quant.h),
 	                            * when dtype is LLM_DT_NONE; else -1 */
-	uint32_t blck, bsize;      /* elements and bytes per block: 1 and the
+	uint32_t blck, bsize;  /* elements and bytes per block: 1 and the
 	                            * element size, or quant's block */
 	int ndim;
 	int64_t shape[LLM_SOURCE_MAX_DIMS]; /* row-major, outermost first */
 	uint64_t nelem;
-	const void *data;          /* in the mapping; alignment not guaranteed */
+	const void *data; /* in the mapping; alignment not guaranteed */
 	size_t nbytes;
-	size_t file;               /* index into files */
+	size_t file; /* index into files */
 };
 
 struct llm_source_file {
-	const char *path;          /* borrowed from the reader */
+	const char *path; /* borrowed from the reader */
 	uint64_t size;
 	int64_t mtime_ns;
-	uint64_t header_hash;      /* FNV-1a 64 of the header (format-specific) */
+	uint64_t header_hash; /* FNV-1a 64 of the header (format-specific) */
 };
 
 struct llm_source {
 	enum llm_source_kind kind;
-	char *name;                /* the directory or file, for messages */
+	char *name; /* the directory or file, for messages */
 	size_t nfiles;
 	struct llm_source_file *files;
 	size_t ntensors;
@@ -73,8 +73,7 @@ const char *llm_source_kind_name(enum llm_source_kind k);
  * .safetensors) or "gguf" (exactly one file); names are relative to dir.
  * 0, or -1 with llm_errmsg naming the file at fault; on failure *s is left
  * empty (llm_source_close is then optional). */
-int llm_source_open(struct llm_source *s, const char *kind, const char *dir, const char *const *files,
-    size_t nfiles);
+int llm_source_open(struct llm_source *s, const char *kind, const char *dir, const char *const *files, size_t nfiles);
 /* Open what llm-import is given: a directory (its safetensors index or
  * model.safetensors, see llm_st_open) or a GGUF file. */
 int llm_source_open_path(struct llm_source *s, const char *path);
@@ -88,8 +87,8 @@ int llm_source_tensor_readable(const struct llm_source_tensor *t);
  * (a float weight type).  A block type is decoded to f32 as ggml does,
  * into dst when dt is f32, else into stage (n floats), then converted.
  * 0, or -1 for a pair llm_convert cannot do. */
-int llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt,
-    void *dst, float *stage);
+int llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, enum llm_dtype dt, void *dst,
+    float *stage);
 
 /* The tensor called name, or NULL when there is none (*err 0, no message);
  * a name found in two files is an error (NULL, *err -1, llm_errmsg set). */

@@ -79,8 +79,7 @@ llm_spawn(char *const argv[], const struct llm_spawn_opts *opts, struct llm_buf 
 	if (opts->verbose)
 		echo_argv(argv);
 	/* Opened here, so that a bad path is reported as such. */
-	if (opts->stdout_path &&
-	    (outfd = open(opts->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+	if (opts->stdout_path && (outfd = open(opts->stdout_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return llm_seterr("%s:", opts->stdout_path);
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		rc = llm_seterr("%s: pipe:", tool);

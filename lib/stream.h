@@ -12,12 +12,12 @@
 #include "util.h"
 
 struct llm_stream {
-	char **stop;            /* stop strings (borrowed) */
+	char **stop; /* stop strings (borrowed) */
 	size_t nstop, maxstop;
-	struct llm_buf raw;     /* every byte pushed */
-	size_t done;            /* raw bytes already turned into text */
-	struct llm_buf text;    /* all text released so far (valid UTF-8) */
-	int stopped;            /* a stop string completed */
+	struct llm_buf raw;  /* every byte pushed */
+	size_t done;         /* raw bytes already turned into text */
+	struct llm_buf text; /* all text released so far (valid UTF-8) */
+	int stopped;         /* a stop string completed */
 };
 void llm_stream_init(struct llm_stream *s, char **stop, size_t nstop);
 /* Push the bytes of a token; the text released by it is appended to out

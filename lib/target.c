@@ -61,7 +61,7 @@ has_feature(const struct llm_target *t, const char *f)
 }
 
 const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "generic", "bf16-avx512", "bf16-generic",
-    NULL};
+	NULL};
 
 const char *
 llm_target_kernels(const struct llm_target *t)
@@ -131,9 +131,9 @@ run_output(char **argv)
  * defaults and compiler-rt's builtins archive. */
 static const struct {
 	const char *name;
-	const char *mattr;      /* llc -mattr when no features are given, or NULL */
-	const char *abi;        /* llc -target-abi, or NULL */
-	const char *builtins;   /* in <libdir>/clang/<major>/lib/linux */
+	const char *mattr;    /* llc -mattr when no features are given, or NULL */
+	const char *abi;      /* llc -target-abi, or NULL */
+	const char *builtins; /* in <libdir>/clang/<major>/lib/linux */
 } archs[] = {
 	{"x86_64", NULL, NULL, "libclang_rt.builtins-x86_64.a"},
 	/* RISC-V Linux wants the lp64d ABI and, for our vector code, the V

@@ -24,9 +24,9 @@
 #define LLM_TARGET_MEMBER "target.json"
 
 struct llm_target {
-	char *triple;        /* "x86_64-pc-linux-gnu" */
-	char *cpu;           /* "znver5", "x86-64-v3", "generic-rv64" */
-	char **features;     /* sorted */
+	char *triple;    /* "x86_64-pc-linux-gnu" */
+	char *cpu;       /* "znver5", "x86-64-v3", "generic-rv64" */
+	char **features; /* sorted */
 	size_t nfeatures;
 };
 
@@ -34,8 +34,8 @@ struct llm_target {
  * NULL for "native" on the host (recorded as the host CPU's name, from
  * llc, path llc) or the triple's default, mattr an llc -mattr list
  * ("+avx512f,-avx2") or NULL.  0, or -1 with llm_errmsg. */
-int llm_target_resolve(const char *clang, const char *llc, const char *triple, const char *cpu,
-    const char *mattr, struct llm_target *t);
+int llm_target_resolve(const char *clang, const char *llc, const char *triple, const char *cpu, const char *mattr,
+    struct llm_target *t);
 
 /* llc's options for a triple that the user leaves out: the -mattr list
  * when no features are given, and the -target-abi (RISC-V: the lp64d ABI

@@ -156,8 +156,7 @@ static int
 is_space(uint32_t c)
 {
 	return (c >= 9 && c <= 13) || c == ' ' || c == 0x85 || c == 0xa0 || c == 0x1680 ||
-		(c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
-		c == 0x205f || c == 0x3000;
+	    (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
 /* Rust's char::is_numeric: general categories Nd, Nl, No. */
@@ -182,10 +181,17 @@ is_word(uint32_t c)
 	    (c >= 0x1f150 && c <= 0x1f169) || (c >= 0x1f170 && c <= 0x1f189))
 		return 1;
 	switch (utf8proc_category((utf8proc_int32_t)c)) {
-	case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-	case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN:
-	case UTF8PROC_CATEGORY_MC: case UTF8PROC_CATEGORY_ME: case UTF8PROC_CATEGORY_ND:
-	case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_PC:
+	case UTF8PROC_CATEGORY_LU:
+	case UTF8PROC_CATEGORY_LL:
+	case UTF8PROC_CATEGORY_LT:
+	case UTF8PROC_CATEGORY_LM:
+	case UTF8PROC_CATEGORY_LO:
+	case UTF8PROC_CATEGORY_MN:
+	case UTF8PROC_CATEGORY_MC:
+	case UTF8PROC_CATEGORY_ME:
+	case UTF8PROC_CATEGORY_ND:
+	case UTF8PROC_CATEGORY_NL:
+	case UTF8PROC_CATEGORY_PC:
 		return 1;
 	default:
 		return 0;
@@ -299,8 +305,11 @@ onig_classes(const char *p, size_t n, struct llm_buf *out)
 		char c = p[i];
 		if (c == '\\' && i + 1 < n) {
 			char e = p[++i];
-			const char *cls = e == 's' || e == 'S' ? ONIG_SPACE : e == 'w' || e == 'W' ? ONIG_WORD :
-				e == 'h' || e == 'H' ? ONIG_HEX : e == 'v' ? "\\x{0b}" : NULL;
+			const char *cls = e == 's' || e == 'S' ? ONIG_SPACE :
+			    e == 'w' || e == 'W'               ? ONIG_WORD :
+			    e == 'h' || e == 'H'               ? ONIG_HEX :
+			    e == 'v'                           ? "\\x{0b}" :
+								 NULL;
 			if (cls && in_class && (e == 's' || e == 'w' || e == 'h' || e == 'v')) {
 				llm_buf_puts(out, cls);
 			} else if (cls && !in_class) {
@@ -421,9 +430,9 @@ find_matches(struct pattern *p, const char *s, size_t n, struct mvec *out)
 		for (size_t i = 0; i < n;) {
 			uint32_t c;
 			size_t l = llm_tok_dec(s + i, &c);
-			int hit = p->kind == PAT_CHAR ? c == p->ch
-			    : p->kind == PAT_NUMERIC  ? is_numeric(c)
-			                              : is_space(c);
+			int hit = p->kind == PAT_CHAR ? c == p->ch :
+			    p->kind == PAT_NUMERIC    ? is_numeric(c) :
+							is_space(c);
 			if (hit) {
 				if (i > prev)
 					mvec_push(out, prev, i, 0);
@@ -608,13 +617,12 @@ llm_tok_model_set(struct llm_tokenizer *t, int32_t id, const char *s, size_t len
 /* Add merge "left right" of rank r; the parts and their concatenation must
  * be tokens. */
 int
-llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
-	uint32_t r)
+llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, uint32_t r)
 {
 	int32_t ia = llm_tok_model_find(t, a, alen), ib = llm_tok_model_find(t, b, blen);
 	if (ia < 0 || ib < 0)
 		return llm_seterr("%s: merge %u: token '%.*s' not in the vocabulary", t->name, r,
-			ia < 0 ? (int)alen : (int)blen, ia < 0 ? a : b);
+		    ia < 0 ? (int)alen : (int)blen, ia < 0 ? a : b);
 	char small[256];
 	size_t n = alen + blen;
 	char *cat = n <= sizeof(small) ? small : llm_xmalloc(n);
@@ -717,8 +725,7 @@ ends_with_word(const char *s, size_t n)
 /* Cut the added tokens of trie out of s into out (AddedVocabulary::
  * find_matches); start: s begins the original text. */
 static void
-split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_t n, int start,
-	struct plist *out)
+split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_t n, int start, struct plist *out)
 {
 	size_t done = 0; /* end of the last piece emitted */
 	if (tr->n > 1) {
@@ -833,12 +840,15 @@ nfc_quick(const char *s, size_t n)
  * crate's Metaspace "first" looks at original offsets. */
 static int
 normalize_step(const struct step *st, struct pattern *pat, const char *s, size_t n, struct llm_buf *out,
-	struct mvec *mv)
+    struct mvec *mv)
 {
 	int lost = 0;
 	out->len = 0;
 	switch (st->kind) {
-	case N_NFC: case N_NFD: case N_NFKC: case N_NFKD: {
+	case N_NFC:
+	case N_NFD:
+	case N_NFKC:
+	case N_NFKD: {
 		size_t i = 0;
 		while (i < n && (uint8_t)s[i] < 0x80)
 			i++;
@@ -852,7 +862,7 @@ normalize_step(const struct step *st, struct pattern *pat, const char *s, size_t
 			opt |= UTF8PROC_COMPAT;
 		utf8proc_uint8_t *r = NULL;
 		utf8proc_ssize_t rl = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &r,
-			(utf8proc_option_t)opt);
+		    (utf8proc_option_t)opt);
 		if (rl < 0) /* cannot happen on valid UTF-8; keep the text */
 			llm_buf_add(out, s, n);
 		else
@@ -947,8 +957,8 @@ normalize(struct llm_tokenizer *t, const char *s, size_t n, int *start)
 
 /* Split piece s by pattern and behaviour into out (empty pieces dropped). */
 static void
-split_piece(struct llm_tokenizer *t, struct pattern *pat, int behavior, int invert, const char *s, size_t n,
-	int start, struct plist *out)
+split_piece(struct llm_tokenizer *t, struct pattern *pat, int behavior, int invert, const char *s, size_t n, int start,
+    struct plist *out)
 {
 	find_matches(pat, s, n, &t->mv);
 	if (invert)
@@ -1299,8 +1309,7 @@ regex_failed(struct llm_tokenizer *t)
 }
 
 int
-llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special, int64_t **ids,
-	size_t *n)
+llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special, int64_t **ids, size_t *n)
 {
 	if (!llm_utf8_valid(text, len))
 		return llm_seterr("%s: text is not valid UTF-8", t->name);
@@ -1396,8 +1405,10 @@ byte_token(const char *s, size_t n, uint8_t *b)
 	int v = 0;
 	for (int i = 3; i < 5; i++) {
 		char c = s[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-			c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		int d = c >= '0' && c <= '9' ? c - '0' :
+		    c >= 'a' && c <= 'f'     ? c - 'a' + 10 :
+		    c >= 'A' && c <= 'F'     ? c - 'A' + 10 :
+					       -1;
 		if (d < 0)
 			return 0;
 		v = v * 16 + d;
@@ -1532,8 +1543,7 @@ decode_step(struct llm_tokenizer *t, struct step *st, struct plist *in, struct p
 }
 
 void
-llm_tokenizer_decode(struct llm_tokenizer *t, const int64_t *ids, size_t n, int skip_special,
-	struct llm_buf *out)
+llm_tokenizer_decode(struct llm_tokenizer *t, const int64_t *ids, size_t n, int skip_special, struct llm_buf *out)
 {
 	struct plist *a = &t->pl[0], *b = &t->pl[1];
 	pl_reset(a);
@@ -1593,8 +1603,8 @@ llm_tokenizer_token_bytes(const struct llm_tokenizer *t, int64_t id, struct llm_
 		if (t->dec[k].kind == D_METASPACE) {
 			mark = t->dec[k].ch;
 			spm = 1;
-		} else if (t->dec[k].kind == D_REPLACE && t->dec[k].pat.kind == PAT_STRING &&
-		    t->dec[k].len == 1 && t->dec[k].s[0] == ' ') {
+		} else if (t->dec[k].kind == D_REPLACE && t->dec[k].pat.kind == PAT_STRING && t->dec[k].len == 1 &&
+		    t->dec[k].s[0] == ' ') {
 			uint32_t c;
 			if (llm_utf8_decode(t->dec[k].pat.s, t->dec[k].pat.len, &c) == t->dec[k].pat.len) {
 				mark = c;
@@ -1678,8 +1688,8 @@ llm_tok_find_added(const struct llm_tokenizer *t, const char *s, size_t len)
 
 /* Add a token, or update the flags of the one with the same content. */
 void
-llm_tok_add_added(struct llm_tokenizer *t, const char *s, size_t len, int32_t id, int special,
-	int lstrip, int rstrip, int single_word, int normalized)
+llm_tok_add_added(struct llm_tokenizer *t, const char *s, size_t len, int32_t id, int special, int lstrip, int rstrip,
+    int single_word, int normalized)
 {
 	struct added *a = llm_tok_find_added(t, s, len);
 	if (a) {

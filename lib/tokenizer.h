@@ -69,7 +69,7 @@ enum llm_token_type {
 	"|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 struct llm_tokenizer_vocab {
-	int kind;                  /* enum llm_tokenizer_kind */
+	int kind; /* enum llm_tokenizer_kind */
 	size_t n_tokens;
 	const char *const *tokens; /* (n_tokens) token strings, index = id */
 	const size_t *lens;        /* (n_tokens) byte lengths, or NULL: NUL-terminated */
@@ -90,15 +90,14 @@ struct llm_tokenizer *llm_tokenizer_build(const struct llm_tokenizer_vocab *v, c
  * DeepSeek); text is otherwise encoded as is, special-token text included
  * (it becomes the special token's id, as in Hugging Face).  0, or -1 with
  * llm_errmsg (text that is not valid UTF-8). */
-int llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special,
-	int64_t **ids, size_t *n);
+int llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special, int64_t **ids,
+    size_t *n);
 
 /* Decode ids to text as Hugging Face's decode(ids, skip_special_tokens)
  * does: unknown ids are dropped, special added tokens too when
  * skip_special, the decoder runs over the whole sequence and the result is
  * valid UTF-8.  Appends to out. */
-void llm_tokenizer_decode(struct llm_tokenizer *t, const int64_t *ids, size_t n, int skip_special,
-	struct llm_buf *out);
+void llm_tokenizer_decode(struct llm_tokenizer *t, const int64_t *ids, size_t n, int skip_special, struct llm_buf *out);
 
 /* The raw bytes one token stands for, appended to out, for streaming
  * output: byte-level tokens through the byte map, '\xe2\x96\x81' as space

@@ -85,11 +85,11 @@ struct step {
 	struct pattern pat;
 	char *s; /* Prepend/Replace content, Metaspace replacement */
 	size_t len;
-	uint32_t ch;    /* Metaspace replacement, Strip content */
-	int behavior;   /* Split */
-	int invert;     /* Split */
-	int prefix;     /* ByteLevel add_prefix_space; Metaspace prepend scheme */
-	int use_regex;  /* ByteLevel; Metaspace split; Digits individual */
+	uint32_t ch;     /* Metaspace replacement, Strip content */
+	int behavior;    /* Split */
+	int invert;      /* Split */
+	int prefix;      /* ByteLevel add_prefix_space; Metaspace prepend scheme */
+	int use_regex;   /* ByteLevel; Metaspace split; Digits individual */
 	int left, right; /* Strip */
 };
 
@@ -122,9 +122,9 @@ struct llm_tokenizer {
 	int64_t n_vocab;
 
 	/* The BPE model. */
-	size_t n_model;     /* model ids are 0 .. n_model-1 */
+	size_t n_model;      /* model ids are 0 .. n_model-1 */
 	struct llm_buf pool; /* model token strings */
-	size_t *tok_off;    /* (n_model), SIZE_MAX: no token */
+	size_t *tok_off;     /* (n_model), SIZE_MAX: no token */
 	uint32_t *tok_len;
 	struct llm_smap vocab;
 	struct llm_pairmap merges;
@@ -192,8 +192,8 @@ llm_tok_dec(const char *s, uint32_t *cp)
 		*cp = (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
 		return 3;
 	}
-	*cp = (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
-		(uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+	*cp = (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 | (uint32_t)(p[2] & 0x3f) << 6 |
+	    (p[3] & 0x3f);
 	return 4;
 }
 
@@ -236,15 +236,14 @@ void llm_tok_nfc_init(void);
  * and <0xNN> tokens. */
 void llm_tok_model_alloc(struct llm_tokenizer *t, size_t n);
 void llm_tok_model_set(struct llm_tokenizer *t, int32_t id, const char *s, size_t len);
-int llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
-	uint32_t r);
+int llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, uint32_t r);
 void llm_tok_model_finish(struct llm_tokenizer *t);
 
 /* Added tokens: the one of content s, or NULL; add one (or update the
  * flags of the one with the same content). */
 struct added *llm_tok_find_added(const struct llm_tokenizer *t, const char *s, size_t len);
-void llm_tok_add_added(struct llm_tokenizer *t, const char *s, size_t len, int32_t id, int special,
-	int lstrip, int rstrip, int single_word, int normalized);
+void llm_tok_add_added(struct llm_tokenizer *t, const char *s, size_t len, int32_t id, int special, int lstrip,
+    int rstrip, int single_word, int normalized);
 /* Index the added tokens once the model and the normalizer are known;
  * 0, or -1 with llm_errmsg. */
 int llm_tok_finish(struct llm_tokenizer *t);

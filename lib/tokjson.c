@@ -109,7 +109,7 @@ load_normalizer(struct llm_tokenizer *t, const json_t *o)
 		size_t i;
 		if (!json_is_array(v))
 			return llm_seterr("%s: normalizer Sequence: no 'normalizers' array", t->name);
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (load_normalizer(t, x) < 0)
 				return -1;
 		return 0;
@@ -134,7 +134,7 @@ load_normalizer(struct llm_tokenizer *t, const json_t *o)
 		size_t len;
 		if (get_str(o, prepend ? "prepend" : "content", &c, &len) < 0)
 			return llm_seterr("%s: normalizer %s: no '%s' string", t->name, type,
-				prepend ? "prepend" : "content");
+			    prepend ? "prepend" : "content");
 		struct step *s = llm_tok_add_step(&t->norm, &t->n_norm, prepend ? N_PREPEND : N_REPLACE);
 		s->s = llm_xmalloc(len + 1);
 		memcpy(s->s, c, len + 1);
@@ -159,7 +159,7 @@ load_pretokenizer(struct llm_tokenizer *t, const json_t *o)
 		size_t i;
 		if (!json_is_array(v))
 			return llm_seterr("%s: pre_tokenizer Sequence: no 'pretokenizers' array", t->name);
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (load_pretokenizer(t, x) < 0)
 				return -1;
 		return 0;
@@ -241,7 +241,7 @@ load_decoder(struct llm_tokenizer *t, const json_t *o)
 		size_t i;
 		if (!json_is_array(v))
 			return llm_seterr("%s: decoder Sequence: no 'decoders' array", t->name);
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (load_decoder(t, x) < 0)
 				return -1;
 		return 0;
@@ -304,7 +304,7 @@ load_post(struct llm_tokenizer *t, const json_t *o)
 		size_t i;
 		if (!json_is_array(v))
 			return llm_seterr("%s: post_processor Sequence: no 'processors' array", t->name);
-		json_array_foreach(v, i, x)
+		json_array_foreach (v, i, x)
 			if (load_post(t, x) < 0)
 				return -1;
 		return 0;
@@ -319,14 +319,14 @@ load_post(struct llm_tokenizer *t, const json_t *o)
 		llm_tok_append_ids(&pre, &npre, &c, 1);
 		llm_tok_append_ids(&post, &npost, &s, 1);
 	} else if (strcmp(type, "TemplateProcessing") == 0) {
-		const json_t *single = json_object_get(o, "single"); /* borrowed */
+		const json_t *single = json_object_get(o, "single");           /* borrowed */
 		const json_t *specials = json_object_get(o, "special_tokens"); /* borrowed */
 		const json_t *x;
 		size_t i;
 		int seen = 0;
 		if (!json_is_array(single))
 			return llm_seterr("%s: post_processor TemplateProcessing: no 'single' array", t->name);
-		json_array_foreach(single, i, x) {
+		json_array_foreach (single, i, x) {
 			const json_t *sp = json_object_get(x, "SpecialToken"); /* borrowed */
 			if (json_object_get(x, "Sequence")) {
 				if (seen++) {
@@ -346,9 +346,9 @@ load_post(struct llm_tokenizer *t, const json_t *o)
 				free(pre);
 				free(post);
 				return llm_seterr("%s: post_processor TemplateProcessing: bad item %zu of 'single'",
-					t->name, i);
+				    t->name, i);
 			}
-			json_array_foreach(ids, k, idv) {
+			json_array_foreach (ids, k, idv) {
 				int64_t id = json_integer_value(idv);
 				if (seen)
 					llm_tok_append_ids(&post, &npost, &id, 1);
@@ -377,7 +377,7 @@ load_vocab(struct llm_tokenizer *t, const json_t *vocab)
 	const char *k;
 	const json_t *v;
 	json_int_t maxid = -1;
-	json_object_foreach((json_t *)vocab, k, v) {
+	json_object_foreach ((json_t *)vocab, k, v) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return llm_seterr("%s: model: vocab entry '%s' has no valid id", t->name, k);
 		if (json_integer_value(v) >= LLM_TOK_MAX_ID)
@@ -389,7 +389,7 @@ load_vocab(struct llm_tokenizer *t, const json_t *vocab)
 	llm_tok_model_alloc(t, (size_t)(maxid + 1));
 	/* jansson keys are NUL-terminated: a key with an embedded NUL cannot
 	 * occur in a vocabulary it parsed. */
-	json_object_foreach((json_t *)vocab, k, v)
+	json_object_foreach ((json_t *)vocab, k, v)
 		llm_tok_model_set(t, (int32_t)json_integer_value(v), k, strlen(k));
 	return 0;
 }
@@ -400,7 +400,7 @@ load_merges(struct llm_tokenizer *t, const json_t *merges)
 	size_t i;
 	const json_t *x;
 	llm_pairmap_init(&t->merges, json_array_size(merges));
-	json_array_foreach(merges, i, x) {
+	json_array_foreach (merges, i, x) {
 		const char *a, *b;
 		size_t alen, blen;
 		if (json_is_string(x)) {
@@ -473,7 +473,7 @@ load_added(struct llm_tokenizer *t, const json_t *a)
 		return 0;
 	if (!json_is_array(a))
 		return llm_seterr("%s: 'added_tokens' is not an array", t->name);
-	json_array_foreach(a, i, x) {
+	json_array_foreach (a, i, x) {
 		const char *s;
 		size_t len;
 		const json_t *id = json_object_get(x, "id"); /* borrowed */
@@ -500,7 +500,7 @@ load_added(struct llm_tokenizer *t, const json_t *a)
 		}
 		int special = get_bool(x, "special", 0);
 		llm_tok_add_added(t, s, len, nid, special, get_bool(x, "lstrip", 0), get_bool(x, "rstrip", 0),
-			get_bool(x, "single_word", 0), get_bool(x, "normalized", !special));
+		    get_bool(x, "single_word", 0), get_bool(x, "normalized", !special));
 	}
 	return 0;
 }
@@ -539,8 +539,10 @@ hex4(const char *p, uint32_t *v)
 	uint32_t x = 0;
 	for (int i = 0; i < 4; i++) {
 		char c = p[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-			c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+		int d = c >= '0' && c <= '9' ? c - '0' :
+		    c >= 'a' && c <= 'f'     ? c - 'a' + 10 :
+		    c >= 'A' && c <= 'F'     ? c - 'A' + 10 :
+					       -1;
 		if (d < 0)
 			return -1;
 		x = x << 4 | (uint32_t)d;
@@ -589,8 +591,8 @@ jstring(const char **pp, const char *e, struct llm_buf *out)
 			if (e - p < 6 || hex4(p + 2, &cp) < 0)
 				return -1;
 			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (e - p < 12 || p[6] != '\\' || p[7] != 'u' || hex4(p + 8, &lo) < 0 ||
-				    lo < 0xdc00 || lo > 0xdfff)
+				if (e - p < 12 || p[6] != '\\' || p[7] != 'u' || hex4(p + 8, &lo) < 0 || lo < 0xdc00 ||
+				    lo > 0xdfff)
 					return -1;
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 				p += 6;
@@ -627,11 +629,13 @@ jskip(const char *p, const char *e)
 				return NULL;
 			p++;
 			break;
-		case '{': case '[':
+		case '{':
+		case '[':
 			depth++;
 			p++;
 			break;
-		case '}': case ']':
+		case '}':
+		case ']':
 			if (depth == 0)
 				return NULL;
 			depth--;
@@ -640,8 +644,9 @@ jskip(const char *p, const char *e)
 		default:
 			if (depth == 0) { /* a number, true, false or null */
 				const char *q = p;
-				while (p < e && ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-				    *p == '-' || *p == '+' || *p == '.' || *p == 'E'))
+				while (p < e &&
+				    ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || *p == '-' || *p == '+' ||
+					*p == '.' || *p == 'E'))
 					p++;
 				return p > q ? p : NULL;
 			}
@@ -995,4 +1000,3 @@ llm_tokenizer_load(const char *path)
 	free(text);
 	return t;
 }
-

@@ -23,7 +23,7 @@ print_ids(const int64_t *ids, size_t n, struct llm_buf *out)
 /* Run one line of the protocol; 0, or -1 with llm_errmsg. */
 static int
 protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, size_t len, const char *where,
-	int64_t **ids, size_t *cap, struct llm_buf *out)
+    int64_t **ids, size_t *cap, struct llm_buf *out)
 {
 	json_error_t err;
 	size_t n = 0;
@@ -64,7 +64,7 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 		*cap = json_array_size(j);
 		*ids = llm_xreallocarray(*ids, *cap, sizeof(**ids));
 	}
-	json_array_foreach(j, i, v) {
+	json_array_foreach (j, i, v) {
 		if (!json_is_integer(v)) {
 			json_decref(j);
 			return llm_seterr("%s: item %zu is not an integer", where, i);
@@ -95,7 +95,7 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 
 static int
 protocol(struct llm_tokenizer *t, int decode, const char *in, size_t len, const char *name, int flag,
-	struct llm_buf *out)
+    struct llm_buf *out)
 {
 	int64_t *ids = NULL;
 	size_t cap = 0, lineno = 0;
@@ -113,16 +113,15 @@ protocol(struct llm_tokenizer *t, int decode, const char *in, size_t len, const 
 }
 
 int
-llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int flags, struct llm_buf *out)
+llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name, int flags,
+    struct llm_buf *out)
 {
 	return protocol(t, 0, in, len, name, flags, out);
 }
 
 int
-llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int flags, struct llm_buf *out)
+llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name, int flags,
+    struct llm_buf *out)
 {
 	return protocol(t, 1, in, len, name, flags, out);
 }
-

@@ -22,15 +22,15 @@
 
 #define LLM_TOK_ADD_SPECIAL 1
 #define LLM_TOK_RAW 2
-int llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int flags, struct llm_buf *out);
+int llm_tokenizer_tokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name, int flags,
+    struct llm_buf *out);
 /* flags: LLM_DETOK_SKIP_SPECIAL (leave the special tokens out), and
  * LLM_DETOK_STRICT (an id outside the vocabulary is an error, as llm-run's
  * --detokenize has it; without it such ids decode to nothing, as Hugging
  * Face's decode does). */
 #define LLM_DETOK_SKIP_SPECIAL 1
 #define LLM_DETOK_STRICT 2
-int llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name,
-	int flags, struct llm_buf *out);
+int llm_tokenizer_detokenize_lines(struct llm_tokenizer *t, const char *in, size_t len, const char *name, int flags,
+    struct llm_buf *out);
 
 #endif

@@ -594,7 +594,7 @@ llm_mkdirs(const char *path)
 	if (!*path)
 		return llm_seterr("empty directory name");
 	p = llm_xstrdup(path);
-	for (char *s = p + 1; ; s++) {
+	for (char *s = p + 1;; s++) {
 		if (*s == '/' || *s == 0) {
 			char c = *s;
 			*s = 0;

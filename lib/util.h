@@ -99,11 +99,11 @@ void llm_atsignal(void (*fn)(void));
  * device, a FIFO) is written in place, as cc and cp write it, never
  * replaced; a directory or a socket is refused. */
 struct llm_out {
-	char *path;          /* the file written: path, or a link's target */
+	char *path; /* the file written: path, or a link's target */
 	char *tmp;
 	FILE *fp;
 	int fd;
-	int inplace;         /* writing into an existing non-regular file */
+	int inplace; /* writing into an existing non-regular file */
 };
 int llm_out_open(struct llm_out *o, const char *path);
 int llm_out_commit(struct llm_out *o);

@@ -20,10 +20,8 @@ put64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> 8 * i);
 }
 
-
 void
-llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint,
-    uint64_t data_bytes)
+llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint, uint64_t data_bytes)
 {
 	memset(out, 0, LLM_WEIGHTS_HEADER_BYTES);
 	memcpy(out, LLM_WEIGHTS_MAGIC, 8);
@@ -34,8 +32,7 @@ llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t finger
 }
 
 int
-llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
-    struct llm_weights_header *h)
+llm_weights_header_decode(const uint8_t *p, size_t len, const char *path, struct llm_weights_header *h)
 {
 	if (len < 32 || memcmp(p, LLM_WEIGHTS_MAGIC, 8) != 0)
 		return llm_seterr("%s: not a weights file (bad magic)", path);
@@ -44,8 +41,8 @@ llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
 	h->fingerprint = llm_le64(p + 16);
 	h->data_bytes = llm_le64(p + 24);
 	if (h->version != LLM_WEIGHTS_VERSION)
-		return llm_seterr("%s: unsupported weights version %" PRIu32 " (this program reads %d)",
-		    path, h->version, LLM_WEIGHTS_VERSION);
+		return llm_seterr("%s: unsupported weights version %" PRIu32 " (this program reads %d)", path,
+		    h->version, LLM_WEIGHTS_VERSION);
 	if (h->header_bytes != LLM_WEIGHTS_HEADER_BYTES)
 		return llm_seterr("%s: header_bytes %" PRIu32 " (expected %d)", path, h->header_bytes,
 		    LLM_WEIGHTS_HEADER_BYTES);
@@ -77,14 +74,13 @@ llm_weights_open(struct llm_weights *w, const char *path, const struct llm_model
 		if (w->hdr.fingerprint != m->fingerprint) {
 			llm_hex64(w->hdr.fingerprint, a);
 			llm_hex64(m->fingerprint, b);
-			llm_seterr("%s: fingerprint %s does not match the plan's %s in %s", path, a, b,
-			    m->path);
+			llm_seterr("%s: fingerprint %s does not match the plan's %s in %s", path, a, b, m->path);
 			goto fail;
 		}
 		if (w->hdr.header_bytes != m->header_bytes || w->hdr.data_bytes != m->data_bytes) {
 			llm_seterr("%s: layout (header %" PRIu32 ", data %" PRIu64 " bytes) differs from "
-			    "%s (header %" PRIu64 ", data %" PRIu64 ")", path, w->hdr.header_bytes,
-			    w->hdr.data_bytes, m->path, m->header_bytes, m->data_bytes);
+				   "%s (header %" PRIu64 ", data %" PRIu64 ")",
+			    path, w->hdr.header_bytes, w->hdr.data_bytes, m->path, m->header_bytes, m->data_bytes);
 			goto fail;
 		}
 	}
@@ -171,8 +167,7 @@ llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 		    LLM_WEIGHTS_FORMAT);
 		goto fail;
 	}
-	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 ||
-	    llm_json_str(r, "file", path, &w->file) < 0 ||
+	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 || llm_json_str(r, "file", path, &w->file) < 0 ||
 	    llm_json_u64(r, "header_bytes", path, &w->header_bytes) < 0 ||
 	    llm_json_u64(r, "data_bytes", path, &w->data_bytes) < 0)
 		goto fail;
@@ -196,8 +191,7 @@ llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 			goto fail;
 		}
 		if (llm_json_str(f, "path", c, &s->path) < 0 || llm_json_u64(f, "size", c, &s->size) < 0 ||
-		    llm_json_int(f, "mtime_ns", c, &mt) < 0 ||
-		    get_hex(f, "header_hash", c, &s->header_hash) < 0)
+		    llm_json_int(f, "mtime_ns", c, &mt) < 0 || get_hex(f, "header_hash", c, &s->header_hash) < 0)
 			goto fail;
 		s->mtime_ns = mt;
 	}
@@ -247,8 +241,7 @@ llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifes
 		if (h != e->checksum) {
 			llm_hex64(h, a);
 			llm_hex64(e->checksum, b);
-			return llm_seterr("%s: tensor '%s': checksum %s, manifest says %s", w->path,
-			    e->name, a, b);
+			return llm_seterr("%s: tensor '%s': checksum %s, manifest says %s", w->path, e->name, a, b);
 		}
 	}
 	return 0;

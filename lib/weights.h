@@ -35,19 +35,17 @@ struct llm_weights_header {
 };
 
 /* Encode a version-1 header of LLM_WEIGHTS_HEADER_BYTES bytes into out. */
-void llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint,
-    uint64_t data_bytes);
+void llm_weights_header_encode(uint8_t out[LLM_WEIGHTS_HEADER_BYTES], uint64_t fingerprint, uint64_t data_bytes);
 /* Decode and check magic, version and header_bytes from the first len
  * bytes of file `path`.  0, or -1 with llm_errmsg naming path. */
-int llm_weights_header_decode(const uint8_t *p, size_t len, const char *path,
-    struct llm_weights_header *h);
+int llm_weights_header_decode(const uint8_t *p, size_t len, const char *path, struct llm_weights_header *h);
 
 /* A mapped weights.bin. */
 struct llm_weights {
 	char *path;
 	struct llm_map map;
 	struct llm_weights_header hdr;
-	const uint8_t *data;    /* map.p + header_bytes: the data area (4096-byte aligned) */
+	const uint8_t *data; /* map.p + header_bytes: the data area (4096-byte aligned) */
 	uint64_t data_bytes;
 };
 
@@ -73,11 +71,11 @@ struct llm_weights_entry {
 	int ndim;
 	int64_t shape[4];
 	uint64_t offset, bytes;
-	uint64_t checksum;      /* FNV-1a 64 of the bytes as written */
+	uint64_t checksum; /* FNV-1a 64 of the bytes as written */
 };
 
 struct llm_weights_manifest {
-	json_t *root;           /* owned */
+	json_t *root; /* owned */
 	const char *file;
 	uint64_t fingerprint, header_bytes, data_bytes;
 	size_t nsources;

@@ -36,33 +36,37 @@
 #define DEFAULT_PREFILL_CHUNK 128
 
 static const char *tokenizer_names[] = {
-	"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json",
+	"tokenizer.json",
+	"tokenizer_config.json",
+	"chat_template.jinja",
+	"special_tokens_map.json",
 };
 
 static void
 usage(FILE *fp)
 {
-	fprintf(fp, "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
+	fprintf(fp,
+	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
 	    "                  [--activations f32|q8|bf16] model\n");
 }
 
 static const char help_text[] =
-	"  -o outdir            write model.json, the phases and the tokenizer files here (default .)\n"
-	"  --max-context n      KV cache and RoPE rows (default: max_position_embeddings, at most 4096)\n"
-	"  --prefill-chunk n    most tokens one prefill call takes (default 128)\n"
-	"  --dtype t            weight storage: auto (default: the checkpoint's; a quantized GGUF stays\n"
-	"                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
-	"                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
-	"  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
-	"  --activations a      f32 (default: products with the exact weights), or q8: the products\n"
-	"                       with quantized weights quantize x to int8 blocks of 32, as llama.cpp\n"
-	"                       does, and run on int8 dot products (faster, approximate); or bf16:\n"
-	"                       the products with bf16 weights round x to bf16 and sum in f32\n"
-	"                       (vdpbf16ps on AVX512-BF16, as llama.cpp's bf16 path does)\n"
-	"  -v                   print what was written\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+    "  -o outdir            write model.json, the phases and the tokenizer files here (default .)\n"
+    "  --max-context n      KV cache and RoPE rows (default: max_position_embeddings, at most 4096)\n"
+    "  --prefill-chunk n    most tokens one prefill call takes (default 128)\n"
+    "  --dtype t            weight storage: auto (default: the checkpoint's; a quantized GGUF stays\n"
+    "                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
+    "                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
+    "  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
+    "  --activations a      f32 (default: products with the exact weights), or q8: the products\n"
+    "                       with quantized weights quantize x to int8 blocks of 32, as llama.cpp\n"
+    "                       does, and run on int8 dot products (faster, approximate); or bf16:\n"
+    "                       the products with bf16 weights round x to bf16 and sum in f32\n"
+    "                       (vdpbf16ps on AVX512-BF16, as llama.cpp's bf16 path does)\n"
+    "  -v                   print what was written\n"
+    "  -h                   print the usage\n"
+    "  --help, --version    print this help, or the version\n";
 
 static enum llm_dtype
 parse_dtype(const char *s, int allow_auto, const char *opt)
@@ -73,8 +77,8 @@ parse_dtype(const char *s, int allow_auto, const char *opt)
 	t = llm_dtype_from_name(s);
 	if (!llm_dtype_is_float_weight(t)) {
 		if (allow_auto)
-			llm_warn("%s: unsupported dtype '%s' (use auto, f32, f16, bf16 or a quantized mix: %s)", opt,
-			    s, llm_qmix_names());
+			llm_warn("%s: unsupported dtype '%s' (use auto, f32, f16, bf16 or a quantized mix: %s)", opt, s,
+			    llm_qmix_names());
 		else
 			llm_warn("%s: unsupported dtype '%s' (use f32, f16 or bf16)", opt, s);
 		usage(stderr);
@@ -97,18 +101,18 @@ parse_count(const char *s, const char *opt)
 
 /* The plan under construction: the tensors of the model being described. */
 struct plan {
-	struct llm_model *m;                /* tensors, ntensors: the plan so far */
+	struct llm_model *m; /* tensors, ntensors: the plan so far */
 	size_t cap;
 	uint64_t off;
-	const char *dir;                    /* the checkpoint, for messages */
-	const char *meta;                   /* where the sizes come from */
+	const char *dir;  /* the checkpoint, for messages */
+	const char *meta; /* where the sizes come from */
 	const struct llm_source *src;
-	unsigned char *used;                /* per src tensor: in the plan */
+	unsigned char *used; /* per src tensor: in the plan */
 	enum llm_dtype wdt;
-	int keep_quant;                     /* --dtype auto: the embedding and
+	int keep_quant; /* --dtype auto: the embedding and
 	                                     * the matrices of linear layers
 	                                     * stay block-quantized */
-	int mix;                            /* --dtype q4_k_m ...: the mix
+	int mix;        /* --dtype q4_k_m ...: the mix
 	                                     * (qmix.h) float matrices are
 	                                     * quantized to, else -1 */
 	const struct llm_hfconfig *cfg;
@@ -116,8 +120,7 @@ struct plan {
 
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
-    int64_t heads, const struct llm_qlayout *ql,
-    enum llm_dtype dt, int ndim, const int64_t *shape)
+    int64_t heads, const struct llm_qlayout *ql, enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	struct llm_model *m = p->m;
 	uint64_t bytes = llm_dtype_size(dt);
@@ -162,8 +165,8 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
  * when the shape is whole tiles, else as the f32 values of its blocks; or
  * f16 where llama-quantize falls back to F16. */
 static void
-add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *t, enum llm_role role,
-    int layer, int64_t heads, const int64_t *shape)
+add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *t, enum llm_role role, int layer,
+    int64_t heads, const int64_t *shape)
 {
 	const struct llm_hfconfig *c = p->cfg;
 	struct llm_qmix_tensor qt = {role, layer, shape[1], c->family, (int)c->n_layers, c->n_heads, c->n_kv_heads,
@@ -174,7 +177,8 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
 
 	if (t->quant >= 0)
 		llm_fatal("%s: tensor '%s' is %s already: --dtype %s quantizes float weights (F32, F16, BF16); "
-		    "--dtype auto keeps the file's blocks", p->dir, t->name, t->type_name, llm_qmix_name(p->mix));
+			  "--dtype auto keeps the file's blocks",
+		    p->dir, t->name, t->type_name, llm_qmix_name(p->mix));
 	if (ty == LLM_GGML_F16) {
 		add_tensor(p, name, t->name, NULL, transform, heads, NULL, LLM_DT_F16, 2, shape);
 		return;
@@ -185,8 +189,8 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
 }
 
 static void
-add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, int64_t heads,
-    int matrix, enum llm_dtype dt, int ndim, const int64_t *shape)
+add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, int64_t heads, int matrix,
+    enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	struct llm_qlayout ql;
 	int err;
@@ -200,7 +204,8 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 	p->used[t - p->src->tensors] = 1;
 	if (p->src->kind == LLM_SOURCE_GGUF && !llm_source_tensor_readable(t))
 		llm_fatal("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, BF16, "
-		    "%s)", p->dir, src, t->type_name, llm_prog, llm_quant_supported_names());
+			  "%s)",
+		    p->dir, src, t->type_name, llm_prog, llm_quant_supported_names());
 	if (!llm_source_tensor_readable(t))
 		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
 	int same = t->ndim == ndim;
@@ -221,8 +226,7 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 	if (matrix && p->keep_quant && t->quant < 0 && llm_dtype_is_float_weight(t->dtype))
 		dt = t->dtype;
 	int keep = matrix && p->keep_quant && t->quant >= 0 &&
-	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 &&
-	    llm_qlayout_fits(&ql, shape[0], shape[1]);
+	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
 	    keep ? &ql : NULL, keep ? LLM_DT_I8 : dt, ndim, shape);
 }
@@ -246,8 +250,8 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	const struct llm_family_spec *fs = llm_family_spec(c->family);
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
-	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src,
-		llm_xcalloc(src->ntensors + 1, 1), wdt, keep_quant, mix, c};
+	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src, llm_xcalloc(src->ntensors + 1, 1),
+		wdt, keep_quant, mix, c};
 	const struct llm_model_config *mc = &m->cfg;
 	int64_t shape[2];
 	char rn[128], hn[128];
@@ -402,12 +406,12 @@ same_contents(const char *path, const char *p, size_t n)
 /* The options. */
 struct opts {
 	const char *outdir;
-	int64_t max_ctx, chunk;             /* 0: the default max_ctx */
-	enum llm_dtype wdt, kvdt;           /* wdt LLM_DT_NONE: auto */
-	int mix;                            /* a --dtype mix (qmix.h), else -1 */
+	int64_t max_ctx, chunk;   /* 0: the default max_ctx */
+	enum llm_dtype wdt, kvdt; /* wdt LLM_DT_NONE: auto */
+	int mix;                  /* a --dtype mix (qmix.h), else -1 */
 	int verbose;
-	int act_q8;                         /* --activations q8 */
-	int act_bf16;                       /* --activations bf16 */
+	int act_q8;   /* --activations q8 */
+	int act_bf16; /* --activations bf16 */
 };
 
 /* The model at dir (a GGUF file, or a checkpoint directory) as model.json
@@ -433,10 +437,10 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		    cfg.head_dim);
 	if (!o->max_ctx)
 		o->max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings :
-		    DEFAULT_MAX_CONTEXT;
+										 DEFAULT_MAX_CONTEXT;
 	if (o->max_ctx > cfg.max_position_embeddings)
-		llm_warn("%s: --max-context %" PRId64 " exceeds max_position_embeddings %" PRId64,
-		    dir, o->max_ctx, cfg.max_position_embeddings);
+		llm_warn("%s: --max-context %" PRId64 " exceeds max_position_embeddings %" PRId64, dir, o->max_ctx,
+		    cfg.max_position_embeddings);
 	if (o->chunk > o->max_ctx)
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, o->chunk, o->max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
@@ -447,7 +451,8 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		const struct llm_source_tensor *e = llm_source_find(src,
 		    gguf ? fs->gguf[LLM_ROLE_EMBED] : fs->hf[LLM_ROLE_EMBED], &err);
 		o->wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
-		    cfg.torch_dtype != LLM_DT_NONE ? cfg.torch_dtype : LLM_DT_F32;
+		    cfg.torch_dtype != LLM_DT_NONE                ? cfg.torch_dtype :
+								    LLM_DT_F32;
 	}
 
 	llm_model_init(m);
@@ -569,10 +574,11 @@ write_outputs(const struct opts *o, json_t *root, const struct tokfile *tf, int 
 	if (o->verbose) {
 		char fph[17];
 		llm_hex64(m.fingerprint, fph);
-		fprintf(stderr, "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
-		    "fingerprint %s, %d files unchanged, %.2f s\n", mpath, m.family,
-		    o->mix >= 0 ? llm_qmix_name(o->mix) : llm_dtype_name(m.weight_dtype), m.cfg.n_layers,
-		    m.ntensors, m.data_bytes, fph, kept, llm_now() - t0);
+		fprintf(stderr,
+		    "llm-import: %s: %s %s, %" PRId64 " layers, %zu tensors, %" PRIu64 " weight bytes, "
+		    "fingerprint %s, %d files unchanged, %.2f s\n",
+		    mpath, m.family, o->mix >= 0 ? llm_qmix_name(o->mix) : llm_dtype_name(m.weight_dtype),
+		    m.cfg.n_layers, m.ntensors, m.data_bytes, fph, kept, llm_now() - t0);
 	}
 	llm_model_free(&m);
 	free(mtext);

@@ -93,7 +93,7 @@ partition_objs(const char *ppath, const char *objdir)
 		llm_fatal("%s: not a partition set (format %s)", ppath, LLM_PARTITION_FORMAT);
 	for (int k = 0; k < 2; k++) {
 		a = json_object_get(p, k == 0 ? "kernels" : "phases");
-		json_array_foreach(a, i, x) {
+		json_array_foreach (a, i, x) {
 			const char *f = json_string_value(json_object_get(x, k == 0 ? "file" : "glue"));
 			size_t n = f ? strlen(f) : 0;
 			if (n < 6 || strcmp(f + n - 5, ".mlir") != 0 || f[0] == '/' || strstr(f, ".."))
@@ -121,12 +121,11 @@ run(char **argv, int verbose)
 		llm_fatal("%s", llm_errmsg());
 }
 
-static const char help_text[] =
-	"  -o bundle            write the bundle there (default: outdir/model.llm)\n"
-	"  object ...           the objects to link (default: every .o under outdir/obj)\n"
-	"  -v                   echo the link command\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+static const char help_text[] = "  -o bundle            write the bundle there (default: outdir/model.llm)\n"
+				"  object ...           the objects to link (default: every .o under outdir/obj)\n"
+				"  -v                   echo the link command\n"
+				"  -h                   print the usage\n"
+				"  --help, --version    print this help, or the version\n";
 
 int
 main(int argc, char **argv)
@@ -256,8 +255,8 @@ main(int argc, char **argv)
 	 * its search path */
 	const char *bbase = strrchr(bpath, '/') ? strrchr(bpath, '/') + 1 : bpath;
 	char *bdir = bbase > bpath ? llm_xstrndup(bpath, (size_t)(bbase - bpath)) : llm_xstrdup("./");
-	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase)
-	                     : llm_path_join(outdir, LLM_TARGET_MEMBER);
+	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase) :
+			       llm_path_join(outdir, LLM_TARGET_MEMBER);
 	struct llm_out tout = {0};
 	if (tjson && bundle) {
 		if (llm_out_open(&tout, tpath) < 0 || fputs(tjson, tout.fp) == EOF || fflush(tout.fp) != 0)
@@ -336,8 +335,8 @@ main(int argc, char **argv)
 			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", liblabel, fsym, ph->name, mpath);
 		if ((uint64_t)fp() != m.fingerprint) {
 			llm_hex64((uint64_t)fp(), got);
-			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", liblabel, ph->name,
-			    ph->file, got, mpath, want);
+			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", liblabel, ph->name, ph->file,
+			    got, mpath, want);
 		}
 		free(sym);
 		free(fsym);

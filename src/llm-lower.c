@@ -26,23 +26,24 @@
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
-		"                 [--features list] [--target triple] [--no-cache] input.mlir\n");
+	fprintf(f,
+	    "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
+	    "                 [--features list] [--target triple] [--no-cache] input.mlir\n");
 }
 
 static const char help_text[] =
-	"  -o output            the object (default: the input's name with .o; - for standard output)\n"
-	"  -k kind              prefill, prefill_kv, decode, glue or generic (default: from llm.kind or\n"
-	"                       the file name)\n"
-	"  -t seconds           time limit of each tool (default 600; 0: none)\n"
-	"  --cpu name           llc's CPU: native (default for the host), x86-64-v3, znver4, ...\n"
-	"  --features list      llc -mattr features, e.g. +avx2,+fma\n"
-	"  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
-	"  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
-	"  -s                   keep the intermediate files even on success, and say where\n"
-	"  -v                   echo each command and its time\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+    "  -o output            the object (default: the input's name with .o; - for standard output)\n"
+    "  -k kind              prefill, prefill_kv, decode, glue or generic (default: from llm.kind or\n"
+    "                       the file name)\n"
+    "  -t seconds           time limit of each tool (default 600; 0: none)\n"
+    "  --cpu name           llc's CPU: native (default for the host), x86-64-v3, znver4, ...\n"
+    "  --features list      llc -mattr features, e.g. +avx2,+fma\n"
+    "  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
+    "  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
+    "  -s                   keep the intermediate files even on success, and say where\n"
+    "  -v                   echo each command and its time\n"
+    "  -h                   print the usage\n"
+    "  --help, --version    print this help, or the version\n";
 
 static double
 parse_timeout(const char *s, const char *what)
@@ -135,8 +136,7 @@ main(int argc, char **argv)
 		free(text);
 	}
 	if (!kind) {
-		llm_warn("%s: cannot tell the kind of module: pass -k prefill, decode, glue or generic",
-			 l.input);
+		llm_warn("%s: cannot tell the kind of module: pass -k prefill, decode, glue or generic", l.input);
 		return LLM_EXIT_USAGE;
 	}
 	l.kind = kind;

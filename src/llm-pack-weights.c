@@ -20,12 +20,12 @@
 static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] [-t threads] model.json\n";
 
 static const char help_text[] =
-	"  -o outdir            write weights.bin and weights.json here (default: model.json's directory)\n"
-	"  -t, --threads n      threads that quantize and split blocks, 1-64 (default: one per CPU)\n"
-	"  --no-reuse           rewrite even when the existing pair is up to date\n"
-	"  -v                   print a summary, or why an existing pair is not reused\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+    "  -o outdir            write weights.bin and weights.json here (default: model.json's directory)\n"
+    "  -t, --threads n      threads that quantize and split blocks, 1-64 (default: one per CPU)\n"
+    "  --no-reuse           rewrite even when the existing pair is up to date\n"
+    "  -v                   print a summary, or why an existing pair is not reused\n"
+    "  -h                   print the usage\n"
+    "  --help, --version    print this help, or the version\n";
 
 static _Noreturn void
 usage(void)
@@ -98,9 +98,8 @@ main(int argc, char **argv)
 	if (st.reused)
 		llm_warn("%s is up to date (fingerprint %s)", bin, fp);
 	else if (opts.verbose)
-		llm_warn("%s: %zu tensors, %.3f GB in %.2f s (%.2f GB/s), fingerprint %s", bin,
-		    st.ntensors, (double)st.bytes / 1e9, st.seconds,
-		    st.seconds > 0 ? (double)st.bytes / 1e9 / st.seconds : 0.0, fp);
+		llm_warn("%s: %zu tensors, %.3f GB in %.2f s (%.2f GB/s), fingerprint %s", bin, st.ntensors,
+		    (double)st.bytes / 1e9, st.seconds, st.seconds > 0 ? (double)st.bytes / 1e9 / st.seconds : 0.0, fp);
 	free(bin);
 	llm_model_free(&m);
 	return LLM_EXIT_OK;

@@ -52,61 +52,61 @@
 #include "../lib/util.h"
 
 static const char usage_text[] =
-	"usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
-	"               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
-	"               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
-	"               [--chat-template name] [--system text] -m model\n"
-	"               -i | -f file | -p text | --tokens ids\n"
-	"       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
-	"               [-r n] -m model --bench [spec]\n"
-	"       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
-	"               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
-	"       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
-	"       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
-	"       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
-	"               [--no-gen-prompt]\n";
+    "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
+    "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
+    "               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
+    "               [--chat-template name] [--system text] -m model\n"
+    "               -i | -f file | -p text | --tokens ids\n"
+    "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
+    "               [-r n] -m model --bench [spec]\n"
+    "       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
+    "               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
+    "       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
+    "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
+    "       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
+    "               [--no-gen-prompt]\n";
 
 static const char help_text[] =
-	"  -m model             the bundle (model.llm) or build directory\n"
-	"  -p text, -f file     the prompt (file - : standard input)\n"
-	"  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
-	"  -i, --chat           chat: one user message a line of standard input\n"
-	"  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
-	"  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
-	"  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
-	"                       or a full context)\n"
-	"  -c n                 use at most n positions of the context (default: the build's)\n"
-	"  -e                   process the escapes \\n \\r \\t \\' \\\" \\\\ in -p (--no-escape: do not)\n"
-	"  -t threads           OpenMP threads (default: the OpenMP default)\n"
-	"  --temp t             sampling temperature; 0 (default): greedy\n"
-	"  --top-k k, --top-p p, --min-p p\n"
-	"                       sampling filters (default off)\n"
-	"  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
-	"  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
-	"  --stop text          stop at this text (repeatable)\n"
-	"  --logits file        write the logits of every step (f32 rows)\n"
-	"  --json               one JSON object on standard output instead of text and stderr rates\n"
-	"  --system text        the system message of a chat\n"
-	"  --chat-template name deepseek-r1, qwen2, qwen3, llama3 or llama2 (default: the model's)\n"
-	"  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
-	"  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
-	"                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
-	"                       the runs (default 5); or spec pp=n,tg=n,depth=n,reps=n\n"
-	"  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
-	"  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
-	"  --chunks n           the first n chunks only\n"
-	"  --kl-divergence-base file, --kl-divergence file\n"
-	"                       save a base run's logits, or compare with them (KL divergence)\n"
-	"  --tokenize [--add-special] [--raw]\n"
-	"                       JSON lines of text to ids (with the special tokens the model adds;\n"
-	"                       --raw: plain lines, each line's bytes as they are)\n"
-	"  --detokenize [--skip-special]\n"
-	"                       JSON lines of ids to text (without the special tokens)\n"
-	"  --render file [--no-gen-prompt]\n"
-	"                       the prompt a conversation (JSON) becomes (without the assistant's start)\n"
-	"  -v                   report loading and each phase call on standard error\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+    "  -m model             the bundle (model.llm) or build directory\n"
+    "  -p text, -f file     the prompt (file - : standard input)\n"
+    "  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
+    "  -i, --chat           chat: one user message a line of standard input\n"
+    "  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
+    "  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
+    "  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
+    "                       or a full context)\n"
+    "  -c n                 use at most n positions of the context (default: the build's)\n"
+    "  -e                   process the escapes \\n \\r \\t \\' \\\" \\\\ in -p (--no-escape: do not)\n"
+    "  -t threads           OpenMP threads (default: the OpenMP default)\n"
+    "  --temp t             sampling temperature; 0 (default): greedy\n"
+    "  --top-k k, --top-p p, --min-p p\n"
+    "                       sampling filters (default off)\n"
+    "  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
+    "  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
+    "  --stop text          stop at this text (repeatable)\n"
+    "  --logits file        write the logits of every step (f32 rows)\n"
+    "  --json               one JSON object on standard output instead of text and stderr rates\n"
+    "  --system text        the system message of a chat\n"
+    "  --chat-template name deepseek-r1, qwen2, qwen3, llama3 or llama2 (default: the model's)\n"
+    "  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
+    "  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
+    "                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
+    "                       the runs (default 5); or spec pp=n,tg=n,depth=n,reps=n\n"
+    "  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
+    "  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
+    "  --chunks n           the first n chunks only\n"
+    "  --kl-divergence-base file, --kl-divergence file\n"
+    "                       save a base run's logits, or compare with them (KL divergence)\n"
+    "  --tokenize [--add-special] [--raw]\n"
+    "                       JSON lines of text to ids (with the special tokens the model adds;\n"
+    "                       --raw: plain lines, each line's bytes as they are)\n"
+    "  --detokenize [--skip-special]\n"
+    "                       JSON lines of ids to text (without the special tokens)\n"
+    "  --render file [--no-gen-prompt]\n"
+    "                       the prompt a conversation (JSON) becomes (without the assistant's start)\n"
+    "  -v                   report loading and each phase call on standard error\n"
+    "  -h                   print the usage\n"
+    "  --help, --version    print this help, or the version\n";
 
 static _Noreturn void
 usage(void)
@@ -269,9 +269,9 @@ print_json(json_t *j)
  * tokenizer_config.json, chat_template.jinja), or a tokenizer.json file
  * with those files beside it. */
 struct source {
-	struct llm_tokenizer *tok;      /* NULL: no tokenizer.json */
-	int tmpl;                       /* named or recognised; -1: none */
-	char *bos, *eos;                /* tokenizer_config.json tokens; NULL: not given */
+	struct llm_tokenizer *tok; /* NULL: no tokenizer.json */
+	int tmpl;                  /* named or recognised; -1: none */
+	char *bos, *eos;           /* tokenizer_config.json tokens; NULL: not given */
 };
 
 /* A token of tokenizer_config.json: a string, an AddedToken object, or
@@ -401,7 +401,7 @@ source_free(struct source *s)
 /* Everything a generation needs besides the runtime. */
 struct gen {
 	struct llm_runtime *rt;
-	struct llm_tokenizer *tok;      /* NULL: print ids */
+	struct llm_tokenizer *tok; /* NULL: print ids */
 	struct llm_sampler *sampler;
 	int64_t max_new;
 	int64_t eos[16];
@@ -409,8 +409,8 @@ struct gen {
 	char **stop;
 	size_t nstop;
 	int json, verbose;
-	struct llm_out *logits;         /* --logits, or NULL */
-	unsigned char *added;           /* (vocab) 1: an added token */
+	struct llm_out *logits; /* --logits, or NULL */
+	unsigned char *added;   /* (vocab) 1: an added token */
 };
 
 /* The result of one generation. */
@@ -667,8 +667,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(text, len));
 		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "timings", timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids,
-		    t_prefill));
+		json_object_set_new(o, "timings",
+		    timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids, t_prefill));
 		print_json(o);
 	} else {
 		end_line(g, &r);
@@ -687,9 +687,9 @@ struct chat {
 	int tmpl;
 	const char *bos, *eos;
 	struct llm_chat conv;
-	size_t nsystem;                 /* leading system messages, kept on /reset */
+	size_t nsystem; /* leading system messages, kept on /reset */
 	struct llm_chat_cache cache;
-	int64_t reserve;                /* positions kept free for the reply */
+	int64_t reserve; /* positions kept free for the reply */
 	int turns;
 	int64_t prefill_tokens, decode_tokens;
 	double prefill_s, decode_s;
@@ -719,7 +719,8 @@ chat_command(struct chat *c, const char *line, size_t len)
 		i++;
 	switch (i) {
 	case 0:
-		fprintf(stderr, "/help    this list\n/exit, /quit  end the chat (as the end of the input does)\n"
+		fprintf(stderr,
+		    "/help    this list\n/exit, /quit  end the chat (as the end of the input does)\n"
 		    "/reset   forget the conversation (not the system prompt) and the cache\n"
 		    "/stats   the tokens and rates so far, and how much of the context is used\n"
 		    "any other line is a message (a line ending in \\ goes on)\n");
@@ -800,7 +801,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 			break;
 		if (d == 0) {
 			llm_warn("%s: the message does not fit in the context: %zu prompt tokens and %" PRId64
-			         " for the reply, max_context %" PRId64,
+				 " for the reply, max_context %" PRId64,
 			    c->model, keep + nids, c->reserve, llm_runtime_context(rt));
 			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
 			llm_buf_free(&full);
@@ -852,9 +853,11 @@ chat_turn(struct chat *c, const char *line, size_t len)
 			llm_fatal("stdout: write error:");
 	}
 	if (g->verbose)
-		fprintf(stderr, "%s: turn %d: reused %zu tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
-		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n", llm_prog, c->turns, keep,
-		    dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop, llm_runtime_pos(rt));
+		fprintf(stderr,
+		    "%s: turn %d: reused %zu tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
+		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n",
+		    llm_prog, c->turns, keep, dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop,
+		    llm_runtime_pos(rt));
 	result_free(&r);
 	llm_buf_free(&full);
 	free(ids);
@@ -1030,9 +1033,10 @@ parse_bench(const char *s, struct bench_spec *b)
 		size_t k = strcspn(t, "=");
 		struct bench_list *dst = NULL;
 		if (t[k] == '=')
-			dst = k == 2 && strncmp(t, "pp", 2) == 0 ? &b->pp :
-			    k == 2 && strncmp(t, "tg", 2) == 0 ? &b->tg :
-			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth : NULL;
+			dst = k == 2 && strncmp(t, "pp", 2) == 0  ? &b->pp :
+			    k == 2 && strncmp(t, "tg", 2) == 0    ? &b->tg :
+			    k == 5 && strncmp(t, "depth", 5) == 0 ? &b->depth :
+								    NULL;
 		if (t[k] == '=' && k == 4 && strncmp(t, "reps", 4) == 0) {
 			b->reps = parse_int("--bench", t + k + 1, 1, 1 << 24);
 			continue;
@@ -1055,11 +1059,11 @@ bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens,
 
 /* What llama-bench's columns say of the model. */
 struct bench_model {
-	char type[96];          /* "qwen2 1.8B BF16", as llama_model_desc */
-	uint64_t size;          /* bytes of weights */
-	uint64_t params;        /* elements of the checkpoint's tensors */
+	char type[96];   /* "qwen2 1.8B BF16", as llama_model_desc */
+	uint64_t size;   /* bytes of weights */
+	uint64_t params; /* elements of the checkpoint's tensors */
 	int threads;
-	char *cpu;              /* the target's CPU (target.json), or NULL */
+	char *cpu; /* the target's CPU (target.json), or NULL */
 };
 
 static void
@@ -1102,8 +1106,10 @@ bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threa
 	/* OpenMP's default: the CPUs this process may run on */
 	const char *env = getenv("OMP_NUM_THREADS");
 	cpu_set_t set;
-	bm->threads = threads > 0 ? threads : env && atoi(env) > 0 ? atoi(env) :
-	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	bm->threads = threads > 0                        ? threads :
+	    env && atoi(env) > 0                         ? atoi(env) :
+	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) :
+							   1;
 
 	const struct llm_member *tm = llm_bundle_find(llm_runtime_bundle(rt), LLM_TARGET_MEMBER);
 	char *text;
@@ -1166,8 +1172,8 @@ bench_row(const struct bench_model *bm, const char *test, double mean, double sd
 
 /* One test, reps times after a warm-up: the rates. */
 static void
-bench_test(struct llm_runtime *rt, const char *model, struct llm_rng *rng, int64_t *tokens, int64_t npp,
-    int64_t ntg, int64_t d, int64_t reps, double *rates)
+bench_test(struct llm_runtime *rt, const char *model, struct llm_rng *rng, int64_t *tokens, int64_t npp, int64_t ntg,
+    int64_t d, int64_t reps, double *rates)
 {
 	int64_t n = npp > ntg + 1 ? npp : ntg + 1;
 	for (int64_t rep = -1; rep < reps; rep++) {
@@ -1210,8 +1216,7 @@ list_max(const struct bench_list *l)
 }
 
 static void
-run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, int threads, uint64_t seed,
-    int json)
+run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, int threads, uint64_t seed, int json)
 {
 	struct llm_rng rng;
 	struct bench_model bm;
@@ -1266,19 +1271,21 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 				for (int64_t r = 0; r < b->reps; r++)
 					json_array_append_new(samples, json_real(rates[r]));
 				/* ours, then llama-bench's -o json fields of the same */
-				json_array_append_new(arr, json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,"
-				    "s:I,s:I,s:I,s:f,s:f,s:o}",
-				    "test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
-				    "model_type", bm.type, "model_size", (json_int_t)bm.size,
-				    "model_n_params", (json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu,
-				    "n_threads", bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg,
-				    "n_depth", (json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
+				json_array_append_new(arr,
+				    json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,"
+					      "s:I,s:I,s:I,s:f,s:f,s:o}",
+					"test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
+					"model_type", bm.type, "model_size", (json_int_t)bm.size, "model_n_params",
+					(json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu, "n_threads",
+					bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg, "n_depth",
+					(json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
 			} else
 				bench_row(&bm, name, mean, sd);
 			/* a loaded machine: say so rather than print a wide spread silently */
 			if (sd > 0.1 * mean)
 				llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more "
-				    "reps, or a quiet machine", name, 100 * sd / mean);
+					 "reps, or a quiet machine",
+				    name, 100 * sd / mean);
 		}
 	}
 	if (json)
@@ -1355,8 +1362,8 @@ run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *
 		json_decref(o);
 	} else {
 		printf("perplexity: %" PRId64 " chunks of %" PRId64 " tokens, %" PRId64 " scored, %" PRId64
-		    " evaluated in %.2f s (%.2f t/s)\n", r.n_chunks, po->n_ctx, r.n_scored, r.n_eval, r.seconds,
-		    rate((double)r.n_eval, r.seconds));
+		       " evaluated in %.2f s (%.2f t/s)\n",
+		    r.n_chunks, po->n_ctx, r.n_scored, r.n_eval, r.seconds, rate((double)r.n_eval, r.seconds));
 		printf("PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_err);
 		if (r.has_base) {
 			printf("PPL(base) = %.4f +/- %.5f, PPL/PPL(base) = %.5f\n", r.base_ppl, r.base_ppl_err,
@@ -1418,7 +1425,7 @@ set_mode(enum mode *m, enum mode to)
 {
 	if (*m != M_NONE && *m != to)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --perplexity, --tokenize, --detokenize and "
-		    "--render");
+			  "--render");
 	*m = to;
 }
 
@@ -1577,7 +1584,8 @@ parse_args(int argc, char **argv, struct args *a)
 			a->template_name = optarg;
 			if (llm_chat_find(optarg) < 0)
 				usage_msg(llm_xasprintf("--chat-template: unknown template '%s' (deepseek-r1, qwen2, "
-				    "qwen3, llama3, llama2)", optarg));
+							"qwen3, llama3, llama2)",
+				    optarg));
 			break;
 		case OPT_DETOKENIZE:
 			set_mode(&a->mode, M_DETOKENIZE);
@@ -1694,7 +1702,6 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
 	if (a->po.base && a->po.save_base)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
-
 }
 
 /* --tokenize, --detokenize and --render: no model library. */
@@ -1718,12 +1725,14 @@ run_text_mode(const struct args *a)
 		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
 		if (tmpl < 0)
 			llm_fatal("%s: no chat template recognised: give --chat-template",
-			    a->tokenizer_path ? a->tokenizer_path : a->model ? a->model : label);
+			    a->tokenizer_path ? a->tokenizer_path :
+				a->model      ? a->model :
+						label);
 		char *text = read_input(a->render_path, &len);
 		if (llm_chat_parse(&conv, text, len, label) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (llm_chat_render(tmpl, &conv, !a->no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
-		    src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
+			src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
 			llm_fatal("%s: %s", label, llm_errmsg());
 		free(text);
 		llm_chat_free(&conv);
@@ -1766,7 +1775,8 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 	 * for the build's; llm-import --max-context sets that) */
 	if (a->ctx_cap && llm_runtime_limit_context(rt, a->ctx_cap) < 0)
 		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
-		    " (llm-import --max-context sets it)", a->model, a->ctx_cap, llm_runtime_context(rt));
+			  " (llm-import --max-context sets it)",
+		    a->model, a->ctx_cap, llm_runtime_context(rt));
 	if (a->mode != M_BENCH) {
 		if (a->tokenizer_path)
 			source_path(src, a->tokenizer_path);

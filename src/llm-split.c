@@ -20,11 +20,11 @@
 static const char usage_text[] = "usage: llm-split [-v] [-o partsdir] [-s none|layer|stage] model.json\n";
 
 static const char help_text[] =
-	"  -o partsdir          write the parts here (default: parts/ beside model.json)\n"
-	"  -s strategy          none, layer (default: one kernel for every decoder layer) or stage\n"
-	"  -v                   print the partitions of each phase\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+    "  -o partsdir          write the parts here (default: parts/ beside model.json)\n"
+    "  -s strategy          none, layer (default: one kernel for every decoder layer) or stage\n"
+    "  -v                   print the partitions of each phase\n"
+    "  -h                   print the usage\n"
+    "  --help, --version    print this help, or the version\n";
 
 static _Noreturn void
 usage(void)

@@ -24,11 +24,10 @@ static const char usage_text[] = "usage: llm-verify-partition [-q] [--report fil
  * report. */
 #define MAXPRINT 20
 
-static const char help_text[] =
-	"  --report file.json   write the report (counts and every violation) there\n"
-	"  -q                   print nothing when the set is valid\n"
-	"  -h                   print the usage\n"
-	"  --help, --version    print this help, or the version\n";
+static const char help_text[] = "  --report file.json   write the report (counts and every violation) there\n"
+				"  -q                   print nothing when the set is valid\n"
+				"  -h                   print the usage\n"
+				"  --help, --version    print this help, or the version\n";
 
 static _Noreturn void
 usage(void)
@@ -86,7 +85,7 @@ main(int argc, char **argv)
 		return LLM_EXIT_USAGE;
 	}
 	viol = json_object_get(report, "violations"); /* borrowed */
-	json_array_foreach(viol, i, x) {
+	json_array_foreach (viol, i, x) {
 		if (i == MAXPRINT) {
 			llm_warn("%s: %zu more violations%s", path, json_array_size(viol) - MAXPRINT,
 			    report_path ? " in the report" : "");

@@ -184,7 +184,7 @@ MlirOperation
 llm_ir_find_func_ref(MlirModule m, MlirStringRef name)
 {
 	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(m)); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op))
+	    op = mlirOperationGetNextInBlock(op))
 		if (llm_ir_is(op, "func.func") && mlirStringRefEqual(llm_ir_sym_name(op), name))
 			return op;
 	return (MlirOperation){NULL};
@@ -338,7 +338,7 @@ llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map, llm_ir
 	}
 	for (intptr_t i = 0; i < mlirOperationGetNumResults(a); i++)
 		if (!mlirTypeEqual(mlirValueGetType(mlirOperationGetResult(a, i)),
-		        mlirValueGetType(mlirOperationGetResult(b, i))))
+			mlirValueGetType(mlirOperationGetResult(b, i))))
 			return 0;
 	for (intptr_t i = 0; i < n; i++)
 		if (!operand_equal(mlirOperationGetOperand(a, i), mlirOperationGetOperand(b, i), map, cb, user))
@@ -354,7 +354,7 @@ llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map, llm_ir
 		MlirBlock ba = mlirRegionGetFirstBlock(ra), bb = mlirRegionGetFirstBlock(rb);
 		/* Map every block first: branches may go forward. */
 		for (; !mlirBlockIsNull(ba) && !mlirBlockIsNull(bb);
-		     ba = mlirBlockGetNextInRegion(ba), bb = mlirBlockGetNextInRegion(bb)) {
+		    ba = mlirBlockGetNextInRegion(ba), bb = mlirBlockGetNextInRegion(bb)) {
 			intptr_t na = mlirBlockGetNumArguments(ba);
 			if (na != mlirBlockGetNumArguments(bb))
 				return 0;
@@ -369,10 +369,10 @@ llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map, llm_ir
 		if (!mlirBlockIsNull(ba) || !mlirBlockIsNull(bb))
 			return 0;
 		for (ba = mlirRegionGetFirstBlock(ra), bb = mlirRegionGetFirstBlock(rb); !mlirBlockIsNull(ba);
-		     ba = mlirBlockGetNextInRegion(ba), bb = mlirBlockGetNextInRegion(bb)) {
+		    ba = mlirBlockGetNextInRegion(ba), bb = mlirBlockGetNextInRegion(bb)) {
 			MlirOperation oa = mlirBlockGetFirstOperation(ba), ob = mlirBlockGetFirstOperation(bb);
 			for (; !mlirOperationIsNull(oa) && !mlirOperationIsNull(ob);
-			     oa = mlirOperationGetNextInBlock(oa), ob = mlirOperationGetNextInBlock(ob))
+			    oa = mlirOperationGetNextInBlock(oa), ob = mlirOperationGetNextInBlock(ob))
 				if (!llm_ir_op_equal(oa, ob, map, cb, user))
 					return 0;
 			if (!mlirOperationIsNull(oa) || !mlirOperationIsNull(ob))

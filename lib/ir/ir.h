@@ -92,8 +92,7 @@ uint64_t llm_ir_func_hash(MlirOperation func, struct llm_buf *text);
  * map: it returns 1 if b's operand value may stand for a's.  (struct
  * llm_ptrmap is in hash.h.) */
 typedef int (*llm_ir_operand_cb)(MlirValue a, MlirValue b, void *user);
-int llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map,
-    llm_ir_operand_cb cb, void *user);
+int llm_ir_op_equal(MlirOperation a, MlirOperation b, struct llm_ptrmap *map, llm_ir_operand_cb cb, void *user);
 
 /* An MlirStringRef for a C string. */
 #define LLM_SREF(s) mlirStringRefCreateFromCString(s)

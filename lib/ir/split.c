@@ -34,25 +34,25 @@ enum op_class {
 struct part {
 	int64_t layer;
 	MlirStringRef stage;
-	size_t first, last;   /* positions of its first and last op */
-	size_t *ops, nops;    /* positions of its ops, in order */
-	MlirValue *in, *out;  /* values of the source that cross its bounds */
+	size_t first, last;  /* positions of its first and last op */
+	size_t *ops, nops;   /* positions of its ops, in order */
+	MlirValue *in, *out; /* values of the source that cross its bounds */
 	size_t nin, nout, cap_in, cap_out;
-	size_t kernel;        /* index into split.kernels */
+	size_t kernel; /* index into split.kernels */
 };
 
 struct kernel {
-	char *kind;           /* pipeline kind: prefill or decode */
-	char *name;           /* symbol */
-	char *file;           /* relative to the parts directory */
-	char *generic;        /* generic form with sym_name "k": the identity */
-	char *text;           /* the module as written */
+	char *kind;    /* pipeline kind: prefill or decode */
+	char *name;    /* symbol */
+	char *file;    /* relative to the parts directory */
+	char *generic; /* generic form with sym_name "k": the identity */
+	char *text;    /* the module as written */
 	uint64_t hash;
 	size_t uses;
 };
 
 struct outfile {
-	char *rel;            /* relative to the parts directory */
+	char *rel; /* relative to the parts directory */
 	char *text;
 };
 
@@ -60,7 +60,7 @@ struct split {
 	const struct llm_model *m;
 	const struct llm_split_opts *o;
 	MlirContext ctx;
-	char *absparts;       /* realpath of the parts directory */
+	char *absparts; /* realpath of the parts directory */
 	struct kernel *kernels;
 	size_t nkernels;
 	struct outfile *files;
@@ -71,17 +71,17 @@ struct split {
 struct phase {
 	struct split *s;
 	const struct llm_phase *ph;
-	char *path;           /* the phase's MLIR file */
+	char *path; /* the phase's MLIR file */
 	char kind[32];
 	MlirModule mod;
 	MlirOperation func;
 	MlirBlock body;
-	MlirOperation *ops;   /* top-level ops of the entry function, in order */
+	MlirOperation *ops; /* top-level ops of the entry function, in order */
 	size_t nops;
 	int64_t *ids, *layers;
 	MlirStringRef *stages;
 	enum op_class *cls;
-	size_t *part;         /* partition of a C_PART op */
+	size_t *part;          /* partition of a C_PART op */
 	struct llm_ptrmap pos; /* op -> position + 1 */
 	struct part *parts;
 	size_t nparts;
@@ -201,8 +201,8 @@ static char *
 op_desc(const struct phase *p, size_t i)
 {
 	MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(p->ops[i]));
-	return llm_xasprintf("'%.*s' (llm.id %lld, line %d)", (int)n.length, n.data,
-	    (long long)p->ids[i], llm_ir_line(p->ops[i]));
+	return llm_xasprintf("'%.*s' (llm.id %lld, line %d)", (int)n.length, n.data, (long long)p->ids[i],
+	    llm_ir_line(p->ops[i]));
 }
 
 static int
@@ -228,8 +228,8 @@ load_phase(struct phase *p)
 		return -1;
 	p->func = llm_ir_find_func(p->mod, p->ph->entry);
 	if (mlirOperationIsNull(p->func))
-		return llm_seterr("%s: no func.func '@%s' (the entry of phase '%s' in %s)", p->path,
-		    p->ph->entry, p->ph->name, s->m->path);
+		return llm_seterr("%s: no func.func '@%s' (the entry of phase '%s' in %s)", p->path, p->ph->entry,
+		    p->ph->name, s->m->path);
 	MlirRegion r = mlirOperationGetRegion(p->func, 0);
 	p->body = mlirRegionGetFirstBlock(r);
 	if (mlirBlockIsNull(p->body))
@@ -239,7 +239,7 @@ load_phase(struct phase *p)
 		    p->path, p->ph->entry);
 
 	for (MlirOperation op = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op)) {
+	    op = mlirOperationGetNextInBlock(op)) {
 		if (n == cap) {
 			cap = cap ? 2 * cap : 256;
 			p->ops = llm_xreallocarray(p->ops, cap, sizeof(*p->ops));
@@ -358,7 +358,7 @@ classify(struct phase *p)
 struct scan {
 	struct phase *p;
 	struct part *pt;
-	size_t pi, top;       /* partition index, position of the walked op */
+	size_t pi, top; /* partition index, position of the walked op */
 	struct llm_ptrmap *seen;
 	int err;
 };
@@ -416,9 +416,18 @@ static int
 aliases_input(const struct phase *p, size_t pi, MlirValue v)
 {
 	static const char *const views[] = {
-		"tensor.expand_shape", "tensor.collapse_shape", "tensor.cast", "tensor.extract_slice",
-		"tensor.reshape", "bufferization.to_tensor", "memref.view", "memref.subview",
-		"memref.cast", "memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast",
+		"tensor.expand_shape",
+		"tensor.collapse_shape",
+		"tensor.cast",
+		"tensor.extract_slice",
+		"tensor.reshape",
+		"bufferization.to_tensor",
+		"memref.view",
+		"memref.subview",
+		"memref.cast",
+		"memref.expand_shape",
+		"memref.collapse_shape",
+		"memref.reinterpret_cast",
 	};
 	for (;;) {
 		intptr_t idx;
@@ -435,8 +444,7 @@ aliases_input(const struct phase *p, size_t pi, MlirValue v)
 				next = 0;
 		if (llm_ir_is(op, "tensor.insert_slice"))
 			next = 1;
-		else if (n.length > 7 && strncmp(n.data, "linalg.", 7) == 0 &&
-		    mlirOperationGetNumResults(op) > 0)
+		else if (n.length > 7 && strncmp(n.data, "linalg.", 7) == 0 && mlirOperationGetNumResults(op) > 0)
 			/* Destination style: result idx is written into its init,
 			 * the operands after the inputs. */
 			next = (int)(mlirOperationGetNumOperands(op) - mlirOperationGetNumResults(op) + idx);
@@ -471,7 +479,7 @@ scan_part(struct phase *p, size_t pi)
 			MlirValue v = mlirOperationGetResult(op, r);
 			int out = 0;
 			for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
-			     u = mlirOpOperandGetNextUse(u)) {
+			    u = mlirOpOperandGetNextUse(u)) {
 				size_t t = top_pos(p, mlirOpOperandGetOwner(u));
 				if (t == NOPART)
 					return phase_err(p, i, "has a use outside the entry function");
@@ -486,7 +494,8 @@ scan_part(struct phase *p, size_t pi)
 				    "the cut would pass a buffer between kernels (keep its producer and users "
 				    "together)");
 			if (aliases_input(p, pi, v))
-				return phase_err(p, i, "yields a value used outside its partition that aliases "
+				return phase_err(p, i,
+				    "yields a value used outside its partition that aliases "
 				    "a buffer from outside it (in-place update or view across the cut)");
 			add_value(&pt->out, &pt->nout, &pt->cap_out, v);
 		}
@@ -540,7 +549,7 @@ struct remap {
 	struct llm_ptrmap *map;
 	MlirBlock block;
 	MlirOperation top;
-	size_t src;           /* position of the source op */
+	size_t src; /* position of the source op */
 	int err;
 };
 
@@ -598,8 +607,8 @@ clone_into(struct phase *p, size_t i, MlirBlock block, struct llm_ptrmap *map, i
 }
 
 static MlirOperation
-make_op(MlirContext ctx, const char *name, const MlirValue *operands, size_t n, const MlirType *results,
-    size_t nres, const MlirNamedAttribute *attrs, size_t nattrs)
+make_op(MlirContext ctx, const char *name, const MlirValue *operands, size_t n, const MlirType *results, size_t nres,
+    const MlirNamedAttribute *attrs, size_t nattrs)
 {
 	MlirOperationState st = mlirOperationStateGet(LLM_SREF(name), mlirLocationUnknownGet(ctx));
 	mlirOperationStateAddOperands(&st, (intptr_t)n, operands);
@@ -678,7 +687,7 @@ build_kernel(struct phase *p, size_t pi)
 	/* The declarations of the int8 kernels the ops may call (llvm.func,
 	 * defined by llm-lower for the target: ir.txt "Kernels"). */
 	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(p->mod)); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op))
+	    op = mlirOperationGetNextInBlock(op))
 		if (llm_ir_is(op, "llvm.func"))
 			mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), mlirOperationClone(op));
 	what = llm_xasprintf("%s: partition %zu (kernel '%s')", p->path, pi, kn.name);
@@ -772,7 +781,7 @@ build_glue(struct phase *p, char **text)
 		llm_ptrmap_put(&map, mlirBlockGetArgument(p->body, i).ptr, mlirBlockGetArgument(b, i).ptr);
 
 	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(p->mod)); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op))
+	    op = mlirOperationGetNextInBlock(op))
 		if (mlirOperationEqual(op, p->func))
 			mlirBlockAppendOwnedOperation(gbody, g);
 		else
@@ -1200,8 +1209,8 @@ llm_split(const struct llm_model *m, const struct llm_split_opts *o, struct llm_
 	if (bad)
 		goto out;
 	if (o->verbose)
-		llm_warn("%s: split in %.3f s, written in %.3f s (%zu files changed)", m->path, t1 - t0,
-		    llm_now() - t1, st->written);
+		llm_warn("%s: split in %.3f s, written in %.3f s (%zu files changed)", m->path, t1 - t0, llm_now() - t1,
+		    st->written);
 	rc = 0;
 out:
 	for (size_t k = 0; k < s.nkernels; k++) {

@@ -30,16 +30,16 @@ struct llm_split_opts {
 };
 
 struct llm_split_phase_stats {
-	const char *name;     /* borrowed from the model */
+	const char *name; /* borrowed from the model */
 	size_t partitions, kernels, ops;
 };
 
 struct llm_split_stats {
 	int nphases;
 	struct llm_split_phase_stats phase[LLM_MAX_PHASES];
-	size_t partitions;    /* over all phases */
-	size_t kernels;       /* distinct kernels over all phases */
-	size_t written;       /* files written (the others were unchanged) */
+	size_t partitions; /* over all phases */
+	size_t kernels;    /* distinct kernels over all phases */
+	size_t written;    /* files written (the others were unchanged) */
 };
 
 /* Name of a strategy, and back (-1 for an unknown name). */

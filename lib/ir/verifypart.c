@@ -27,13 +27,13 @@ enum { OWN_NONE = -1, OWN_GLUE = -2, OWN_REMAT = -3 };
 struct vref {
 	int arg;
 	int64_t n, result;
-	const char *type;     /* borrowed from the JSON */
-	MlirValue v;          /* resolved in the original, or null */
+	const char *type; /* borrowed from the JSON */
+	MlirValue v;      /* resolved in the original, or null */
 };
 
 struct vpart {
 	const char *kernel, *file, *hash; /* borrowed from the JSON */
-	size_t *ops, nops;    /* positions of its ops (known ids only) */
+	size_t *ops, nops;                /* positions of its ops (known ids only) */
 	struct vref *in, *out;
 	size_t nin, nout;
 	struct llm_ptrmap member; /* position + 1 -> present */
@@ -41,7 +41,7 @@ struct vpart {
 
 struct kfile {
 	char *rel;
-	MlirModule mod;       /* null when it could not be read */
+	MlirModule mod; /* null when it could not be read */
 };
 
 /* A kernel as the partitions use it: from which phases' kind, how often. */
@@ -198,7 +198,7 @@ get_ids(json_t *a, const char *ctx, int64_t **ids, size_t *n)
 		return llm_seterr("%s: not an array", ctx);
 	*n = json_array_size(a);
 	*ids = llm_xcalloc(*n + 1, sizeof(**ids));
-	json_array_foreach(a, i, x) {
+	json_array_foreach (a, i, x) {
 		if (!json_is_integer(x))
 			return llm_seterr("%s: element %zu is not an integer", ctx, i);
 		(*ids)[i] = json_integer_value(x);
@@ -216,7 +216,7 @@ get_refs(json_t *a, const char *ctx, struct vref **refs, size_t *n)
 		return llm_seterr("%s: not an array", ctx);
 	*n = json_array_size(a);
 	*refs = llm_xcalloc(*n + 1, sizeof(**refs));
-	json_array_foreach(a, i, x) {
+	json_array_foreach (a, i, x) {
 		struct vref *r = &(*refs)[i];
 		char *c = llm_xasprintf("%s[%zu]", ctx, i);
 		int rc = 0;
@@ -252,7 +252,7 @@ load_original(struct vphase *p)
 	if (mlirBlockIsNull(p->body) || !mlirBlockIsNull(mlirBlockGetNextInRegion(p->body)))
 		return llm_seterr("%s: '@%s' is not a function of one block", p->source, p->entry);
 	for (MlirOperation op = mlirBlockGetFirstOperation(p->body); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op)) {
+	    op = mlirOperationGetNextInBlock(op)) {
 		if (p->nops == cap) {
 			cap = cap ? 2 * cap : 256;
 			p->ops = llm_xreallocarray(p->ops, cap, sizeof(*p->ops));
@@ -382,8 +382,8 @@ compare_refs(struct vphase *p, size_t pi, const char *kind, MlirValue *need, siz
 			char *d = value_desc(p, need[i]), *k = llm_xasprintf("undeclared-%s", kind);
 			MlirOperation op;
 			intptr_t idx;
-			int64_t id = llm_ir_def_in(p->body, need[i], &op, &idx) == LLM_IR_TOP ? p->ids[pos_of(p, op)]
-			                                                                      : -1;
+			int64_t id = llm_ir_def_in(p->body, need[i], &op, &idx) == LLM_IR_TOP ? p->ids[pos_of(p, op)] :
+												-1;
 			violation(p, (ptrdiff_t)pi, id, k,
 			    "%s crosses the bounds of partition %zu but is not one of its %ss", d, pi, kind);
 			free(d);
@@ -497,12 +497,12 @@ check_claims(struct vphase *p, const int64_t *glue_ids, size_t nglue, const int6
 			for (intptr_t r = 0; r < mlirOperationGetNumResults(op); r++) {
 				MlirValue v = mlirOperationGetResult(op, r);
 				for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
-				     u = mlirOpOperandGetNextUse(u)) {
+				    u = mlirOpOperandGetNextUse(u)) {
 					MlirOperation t = llm_ir_ancestor_in(p->body, mlirOpOperandGetOwner(u));
 					if (mlirOperationIsNull(t))
 						continue;
 					if (!llm_ptrmap_get(&pt->member, (const void *)(uintptr_t)(pos_of(p, t) + 1),
-					        NULL))
+						NULL))
 						need_add(&out, v);
 				}
 			}
@@ -590,7 +590,7 @@ check_kernel(struct vphase *p, size_t pi, MlirOperation kf, const MlirValue *arg
 		if (!mlirValueIsNull(args[i]))
 			llm_ptrmap_put(&km, mlirBlockGetArgument(kb, (intptr_t)i).ptr, args[i].ptr);
 	for (MlirOperation op = mlirBlockGetFirstOperation(kb); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op)) {
+	    op = mlirOperationGetNextInBlock(op)) {
 		if (llm_ir_is(op, "func.return")) {
 			if (next < pt->nops) {
 				char *d = desc(p, pt->ops[next]);
@@ -793,7 +793,7 @@ check_glue(struct vphase *p)
 
 	/* Every other function of the original module, unchanged. */
 	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(p->orig)); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op)) {
+	    op = mlirOperationGetNextInBlock(op)) {
 		if (!llm_ir_is(op, "func.func") || mlirOperationEqual(op, p->func))
 			continue;
 		MlirStringRef n = llm_ir_sym_name(op);
@@ -820,7 +820,7 @@ check_glue(struct vphase *p)
 		llm_ptrmap_put(&gm, mlirBlockGetArgument(gb, i).ptr, mlirBlockGetArgument(p->body, i).ptr);
 
 	for (MlirOperation op = mlirBlockGetFirstOperation(gb); !mlirOperationIsNull(op);
-	     op = mlirOperationGetNextInBlock(op)) {
+	    op = mlirOperationGetNextInBlock(op)) {
 		int64_t id;
 		if (llm_ir_is(op, "func.call")) {
 			if (call < p->nparts)
@@ -934,9 +934,9 @@ check_kernels(struct vctx *v, json_t *root)
 		const char *name, *file, *kind, *hash;
 		int64_t n;
 		int bad = !json_is_object(k) ? llm_seterr("%s: not an object", c) :
-		    llm_json_str(k, "name", c, &name) < 0 || llm_json_str(k, "file", c, &file) < 0 ||
-		    llm_json_str(k, "kind", c, &kind) < 0 || llm_json_str(k, "hash", c, &hash) < 0 ||
-		    llm_json_int(k, "partitions", c, &n) < 0;
+					       llm_json_str(k, "name", c, &name) < 0 ||
+			llm_json_str(k, "file", c, &file) < 0 || llm_json_str(k, "kind", c, &kind) < 0 ||
+			llm_json_str(k, "hash", c, &hash) < 0 || llm_json_int(k, "partitions", c, &n) < 0;
 		free(c);
 		if (bad) {
 			free(seen);

@@ -97,10 +97,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *p;
 		size_t len;
 		int rc[] = {
-			llm_gguf_get_u32(&g, key, &u32), llm_gguf_get_i32(&g, key, &i32),
-			llm_gguf_get_u64(&g, key, &u64), llm_gguf_get_i64(&g, key, &i64),
-			llm_gguf_get_f32(&g, key, &f32), llm_gguf_get_f64(&g, key, &f64),
-			llm_gguf_get_bool(&g, key, &b), llm_gguf_get_str(&g, key, &p, &len),
+			llm_gguf_get_u32(&g, key, &u32),
+			llm_gguf_get_i32(&g, key, &i32),
+			llm_gguf_get_u64(&g, key, &u64),
+			llm_gguf_get_i64(&g, key, &i64),
+			llm_gguf_get_f32(&g, key, &f32),
+			llm_gguf_get_f64(&g, key, &f64),
+			llm_gguf_get_bool(&g, key, &b),
+			llm_gguf_get_str(&g, key, &p, &len),
 			llm_gguf_get_arr(&g, key, LLM_GGUF_NTYPES, &a),
 		};
 		for (size_t k = 0; k < sizeof(rc) / sizeof(rc[0]); k++)
@@ -113,7 +117,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (uint64_t j = 0; j < a->len; j++) {
 				p = llm_gguf_arr_str(a, j, &len);
 				CHECK(p && (const uint8_t *)p >= data &&
-				      len <= (size_t)(data + size - (const uint8_t *)p));
+				    len <= (size_t)(data + size - (const uint8_t *)p));
 			}
 	}
 	CHECK(llm_gguf_get_u32(&g, "", &u32) == 1);

@@ -26,8 +26,7 @@
 
 #include "../../lib/util.h"
 
-static const char usage_text[] =
-	"usage: cmpf32 [-g] [-a abstol] [-c cols] [-r reltol] file1 file2\n";
+static const char usage_text[] = "usage: cmpf32 [-g] [-a abstol] [-c cols] [-r reltol] file1 file2\n";
 
 static _Noreturn void
 usage(void)
@@ -159,8 +158,8 @@ main(int argc, char **argv)
 	}
 
 	where(pos, sizeof(pos), at, cols);
-	printf("n %zu max_abs %.9g at %s (%.9g vs %.9g) max_rel %.9g scale %.9g",
-	    n, max_abs, pos, (double)get(&a, at), (double)get(&b, at), rel, scale);
+	printf("n %zu max_abs %.9g at %s (%.9g vs %.9g) max_rel %.9g scale %.9g", n, max_abs, pos, (double)get(&a, at),
+	    (double)get(&b, at), rel, scale);
 	if (cols)
 		printf(" argmax_equal %zu/%zu", argmax_equal, rows);
 	printf("\n");

@@ -40,8 +40,7 @@ write_f32(const char *path, const float *v, size_t n)
  * "-sub8" the product of the group's integer and its block's f16 factor,
  * in f32, as ggml computes it; the group is g of tile t, row h). */
 static float
-scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t rows, int64_t cols, int64_t t, int64_t g,
-    int64_t h)
+scale_at(const struct llm_qlayout *l, const uint8_t *p, int64_t rows, int64_t cols, int64_t t, int64_t g, int64_t h)
 {
 	int64_t i = (t * (cols / l->group) + g) * l->rows + h;
 	if (l->sub) {
@@ -149,7 +148,8 @@ main(int argc, char **argv)
 		return quantize(argv + 2);
 	if (argc != 4) {
 		fputs("usage: dequant TYPE BLOCKS OUT\n       dequant --tiled LAYOUT ROWS COLS TENSOR OUT\n"
-		    "       dequant --quantize TYPE VALUES OUT\n", stderr);
+		      "       dequant --quantize TYPE VALUES OUT\n",
+		    stderr);
 		return LLM_EXIT_USAGE;
 	}
 	t = type_named(argv[1], llm_quant_supported);

@@ -49,13 +49,12 @@
 #include <string.h>
 #include <strings.h>
 
-static const char usage_text[] =
-	"usage: ggmlref check TYPE BLOCKS VALUES\n"
-	"       ggmlref blocks TYPE VALUES OUT\n"
-	"       ggmlref perplexity MODEL.gguf TEXT N_CTX [BASE]\n"
-	"       ggmlref quantize IN.gguf OUT.gguf FTYPE\n"
-	"       ggmlref dequantize IN.gguf OUT.gguf\n"
-	"       ggmlref logits MODEL.gguf IDS OUT\n";
+static const char usage_text[] = "usage: ggmlref check TYPE BLOCKS VALUES\n"
+				 "       ggmlref blocks TYPE VALUES OUT\n"
+				 "       ggmlref perplexity MODEL.gguf TEXT N_CTX [BASE]\n"
+				 "       ggmlref quantize IN.gguf OUT.gguf FTYPE\n"
+				 "       ggmlref dequantize IN.gguf OUT.gguf\n"
+				 "       ggmlref logits MODEL.gguf IDS OUT\n";
 
 static void
 usage(void)

@@ -49,11 +49,11 @@ struct preset {
 	int64_t hidden, layers, heads, kv_heads, ffn, vocab, max_pos;
 	int tied;
 	const char *rms_eps, *rope_theta;
-	int64_t bos, eos;          /* config.json */
+	int64_t bos, eos; /* config.json */
 	int64_t max_window_layers, sliding_window;
-	const char *tf_version;    /* transformers_version */
-	const char *genconfig;     /* generation_config.json, verbatim */
-	int64_t head_dim;          /* 0: hidden / heads */
+	const char *tf_version; /* transformers_version */
+	const char *genconfig;  /* generation_config.json, verbatim */
+	int64_t head_dim;       /* 0: hidden / heads */
 };
 
 /* The DeepSeek-R1-Distill generation_config.json: BOS 151646 (the
@@ -130,7 +130,7 @@ struct model {
 	enum family family;
 	enum llm_dtype dtype;
 	int64_t layers, vocab, head_dim;
-	int64_t rope_llama3;   /* llama3 rope_scaling's original context; 0: none */
+	int64_t rope_llama3; /* llama3 rope_scaling's original context; 0: none */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -139,17 +139,18 @@ struct model {
 static int verbose;
 
 /* Output state, for the cleanup on failure (atexit) and on signals. */
-static char *stage;            /* DIR.tmp.XXXXXX, until renamed */
-static char *stage_files[8];   /* files that may exist in it */
+static char *stage;          /* DIR.tmp.XXXXXX, until renamed */
+static char *stage_files[8]; /* files that may exist in it */
 static int nstage_files;
-static char *made_dirs[64];    /* parents created, outermost first */
+static char *made_dirs[64]; /* parents created, outermost first */
 static int nmade_dirs;
 static volatile sig_atomic_t cleaning;
 
 static void
 usage(FILE *fp)
 {
-	fprintf(fp, "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
+	fprintf(fp,
+	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
 	    "[--head-dim n] [--rope-llama3 n] [-s seed] [-t tokenizer-dir] -o dir\n");
 }
 
@@ -158,29 +159,29 @@ help(void)
 {
 	usage(stdout);
 	printf("\n"
-	    "Write a Hugging Face checkpoint directory with seeded random weights.\n"
-	    "\n"
-	    "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
-	    "  -f, --family qwen2|llama|qwen3\n"
-	    "                              architecture (default qwen2; llama: no q/k/v biases;\n"
-	    "                              qwen3: no biases, q_norm and k_norm)\n"
-	    "  -h, --help                  print this help\n"
-	    "      --head-dim N            head_dim (llama, qwen3; default hidden / heads)\n"
-	    "  -L, --layers N              number of decoder layers (default: the preset's)\n"
-	    "  -o, --output DIR            output directory (created; replaced files are\n"
-	    "                              renamed into an existing one)\n"
-	    "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
-	    "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b\n"
-	    "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
-	    "                              low_freq_factor 1, high_freq_factor 4 and\n"
-	    "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
-	    "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
-	    "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
-	    "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
-	    "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
-	    "                              of the project, else the cache filled by\n"
-	    "                              tests/tools/fetch-tokenizer)\n"
-	    "  -v, --verbose               say which tokenizer was used and what was written\n");
+	       "Write a Hugging Face checkpoint directory with seeded random weights.\n"
+	       "\n"
+	       "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
+	       "  -f, --family qwen2|llama|qwen3\n"
+	       "                              architecture (default qwen2; llama: no q/k/v biases;\n"
+	       "                              qwen3: no biases, q_norm and k_norm)\n"
+	       "  -h, --help                  print this help\n"
+	       "      --head-dim N            head_dim (llama, qwen3; default hidden / heads)\n"
+	       "  -L, --layers N              number of decoder layers (default: the preset's)\n"
+	       "  -o, --output DIR            output directory (created; replaced files are\n"
+	       "                              renamed into an existing one)\n"
+	       "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
+	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b\n"
+	       "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
+	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
+	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
+	       "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
+	       "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
+	       "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
+	       "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
+	       "                              of the project, else the cache filled by\n"
+	       "                              tests/tools/fetch-tokenizer)\n"
+	       "  -v, --verbose               say which tokenizer was used and what was written\n");
 }
 
 /* Random numbers: xoshiro256** seeded through splitmix64, the pair that
@@ -288,9 +289,8 @@ normal(struct rng *r)
 	}
 }
 
-static void
-add(struct model *m, enum init init, int64_t d0, int64_t d1, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+static void add(struct model *m, enum init init, int64_t d0, int64_t d1, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 static void
 add(struct model *m, enum init init, int64_t d0, int64_t d1, const char *fmt, ...)
@@ -373,8 +373,7 @@ header(const struct model *m, struct llm_buf *h)
 	llm_buf_puts(h, "{\"__metadata__\":{\"format\":\"pt\"}");
 	for (size_t i = 0; i < m->nt; i++) {
 		const struct tensor *t = &m->t[i];
-		llm_buf_printf(h, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", t->name, dt,
-		    (long long)t->shape[0]);
+		llm_buf_printf(h, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld", t->name, dt, (long long)t->shape[0]);
 		if (t->ndim == 2)
 			llm_buf_printf(h, ",%lld", (long long)t->shape[1]);
 		llm_buf_printf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)t->begin,
@@ -389,20 +388,22 @@ static void
 config_json(const struct model *m, struct llm_buf *b)
 {
 	const struct preset *p = m->p;
-	const char *torch_dtype = m->dtype == LLM_DT_F32 ? "float32" :
-	    m->dtype == LLM_DT_F16 ? "float16" : "bfloat16";
+	const char *torch_dtype = m->dtype == LLM_DT_F32 ? "float32" : m->dtype == LLM_DT_F16 ? "float16" : "bfloat16";
 	int64_t mwl = p->max_window_layers < m->layers ? p->max_window_layers : m->layers;
 
 	/* Keys sorted, as transformers writes them. */
 	llm_buf_printf(b, "{\n  \"architectures\": [\n    \"%s\"\n  ],\n", architectures[m->family]);
 	if (m->family != QWEN2)
 		llm_buf_puts(b, "  \"attention_bias\": false,\n");
-	llm_buf_printf(b, "  \"attention_dropout\": 0.0,\n"
+	llm_buf_printf(b,
+	    "  \"attention_dropout\": 0.0,\n"
 	    "  \"bos_token_id\": %lld,\n"
-	    "  \"eos_token_id\": %lld,\n", (long long)p->bos, (long long)p->eos);
+	    "  \"eos_token_id\": %lld,\n",
+	    (long long)p->bos, (long long)p->eos);
 	if (m->family != QWEN2)
 		llm_buf_printf(b, "  \"head_dim\": %lld,\n", (long long)m->head_dim);
-	llm_buf_printf(b, "  \"hidden_act\": \"silu\",\n"
+	llm_buf_printf(b,
+	    "  \"hidden_act\": \"silu\",\n"
 	    "  \"hidden_size\": %lld,\n"
 	    "  \"initializer_range\": 0.02,\n"
 	    "  \"intermediate_size\": %lld,\n"
@@ -412,7 +413,8 @@ config_json(const struct model *m, struct llm_buf *b)
 		llm_buf_printf(b, "  \"max_window_layers\": %lld,\n", (long long)mwl);
 	else
 		llm_buf_puts(b, "  \"mlp_bias\": false,\n");
-	llm_buf_printf(b, "  \"model_type\": \"%s\",\n"
+	llm_buf_printf(b,
+	    "  \"model_type\": \"%s\",\n"
 	    "  \"num_attention_heads\": %lld,\n"
 	    "  \"num_hidden_layers\": %lld,\n"
 	    "  \"num_key_value_heads\": %lld,\n",
@@ -421,13 +423,15 @@ config_json(const struct model *m, struct llm_buf *b)
 		llm_buf_puts(b, "  \"pretraining_tp\": 1,\n");
 	llm_buf_printf(b, "  \"rms_norm_eps\": %s,\n", p->rms_eps);
 	if (m->family == LLAMA && m->rope_llama3)
-		llm_buf_printf(b, "  \"rope_scaling\": {\n"
+		llm_buf_printf(b,
+		    "  \"rope_scaling\": {\n"
 		    "    \"factor\": 32.0,\n"
 		    "    \"high_freq_factor\": 4.0,\n"
 		    "    \"low_freq_factor\": 1.0,\n"
 		    "    \"original_max_position_embeddings\": %lld,\n"
 		    "    \"rope_type\": \"llama3\"\n"
-		    "  },\n", (long long)m->rope_llama3);
+		    "  },\n",
+		    (long long)m->rope_llama3);
 	else if (m->family != QWEN2)
 		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
@@ -435,7 +439,8 @@ config_json(const struct model *m, struct llm_buf *b)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)p->sliding_window);
 	else if (m->family == QWEN3)
 		llm_buf_puts(b, "  \"sliding_window\": null,\n");
-	llm_buf_printf(b, "  \"tie_word_embeddings\": %s,\n"
+	llm_buf_printf(b,
+	    "  \"tie_word_embeddings\": %s,\n"
 	    "  \"torch_dtype\": \"%s\",\n"
 	    "  \"transformers_version\": \"%s\",\n"
 	    "  \"use_cache\": true,\n",
@@ -715,7 +720,7 @@ find_tokenizer(const char *opt, const char **how)
 	}
 	if (!(root = project_root()))
 		llm_fatal("no tokenizer: cannot locate the project directory from the "
-		    "executable; give --tokenizer-dir or LLM_TOKENIZER_DIR");
+			  "executable; give --tokenizer-dir or LLM_TOKENIZER_DIR");
 	fixture = llm_xasprintf("%s/../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR, root);
 	cache = llm_xasprintf("%s/tests/npm/node_modules/.cache/" TOKENIZER_SUBDIR, root);
 	if (has_tokenizer(fixture)) {
@@ -736,7 +741,7 @@ find_tokenizer(const char *opt, const char **how)
 		return cache;
 	}
 	llm_fatal("no tokenizer: neither '%s' nor '%s' has tokenizer.json; run "
-	    "%s/tests/tools/fetch-tokenizer (needs node and npm) or give --tokenizer-dir",
+		  "%s/tests/tools/fetch-tokenizer (needs node and npm) or give --tokenizer-dir",
 	    fixture, cache, root);
 }
 
@@ -909,9 +914,8 @@ main(int argc, char **argv)
 	if (verbose) {
 		uint64_t bytes = m.nt ? m.t[m.nt - 1].end : 0;
 		double dt = llm_now() - t0;
-		llm_warn("%s: %s %s %s, %lld layers, %zu tensors, %.1f MB in %.1f s (%.0f MB/s)",
-		    out, m.p->name, family_names[m.family],
-		    llm_dtype_name(m.dtype), (long long)m.layers, m.nt, bytes / 1e6, dt,
+		llm_warn("%s: %s %s %s, %lld layers, %zu tensors, %.1f MB in %.1f s (%.0f MB/s)", out, m.p->name,
+		    family_names[m.family], llm_dtype_name(m.dtype), (long long)m.layers, m.nt, bytes / 1e6, dt,
 		    dt > 0 ? bytes / 1e6 / dt : 0.0);
 	}
 	for (size_t i = 0; i < m.nt; i++)

@@ -24,8 +24,7 @@
 #define BOS 256
 #define EOS 257
 
-static const char usage_text[] =
-	"usage: mkrunmodel [-b] [-C max_context] [-S chunk] -o dir template.mlir\n";
+static const char usage_text[] = "usage: mkrunmodel [-b] [-C max_context] [-S chunk] -o dir template.mlir\n";
 
 static _Noreturn void
 usage(void)
@@ -91,14 +90,14 @@ main(int argc, char **argv)
 		llm_fatal("%s", llm_errmsg());
 
 	uint64_t tbytes = V * 4, dbytes = LLM_ALIGN_UP(tbytes, 64);
-	json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:b,s:b,s:I}",
-	    "hidden_size", 2, "n_layers", 1, "n_heads", 1, "n_kv_heads", 1, "head_dim", 2,
-	    "intermediate_size", 2, "vocab_size", V, "rms_norm_eps", 1e-6, "rope_theta", 10000.0,
-	    "tie_word_embeddings", 0, "attention_bias", 0, "max_position_embeddings", (json_int_t)C);
+	json_t *config = json_pack("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:f,s:f,s:b,s:b,s:I}", "hidden_size", 2, "n_layers", 1,
+	    "n_heads", 1, "n_kv_heads", 1, "head_dim", 2, "intermediate_size", 2, "vocab_size", V, "rms_norm_eps", 1e-6,
+	    "rope_theta", 10000.0, "tie_word_embeddings", 0, "attention_bias", 0, "max_position_embeddings",
+	    (json_int_t)C);
 	json_t *dtypes = json_pack("{s:s,s:s,s:s}", "weights", "f32", "activations", "f32", "kv", "f32");
 	json_t *limits = json_pack("{s:I,s:I}", "max_context", (json_int_t)C, "prefill_chunk", (json_int_t)S);
-	json_t *tensors = json_pack("[{s:s,s:[],s:s,s:s,s:[i],s:i,s:I}]", "name", "table", "source",
-	    "transform", "copy", "dtype", "f32", "shape", V, "offset", 0, "bytes", (json_int_t)tbytes);
+	json_t *tensors = json_pack("[{s:s,s:[],s:s,s:s,s:[i],s:i,s:I}]", "name", "table", "source", "transform",
+	    "copy", "dtype", "f32", "shape", V, "offset", 0, "bytes", (json_int_t)tbytes);
 	uint64_t fp = llm_plan_fingerprint(dtypes, config, limits, tensors);
 	char fphex[17];
 	llm_hex64(fp, fphex);
@@ -107,31 +106,32 @@ main(int argc, char **argv)
 	json_object_set_new(m, "format", json_string(LLM_MODEL_FORMAT));
 	json_object_set_new(m, "family", json_string("fixture"));
 	json_object_set_new(m, "architecture", json_string("LlmRunFixture"));
-	json_object_set_new(m, "source", json_pack("{s:s,s:s,s:[]}", "kind", "safetensors", "dir", "none",
-	    "files"));
+	json_object_set_new(m, "source", json_pack("{s:s,s:s,s:[]}", "kind", "safetensors", "dir", "none", "files"));
 	json_object_set(m, "config", config);
 	json_object_set(m, "dtypes", dtypes);
 	json_object_set(m, "limits", limits);
-	json_object_set_new(m, "tokenizer", json_pack("{s:[s],s:i,s:[i],s:b,s:n}", "files", "tokenizer.json",
-	    "bos_id", BOS, "eos_ids", EOS, "add_bos", bos, "chat_template"));
+	json_object_set_new(m, "tokenizer",
+	    json_pack("{s:[s],s:i,s:[i],s:b,s:n}", "files", "tokenizer.json", "bos_id", BOS, "eos_ids", EOS, "add_bos",
+		bos, "chat_template"));
 	/* 1 layer, k and v, 1 head of 2, llm_kv_positions(C) rows, f32 */
-	json_object_set_new(m, "kv_cache", json_pack("{s:s,s:s,s:I,s:I}",
-	    "layout", "layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)",
-	    "dtype", "f32", "positions", (json_int_t)llm_kv_positions(C),
-	    "bytes", (json_int_t)(1 * 2 * 1 * llm_kv_positions(C) * 2 * 4)));
-	json_object_set_new(m, "weights", json_pack("{s:s,s:i,s:i,s:I,s:s,s:O}", "file", "weights.bin",
-	    "header_bytes", LLM_WEIGHTS_HEADER_BYTES, "alignment", 64, "data_bytes", (json_int_t)dbytes,
-	    "fingerprint", fphex, "tensors", tensors));
+	json_object_set_new(m, "kv_cache",
+	    json_pack("{s:s,s:s,s:I,s:I}", "layout", "layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)",
+		"dtype", "f32", "positions", (json_int_t)llm_kv_positions(C), "bytes",
+		(json_int_t)(1 * 2 * 1 * llm_kv_positions(C) * 2 * 4)));
+	json_object_set_new(m, "weights",
+	    json_pack("{s:s,s:i,s:i,s:I,s:s,s:O}", "file", "weights.bin", "header_bytes", LLM_WEIGHTS_HEADER_BYTES,
+		"alignment", 64, "data_bytes", (json_int_t)dbytes, "fingerprint", fphex, "tensors", tensors));
 	static const char *const names[3] = {"prefill", "prefill_kv", "decode"};
 	json_t *phases = json_array();
 	for (int i = 0; i < 3; i++) {
 		char entry[64], file[64];
 		snprintf(entry, sizeof(entry), "llm_%s", names[i]);
 		snprintf(file, sizeof(file), "%s.mlir", names[i]);
-		json_array_append_new(phases, json_pack("{s:s,s:s,s:s,s:I,s:[o,o,o,o,o,o]}", "name", names[i],
-		    "entry", entry, "file", file, "tokens", (json_int_t)(i == 2 ? 1 : S), "args",
-		    arg("weights", "memref<?xi8>"), arg("kv", "memref<?xi8>"), arg("tokens", "memref<?xi64>"),
-		    arg("pos", "i64"), arg("n_tokens", "i64"), arg("logits", "memref<?xf32>")));
+		json_array_append_new(phases,
+		    json_pack("{s:s,s:s,s:s,s:I,s:[o,o,o,o,o,o]}", "name", names[i], "entry", entry, "file", file,
+			"tokens", (json_int_t)(i == 2 ? 1 : S), "args", arg("weights", "memref<?xi8>"),
+			arg("kv", "memref<?xi8>"), arg("tokens", "memref<?xi64>"), arg("pos", "i64"),
+			arg("n_tokens", "i64"), arg("logits", "memref<?xf32>")));
 	}
 	json_object_set_new(m, "phases", phases);
 	char *path = llm_path_join(out, "model.json");
@@ -169,10 +169,10 @@ main(int argc, char **argv)
 		}
 		json_object_set_new(vocab, u, json_integer(b));
 	}
-	json_t *tok = json_pack("{s:s,s:[{s:i,s:s,s:b},{s:i,s:s,s:b}],s:n,s:{s:s},s:{s:s},s:{s:s,s:o,s:[]}}",
-	    "version", "1.0", "added_tokens", "id", BOS, "content", "<s>", "special", 1, "id", EOS, "content",
-	    "</s>", "special", 1, "normalizer", "pre_tokenizer", "type", "ByteLevel", "decoder", "type",
-	    "ByteLevel", "model", "type", "BPE", "vocab", vocab, "merges");
+	json_t *tok = json_pack("{s:s,s:[{s:i,s:s,s:b},{s:i,s:s,s:b}],s:n,s:{s:s},s:{s:s},s:{s:s,s:o,s:[]}}", "version",
+	    "1.0", "added_tokens", "id", BOS, "content", "<s>", "special", 1, "id", EOS, "content", "</s>", "special",
+	    1, "normalizer", "pre_tokenizer", "type", "ByteLevel", "decoder", "type", "ByteLevel", "model", "type",
+	    "BPE", "vocab", vocab, "merges");
 	path = llm_path_join(out, "tokenizer.json");
 	if (llm_json_write(path, tok) < 0)
 		llm_fatal("%s", llm_errmsg());

@@ -39,7 +39,7 @@
 #include "../../lib/util.h"
 
 static const char usage_text[] =
-	"usage: refmodel [--all] [--q8-activations | --bf16-activations] [-o output] --tokens ids dir\n";
+    "usage: refmodel [--all] [--q8-activations | --bf16-activations] [-o output] --tokens ids dir\n";
 
 static _Noreturn void
 usage(void)
@@ -79,15 +79,15 @@ need(struct model *m, const char *name, int64_t rows, int64_t cols)
 	if (!t)
 		llm_fatal("%s: missing tensor '%s'", m->dir, name);
 	if (!llm_dtype_is_float_weight(t->dtype))
-		llm_fatal("%s: tensor '%s' has dtype '%s', expected F32, F16 or BF16",
-		    m->dir, name, llm_dtype_st_name(t->dtype));
-	if (rows == 0 ? t->ndim != 1 || t->shape[0] != cols
-	    : t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+		llm_fatal("%s: tensor '%s' has dtype '%s', expected F32, F16 or BF16", m->dir, name,
+		    llm_dtype_st_name(t->dtype));
+	if (rows == 0 ? t->ndim != 1 || t->shape[0] != cols :
+			t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
 		if (rows == 0)
-			llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld]",
-			    m->dir, name, (long long)cols);
-		llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld, %lld]",
-		    m->dir, name, (long long)rows, (long long)cols);
+			llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld]", m->dir, name,
+			    (long long)cols);
+		llm_fatal("%s: tensor '%s' has the wrong shape, expected [%lld, %lld]", m->dir, name, (long long)rows,
+		    (long long)cols);
 	}
 	w.t = t;
 	w.rows = rows ? rows : 1;
@@ -123,11 +123,10 @@ load(struct model *m, const char *dir)
 	if (llm_hfconfig_load(c, dir) < 0)
 		llm_fatal("%s", llm_errmsg());
 	if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0)
-		llm_fatal("%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
-		    dir, (long long)c->n_heads, (long long)c->n_kv_heads);
+		llm_fatal("%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", dir,
+		    (long long)c->n_heads, (long long)c->n_kv_heads);
 	if (c->head_dim % 2 != 0)
-		llm_fatal("%s: head_dim %lld is odd: rotate-half RoPE needs an even one",
-		    dir, (long long)c->head_dim);
+		llm_fatal("%s: head_dim %lld is odd: rotate-half RoPE needs an even one", dir, (long long)c->head_dim);
 	if (c->mlp_bias)
 		llm_fatal("%s: mlp_bias is not supported", dir);
 	if (llm_st_open(&m->st, dir) < 0)
@@ -168,7 +167,8 @@ load(struct model *m, const char *dir)
 			l->bv = need_layer(m, i, "self_attn.v_proj.bias", 0, kv);
 		} else if (has_layer(m, i, "self_attn.q_proj.bias")) {
 			llm_fatal("%s: tensor 'model.layers.%lld.self_attn.q_proj.bias' is present "
-			    "but config.json does not set attention_bias", dir, (long long)i);
+				  "but config.json does not set attention_bias",
+			    dir, (long long)i);
 		}
 		if (l->has_o_bias)
 			l->bo = need_layer(m, i, "self_attn.o_proj.bias", 0, d);
@@ -191,8 +191,7 @@ row(const struct w *w, int64_t r, double *out)
 	case LLM_DT_F32:
 		p += (size_t)(r * n) * 4;
 		for (int64_t i = 0; i < n; i++, p += 4) {
-			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 |
-			    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+			uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 			float f;
 			memcpy(&f, &u, 4);
 			out[i] = f;
@@ -352,7 +351,7 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 		widest = f;
 	if (q_dim > widest)
 		widest = q_dim;
-	x = llm_xcalloc((size_t)n * d, sizeof(double));     /* residual stream [n, d] */
+	x = llm_xcalloc((size_t)n * d, sizeof(double));      /* residual stream [n, d] */
 	h = llm_xcalloc((size_t)n * d, sizeof(double));      /* normed stream [n, d] */
 	q = llm_xcalloc((size_t)n * q_dim, sizeof(double));  /* [n, nh, hd] */
 	k = llm_xcalloc((size_t)n * kv_dim, sizeof(double)); /* [n, nkv, hd] */
@@ -361,7 +360,7 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 	o = llm_xcalloc((size_t)n * d, sizeof(double));
 	g = llm_xcalloc((size_t)n * f, sizeof(double));
 	u = llm_xcalloc((size_t)n * f, sizeof(double));
-	buf = llm_xcalloc((size_t)widest, sizeof(double));   /* one weight row */
+	buf = llm_xcalloc((size_t)widest, sizeof(double)); /* one weight row */
 	p = llm_xcalloc((size_t)n, sizeof(double));
 
 	for (int t = 0; t < n; t++)
@@ -515,8 +514,8 @@ main(int argc, char **argv)
 	load(&m, argv[optind]);
 	for (int i = 0; i < n; i++)
 		if (tokens[i] >= m.c.vocab_size)
-			llm_fatal("%s: token id %lld is out of range: vocab_size is %lld",
-			    argv[optind], (long long)tokens[i], (long long)m.c.vocab_size);
+			llm_fatal("%s: token id %lld is out of range: vocab_size is %lld", argv[optind],
+			    (long long)tokens[i], (long long)m.c.vocab_size);
 
 	first = all ? 0 : n - 1;
 	logits = llm_xcalloc((size_t)(n - first) * m.c.vocab_size, sizeof(double));

@@ -30,10 +30,9 @@
 #include "../../lib/toklines.h"
 #include "../../lib/util.h"
 
-static const char usage_str[] =
-	"usage: tokcheck --tokenize [--add-special] tokenizer.json|model.gguf\n"
-	"       tokcheck --detokenize [--skip-special] tokenizer.json|model.gguf\n"
-	"       tokcheck --bench file tokenizer.json|model.gguf\n";
+static const char usage_str[] = "usage: tokcheck --tokenize [--add-special] tokenizer.json|model.gguf\n"
+				"       tokcheck --detokenize [--skip-special] tokenizer.json|model.gguf\n"
+				"       tokcheck --bench file tokenizer.json|model.gguf\n";
 
 static _Noreturn void
 usage(int code)
@@ -88,7 +87,7 @@ bench(struct llm_tokenizer *t, const char *path)
 	}
 	double dt = llm_now() - t0, dc = cpu_now() - c0;
 	printf("%zu bytes, %zu tokens, %.3f s wall, %.3f s cpu, %.2f MB/s (cpu)\n", len, ntok, dt, dc,
-		dc > 0 ? len / dc / 1e6 : 0.0);
+	    dc > 0 ? len / dc / 1e6 : 0.0);
 	free(ids);
 	free(text);
 }
@@ -161,10 +160,9 @@ main(int argc, char **argv)
 
 	struct llm_buf in = {0}, out = {0};
 	read_stdin(&in);
-	int rc = mode == MODE_TOKENIZE ? llm_tokenizer_tokenize_lines(t, in.p, in.len, "<stdin>",
-		add_special ? LLM_TOK_ADD_SPECIAL : 0, &out)
-		: llm_tokenizer_detokenize_lines(t, in.p, in.len, "<stdin>", skip_special ? LLM_DETOK_SKIP_SPECIAL : 0,
-		    &out);
+	int rc = mode == MODE_TOKENIZE ?
+	    llm_tokenizer_tokenize_lines(t, in.p, in.len, "<stdin>", add_special ? LLM_TOK_ADD_SPECIAL : 0, &out) :
+	    llm_tokenizer_detokenize_lines(t, in.p, in.len, "<stdin>", skip_special ? LLM_DETOK_SKIP_SPECIAL : 0, &out);
 	if (rc < 0)
 		llm_fatal("%s", llm_errmsg()); /* nothing has been written */
 	if (fwrite(out.p, 1, out.len, stdout) != out.len || fflush(stdout) != 0 || ferror(stdout))

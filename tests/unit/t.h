@@ -47,7 +47,9 @@ t_tmpdir(void)
 static inline int
 t_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st; (void)flag; (void)ftw;
+	(void)st;
+	(void)flag;
+	(void)ftw;
 	remove(path);
 	return 0;
 }

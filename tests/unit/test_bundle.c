@@ -76,8 +76,7 @@ T_TEST(write_read_back)
 	T_CHECK(strcmp(b.members[2].name, "libmodel.so") == 0);
 	T_CHECK(strcmp(b.members[3].name, LLM_BUNDLE_PAD) == 0);
 	T_CHECK(strcmp(b.members[4].name, "weights.bin") == 0);
-	T_CHECKF(b.members[4].offset % LLM_BUNDLE_ALIGN == 0, "offset %llu",
-	    (unsigned long long)b.members[4].offset);
+	T_CHECKF(b.members[4].offset % LLM_BUNDLE_ALIGN == 0, "offset %llu", (unsigned long long)b.members[4].offset);
 	T_CHECK(b.members[4].size == 200001);
 	T_CHECK(strcmp(b.members[4].label, "") != 0 && strstr(b.members[4].label, ": weights.bin"));
 

@@ -131,7 +131,7 @@ T_TEST(dtype_names_and_sizes)
 	T_CHECK(llm_dtype_from_st_name("") == LLM_DT_NONE);
 	T_CHECK(llm_dtype_from_name("F32") == LLM_DT_NONE);
 	T_CHECK(llm_dtype_is_float_weight(LLM_DT_F32) && llm_dtype_is_float_weight(LLM_DT_F16) &&
-		llm_dtype_is_float_weight(LLM_DT_BF16));
+	    llm_dtype_is_float_weight(LLM_DT_BF16));
 	T_CHECK(!llm_dtype_is_float_weight(LLM_DT_F64) && !llm_dtype_is_float_weight(LLM_DT_I8));
 }
 
@@ -182,8 +182,8 @@ check_f32(float x)
 	uint16_t h = llm_f32_to_f16(x), b = llm_f32_to_bf16(x);
 	nchecked++;
 	if (isnan(x)) {
-		if (!is_nan16(h) || !is_nanbf(b) || !(h & 0x0200) || !(b & 0x0040) ||
-		    !!(h & 0x8000) != !!signbit(x) || !!(b & 0x8000) != !!signbit(x)) {
+		if (!is_nan16(h) || !is_nanbf(b) || !(h & 0x0200) || !(b & 0x0040) || !!(h & 0x8000) != !!signbit(x) ||
+		    !!(b & 0x8000) != !!signbit(x)) {
 			fprintf(stderr, "NaN %08x -> f16 %04x bf16 %04x\n", f2u(x), h, b);
 			return 0;
 		}
@@ -191,8 +191,7 @@ check_f32(float x)
 	}
 	uint16_t rh = ref_narrow(x, val16, F16_INF), rb = ref_narrow(x, valbf, BF16_INF);
 	if (h != rh || b != rb) {
-		fprintf(stderr, "%08x (%a): f16 %04x want %04x, bf16 %04x want %04x\n",
-			f2u(x), x, h, rh, b, rb);
+		fprintf(stderr, "%08x (%a): f16 %04x want %04x, bf16 %04x want %04x\n", f2u(x), x, h, rh, b, rb);
 		return 0;
 	}
 #ifdef __FLT16_MAX__
@@ -252,8 +251,8 @@ T_TEST(f32_to_narrow_strided_sweep_of_all_patterns)
 
 T_TEST(f32_to_narrow_special_values)
 {
-	static const uint32_t nans[] = {0x7f800001, 0x7fbfffff, 0x7fc00000, 0x7fffffff,
-					0xff800001, 0xffc00000, 0xffffffff, 0x7f802000};
+	static const uint32_t nans[] = {0x7f800001, 0x7fbfffff, 0x7fc00000, 0x7fffffff, 0xff800001, 0xffc00000,
+		0xffffffff, 0x7f802000};
 	for (size_t i = 0; i < LLM_NELEM(nans); i++)
 		T_CHECKF(check_f32(u2f(nans[i])), "%08x", nans[i]);
 	T_CHECK(llm_f32_to_f16(0.0f) == 0x0000 && llm_f32_to_f16(-0.0f) == 0x8000);

@@ -86,8 +86,7 @@ arr(struct llm_buf *b, uint32_t etype, uint64_t n)
 }
 
 static void
-tinfo(struct llm_buf *b, const char *name, uint32_t nd, const uint64_t *ne, uint32_t type,
-      uint64_t off)
+tinfo(struct llm_buf *b, const char *name, uint32_t nd, const uint64_t *ne, uint32_t type, uint64_t off)
 {
 	put_str(b, name);
 	put_u32(b, nd);
@@ -161,8 +160,7 @@ invariants(const struct llm_gguf *g)
 		return 0;
 	if (!g->alignment || (g->alignment & (g->alignment - 1)))
 		return 0;
-	if (g->header_end > g->size || g->data_start < g->header_end ||
-	    g->data_start % g->alignment)
+	if (g->header_end > g->size || g->data_start < g->header_end || g->data_start % g->alignment)
 		return 0;
 	for (size_t i = 0; i < g->nkv; i++) {
 		if (llm_gguf_find_kv(g, g->kvs[i].key) != &g->kvs[i])
@@ -197,8 +195,7 @@ invariants(const struct llm_gguf *g)
 			return 0;
 		for (size_t j = 0; j < g->ntensors; j++) {
 			const struct llm_gguf_tensor *u = &g->tensors[j];
-			if (j != i && t->offset < u->offset + u->nbytes &&
-			    u->offset < t->offset + t->nbytes)
+			if (j != i && t->offset < u->offset + u->nbytes && u->offset < t->offset + t->nbytes)
 				return 0;
 		}
 	}
@@ -217,9 +214,8 @@ open_fails(const char *path, const char *want)
 		return 0;
 	}
 	const char *m = llm_errmsg();
-	if (g.nkv || g.kvs || g.ntensors || g.tensors || g.path || g.map.p ||
-	    strncmp(m, path, strlen(path)) != 0 || strncmp(m + strlen(path), ": ", 2) != 0 ||
-	    strchr(m, '\n') || !strstr(m, want)) {
+	if (g.nkv || g.kvs || g.ntensors || g.tensors || g.path || g.map.p || strncmp(m, path, strlen(path)) != 0 ||
+	    strncmp(m + strlen(path), ": ", 2) != 0 || strchr(m, '\n') || !strstr(m, want)) {
 		fprintf(stderr, "  message: '%s'\n  wanted:  '%s'\n", m, want);
 		return 0;
 	}
@@ -241,8 +237,8 @@ buf_fails(const struct llm_buf *b, const char *want)
 static void
 rich_file(struct llm_buf *b, uint32_t version)
 {
-	static const uint64_t ne_f32[] = {3, 2}, ne_f16[] = {5}, ne_bf16[] = {2, 2, 2},
-		ne_q8[] = {32, 2}, ne_q4k[] = {256}, ne_4d[] = {1, 2, 1, 2};
+	static const uint64_t ne_f32[] = {3, 2}, ne_f16[] = {5}, ne_bf16[] = {2, 2, 2}, ne_q8[] = {32, 2},
+			      ne_q4k[] = {256}, ne_4d[] = {1, 2, 1, 2};
 
 	header(b, version, 6, 28);
 	/* a key and its value a line */
@@ -283,12 +279,12 @@ rich_file(struct llm_buf *b, uint32_t version)
 	arr(b, LLM_GGUF_ARRAY, 1); arr(b, LLM_GGUF_I8, 0);
 	/* clang-format on */
 
-	tinfo(b, "w.q4k", 1, ne_q4k, LLM_GGML_Q4_K, 320);  /* 144 bytes */
-	tinfo(b, "w.f32", 2, ne_f32, LLM_GGML_F32, 0);     /* 24 */
-	tinfo(b, "w.f16", 1, ne_f16, LLM_GGML_F16, 64);    /* 10 */
-	tinfo(b, "w.4d", 4, ne_4d, LLM_GGML_F32, 512);     /* 16, ends the file */
-	tinfo(b, "w.bf16", 3, ne_bf16, LLM_GGML_BF16, 128);/* 16 */
-	tinfo(b, "w.q8", 2, ne_q8, LLM_GGML_Q8_0, 192);    /* 68 */
+	tinfo(b, "w.q4k", 1, ne_q4k, LLM_GGML_Q4_K, 320);   /* 144 bytes */
+	tinfo(b, "w.f32", 2, ne_f32, LLM_GGML_F32, 0);      /* 24 */
+	tinfo(b, "w.f16", 1, ne_f16, LLM_GGML_F16, 64);     /* 10 */
+	tinfo(b, "w.4d", 4, ne_4d, LLM_GGML_F32, 512);      /* 16, ends the file */
+	tinfo(b, "w.bf16", 3, ne_bf16, LLM_GGML_BF16, 128); /* 16 */
+	tinfo(b, "w.q8", 2, ne_q8, LLM_GGML_Q8_0, 192);     /* 68 */
 	pad_to(b, 64);
 	data(b, 512 + 16);
 }
@@ -327,8 +323,7 @@ T_TEST(every_metadata_type_reads_back)
 	T_CHECK(llm_gguf_get_i32(&g, "t.i32", &i32) == 0 && i32 == -2000000000);
 	T_CHECK(llm_gguf_get_f32(&g, "t.f32", &f32) == 0 && f32 == 1.5f);
 	T_CHECK(llm_gguf_get_bool(&g, "t.bool", &bl) == 0 && bl == 1);
-	T_CHECK(llm_gguf_get_str(&g, "t.str", &s, &len) == 0 && len == 6 &&
-		memcmp(s, "h\xc3\xa9llo", 6) == 0);
+	T_CHECK(llm_gguf_get_str(&g, "t.str", &s, &len) == 0 && len == 6 && memcmp(s, "h\xc3\xa9llo", 6) == 0);
 	T_CHECK(llm_gguf_get_strdup(&g, "t.str", &dup) == 0 && strcmp(dup, "h\xc3\xa9llo") == 0);
 	free(dup);
 	T_CHECK(llm_gguf_get_u64(&g, "t.u64", &u64) == 0 && u64 == (1ull << 40) + 3);
@@ -344,7 +339,7 @@ T_TEST(every_metadata_type_reads_back)
 	u32 = 12345;
 	T_CHECK(llm_gguf_get_u32(&g, "t.i8", &u32) == -1 && u32 == 12345);
 	T_CHECK(strncmp(llm_errmsg(), path, strlen(path)) == 0 &&
-		strstr(llm_errmsg(), "key 't.i8': i8 value -5 is negative"));
+	    strstr(llm_errmsg(), "key 't.i8': i8 value -5 is negative"));
 	T_CHECK(llm_gguf_get_u32(&g, "t.u64", &u32) == -1 && strstr(llm_errmsg(), "out of range for u32"));
 	T_CHECK(llm_gguf_get_i32(&g, "t.u32", &i32) == -1 && strstr(llm_errmsg(), "out of range for i32"));
 	T_CHECK(llm_gguf_get_u32(&g, "t.str", &u32) == -1 && strstr(llm_errmsg(), "string, not an integer"));
@@ -354,7 +349,7 @@ T_TEST(every_metadata_type_reads_back)
 	T_CHECK(llm_gguf_get_str(&g, "t.u8", &s, &len) == -1 && strstr(llm_errmsg(), "not a string"));
 	T_CHECK(llm_gguf_get_arr(&g, "t.u8", LLM_GGUF_NTYPES, &a) == -1 && strstr(llm_errmsg(), "not an array"));
 	T_CHECK(llm_gguf_get_arr(&g, "a.u8", LLM_GGUF_STRING, &a) == -1 &&
-		strstr(llm_errmsg(), "array of u8, not of string"));
+	    strstr(llm_errmsg(), "array of u8, not of string"));
 	/* Missing keys: 1, out untouched, message ready for required keys. */
 	T_CHECK(llm_gguf_get_u32(&g, "no.such", &u32) == 1 && u32 == 12345);
 	T_CHECK(strstr(llm_errmsg(), "missing key 'no.such'") && strncmp(llm_errmsg(), path, strlen(path)) == 0);
@@ -400,14 +395,14 @@ T_TEST(every_metadata_type_reads_back)
 	T_CHECK(llm_gguf_get_arr(&g, "a.f64", LLM_GGUF_F64, &a) == 0);
 	T_CHECK(llm_gguf_arr_elem(a, 0, &v) == 0 && v.num.f == 1e300);
 	T_CHECK(llm_gguf_get_arr(&g, "a.empty", LLM_GGUF_NTYPES, &a) == 0 && a->len == 0 &&
-		a->elem_type == LLM_GGUF_STRING && llm_gguf_arr_str(a, 0, &len) == NULL);
+	    a->elem_type == LLM_GGUF_STRING && llm_gguf_arr_str(a, 0, &len) == NULL);
 	T_CHECK(llm_gguf_arr_str(&g.kvs[0].value, 0, &len) == NULL); /* not an array */
 
 	/* Nested arrays. */
 	T_CHECK(llm_gguf_get_arr(&g, "a.nested", LLM_GGUF_ARRAY, &a) == 0 && a->len == 3);
 	struct llm_gguf_value in, in2;
-	T_CHECK(llm_gguf_arr_elem(a, 0, &in) == 0 && in.type == LLM_GGUF_ARRAY &&
-		in.elem_type == LLM_GGUF_U32 && in.len == 2);
+	T_CHECK(llm_gguf_arr_elem(a, 0, &in) == 0 && in.type == LLM_GGUF_ARRAY && in.elem_type == LLM_GGUF_U32 &&
+	    in.len == 2);
 	T_CHECK(llm_gguf_arr_elem(&in, 1, &v) == 0 && v.num.u == 2);
 	T_CHECK(llm_gguf_arr_elem(a, 1, &in) == 0 && in.elem_type == LLM_GGUF_STRING && in.len == 1);
 	T_CHECK((s = llm_gguf_arr_str(&in, 0, &len)) && len == 1 && s[0] == 'p');
@@ -452,21 +447,21 @@ T_TEST(tensor_infos_and_data)
 	T_CHECK(((uintptr_t)t->data % 64) == 0); /* mmap'ed: page-aligned base */
 
 	T_CHECK((t = llm_gguf_find_tensor(&g, "w.f16")) && t->dtype == LLM_DT_F16 && t->nbytes == 10 &&
-		t->shape[0] == 5 && t->offset == g.data_start + 64);
+	    t->shape[0] == 5 && t->offset == g.data_start + 64);
 	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
 	T_CHECK((t = llm_gguf_find_tensor(&g, "w.bf16")) && t->dtype == LLM_DT_BF16 && t->nbytes == 16 &&
-		t->n_dims == 3 && t->nelem == 8);
+	    t->n_dims == 3 && t->nelem == 8);
 	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
-	T_CHECK((t = llm_gguf_find_tensor(&g, "w.4d")) && t->n_dims == 4 && t->nbytes == 16 &&
-		t->ne[0] == 1 && t->ne[1] == 2 && t->ne[2] == 1 && t->ne[3] == 2);
+	T_CHECK((t = llm_gguf_find_tensor(&g, "w.4d")) && t->n_dims == 4 && t->nbytes == 16 && t->ne[0] == 1 &&
+	    t->ne[1] == 2 && t->ne[2] == 1 && t->ne[3] == 2);
 	T_CHECK(t->shape[0] == 2 && t->shape[1] == 1 && t->shape[2] == 2 && t->shape[3] == 1);
 	for (size_t i = 0; i < t->nbytes; i++)
 		T_CHECK(((const uint8_t *)t->data)[i] == pattern_at(t->offset + i));
 
 	/* Block types: recognised, sized, loadable when quant.h decodes them;
 	 * the others refused by name. */
-	T_CHECK((t = llm_gguf_find_tensor(&g, "w.q8")) && t->ggml_type == LLM_GGML_Q8_0 &&
-		t->dtype == LLM_DT_NONE && t->nelem == 64 && t->nbytes == 68);
+	T_CHECK((t = llm_gguf_find_tensor(&g, "w.q8")) && t->ggml_type == LLM_GGML_Q8_0 && t->dtype == LLM_DT_NONE &&
+	    t->nelem == 64 && t->nbytes == 68);
 	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
 	T_CHECK((t = llm_gguf_find_tensor(&g, "w.q4k")) && t->nbytes == 144 && t->rel_offset == 320);
 	T_CHECK(llm_gguf_tensor_loadable(&g, t) == 0);
@@ -475,9 +470,9 @@ T_TEST(tensor_infos_and_data)
 	llm_setprog("llm-import");
 	T_CHECK(llm_gguf_tensor_loadable(&g, &iq) == -1);
 	T_CHECKF(strcmp(llm_errmsg() + strlen(path),
-			": tensor 'w.q4k' has type IQ2_XS, which llm-import does not support (it reads "
-			"F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)") == 0,
-		 "%s", llm_errmsg());
+		     ": tensor 'w.q4k' has type IQ2_XS, which llm-import does not support (it reads "
+		     "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)") == 0,
+	    "%s", llm_errmsg());
 	T_CHECK(llm_gguf_find_tensor(&g, "w") == NULL && llm_gguf_find_tensor(&g, "") == NULL);
 
 	/* Source identity. */
@@ -595,8 +590,7 @@ std_file(struct llm_buf *b, const char *mut)
 		put_u32(b, 0x03000000);
 	else
 		put_u32(b, M("v1") ? 1 : M("v4") ? 4 : M("v0") ? 0 : 3);
-	put_u64(b, M("nt_lie") ? 1ull << 40 : M("nt_plus") ? 3 : M("nt_max") ? UINT64_MAX :
-		   M("nkv_plus") ? 0 : 2);
+	put_u64(b, M("nt_lie") ? 1ull << 40 : M("nt_plus") ? 3 : M("nt_max") ? UINT64_MAX : M("nkv_plus") ? 0 : 2);
 	put_u64(b, M("nkv_lie") ? 1ull << 40 : M("nkv_plus") ? 4 : M("nkv_max") ? UINT64_MAX : 3);
 
 	if (M("key_long"))
@@ -638,7 +632,9 @@ std_file(struct llm_buf *b, const char *mut)
 	} else if (M("arr_bool2")) {
 		put_u32(b, LLM_GGUF_ARRAY);
 		arr(b, LLM_GGUF_BOOL, 3);
-		put_u8(b, 1); put_u8(b, 0); put_u8(b, 255);
+		put_u8(b, 1);
+		put_u8(b, 0);
+		put_u8(b, 255);
 	} else if (M("arr_etype")) {
 		put_u32(b, LLM_GGUF_ARRAY);
 		arr(b, 13, 1);
@@ -851,8 +847,8 @@ T_TEST(every_truncation_fails_cleanly)
 		if (rc == 0)
 			llm_gguf_close(&g);
 		T_CHECKF(rc == -1, "%zu of %zu bytes opened", n, b.len);
-		T_CHECKF(strncmp(llm_errmsg(), path, strlen(path)) == 0 && !strchr(llm_errmsg(), '\n'),
-			 "%s", llm_errmsg());
+		T_CHECKF(strncmp(llm_errmsg(), path, strlen(path)) == 0 && !strchr(llm_errmsg(), '\n'), "%s",
+		    llm_errmsg());
 		free(path);
 	}
 	llm_buf_free(&b);
@@ -924,8 +920,8 @@ T_TEST(random_corruption_never_escapes_the_file)
 			llm_gguf_close(&g);
 		} else {
 			failed++;
-			T_CHECKF(strncmp(llm_errmsg(), "corrupt.gguf: ", 14) == 0 &&
-				 !strchr(llm_errmsg(), '\n'), "%s", llm_errmsg());
+			T_CHECKF(strncmp(llm_errmsg(), "corrupt.gguf: ", 14) == 0 && !strchr(llm_errmsg(), '\n'), "%s",
+			    llm_errmsg());
 		}
 		free(copy);
 	}
@@ -977,14 +973,14 @@ T_TEST(tiny_headers)
 	static const struct {
 		const char *bytes;
 		size_t len;
-		const char *want;  /* NULL: opens */
+		const char *want; /* NULL: opens */
 	} cases[] = {
 		{"GGU", 3, "fz: not a GGUF file (3 bytes)"},
 		{"GGUF", 4, "fz: header: truncated: version at offset 4 needs 4 bytes, the file has 0 left"},
 		{"GGUF\3\0\0\0", 8, "fz: header: truncated: tensor count at offset 8"},
 		{"GGUF\3\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16, "fz: header: truncated: metadata count"},
 		{"GGUF\2\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\0\0\0\0", 24,
-		 "fz: header claims 1 metadata entries and 0 tensors, more than the 24-byte file can hold"},
+			"fz: header claims 1 metadata entries and 0 tensors, more than the 24-byte file can hold"},
 		{"GGUF\3\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 24, NULL},
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
@@ -1006,8 +1002,15 @@ T_TEST(tiny_headers)
 T_TEST(stories260k)
 {
 	static const char *per_layer[] = {
-		"attn_q", "attn_k", "attn_v", "attn_output", "attn_norm",
-		"ffn_gate", "ffn_down", "ffn_up", "ffn_norm",
+		"attn_q",
+		"attn_k",
+		"attn_v",
+		"attn_output",
+		"attn_norm",
+		"ffn_gate",
+		"ffn_down",
+		"ffn_up",
+		"ffn_norm",
 	};
 	/* a table */
 	/* clang-format off */
@@ -1043,8 +1046,7 @@ T_TEST(stories260k)
 	T_CHECK(llm_gguf_get_u32(&g, "llama.context_length", &u) == 0 && u == 2048);
 	T_CHECK(llm_gguf_get_f32(&g, "llama.attention.layer_norm_rms_epsilon", &f) == 0 && f == 1e-5f);
 	T_CHECK(llm_gguf_get_f32(&g, "llama.rope.freq_base", &f) == 1); /* absent: 10000 */
-	T_CHECK(llm_gguf_get_str(&g, "tokenizer.ggml.model", &p, &len) == 0 && len == 5 &&
-		memcmp(p, "llama", 5) == 0);
+	T_CHECK(llm_gguf_get_str(&g, "tokenizer.ggml.model", &p, &len) == 0 && len == 5 && memcmp(p, "llama", 5) == 0);
 	T_CHECK(llm_gguf_get_u32(&g, "tokenizer.ggml.bos_token_id", &u) == 0 && u == 1);
 	T_CHECK(llm_gguf_get_u32(&g, "tokenizer.ggml.eos_token_id", &u) == 0 && u == 2);
 	T_CHECK(llm_gguf_get_arr(&g, "tokenizer.ggml.tokens", LLM_GGUF_STRING, &a) == 0 && a->len == 512);
@@ -1056,8 +1058,8 @@ T_TEST(stories260k)
 	T_CHECK(llm_gguf_get_arr(&g, "tokenizer.ggml.scores", LLM_GGUF_F32, &a) == 0 && a->len == 512);
 	T_CHECK(llm_gguf_get_arr(&g, "tokenizer.ggml.token_type", LLM_GGUF_I32, &a) == 0 && a->len == 512);
 
-	T_CHECK((t = llm_gguf_find_tensor(&g, "token_embd.weight")) && t->n_dims == 2 &&
-		t->shape[0] == 512 && t->shape[1] == 64 && t->ne[0] == 64);
+	T_CHECK((t = llm_gguf_find_tensor(&g, "token_embd.weight")) && t->n_dims == 2 && t->shape[0] == 512 &&
+	    t->shape[1] == 64 && t->ne[0] == 64);
 	T_CHECK((t = llm_gguf_find_tensor(&g, "output_norm.weight")) && t->n_dims == 1 && t->shape[0] == 64);
 	T_CHECK((t = llm_gguf_find_tensor(&g, "output.weight")) && t->shape[0] == 512 && t->shape[1] == 64);
 	for (int l = 0; l < 5; l++)
@@ -1067,7 +1069,8 @@ T_TEST(stories260k)
 			t = llm_gguf_find_tensor(&g, name);
 			T_CHECKF(t, "no tensor %s", name);
 			T_CHECKF(t->n_dims == (shapes[k][1] ? 2 : 1) && t->shape[0] == shapes[k][0] &&
-				 (!shapes[k][1] || t->shape[1] == shapes[k][1]), "%s", name);
+				(!shapes[k][1] || t->shape[1] == shapes[k][1]),
+			    "%s", name);
 		}
 	for (size_t i = 0; i < g.ntensors; i++) {
 		t = &g.tensors[i];

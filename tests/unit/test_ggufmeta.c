@@ -163,10 +163,10 @@ T_TEST(config_from_metadata_with_defaults)
 	T_CHECKF(llm_gguf_config(&c, &r) == 0, "%s", llm_errmsg());
 	T_CHECK(c.family == LLM_FAMILY_LLAMA && strcmp(c.architecture, "LlamaForCausalLM") == 0);
 	T_CHECK(c.n_layers == 2 && c.hidden_size == 8 && c.intermediate_size == 12);
-	T_CHECK(c.n_heads == 2 && c.n_kv_heads == 2 && c.head_dim == 4);   /* defaults */
+	T_CHECK(c.n_heads == 2 && c.n_kv_heads == 2 && c.head_dim == 4); /* defaults */
 	T_CHECK(c.vocab_size == 16 && c.max_position_embeddings == 64);
-	T_CHECK(c.rms_norm_eps == 1e-5);       /* the f32 read back as its shortest decimal */
-	T_CHECK(c.rope_theta == 10000.0);      /* default */
+	T_CHECK(c.rms_norm_eps == 1e-5);  /* the f32 read back as its shortest decimal */
+	T_CHECK(c.rope_theta == 10000.0); /* default */
 	T_CHECK(c.tie_word_embeddings && !c.attention_bias);
 	T_CHECK(c.bos_id == 1 && c.n_eos == 2 && c.eos_ids[0] == 2 && c.eos_ids[1] == 3);
 	llm_gguf_close(&r);
@@ -199,26 +199,57 @@ config_fails(void (*extra)(struct g *), const char *msg)
 	return ok;
 }
 
-static void x_arch(struct g *g) { g->kv.len = 0; g->nkv = 0; kv_str(g, "general.architecture", "mamba"); }
-static void x_heads(struct g *g) { kv_u32(g, "llama.attention.head_count_kv", 3); }
-static void x_bos(struct g *g) { kv_u32(g, "tokenizer.ggml.bos_token_id", 16); }
-static void x_experts(struct g *g) { kv_u32(g, "llama.expert_count", 8); }
-static void x_embd(struct g *g) { g->cols = 4; }
-static void x_zero(struct g *g) { kv_u32(g, "llama.rope.dimension_count", 0); }
+static void
+x_arch(struct g *g)
+{
+	g->kv.len = 0;
+	g->nkv = 0;
+	kv_str(g, "general.architecture", "mamba");
+}
+static void
+x_heads(struct g *g)
+{
+	kv_u32(g, "llama.attention.head_count_kv", 3);
+}
+static void
+x_bos(struct g *g)
+{
+	kv_u32(g, "tokenizer.ggml.bos_token_id", 16);
+}
+static void
+x_experts(struct g *g)
+{
+	kv_u32(g, "llama.expert_count", 8);
+}
+static void
+x_embd(struct g *g)
+{
+	g->cols = 4;
+}
+static void
+x_zero(struct g *g)
+{
+	kv_u32(g, "llama.rope.dimension_count", 0);
+}
 
 T_TEST(config_refusals)
 {
-	T_CHECK(config_fails(x_arch,
-	    "t.gguf: unsupported architecture 'mamba' (llama, qwen2 and qwen3 are supported)"));
-	T_CHECK(config_fails(x_heads, "t.gguf: key 'llama.attention.head_count' 2 is not a multiple of "
+	T_CHECK(
+	    config_fails(x_arch, "t.gguf: unsupported architecture 'mamba' (llama, qwen2 and qwen3 are supported)"));
+	T_CHECK(config_fails(x_heads,
+	    "t.gguf: key 'llama.attention.head_count' 2 is not a multiple of "
 	    "'llama.attention.head_count_kv' 3"));
-	T_CHECK(config_fails(x_bos, "t.gguf: key 'tokenizer.ggml.bos_token_id': token id 16 is outside the "
+	T_CHECK(config_fails(x_bos,
+	    "t.gguf: key 'tokenizer.ggml.bos_token_id': token id 16 is outside the "
 	    "vocabulary of 16 tokens"));
-	T_CHECK(config_fails(x_experts, "t.gguf: key 'llama.expert_count': mixture-of-experts models are not "
+	T_CHECK(config_fails(x_experts,
+	    "t.gguf: key 'llama.expert_count': mixture-of-experts models are not "
 	    "supported"));
-	T_CHECK(config_fails(x_embd, "t.gguf: tensor 'token_embd.weight' is not [vocab, 8] "
+	T_CHECK(config_fails(x_embd,
+	    "t.gguf: tensor 'token_embd.weight' is not [vocab, 8] "
 	    "('llama.embedding_length')"));
-	T_CHECK(config_fails(x_zero, "t.gguf: key 'llama.rope.dimension_count': 0 is out of range (1 to "
+	T_CHECK(config_fails(x_zero,
+	    "t.gguf: key 'llama.rope.dimension_count': 0 is out of range (1 to "
 	    "16777216)"));
 }
 
@@ -268,8 +299,10 @@ T_TEST(spm_merges_in_transformers_order)
 	T_CHECK(json_array_size(json_object_get(j, "added_tokens")) == 2); /* <s>, </s> */
 	/* BOS and EOS both added: TemplateProcessing <s> A </s> */
 	char *pp = json_dumps(json_object_get(json_object_get(j, "post_processor"), "single"), JSON_COMPACT);
-	T_CHECKF(strcmp(pp, "[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\","
-	    "\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":0}}]") == 0, "%s", pp);
+	T_CHECKF(strcmp(pp,
+		     "[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},{\"Sequence\":{\"id\":\"A\","
+		     "\"type_id\":0}},{\"SpecialToken\":{\"id\":\"</s>\",\"type_id\":0}}]") == 0,
+	    "%s", pp);
 	free(pp);
 
 	/* The written tokenizer.json (Hugging Face's ranks) and the tokenizer
@@ -279,10 +312,14 @@ T_TEST(spm_merges_in_transformers_order)
 	struct llm_tokenizer *a = llm_tokenizer_load_json(text, strlen(text), "t.json");
 	struct llm_tokenizer *bt = llm_tokenizer_build(&t.v, "t.gguf");
 	T_CHECKF(a && bt, "%s", llm_errmsg());
-	static const struct { const char *text; int64_t ids[6]; size_t n; } cases[] = {
-		{"cab", {1, 9, 5, 6, 2}, 5},           /* \u2581 c ab */
-		{"A b", {1, 9, 11, 9, 4, 2}, 6},       /* byte fallback <0x41> */
-		{"<s>bc", {1, 1, 9, 7, 2}, 5},          /* an added token, then \u2581 bc */
+	static const struct {
+		const char *text;
+		int64_t ids[6];
+		size_t n;
+	} cases[] = {
+		{"cab", {1, 9, 5, 6, 2}, 5},     /* \u2581 c ab */
+		{"A b", {1, 9, 11, 9, 4, 2}, 6}, /* byte fallback <0x41> */
+		{"<s>bc", {1, 1, 9, 7, 2}, 5},   /* an added token, then \u2581 bc */
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		int64_t *x = NULL, *y = NULL;
@@ -312,9 +349,11 @@ T_TEST(spm_merges_in_transformers_order)
 
 	json_t *c = llm_gguf_tokenizer_config(&t);
 	char *cs = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	T_CHECKF(strcmp(cs, "{\"add_bos_token\":true,\"add_eos_token\":true,\"bos_token\":\"<s>\",\"eos_token\":"
-	    "\"</s>\",\"unk_token\":\"<unk>\",\"pad_token\":null,\"clean_up_tokenization_spaces\":false,"
-	    "\"tokenizer_class\":\"PreTrainedTokenizerFast\"}") == 0, "%s", cs);
+	T_CHECKF(strcmp(cs,
+		     "{\"add_bos_token\":true,\"add_eos_token\":true,\"bos_token\":\"<s>\",\"eos_token\":"
+		     "\"</s>\",\"unk_token\":\"<unk>\",\"pad_token\":null,\"clean_up_tokenization_spaces\":false,"
+		     "\"tokenizer_class\":\"PreTrainedTokenizerFast\"}") == 0,
+	    "%s", cs);
 	free(cs);
 	json_decref(c);
 	json_decref(j);
@@ -394,11 +433,14 @@ t_nopre(struct g *g)
 T_TEST(tokenizer_refusals)
 {
 	T_CHECK(tok_fails(t_badutf8, "t.gguf: key 'tokenizer.ggml.tokens': token 1 is not valid UTF-8"));
-	T_CHECK(tok_fails(t_noscores, "t.gguf: missing key 'tokenizer.ggml.scores' (a SentencePiece vocabulary "
+	T_CHECK(tok_fails(t_noscores,
+	    "t.gguf: missing key 'tokenizer.ggml.scores' (a SentencePiece vocabulary "
 	    "needs them)"));
-	T_CHECK(tok_fails(t_badmerge, "t.gguf: key 'tokenizer.ggml.merges': merge 1 ('b a') does not make a "
+	T_CHECK(tok_fails(t_badmerge,
+	    "t.gguf: key 'tokenizer.ggml.merges': merge 1 ('b a') does not make a "
 	    "token"));
-	T_CHECK(tok_fails(t_badtype, "t.gguf: key 'tokenizer.ggml.token_type': entry 2 is not a token type "
+	T_CHECK(tok_fails(t_badtype,
+	    "t.gguf: key 'tokenizer.ggml.token_type': entry 2 is not a token type "
 	    "(1 to 6)"));
 	T_CHECK(tok_fails(t_nopre, "t.gguf: missing key 'tokenizer.ggml.pre'"));
 }
@@ -426,8 +468,10 @@ T_TEST(byte_level_tokenizer_json)
 	json_t *j = llm_gguf_tokenizer_json(&t);
 	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	T_CHECKF(strstr(s, "\"normalizer\":{\"type\":\"NFC\"}") != NULL, "%s", s);
-	T_CHECKF(strstr(s, "\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
-	    "\"trim_offsets\":false,\"use_regex\":false}") != NULL, "%s", s);
+	T_CHECKF(strstr(s,
+		     "\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+		     "\"trim_offsets\":false,\"use_regex\":false}") != NULL,
+	    "%s", s);
 	T_CHECKF(strstr(s, "\"merges\":[[\"a\",\"b\"]]") != NULL, "%s", s);
 	T_CHECKF(strstr(s, "\"added_tokens\":[{\"id\":3,\"content\":\"<|end|>\"") != NULL, "%s", s);
 	free(s);

@@ -37,25 +37,24 @@ mkckpt(const char *cfg, const char *gen)
 
 /* Qwen2.5-0.5B-Instruct's config.json. */
 static const char qwen25[] =
-	"{\"architectures\": [\"Qwen2ForCausalLM\"], \"attention_dropout\": 0.0,"
-	" \"bos_token_id\": 151643, \"eos_token_id\": 151645, \"hidden_act\": \"silu\","
-	" \"hidden_size\": 896, \"initializer_range\": 0.02, \"intermediate_size\": 4864,"
-	" \"max_position_embeddings\": 32768, \"max_window_layers\": 21, \"model_type\": \"qwen2\","
-	" \"num_attention_heads\": 14, \"num_hidden_layers\": 24, \"num_key_value_heads\": 2,"
-	" \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0, \"sliding_window\": 32768,"
-	" \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.43.1\","
-	" \"use_cache\": true, \"use_sliding_window\": false, \"vocab_size\": 151936}";
+    "{\"architectures\": [\"Qwen2ForCausalLM\"], \"attention_dropout\": 0.0,"
+    " \"bos_token_id\": 151643, \"eos_token_id\": 151645, \"hidden_act\": \"silu\","
+    " \"hidden_size\": 896, \"initializer_range\": 0.02, \"intermediate_size\": 4864,"
+    " \"max_position_embeddings\": 32768, \"max_window_layers\": 21, \"model_type\": \"qwen2\","
+    " \"num_attention_heads\": 14, \"num_hidden_layers\": 24, \"num_key_value_heads\": 2,"
+    " \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0, \"sliding_window\": 32768,"
+    " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.43.1\","
+    " \"use_cache\": true, \"use_sliding_window\": false, \"vocab_size\": 151936}";
 
 /* A Llama 3 style config.json without RoPE scaling. */
-static const char llama3[] =
-	"{\"architectures\": [\"LlamaForCausalLM\"], \"attention_bias\": false,"
-	" \"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009],"
-	" \"head_dim\": 64, \"hidden_act\": \"silu\", \"hidden_size\": 2048,"
-	" \"intermediate_size\": 8192, \"max_position_embeddings\": 131072, \"mlp_bias\": false,"
-	" \"model_type\": \"llama\", \"num_attention_heads\": 32, \"num_hidden_layers\": 16,"
-	" \"num_key_value_heads\": 8, \"pretraining_tp\": 1, \"rms_norm_eps\": 1e-05,"
-	" \"rope_scaling\": null, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true,"
-	" \"torch_dtype\": \"float32\", \"vocab_size\": 128256}";
+static const char llama3[] = "{\"architectures\": [\"LlamaForCausalLM\"], \"attention_bias\": false,"
+			     " \"bos_token_id\": 128000, \"eos_token_id\": [128001, 128008, 128009],"
+			     " \"head_dim\": 64, \"hidden_act\": \"silu\", \"hidden_size\": 2048,"
+			     " \"intermediate_size\": 8192, \"max_position_embeddings\": 131072, \"mlp_bias\": false,"
+			     " \"model_type\": \"llama\", \"num_attention_heads\": 32, \"num_hidden_layers\": 16,"
+			     " \"num_key_value_heads\": 8, \"pretraining_tp\": 1, \"rms_norm_eps\": 1e-05,"
+			     " \"rope_scaling\": null, \"rope_theta\": 500000.0, \"tie_word_embeddings\": true,"
+			     " \"torch_dtype\": \"float32\", \"vocab_size\": 128256}";
 
 #define REQ "\"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4," \
 	" \"intermediate_size\": 128, \"vocab_size\": 1000"
@@ -131,14 +130,16 @@ T_TEST(explicit_values_override_defaults)
 			   " \"num_hidden_layers\": 1, \"num_attention_heads\": 4, \"head_dim\": 32,"
 			   " \"num_key_value_heads\": 1, \"intermediate_size\": 10, \"vocab_size\": 10,"
 			   " \"attention_bias\": true, \"rope_theta\": 1e4, \"max_position_embeddings\": 64.0,"
-			   " \"rope_scaling\": {\"rope_type\": \"default\"}, \"dtype\": \"float16\"}", NULL);
+			   " \"rope_scaling\": {\"rope_type\": \"default\"}, \"dtype\": \"float16\"}",
+	    NULL);
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.head_dim == 32 && c.n_kv_heads == 1 && c.attention_bias == 1);
 	T_CHECK(c.max_position_embeddings == 64 && c.torch_dtype == LLM_DT_F16);
 	free(dir);
 	/* Old-style "type": "default", and the family from model_type alone. */
 	dir = mkckpt("{\"model_type\": \"qwen2\", " REQ ", \"rope_scaling\": {\"type\": \"default\"},"
-		     " \"attention_bias\": false}", NULL);
+		     " \"attention_bias\": false}",
+	    NULL);
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.family == LLM_FAMILY_QWEN2 && strcmp(c.architecture, "Qwen2ForCausalLM") == 0);
 	T_CHECK(c.attention_bias == 1); /* Qwen2 always has q/k/v biases */
@@ -268,7 +269,8 @@ T_TEST(bad_configs_are_rejected)
 		const char *m = llm_errmsg();
 		T_CHECKF(rc == -1, "case %zu accepted: %s", i, bad[i].cfg);
 		T_CHECKF(strncmp(m, cfg, strlen(cfg)) == 0 && m[strlen(cfg)] == ':' && strstr(m, bad[i].want) &&
-			 !strchr(m, '\n'), "case %zu\n  message: '%s'\n  wanted:  '%s'", i, m, bad[i].want);
+			!strchr(m, '\n'),
+		    "case %zu\n  message: '%s'\n  wanted:  '%s'", i, m, bad[i].want);
 		/* Nothing half-filled survives a failure. */
 		T_CHECK(c.family == LLM_FAMILY_NONE && c.hidden_size == 0 && c.bos_id == -1 && c.n_eos == 0);
 		free(cfg);
@@ -299,10 +301,10 @@ T_TEST(generation_config_bos_wins_and_eos_is_a_union)
 	struct llm_hfconfig c;
 	/* DeepSeek-R1-Distill-Qwen-1.5B's pair. */
 	char *dir = mkckpt("{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 64, \"num_hidden_layers\": 2,"
-		     " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 151936,"
-		     " \"bos_token_id\": 151643, \"eos_token_id\": 151643}",
-		     "{\"_from_model_config\": true, \"bos_token_id\": 151646, \"eos_token_id\": 151643,"
-		     " \"do_sample\": true, \"temperature\": 0.6, \"top_p\": 0.95}");
+			   " \"num_attention_heads\": 4, \"intermediate_size\": 128, \"vocab_size\": 151936,"
+			   " \"bos_token_id\": 151643, \"eos_token_id\": 151643}",
+	    "{\"_from_model_config\": true, \"bos_token_id\": 151646, \"eos_token_id\": 151643,"
+	    " \"do_sample\": true, \"temperature\": 0.6, \"top_p\": 0.95}");
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.bos_id == 151646 && c.n_eos == 1 && c.eos_ids[0] == 151643);
 	free(dir);
@@ -338,7 +340,9 @@ T_TEST(generation_config_bos_wins_and_eos_is_a_union)
 
 T_TEST(bad_generation_config_is_rejected)
 {
-	static const struct { const char *gen, *want; } cases[] = {
+	static const struct {
+		const char *gen, *want;
+	} cases[] = {
 		{"{\"eos_token_id\": ", "generation_config.json:1:"},
 		{"[]", "generation_config.json: not a JSON object"},
 		{"{\"eos_token_id\": 5000}", "generation_config.json: eos_token_id 5000 is outside the vocabulary"},
@@ -349,12 +353,11 @@ T_TEST(bad_generation_config_is_rejected)
 		struct llm_hfconfig c;
 		T_CHECKF(llm_hfconfig_load(&c, dir) == -1, "case %zu", i);
 		T_CHECKF(strncmp(llm_errmsg(), dir, strlen(dir)) == 0 && strstr(llm_errmsg(), cases[i].want),
-			 "case %zu: %s", i, llm_errmsg());
+		    "case %zu: %s", i, llm_errmsg());
 		T_CHECK(c.family == LLM_FAMILY_NONE && c.bos_id == -1);
 		free(dir);
 	}
 }
-
 
 int
 main(void)

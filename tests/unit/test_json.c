@@ -100,10 +100,9 @@ T_TEST(too_big_integers_read_as_reals)
 static json_t *
 sample(void)
 {
-	const char *text =
-		"{\"i\": 42, \"neg\": -7, \"big\": 9007199254740993, \"r\": 1e4, \"r2\": 10000.0,"
-		" \"half\": 1.5, \"huge\": 1e300, \"s\": \"text\", \"t\": true, \"f\": false,"
-		" \"n\": null, \"arr\": [1], \"obj\": {}}";
+	const char *text = "{\"i\": 42, \"neg\": -7, \"big\": 9007199254740993, \"r\": 1e4, \"r2\": 10000.0,"
+			   " \"half\": 1.5, \"huge\": 1e300, \"s\": \"text\", \"t\": true, \"f\": false,"
+			   " \"n\": null, \"arr\": [1], \"obj\": {}}";
 	json_t *j = llm_json_loadb(text, strlen(text), "sample.json");
 	if (!j) {
 		fprintf(stderr, "%s\n", llm_errmsg());
@@ -237,7 +236,6 @@ T_TEST(write_is_atomic_and_reloads)
 	free(path);
 	free(dir);
 }
-
 
 int
 main(void)

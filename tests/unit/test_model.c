@@ -45,7 +45,8 @@ refingerprint(json_t *j)
 	json_t *w = json_object_get(j, "weights");
 	char hex[17];
 	llm_hex64(llm_plan_fingerprint(json_object_get(j, "dtypes"), json_object_get(j, "config"),
-	    json_object_get(j, "limits"), json_object_get(w, "tensors")), hex);
+		      json_object_get(j, "limits"), json_object_get(w, "tensors")),
+	    hex);
 	json_object_set_new(w, "fingerprint", json_string(hex));
 }
 

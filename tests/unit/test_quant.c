@@ -26,12 +26,10 @@ put16(uint8_t *p, uint16_t v)
 T_TEST(supported_types_and_names)
 {
 	T_CHECK(llm_quant_supported(LLM_GGML_Q4_0) && llm_quant_supported(LLM_GGML_Q8_0) &&
-		llm_quant_supported(LLM_GGML_Q4_K) && llm_quant_supported(LLM_GGML_Q6_K));
+	    llm_quant_supported(LLM_GGML_Q4_K) && llm_quant_supported(LLM_GGML_Q6_K));
 	T_CHECK(!llm_quant_supported(LLM_GGML_F32) && !llm_quant_supported(LLM_GGML_Q8_1) &&
-		!llm_quant_supported(LLM_GGML_IQ4_NL) && !llm_quant_supported(LLM_GGML_Q8_K) &&
-		!llm_quant_supported(9999));
-	T_CHECK(strcmp(llm_quant_supported_names(),
-		       "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K") == 0);
+	    !llm_quant_supported(LLM_GGML_IQ4_NL) && !llm_quant_supported(LLM_GGML_Q8_K) && !llm_quant_supported(9999));
+	T_CHECK(strcmp(llm_quant_supported_names(), "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K") == 0);
 }
 
 T_TEST(q8_0_and_q4_0)
@@ -94,8 +92,8 @@ T_TEST(q4_k_scales_and_minimums)
 	memset(b + 16, 0x53, 128);
 	llm_dequantize(LLM_GGML_Q4_K, b, y, 256);
 	/* sub-block j: even j takes the low nibbles, odd j the high ones */
-	T_CHECK(y[0] == 1.0f * 3 - 1.0f);    /* sc 1, min 2 * 0.5 */
-	T_CHECK(y[32] == 2.0f * 5 - 1.0f);   /* sc 2 */
+	T_CHECK(y[0] == 1.0f * 3 - 1.0f);  /* sc 1, min 2 * 0.5 */
+	T_CHECK(y[32] == 2.0f * 5 - 1.0f); /* sc 2 */
 	T_CHECK(y[64] == 3.0f * 3 - 1.0f && y[96] == 4.0f * 5 - 1.0f);
 	T_CHECKF(y[128] == 44.0f * 3 && y[255] == 47.0f * 5, "%g %g", y[128], y[255]);
 }
@@ -158,7 +156,7 @@ T_TEST(layout_names_and_sizes)
 		T_CHECKF(strcmp(name, want[i].name) == 0, "%s", name);
 		struct llm_qlayout back;
 		T_CHECK(llm_qlayout_parse(name, &back) == 0 && back.rows == l.rows && back.group == l.group &&
-			back.mins == l.mins && back.code == l.code && back.half == l.half && back.sub == l.sub);
+		    back.mins == l.mins && back.code == l.code && back.half == l.half && back.sub == l.sub);
 	}
 	T_CHECK(llm_qlayout_of(LLM_GGML_F32, 0, &l) < 0);
 	const char *bad[] = {"", "i8", "i8-r8-g32-", "i8-r4-g32", "i8-r8-g64", "u8-r8-g32", "i8-r8-g32-max",
@@ -171,17 +169,17 @@ T_TEST(layout_names_and_sizes)
 	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 16384 && llm_qlayout_bytes(&l, 64, 256) == 16384 + 2048);
 	llm_qlayout_parse("u4-r8-g16-min", &l);
 	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 8192 && llm_qlayout_mins_at(&l, 64, 256) == 8192 + 4096 &&
-		llm_qlayout_bytes(&l, 64, 256) == 8192 + 8192);
+	    llm_qlayout_bytes(&l, 64, 256) == 8192 + 8192);
 	T_CHECK(llm_qlayout_fits(&l, 64, 256) && !llm_qlayout_fits(&l, 60, 256) && !llm_qlayout_fits(&l, 64, 40));
 	/* f16 scales and offsets: 2 bytes each */
 	llm_qlayout_parse("u4-r8-g32-min-f16", &l);
 	T_CHECK(l.half && llm_qlayout_scale_bytes(&l) == 2 && llm_qlayout_scales_at(&l, 64, 256) == 8192 &&
-		llm_qlayout_mins_at(&l, 64, 256) == 8192 + 1024 && llm_qlayout_bytes(&l, 64, 256) == 8192 + 2048);
+	    llm_qlayout_mins_at(&l, 64, 256) == 8192 + 1024 && llm_qlayout_bytes(&l, 64, 256) == 8192 + 2048);
 	/* "-sub8": a byte a group, then an f16 a row and block of 256 */
 	llm_qlayout_parse("u4-r8-g32-min-sub8", &l);
 	T_CHECK(l.sub && llm_qlayout_scale_bytes(&l) == 1 && llm_qlayout_part_bytes(&l, 64, 512) == 1024 + 256 &&
-		llm_qlayout_super_at(&l, 64, 512) == 1024 && llm_qlayout_scales_at(&l, 64, 512) == 16384 &&
-		llm_qlayout_mins_at(&l, 64, 512) == 16384 + 1280 && llm_qlayout_bytes(&l, 64, 512) == 16384 + 2560);
+	    llm_qlayout_super_at(&l, 64, 512) == 1024 && llm_qlayout_scales_at(&l, 64, 512) == 16384 &&
+	    llm_qlayout_mins_at(&l, 64, 512) == 16384 + 1280 && llm_qlayout_bytes(&l, 64, 512) == 16384 + 2560);
 	T_CHECK(llm_qlayout_fits(&l, 64, 512) && !llm_qlayout_fits(&l, 64, 224));
 }
 
@@ -204,7 +202,7 @@ T_TEST(tile_of_q4_0)
 	for (int g = 0; g < 2; g++)
 		for (int r = 0; r < 8; r++) {
 			T_CHECK(llm_f16_to_f32((uint16_t)(sc[2 * (g * 8 + r)] | sc[2 * (g * 8 + r) + 1] << 8)) ==
-				(float)(r + 1));
+			    (float)(r + 1));
 			for (int j = 0; j < 32; j++) {
 				uint8_t byte = codes[(g * 8 + r) * 16 + j % 16];
 				int code = (j < 16 ? byte & 15 : byte >> 4) - 8;
@@ -281,8 +279,8 @@ T_TEST(quantize_grid_values_exactly)
 	round_trip(LLM_GGML_Q4_1, x, 32, y);
 	T_CHECK(memcmp(x, y, 32 * sizeof(float)) == 0);
 	/* zeros stay zeros in every type */
-	static const uint32_t all[] = {LLM_GGML_Q8_0, LLM_GGML_Q4_0, LLM_GGML_Q4_1, LLM_GGML_Q5_0,
-		LLM_GGML_Q5_1, LLM_GGML_Q4_K, LLM_GGML_Q5_K, LLM_GGML_Q6_K};
+	static const uint32_t all[] = {LLM_GGML_Q8_0, LLM_GGML_Q4_0, LLM_GGML_Q4_1, LLM_GGML_Q5_0, LLM_GGML_Q5_1,
+		LLM_GGML_Q4_K, LLM_GGML_Q5_K, LLM_GGML_Q6_K};
 	memset(x, 0, sizeof(x));
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		T_CHECK(llm_quantize_supported(all[i]));
@@ -321,7 +319,7 @@ T_TEST(quantize_error_within_the_bits)
 		T_CHECKF(sqrt(e / v) < want[i].rel, "%s: %g", llm_ggml_type_name(want[i].t), sqrt(e / v));
 	}
 	uint8_t b[1024];
-	T_CHECK(llm_quantize(LLM_GGML_Q4_K, x, 128, b) < 0);  /* not whole super-blocks */
+	T_CHECK(llm_quantize(LLM_GGML_Q4_K, x, 128, b) < 0); /* not whole super-blocks */
 	T_CHECK(llm_quantize(LLM_GGML_Q8_0, x, 40, b) < 0);
 	T_CHECK(llm_quantize(LLM_GGML_Q2_K, x, 256, b) < 0 && !llm_quantize_supported(LLM_GGML_Q2_K));
 	T_CHECK(!llm_quantize_supported(LLM_GGML_F16));

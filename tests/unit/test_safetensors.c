@@ -20,8 +20,7 @@ write_raw(const char *dir, const char *name, const void *p, size_t n)
 	/* Plain stdio, not llm_write_file: its fsync makes the fuzz loop slow;
 	 * a new file rather than a truncated one, which ext4 flushes on close. */
 	unlink(path);
-	if (llm_mkdirs(d) < 0 || !(fp = fopen(path, "wb")) ||
-	    fwrite(p, 1, n, fp) != n || fclose(fp) != 0) {
+	if (llm_mkdirs(d) < 0 || !(fp = fopen(path, "wb")) || fwrite(p, 1, n, fp) != n || fclose(fp) != 0) {
 		perror(path);
 		exit(2);
 	}
@@ -32,8 +31,7 @@ write_raw(const char *dir, const char *name, const void *p, size_t n)
 /* A safetensors file: the u64 LE length `hlen` (normally strlen(header)),
  * the header, then `datalen` bytes (from data, or a byte pattern). */
 static char *
-write_st_len(const char *dir, const char *name, uint64_t hlen, const char *header,
-	     const void *data, size_t datalen)
+write_st_len(const char *dir, const char *name, uint64_t hlen, const char *header, const void *data, size_t datalen)
 {
 	struct llm_buf b = {0};
 	uint8_t len[8];
@@ -99,9 +97,8 @@ open_fails(const char *path, const char *want)
 		return 0;
 	}
 	const char *m = llm_errmsg();
-	if (st.nfiles || st.files || st.ntensors || st.tensors ||
-	    strncmp(m, t_tmpdir(), strlen(t_tmpdir())) != 0 || strchr(m, '\n') ||
-	    !strstr(m, want)) {
+	if (st.nfiles || st.files || st.ntensors || st.tensors || strncmp(m, t_tmpdir(), strlen(t_tmpdir())) != 0 ||
+	    strchr(m, '\n') || !strstr(m, want)) {
 		fprintf(stderr, "  message: '%s'\n  wanted:  '%s'\n", m, want);
 		return 0;
 	}
@@ -112,10 +109,10 @@ T_TEST(valid_single_file)
 {
 	/* Tensors deliberately out of name order and with a gap. */
 	const char *h = "{\"__metadata__\": {\"format\": \"pt\"},"
-		" \"b\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
-		" \"a\": {\"dtype\": \"BF16\", \"shape\": [4], \"data_offsets\": [24, 32]},"
-		" \"scalar\": {\"dtype\": \"I64\", \"shape\": [], \"data_offsets\": [40, 48]},"
-		" \"empty\": {\"dtype\": \"F16\", \"shape\": [0, 5], \"data_offsets\": [48, 48]}}";
+			" \"b\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
+			" \"a\": {\"dtype\": \"BF16\", \"shape\": [4], \"data_offsets\": [24, 32]},"
+			" \"scalar\": {\"dtype\": \"I64\", \"shape\": [], \"data_offsets\": [40, 48]},"
+			" \"empty\": {\"dtype\": \"F16\", \"shape\": [0, 5], \"data_offsets\": [48, 48]}}";
 	uint8_t data[48];
 	for (int i = 0; i < 48; i++)
 		data[i] = (uint8_t)i;
@@ -172,9 +169,8 @@ T_TEST(every_dtype_is_recognised)
 	for (int t = 1; t < LLM_DT_COUNT; t++) {
 		size_t n = 3 * llm_dtype_size((enum llm_dtype)t);
 		llm_buf_printf(&h, "%s\"t_%s\": {\"dtype\": \"%s\", \"shape\": [3], \"data_offsets\": [%llu, %llu]}",
-			       t > 1 ? ", " : "", llm_dtype_st_name((enum llm_dtype)t),
-			       llm_dtype_st_name((enum llm_dtype)t), (unsigned long long)off,
-			       (unsigned long long)(off + n));
+		    t > 1 ? ", " : "", llm_dtype_st_name((enum llm_dtype)t), llm_dtype_st_name((enum llm_dtype)t),
+		    (unsigned long long)off, (unsigned long long)(off + n));
 		off += n;
 	}
 	llm_buf_puts(&h, "}");
@@ -349,9 +345,9 @@ T_TEST(bad_headers_are_rejected)
 T_TEST(touching_and_empty_tensors_do_not_overlap)
 {
 	const char *h = "{\"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]},"
-		" \"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]},"
-		" \"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]},"
-		" \"e\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [8, 8]}}";
+			" \"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]},"
+			" \"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]},"
+			" \"e\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [8, 8]}}";
 	char *p = write_st(h, 8);
 	struct llm_safetensors st;
 	T_CHECKF(llm_st_open(&st, p) == 0, "%s", llm_errmsg());
@@ -364,8 +360,8 @@ T_TEST(touching_and_empty_tensors_do_not_overlap)
 T_TEST(every_truncation_fails_cleanly)
 {
 	const char *h = "{\"__metadata__\": {\"format\": \"pt\"},"
-		" \"w\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]},"
-		" \"b\": {\"dtype\": \"F16\", \"shape\": [4], \"data_offsets\": [16, 24]}}";
+			" \"w\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]},"
+			" \"b\": {\"dtype\": \"F16\", \"shape\": [4], \"data_offsets\": [16, 24]}}";
 	size_t full = 8 + strlen(h) + 24;
 	uint8_t *buf = llm_xmalloc(full);
 	for (int i = 0; i < 8; i++)
@@ -392,8 +388,8 @@ T_TEST(every_truncation_fails_cleanly)
 T_TEST(random_corruption_never_escapes_the_file)
 {
 	const char *h = "{\"a\": {\"dtype\": \"F32\", \"shape\": [2, 2], \"data_offsets\": [0, 16]},"
-		" \"bb\": {\"dtype\": \"BF16\", \"shape\": [3], \"data_offsets\": [16, 22]},"
-		" \"c\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": [24, 32]}}";
+			" \"bb\": {\"dtype\": \"BF16\", \"shape\": [3], \"data_offsets\": [16, 22]},"
+			" \"c\": {\"dtype\": \"I64\", \"shape\": [1], \"data_offsets\": [24, 32]}}";
 	static const char pool[] = "0123456789[]{}\",:-e. \x00\xff" "F32BF16I64";
 	size_t hl = strlen(h), full = 8 + hl + 32;
 	uint8_t *orig = llm_xmalloc(full), *buf = llm_xmalloc(full);
@@ -422,7 +418,7 @@ T_TEST(random_corruption_never_escapes_the_file)
 		} else {
 			failed++;
 			T_CHECKF(strncmp(llm_errmsg(), p, strlen(p)) == 0 && !strchr(llm_errmsg(), '\n'),
-				 "iteration %d: %s", iter, llm_errmsg());
+			    "iteration %d: %s", iter, llm_errmsg());
 		}
 		free(p);
 	}
@@ -439,8 +435,10 @@ T_TEST(many_tensors_are_found_by_binary_search)
 	/* Names in a scrambled order. */
 	for (int i = 0; i < n; i++) {
 		int k = (i * 617) % n;
-		llm_buf_printf(&h, "%s\"model.layers.%d.w\": {\"dtype\": \"U8\", \"shape\": [1], "
-			       "\"data_offsets\": [%d, %d]}", i ? ", " : "", k, k, k + 1);
+		llm_buf_printf(&h,
+		    "%s\"model.layers.%d.w\": {\"dtype\": \"U8\", \"shape\": [1], "
+		    "\"data_offsets\": [%d, %d]}",
+		    i ? ", " : "", k, k, k + 1);
 	}
 	llm_buf_puts(&h, "}");
 	char *p = write_st(h.p, (size_t)n);
@@ -466,7 +464,7 @@ static char *
 make_sharded(const char *dir, const char *index)
 {
 	const char *h1 = "{\"model.embed\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
-		" \"model.norm\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}";
+			 " \"model.norm\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}";
 	const char *h2 = "{\"lm_head\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [0, 8]}}";
 	free(write_st_len(dir, "model-00001-of-00002.safetensors", strlen(h1), h1, NULL, 12));
 	free(write_st_len(dir, "model-00002-of-00002.safetensors", strlen(h2), h2, NULL, 8));
@@ -548,7 +546,7 @@ T_TEST(duplicate_tensor_across_shards)
 {
 	char *ix = make_sharded("dup", GOOD_MAP);
 	const char *h = "{\"model.norm\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]},"
-		" \"lm_head\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [4, 12]}}";
+			" \"lm_head\": {\"dtype\": \"BF16\", \"shape\": [2, 2], \"data_offsets\": [4, 12]}}";
 	free(write_st_len("dup", "model-00002-of-00002.safetensors", strlen(h), h, NULL, 12));
 	T_CHECK(open_fails(ix, "model-00002-of-00002.safetensors: tensor 'model.norm' is also in "));
 	T_CHECK(strstr(llm_errmsg(), "model-00001-of-00002.safetensors") != NULL);
@@ -565,20 +563,20 @@ T_TEST(bad_shard_contents_name_the_shard)
 
 T_TEST(bad_index_files)
 {
-	static const struct { const char *text, *want; } cases[] = {
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
 		{"{\"weight_map\": {\"a\": ", "model.safetensors.index.json:1:"},
 		{"[1, 2]", "not a JSON object"},
 		{"{\"metadata\": {}}", "missing 'weight_map'"},
 		{"{\"weight_map\": [\"a\"]}", "non-object 'weight_map'"},
 	};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
-		char *p = write_raw("badindex", "model.safetensors.index.json", cases[i].text,
-				    strlen(cases[i].text));
+		char *p = write_raw("badindex", "model.safetensors.index.json", cases[i].text, strlen(cases[i].text));
 		T_CHECKF(open_fails(p, cases[i].want), "case %zu", i);
 		free(p);
 	}
 }
-
 
 int
 main(void)

@@ -296,8 +296,8 @@ T_TEST(filters_on_a_large_vocabulary_equal_a_full_sort)
 		double t;
 		int k;
 		double p, m;
-	} cases[] = {{1, 0, 0.9, 0}, {0.7, 0, 0.5, 0}, {1.3, 40, 0.95, 0}, {1, 0, 0.3, 0.2},
-		{1, 100, 1, 0.5}, {2, 0, 0.999, 0}, {1, 0, 1, 0.9}};
+	} cases[] = {{1, 0, 0.9, 0}, {0.7, 0, 0.5, 0}, {1.3, 40, 0.95, 0}, {1, 0, 0.3, 0.2}, {1, 100, 1, 0.5},
+		{2, 0, 0.999, 0}, {1, 0, 1, 0.9}};
 	for (size_t i = 0; i < LLM_NELEM(cases); i++) {
 		struct llm_sampler *s = mk(cases[i].t, cases[i].k, cases[i].p, cases[i].m, 1, 64, 1, V);
 		size_t n = llm_sampler_candidates(s, l, NULL, 0, got);

@@ -238,8 +238,7 @@ alive(pid_t pid)
 T_TEST(terminating_the_parent_kills_the_tool)
 {
 	char *pidfile = llm_path_join(t_tmpdir(), "tool.pid");
-	char *cmd = llm_xasprintf("echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 30",
-				  pidfile, pidfile, pidfile);
+	char *cmd = llm_xasprintf("echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 30", pidfile, pidfile, pidfile);
 	pid_t parent = fork(), tool = 0;
 	int status;
 
@@ -275,7 +274,6 @@ T_TEST(terminating_the_parent_kills_the_tool)
 	free(cmd);
 	free(pidfile);
 }
-
 
 T_TEST(argv_builds_a_terminated_vector_of_copies)
 {

@@ -14,7 +14,7 @@ encodes_to(struct llm_tokenizer *t, const char *s, int add_special, const int64_
 	int64_t *ids = NULL;
 	size_t got = 0;
 	int ok = llm_tokenizer_encode(t, s, strlen(s), add_special, &ids, &got) == 0 && got == n &&
-		(n == 0 || memcmp(ids, want, n * sizeof(*ids)) == 0);
+	    (n == 0 || memcmp(ids, want, n * sizeof(*ids)) == 0);
 	if (!ok) {
 		fprintf(stderr, "  '%s' ->", s);
 		for (size_t i = 0; i < got; i++)
@@ -110,15 +110,15 @@ T_TEST(bytelevel_map_is_gpt2s_and_round_trips)
 
 /* A byte-level vocabulary with merges ranked "b c" < "a b" < "a bc" < "ab c". */
 static const char bpe_json[] =
-	"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4, \"abc\": 5,"
-	" \"\\u0120\": 6, \"\\u0120a\": 7, \"aa\": 8, \"aaaa\": 9},"
-	" \"merges\": [\"b c\", \"a b\", \"a bc\", \"ab c\", \"\\u0120 a\", \"a a\", \"aa aa\"]},"
-	" \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
-	" \"decoder\": {\"type\": \"ByteLevel\"},"
-	" \"added_tokens\": [{\"id\": 10, \"content\": \"<s>\", \"special\": true, \"normalized\": false},"
-	"   {\"id\": 11, \"content\": \"<x>\", \"special\": false, \"normalized\": false}],"
-	" \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}},"
-	"   {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [10]}}}}";
+    "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4, \"abc\": 5,"
+    " \"\\u0120\": 6, \"\\u0120a\": 7, \"aa\": 8, \"aaaa\": 9},"
+    " \"merges\": [\"b c\", \"a b\", \"a bc\", \"ab c\", \"\\u0120 a\", \"a a\", \"aa aa\"]},"
+    " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true},"
+    " \"decoder\": {\"type\": \"ByteLevel\"},"
+    " \"added_tokens\": [{\"id\": 10, \"content\": \"<s>\", \"special\": true, \"normalized\": false},"
+    "   {\"id\": 11, \"content\": \"<x>\", \"special\": false, \"normalized\": false}],"
+    " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": \"<s>\"}},"
+    "   {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [10]}}}}";
 
 T_TEST(bpe_merges_by_rank_not_by_position)
 {
@@ -209,8 +209,16 @@ spm_tokenizer(void)
 		types[nb + (size_t)b] = LLM_TOKEN_BYTE;
 	}
 	struct llm_tokenizer_vocab v = {
-		.kind = LLM_TOKENIZER_SPM_BPE, .n_tokens = n, .tokens = tok, .scores = scores, .types = types,
-		.add_space_prefix = 1, .bos_id = 1, .eos_id = 2, .unk_id = 0, .add_bos = 1,
+		.kind = LLM_TOKENIZER_SPM_BPE,
+		.n_tokens = n,
+		.tokens = tok,
+		.scores = scores,
+		.types = types,
+		.add_space_prefix = 1,
+		.bos_id = 1,
+		.eos_id = 2,
+		.unk_id = 0,
+		.add_bos = 1,
 	};
 	struct llm_tokenizer *t = llm_tokenizer_build(&v, "spm");
 	if (!t)
@@ -254,9 +262,16 @@ T_TEST(byte_bpe_from_arrays_uses_the_split_regex)
 	static const int32_t types[] = {1, 1, 1, 1, 1, 1, 3};
 	static const char *const merges[] = {"\xc4\xa0 a", "1 1"};
 	struct llm_tokenizer_vocab v = {
-		.kind = LLM_TOKENIZER_BYTE_BPE, .n_tokens = LLM_NELEM(tok), .tokens = tok, .types = types,
-		.n_merges = LLM_NELEM(merges), .merges = merges, .pattern = LLM_TOKENIZER_RE_LLAMA3,
-		.bos_id = -1, .eos_id = 6, .unk_id = -1,
+		.kind = LLM_TOKENIZER_BYTE_BPE,
+		.n_tokens = LLM_NELEM(tok),
+		.tokens = tok,
+		.types = types,
+		.n_merges = LLM_NELEM(merges),
+		.merges = merges,
+		.pattern = LLM_TOKENIZER_RE_LLAMA3,
+		.bos_id = -1,
+		.eos_id = 6,
+		.unk_id = -1,
 	};
 	struct llm_tokenizer *t = llm_tokenizer_build(&v, "bpe");
 	T_CHECK(t != NULL);
@@ -272,8 +287,14 @@ T_TEST(build_rejects_a_merge_of_unknown_tokens)
 	static const char *const tok[] = {"a", "b"};
 	static const char *const merges[] = {"a b"};
 	struct llm_tokenizer_vocab v = {
-		.kind = LLM_TOKENIZER_BYTE_BPE, .n_tokens = 2, .tokens = tok, .n_merges = 1, .merges = merges,
-		.bos_id = -1, .eos_id = -1, .unk_id = -1,
+		.kind = LLM_TOKENIZER_BYTE_BPE,
+		.n_tokens = 2,
+		.tokens = tok,
+		.n_merges = 1,
+		.merges = merges,
+		.bos_id = -1,
+		.eos_id = -1,
+		.unk_id = -1,
 	};
 	T_CHECK(llm_tokenizer_build(&v, "x.gguf") == NULL);
 	T_CHECKF(strcmp(llm_errmsg(), "x.gguf: merge 0: 'ab' not in the vocabulary") == 0, "%s", llm_errmsg());
@@ -323,14 +344,14 @@ T_TEST(load_errors_name_the_file_and_the_feature)
 T_TEST(regex_escapes_mean_what_oniguruma_means)
 {
 	static const char json[] =
-		"{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"f\": 1, \"0\": 2, \"9\": 3, \"z\": 4,"
-		" \"g\": 5, \"af\": 6, \"fa\": 7, \"zg\": 8, \"gz\": 9, \"\u1820\": 10, \"\u180e\": 11,"
-		" \"\u1820\u180e\": 12, \"\u180e\u1820\": 13, \"az\": 14}, \"merges\": [\"a f\", \"f a\","
-		" \"z g\", \"g z\", \"\u1820 \u180e\", \"\u180e \u1820\", \"a z\"]},"
-		" \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
-		" {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\h+\"}, \"behavior\": \"Isolated\"},"
-		" {\"type\": \"Split\", \"pattern\": {\"Regex\": \"[\\\\s]\"}, \"behavior\": \"Isolated\"},"
-		" {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\v\"}, \"behavior\": \"Removed\"}]}}";
+	    "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"f\": 1, \"0\": 2, \"9\": 3, \"z\": 4,"
+	    " \"g\": 5, \"af\": 6, \"fa\": 7, \"zg\": 8, \"gz\": 9, \"\u1820\": 10, \"\u180e\": 11,"
+	    " \"\u1820\u180e\": 12, \"\u180e\u1820\": 13, \"az\": 14}, \"merges\": [\"a f\", \"f a\","
+	    " \"z g\", \"g z\", \"\u1820 \u180e\", \"\u180e \u1820\", \"a z\"]},"
+	    " \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": ["
+	    " {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\h+\"}, \"behavior\": \"Isolated\"},"
+	    " {\"type\": \"Split\", \"pattern\": {\"Regex\": \"[\\\\s]\"}, \"behavior\": \"Isolated\"},"
+	    " {\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\v\"}, \"behavior\": \"Removed\"}]}}";
 	struct llm_tokenizer *t = from_json(json);
 	T_CHECK(t != NULL);
 	T_CHECK(encodes_to(t, "zgafaf09zg", 0, IDS(8, 6, 6, 2, 3, 8)));

@@ -67,16 +67,16 @@ same_tokenizer(const struct llm_tokenizer *a, const struct llm_tokenizer *b, con
 	SAME(same_smap(&a->vocab, &b->vocab));
 	SAME(same_pairmap(&a->merges, &b->merges));
 	SAME(a->byte_fallback == b->byte_fallback && a->fuse_unk == b->fuse_unk &&
-		a->ignore_merges == b->ignore_merges && a->unk_id == b->unk_id);
+	    a->ignore_merges == b->ignore_merges && a->unk_id == b->unk_id);
 	SAME(same_str(a->prefix, b->prefix) && same_str(a->suffix, b->suffix));
 	SAME(memcmp(a->byte_tok, b->byte_tok, sizeof(a->byte_tok)) == 0);
 	SAME(memcmp(a->small, b->small, sizeof(a->small)) == 0);
 	SAME(a->n_added == b->n_added);
 	for (size_t i = 0; i < a->n_added; i++) {
 		const struct added *x = &a->added[i], *y = &b->added[i];
-		SAME(x->len == y->len && same_bytes(x->s, y->s, x->len) && x->id == y->id &&
-			x->special == y->special && x->lstrip == y->lstrip && x->rstrip == y->rstrip &&
-			x->single_word == y->single_word && x->normalized == y->normalized);
+		SAME(x->len == y->len && same_bytes(x->s, y->s, x->len) && x->id == y->id && x->special == y->special &&
+		    x->lstrip == y->lstrip && x->rstrip == y->rstrip && x->single_word == y->single_word &&
+		    x->normalized == y->normalized);
 	}
 	SAME(same_bytes(a->added_of_id, b->added_of_id, (size_t)a->n_vocab * sizeof(*a->added_of_id)));
 	SAME(same_bytes(a->special, b->special, (size_t)a->n_vocab));
@@ -117,7 +117,7 @@ check_doc(const char *doc, size_t len, const char *what)
 			rc = 0;
 		else
 			fprintf(stderr, "  %s: '%s' where the general loader says '%s'\n", what,
-				pub ? "(loaded)" : llm_errmsg(), slow ? "(loaded)" : err);
+			    pub ? "(loaded)" : llm_errmsg(), slow ? "(loaded)" : err);
 		llm_tokenizer_free(pub);
 	}
 	llm_tokenizer_free(fast);
@@ -203,40 +203,67 @@ T_TEST(escapes_and_layouts_read_as_jansson_reads_them)
 T_TEST(what_the_fast_reader_declines_fails_as_before)
 {
 	static const char *const vocabs[] = {
-		"{\"a\": 0, \"a\": 1}",              /* duplicate key */
-		"{\"a\": 0, \"\\u0061\": 1}",        /* the same key, escaped */
-		"{\"a\\u0000\": 0}",                 /* NUL in a key */
-		"{\"\\ud800\": 0}",                  /* lone high surrogate */
-		"{\"\\udc00\": 0}",                  /* lone low surrogate */
-		"{\"\\ud800\\u0041\": 0}",           /* high surrogate, then no low one */
+		"{\"a\": 0, \"a\": 1}",       /* duplicate key */
+		"{\"a\": 0, \"\\u0061\": 1}", /* the same key, escaped */
+		"{\"a\\u0000\": 0}",          /* NUL in a key */
+		"{\"\\ud800\": 0}",           /* lone high surrogate */
+		"{\"\\udc00\": 0}",           /* lone low surrogate */
+		"{\"\\ud800\\u0041\": 0}",    /* high surrogate, then no low one */
 		"{\"\\ud800\\\\\": 0}",
-		"{\"\\x\": 0}",                      /* unknown escape */
-		"{\"\\u12g4\": 0}",                  /* not hex */
+		"{\"\\x\": 0}",     /* unknown escape */
+		"{\"\\u12g4\": 0}", /* not hex */
 		"{\"\\u12\": 0}",
-		"{\"a\tb\": 0}",                     /* raw control character */
-		"{\"\xc0\x80\": 0}",                 /* overlong */
-		"{\"\xed\xa0\x80\": 0}",             /* encoded surrogate */
+		"{\"a\tb\": 0}",         /* raw control character */
+		"{\"\xc0\x80\": 0}",     /* overlong */
+		"{\"\xed\xa0\x80\": 0}", /* encoded surrogate */
 		"{\"\xff\": 0}",
-		"{\"\xe2\x96\": 0}",                 /* truncated sequence */
-		"{\"\xf4\x90\x80\x80\": 0}",         /* beyond U+10FFFF */
-		"{\"a\": 01}", "{\"a\": -1}", "{\"a\": 1.0}", "{\"a\": 1e2}", "{\"a\": 2147483647}",
-		"{\"a\": 99999999999}", "{\"a\": -0}", "{\"a\": \"0\"}", "{\"a\": null}", "{\"a\": 0,}",
-		"{\"a\" 0}", "{\"a\": 0 \"b\": 1}", "{a: 0}", "{\"a\": 0", "[]", "{\"a\": 0}}",
+		"{\"\xe2\x96\": 0}",         /* truncated sequence */
+		"{\"\xf4\x90\x80\x80\": 0}", /* beyond U+10FFFF */
+		"{\"a\": 01}",
+		"{\"a\": -1}",
+		"{\"a\": 1.0}",
+		"{\"a\": 1e2}",
+		"{\"a\": 2147483647}",
+		"{\"a\": 99999999999}",
+		"{\"a\": -0}",
+		"{\"a\": \"0\"}",
+		"{\"a\": null}",
+		"{\"a\": 0,}",
+		"{\"a\" 0}",
+		"{\"a\": 0 \"b\": 1}",
+		"{a: 0}",
+		"{\"a\": 0",
+		"[]",
+		"{\"a\": 0}}",
 	};
 	static const char *const merges[] = {
-		"[\"a b c\"]", "[\"ab\"]", "[\"a  b\"]", "[\"a c\"]", "[[\"a\", \"b\", \"c\"]]", "[[\"a\"]]",
-		"[[\"a\", 1]]", "[1]", "[null]", "[\"a b\",]", "[\"a b\" \"a b\"]", "{}", "[\"a\\u0000 b\"]",
-		"[[\"a\",\"b\"]", "[\"a b\"]]",
+		"[\"a b c\"]",
+		"[\"ab\"]",
+		"[\"a  b\"]",
+		"[\"a c\"]",
+		"[[\"a\", \"b\", \"c\"]]",
+		"[[\"a\"]]",
+		"[[\"a\", 1]]",
+		"[1]",
+		"[null]",
+		"[\"a b\",]",
+		"[\"a b\" \"a b\"]",
+		"{}",
+		"[\"a\\u0000 b\"]",
+		"[[\"a\",\"b\"]",
+		"[\"a b\"]]",
 	};
 	char doc[512];
 	for (size_t i = 0; i < LLM_NELEM(vocabs); i++) {
 		int n = snprintf(doc, sizeof(doc), "{\"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": []}}",
-			vocabs[i]);
+		    vocabs[i]);
 		T_CHECKF(check_doc(doc, (size_t)n, doc) == 0, "%s", doc);
 	}
 	for (size_t i = 0; i < LLM_NELEM(merges); i++) {
-		int n = snprintf(doc, sizeof(doc), "{\"model\": {\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, "
-			"\"merges\": %s}}", merges[i]);
+		int n = snprintf(doc, sizeof(doc),
+		    "{\"model\": {\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, "
+		    "\"merges\": %s}}",
+		    merges[i]);
 		T_CHECKF(check_doc(doc, (size_t)n, doc) == 0, "%s", doc);
 	}
 	static const char *const docs[] = {
@@ -262,8 +289,8 @@ T_TEST(what_the_fast_reader_declines_fails_as_before)
 	/* For bad JSON the message is jansson's, with the line and column. */
 	const char *bad = "{\"model\": {\"vocab\": {\"a\": 0,\n \"a\": 1}, \"merges\": []}}";
 	T_CHECK(llm_tokenizer_load_json(bad, strlen(bad), "test.json") == NULL);
-	T_CHECKF(strncmp(llm_errmsg(), "test.json:2:", 12) == 0 && strstr(llm_errmsg(), "duplicate object key"),
-		"%s", llm_errmsg());
+	T_CHECKF(strncmp(llm_errmsg(), "test.json:2:", 12) == 0 && strstr(llm_errmsg(), "duplicate object key"), "%s",
+	    llm_errmsg());
 }
 
 /* Random edits of a small document that has every part the reader knows:
@@ -272,12 +299,12 @@ T_TEST(what_the_fast_reader_declines_fails_as_before)
 T_TEST(mutated_documents_load_as_the_general_loader_loads_them)
 {
 	static const char seed[] =
-		"{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 5, \"content\": \"<s>\", \"special\": true}],"
-		" \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\","
-		" \"prepend_scheme\": \"first\", \"split\": false}, \"decoder\": null, \"model\": {\"type\": \"BPE\","
-		" \"unk_token\": \"u\", \"vocab\": {\"u\": 0, \"a\": 1, \"b\": 2, \"ab\": 3, \"\\u00e9\": 4,"
-		" \"\\ud83d\\ude00\": 6, \"\\u00e9\\ud83d\\ude00\": 7, \"\\\"\": 8, \"a\\\"\": 9},"
-		" \"merges\": [\"a b\", [\"\\u00e9\", \"\\ud83d\\ude00\"], \"a \\\"\"]}}";
+	    "{\"version\": \"1.0\", \"added_tokens\": [{\"id\": 5, \"content\": \"<s>\", \"special\": true}],"
+	    " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\","
+	    " \"prepend_scheme\": \"first\", \"split\": false}, \"decoder\": null, \"model\": {\"type\": \"BPE\","
+	    " \"unk_token\": \"u\", \"vocab\": {\"u\": 0, \"a\": 1, \"b\": 2, \"ab\": 3, \"\\u00e9\": 4,"
+	    " \"\\ud83d\\ude00\": 6, \"\\u00e9\\ud83d\\ude00\": 7, \"\\\"\": 8, \"a\\\"\": 9},"
+	    " \"merges\": [\"a b\", [\"\\u00e9\", \"\\ud83d\\ude00\"], \"a \\\"\"]}}";
 	static const char alphabet[] = "\"\\{}[],: 0159aeudDuU\x80\xc3\xed\xf0\t\n";
 	uint64_t r = 0x9e3779b97f4a7c15ULL;
 	size_t n = strlen(seed), accepted = 0;

@@ -29,8 +29,8 @@ T_TEST(header_layout)
 {
 	uint8_t h[LLM_WEIGHTS_HEADER_BYTES];
 	struct llm_weights_header d;
-	static const uint8_t want[32] = {'L', 'L', 'M', 'W', 'G', 'H', 'T', 0, 1, 0, 0, 0, 0, 0x10, 0, 0,
-	    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0};
+	static const uint8_t want[32] = {'L', 'L', 'M', 'W', 'G', 'H', 'T', 0, 1, 0, 0, 0, 0, 0x10, 0, 0, 0x08, 0x07,
+		0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x01, 0, 0, 0, 0, 0, 0};
 
 	llm_weights_header_encode(h, 0x0102030405060708ULL, 256);
 	T_CHECK(memcmp(h, want, 32) == 0);
@@ -66,8 +66,8 @@ T_TEST(open_checks_size_and_plan)
 
 	m.fingerprint = 43;
 	T_CHECK(llm_weights_open(&w, binpath, &m) < 0);
-	T_CHECKF(strstr(llm_errmsg(), "fingerprint 000000000000002a does not match the plan's 000000000000002b"),
-	    "%s", llm_errmsg());
+	T_CHECKF(strstr(llm_errmsg(), "fingerprint 000000000000002a does not match the plan's 000000000000002b"), "%s",
+	    llm_errmsg());
 	T_CHECK(llm_weights_open(&w, binpath, NULL) == 0);
 	llm_weights_close(&w);
 
@@ -151,8 +151,12 @@ T_TEST(rope_rows)
  * 4443 (between: blended) and 23000 and up (above 8192 / 1: / 32). */
 T_TEST(rope_llama3)
 {
-	struct llm_rope_scaling none = {0}, s = {.llama3 = 1, .factor = 32, .low_freq_factor = 1,
-	    .high_freq_factor = 4, .original_max_position_embeddings = 8192};
+	struct llm_rope_scaling none = {0},
+				s = {.llama3 = 1,
+					.factor = 32,
+					.low_freq_factor = 1,
+					.high_freq_factor = 4,
+					.original_max_position_embeddings = 8192};
 	for (int i = 0; i < 8; i++) {
 		double f = llm_rope_inv_freq(500000, &none, i, 16), g = llm_rope_inv_freq(500000, &s, i, 16);
 		T_CHECKF(fabs(f - pow(500000, -i / 8.0)) < 1e-15 * f, "default %d: %g", i, f);
@@ -173,8 +177,12 @@ T_TEST(rope_llama3)
  * freq_factors divide inv_freq; bad ones named. */
 T_TEST(rope_scaling_json)
 {
-	struct llm_rope_scaling l3 = {.llama3 = 1, .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
-	    .original_max_position_embeddings = 8192}, ff = {.nfactors = 2, .factors = {1, 26.84375}}, r;
+	struct llm_rope_scaling l3 = {.llama3 = 1,
+					.factor = 32,
+					.low_freq_factor = 1,
+					.high_freq_factor = 4,
+					.original_max_position_embeddings = 8192},
+				ff = {.nfactors = 2, .factors = {1, 26.84375}}, r;
 	const struct llm_rope_scaling *k[2] = {&l3, &ff};
 	for (int i = 0; i < 2; i++) {
 		json_t *j = llm_rope_scaling_json(k[i]);
