@@ -919,7 +919,7 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 {
 	const struct qparts *q = &d->q;
 	const char *v8 = "vector<8xf32>", *v16 = "vector<16xf32>", *i8 = "vector<8xi32>", *i16 = "vector<16xi32>";
-	const char *b16 = "vector<16xi8>", *b32 = "vector<32xi8>", *b64 = "vector<64xi8>", *v4 = "vector<4xi32>";
+	const char *b16 = "vector<16xi8>", *b64 = "vector<64xi8>";
 	const char *kty = fmt("(%s, %s, %s) -> %s", i16, b64, b64, i16);
 	const char *kty8 = fmt("(%s, %s, %s, %s) -> %s", i16, b64, b64, i16, i16);
 	int nw = d->na / 2;        /* 64-byte pieces a group */
@@ -954,21 +954,17 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	ln(b, 10, "%%_so = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c4" : "%_c8");
 	ln(b, 10, "%%_bk = arith.divui %%_g, %s : index", d->pairs && !q->four ? "%_c2" : "%_c1");
 	for (int j = 0; j < nr; j++) {
-		if (!d->pairs) {
-			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b32);
+		if (!q->four) {
+			/* int8 codes: the group's bytes of x (groups of 16: block
+			 * g / 2) and their sums of 4, repeated to 64 bytes */
+			int xn = d->pairs ? 16 : 32, rep = 64 / xn;
+			const char *xt = fmt("vector<%dxi8>", xn), *st = fmt("vector<%dxi32>", xn / 4);
+			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, xt);
 			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(32, 2), b32, b32);
-			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, i8);
+			    lanes_repeated(xn, rep), xt, xt);
+			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, st);
 			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(8, 2), i8, i8);
-		} else if (!q->four) {
-			/* int8 groups of 16: the group's 16 bytes four times, block g / 2 */
-			rd(b, 10, fmt("%%_x1_%d", j), d->a.xq, fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b16);
-			ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(16, 4), b16, b16);
-			rd(b, 10, fmt("%%_xs1_%d", j), d->a.xs4, fmt("%%_r%d, %%_so", j), "%_i32", d->ts, v4);
-			ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(4, 4), v4, v4);
+			    lanes_repeated(xn / 4, rep), st, st);
 		} else {
 			/* 4-bit codes of 32: byte j holds element j (low nibble)
 			 * and j + 16 (high); each half of x four times, and what
