@@ -239,6 +239,15 @@ view_at(struct em *e, uint64_t off, const char *ty)
 	return tv;
 }
 
+/* A memref of type ty viewing the weights at byte offset off. */
+static const char *
+mview_at(struct em *e, uint64_t off, const char *ty)
+{
+	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm");
+	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to %s", ty));
+	return mv;
+}
+
 /* A typed view of the weights at the plan offset of tensor `name`, of its
  * own shape, or of `shape` ("AxBx...x", the same elements) when not NULL. */
 static const char *
@@ -418,10 +427,11 @@ gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, cons
  * (G or G/2), four says the codes are nibbles. */
 struct qparts {
 	const char *codes, *scales, *mins;
-	const char *ct, *st;          /* their tensor types */
-	const char *se;               /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
-	const char *sd, *md, *dt;     /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
-	int64_t nt, ng, R, G, B, gpb; /* gpb: "-sub8" groups a block */
+	const char *ct, *st;             /* their tensor types */
+	const char *se;                  /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
+	const char *sd, *md, *dt;        /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
+	const char *pc, *pct, *ps, *pst; /* prefetch: codes [nt*ng, pieces*64] and scales [nt*ng, R] memrefs, types */
+	int64_t nt, ng, R, G, B, gpb;    /* gpb: "-sub8" groups a block */
 	int four, code, sub;
 };
 
@@ -457,6 +467,12 @@ qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 	q.st = fmt("tensor<%s>", ss);
 	q.codes = view_at(e, t->offset, cs);
 	q.scales = view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
+	if (pieces) {
+		q.pct = fmt("memref<%" PRId64 "x%dxi8>", q.nt * q.ng, pieces * 64);
+		q.pst = fmt("memref<%" PRId64 "x%" PRId64 "x%s>", q.nt * q.ng, q.R, q.se);
+		q.pc = mview_at(e, t->offset, q.pct);
+		q.ps = mview_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), q.pst);
+	}
 	q.mins = t->ql.mins ? view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k), ss) : NULL;
 	if (q.sub) {
 		uint64_t sup = llm_qlayout_super_at(&t->ql, n, k);
@@ -986,6 +1002,28 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		ln(b, 10, "%%_dx%d = tensor.extract %s[%%_r%d, %%_bk] : %s", j, d->a.dx, j, d->tb);
 		ln(b, 10, "%%_dxb%d = vector.broadcast %%_dx%d : f32 to %s", j, j, v8);
 		ln(b, 10, "%%_sc%d = arith.mulf %%_sv, %%_dxb%d : %s", j, j, v8);
+	}
+	if (nr == 1) {
+		/* One row of x streams W from memory (decode): prefetch the
+		 * codes a distance ahead, past the ends of the 4 KB pages where
+		 * the hardware's prefetchers stop, non-temporal (W is read once
+		 * a token), and the scales at the same group.  The distance,
+		 * measured on Zen 5 (BENCHMARKS.md "Prefetching W in decode"):
+		 * 2 KB for int8 groups of 32 (256 bytes a group), 4 KB for the
+		 * others (128 bytes).  The last tile's prefetches stay on its
+		 * last group. */
+		int ahead = (nw == 4 ? 2048 : 4096) / (nw * 64);
+		ln(b, 10, "%%_pfd = arith.constant %d : index", ahead);
+		ln(b, 10, "%%_pfm = arith.constant %" PRId64 " : index", q->nt * q->ng - 1);
+		ln(b, 10, "%%_pft = arith.muli %%_t, %%_ng : index");
+		ln(b, 10, "%%_pfa = arith.addi %%_pft, %%_g : index");
+		ln(b, 10, "%%_pfb = arith.addi %%_pfa, %%_pfd : index");
+		ln(b, 10, "%%_pfg = arith.minui %%_pfb, %%_pfm : index");
+		for (int h = 0; h < nw; h++) {
+			ln(b, 10, "%%_pfo%d = arith.constant %d : index", h, 64 * h);
+			ln(b, 10, "memref.prefetch %s[%%_pfg, %%_pfo%d], read, locality<0>, data : %s", q->pc, h, q->pct);
+		}
+		ln(b, 10, "memref.prefetch %s[%%_pfg, %%_c0], read, locality<3>, data : %s", q->ps, q->pst);
 	}
 	for (int h = 0; h < nw; h++) {
 		rd(b, 10, fmt("%%_w%d", h), q->codes, fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b64);

@@ -338,6 +338,10 @@ decodes_as() {
 	done
 	[ "$(objdump -d "$T/b2/libmodel.so" | grep -c vpmaddubsw)" -gt 0 ]
 	[ "$(objdump -d "$T/b3/libmodel.so" | grep -cE 'vpdpbusd|vpmaddubsw')" -eq 0 ]
+	# decode's products prefetch W ahead, non-temporal, in every form
+	for i in 1 2 3 4 5; do
+		[ "$(objdump -d "$T/b$i/libmodel.so" | grep -c prefetchnta)" -gt 0 ]
+	done
 	cmp "$T/1.f32" "$T/2.f32"
 	cmp "$T/1.f32" "$T/3.f32"
 	if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
