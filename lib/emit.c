@@ -1021,7 +1021,8 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		ln(b, 10, "%%_pfg = arith.minui %%_pfb, %%_pfm : index");
 		for (int h = 0; h < nw; h++) {
 			ln(b, 10, "%%_pfo%d = arith.constant %d : index", h, 64 * h);
-			ln(b, 10, "memref.prefetch %s[%%_pfg, %%_pfo%d], read, locality<0>, data : %s", q->pc, h, q->pct);
+			ln(b, 10, "memref.prefetch %s[%%_pfg, %%_pfo%d], read, locality<0>, data : %s", q->pc, h,
+			    q->pct);
 		}
 		ln(b, 10, "memref.prefetch %s[%%_pfg, %%_c0], read, locality<3>, data : %s", q->ps, q->pst);
 	}
