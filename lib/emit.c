@@ -228,24 +228,24 @@ generic(struct em *e, const struct gspec *g)
 	return r;
 }
 
-/* A tensor of type ty (shape and element: "8x32xi8") viewing the weights
- * at byte offset off of the data area. */
-static const char *
-view_at(struct em *e, uint64_t off, const char *ty)
-{
-	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm"), *tv = val(e, "w");
-	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
-	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
-	return tv;
-}
-
-/* A memref of type ty viewing the weights at byte offset off. */
+/* A memref of type ty ("memref<8x32xi8>") viewing the weights at byte
+ * offset off of the data area. */
 static const char *
 mview_at(struct em *e, uint64_t off, const char *ty)
 {
 	const char *o = cindex(e, "off", (int64_t)off), *mv = val(e, "wm");
 	top(e, mv, fmt("memref.view %%weights[%s][]", o), fmt(": memref<?xi8> to %s", ty));
 	return mv;
+}
+
+/* A tensor of type ty (shape and element: "8x32xi8") viewing the weights
+ * at byte offset off of the data area. */
+static const char *
+view_at(struct em *e, uint64_t off, const char *ty)
+{
+	const char *mv = mview_at(e, off, fmt("memref<%s>", ty)), *tv = val(e, "w");
+	top(e, tv, fmt("bufferization.to_tensor %s restrict", mv), fmt(": memref<%s> to tensor<%s>", ty, ty));
+	return tv;
 }
 
 /* A typed view of the weights at the plan offset of tensor `name`, of its
