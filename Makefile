@@ -179,34 +179,46 @@ $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
 $(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
 
-# `make fuzz`: the libFuzzer targets of the readers (the GGUF file, the
-# model.json manifest, a conversation with every template, tokenizer.json)
-# and the GGUF seed corpus (the files test_gguf builds, plus the head of
-# stories260K when present); tests/fuzz/README says how to run them.  The
-# library's sources are built into each target with the fuzzer's
-# instrumentation.
+# `make fuzz`: the libFuzzer targets of the readers (tests/fuzz/README
+# lists them), their seed corpora in build/fuzz/seeds/NAME (committed
+# seeds, files of the tree, and the GGUF files test_gguf builds), then a
+# short pass of each, FUZZ_SECONDS apiece, keeping new inputs in
+# build/fuzz/corpus/NAME.  The library's sources are built into each
+# target with the fuzzer's instrumentation.
 FUZZ_CC = clang-22
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS) $(DEPS_CFLAGS)
-FUZZ_GGUF_SRC = tests/fuzz/fuzz_gguf.c lib/gguf.c lib/util.c lib/dtype.c lib/quant.c
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS) $(DEPS_CFLAGS) \
+	-DLLM_SRCDIR='"$(CURDIR)"'
+FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBOBJ:$(O)/lib/%.o=lib/%.c)
-FUZZ_TARGETS = build/fuzz/fuzz_gguf build/fuzz/fuzz_manifest build/fuzz/fuzz_chat build/fuzz/fuzz_tokjson
-fuzz: $(FUZZ_TARGETS) build/fuzz/seeds/.done
-build/fuzz/fuzz_gguf: $(FUZZ_GGUF_SRC) lib/gguf.h lib/util.h lib/dtype.h lib/quant.h
-	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_GGUF_SRC) -lm
-build/fuzz/fuzz_manifest: tests/fuzz/fuzz_manifest.c
-build/fuzz/fuzz_chat: tests/fuzz/fuzz_chat.c
-build/fuzz/fuzz_tokjson: tests/fuzz/fuzz_tokjson.c
-build/fuzz/fuzz_manifest build/fuzz/fuzz_chat build/fuzz/fuzz_tokjson: $(FUZZ_LIB_SRC) $(LIBHDR)
+FUZZ_NAMES = gguf manifest chat tokjson safetensors hfconfig tokenize bundle weights
+FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+# The JSON readers share one dictionary; the bundle has the tar one.
+fuzz: fuzz-build
+	@for n in $(FUZZ_NAMES); do \
+		mkdir -p build/fuzz/corpus/$$n; \
+		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights) d=-dict=tests/fuzz/json.dict ;; \
+		bundle) d=-dict=tests/fuzz/tar.dict ;; *) d= ;; esac; \
+		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
+		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			build/fuzz/corpus/$$n build/fuzz/seeds/$$n >build/fuzz/$$n.log 2>&1 || \
+			{ tail -40 build/fuzz/$$n.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' build/fuzz/$$n.log | tr '\n' ' '; echo; \
+	done
+fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done
+$(FUZZ_TARGETS): build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzfile.h $(FUZZ_LIB_SRC) $(LIBHDR)
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/$(@F).c $(FUZZ_LIB_SRC) $(LIBS) -lpthread
-build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf
-	@mkdir -p build/fuzz/seeds
-	LLM_GGUF_SEEDS=build/fuzz/seeds $(O)/tests/unit/test_gguf
+build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf $(wildcard tests/fuzz/seeds/*/*)
+	rm -rf build/fuzz/seeds
+	mkdir -p $(FUZZ_NAMES:%=build/fuzz/seeds/%)
+	LLM_GGUF_SEEDS=build/fuzz/seeds/gguf $(O)/tests/unit/test_gguf >/dev/null
 	f=../shared/fixtures/stories260K/stories260K.gguf; \
-	if [ -r $$f ]; then head -c 16384 $$f > build/fuzz/seeds/stories260K-head; fi
+	if [ -r $$f ]; then head -c 16384 $$f > build/fuzz/seeds/gguf/stories260K-head; fi
+	for d in tests/fuzz/seeds/*/; do cp $$d* build/fuzz/seeds/$$(basename $$d)/; done
+	cp tests/fixtures/chat/*.json build/fuzz/seeds/chat/
+	cp tests/fixtures/tokenizer/*.tokenizer.json build/fuzz/seeds/tokjson/
 	touch $@
-.PHONY: fuzz
+.PHONY: fuzz fuzz-build
 
 # Under SANITIZE=1, ASan and UBSan stop at the first error; leak reports
 # are off: the programs are short-lived and leave process-lifetime data

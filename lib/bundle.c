@@ -204,12 +204,15 @@ open_tar(struct llm_bundle *b)
 				return llm_seterr("%s: not a model bundle (too short for a tar header)", p);
 			goto truncated;
 		}
-		if (pread_full(b->fd, h, BLOCK, off) < 0)
+		if (pread_full(b->fd, h, BLOCK, off) < 0) {
+			free(pax_path);
 			return llm_seterr("%s: read:", p);
+		}
 		if (all_zero(h, BLOCK)) {
 			/* The end: a second zero block must follow. */
 			if (off + 2 * BLOCK > b->size)
 				goto truncated;
+			free(pax_path); /* a pax header without a member is an error below */
 			if (pread_full(b->fd, h, BLOCK, off + BLOCK) < 0)
 				return llm_seterr("%s: read:", p);
 			if (!all_zero(h, BLOCK))
@@ -249,6 +252,7 @@ open_tar(struct llm_bundle *b)
 			d = llm_xmalloc((size_t)size + 1);
 			if (pread_full(b->fd, d, (size_t)size, data) < 0) {
 				free(d);
+				free(pax_path);
 				return llm_seterr("%s: read:", p);
 			}
 			int rc = pax_parse(p, hoff, d, (size_t)size, &pax_path, &pax_size, &has_pax_size);
