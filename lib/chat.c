@@ -171,12 +171,41 @@ js_trim(const char *s, size_t *b, size_t *e)
 	}
 }
 
+/* The text being rendered and, when wanted, the ranges of it that come
+ * from the messages. */
+struct rbuf {
+	struct llm_buf b;
+	struct llm_chat_spans *sp;
+};
+
+/* Append text that comes from a message (its content or role). */
 static void
-add_trimmed(struct llm_buf *out, const char *s, size_t n)
+content_add(struct rbuf *out, const char *s, size_t n)
+{
+	struct llm_chat_spans *sp = out->sp;
+
+	if (sp && n > 0) {
+		if (sp->n > 0 && sp->r[sp->n - 1][1] == out->b.len)
+			sp->r[sp->n - 1][1] += n;
+		else {
+			if (sp->n == sp->cap) {
+				sp->cap = sp->cap ? 2 * sp->cap : 16;
+				sp->r = llm_xreallocarray(sp->r, sp->cap, sizeof(*sp->r));
+			}
+			sp->r[sp->n][0] = out->b.len;
+			sp->r[sp->n][1] = out->b.len + n;
+			sp->n++;
+		}
+	}
+	llm_buf_add(&out->b, n ? s : "", n);
+}
+
+static void
+add_trimmed(struct rbuf *out, const char *s, size_t n)
 {
 	size_t b = 0, e = n;
 	js_trim(s, &b, &e);
-	llm_buf_add(out, s + b, e - b);
+	content_add(out, s + b, e - b);
 }
 
 /* JavaScript's `s == false`: Number(s) is +0 or -0 (ECMA-262
@@ -252,15 +281,15 @@ is(const struct llm_chat_msg *m, const char *role)
 }
 
 static void
-put(struct llm_buf *out, const char *s)
+put(struct rbuf *out, const char *s)
 {
-	llm_buf_puts(out, s);
+	llm_buf_puts(&out->b, s);
 }
 
 static void
-put_content(struct llm_buf *out, const struct llm_chat_msg *m)
+put_content(struct rbuf *out, const struct llm_chat_msg *m)
 {
-	llm_buf_add(out, m->content, m->len);
+	content_add(out, m->content, m->len);
 }
 
 /* The last occurrence of needle in s[0, n), or NULL. */
@@ -275,7 +304,7 @@ last_of(const char *s, size_t n, const char *needle)
 }
 
 static void
-render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct llm_buf *out)
+render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct rbuf *out)
 {
 	const struct llm_chat_msg *sys = NULL;
 	int is_tool = 0, is_output_first = 1;
@@ -303,7 +332,7 @@ render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct llm_b
 				const char *t = last_of(m->content, m->len, "</think>");
 				const char *p = t ? t + 8 : m->content;
 				put(out, DS_ASSISTANT);
-				llm_buf_add(out, p, m->len - (size_t)(p - m->content));
+				content_add(out, p, m->len - (size_t)(p - m->content));
 				put(out, DS_EOS);
 			}
 		} else if (is(m, "tool")) {
@@ -322,7 +351,7 @@ render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct llm_b
 }
 
 static void
-render_qwen2(const struct llm_chat *c, int gen, struct llm_buf *out)
+render_qwen2(const struct llm_chat *c, int gen, struct rbuf *out)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		const struct llm_chat_msg *m = &c->msgs[i];
@@ -358,7 +387,7 @@ has_affixes(const struct llm_chat_msg *m, const char *pre, const char *suf)
 }
 
 static void
-render_qwen3(const struct llm_chat *c, int gen, struct llm_buf *out)
+render_qwen3(const struct llm_chat *c, int gen, struct rbuf *out)
 {
 	size_t n = c->n, last = n - 1; /* ns.last_query_index (with n 0 it wraps: no message) */
 
@@ -401,12 +430,12 @@ render_qwen3(const struct llm_chat *c, int gen, struct llm_buf *out)
 				if (i == n - 1 || re > rb) {
 					strip_nl(s, &rb, &re, 1, 1);
 					put(out, "<think>\n");
-					llm_buf_add(out, s + rb, re - rb);
+					content_add(out, s + rb, re - rb);
 					put(out, "\n</think>\n\n");
 					strip_nl(s, &cb, &ce, 1, 0);
 				}
 			}
-			llm_buf_add(out, s + cb, ce - cb);
+			content_add(out, s + cb, ce - cb);
 			put(out, "<|im_end|>\n");
 		} else if (is(m, "tool")) {
 			if (i == 0 || !is(&c->msgs[i - 1], "tool"))
@@ -423,14 +452,14 @@ render_qwen3(const struct llm_chat *c, int gen, struct llm_buf *out)
 }
 
 static void
-render_llama3(const struct llm_chat *c, int gen, const char *bos, struct llm_buf *out)
+render_llama3(const struct llm_chat *c, int gen, const char *bos, struct rbuf *out)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		const struct llm_chat_msg *m = &c->msgs[i];
 		if (i == 0)
 			put(out, bos);
 		put(out, "<|start_header_id|>");
-		put(out, m->role);
+		content_add(out, m->role, strlen(m->role));
 		put(out, "<|end_header_id|>\n\n");
 		add_trimmed(out, m->content, m->len);
 		put(out, "<|eot_id|>");
@@ -440,7 +469,7 @@ render_llama3(const struct llm_chat *c, int gen, const char *bos, struct llm_buf
 }
 
 static int
-render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct llm_buf *out)
+render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct rbuf *out)
 {
 	const struct llm_chat_msg *sys = NULL;
 	size_t first = 0;
@@ -456,7 +485,7 @@ render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct
 		if (is(m, "user") != ((i - first) % 2 == 0))
 			return llm_seterr("chat template 'llama2': "
 					  "Conversation roles must alternate user/assistant/user/assistant/...");
-		struct llm_buf content = {0};
+		struct rbuf content = {0};
 		if (i == first && sys) {
 			put(&content, "<<SYS>>\n");
 			put_content(&content, sys);
@@ -466,23 +495,25 @@ render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct
 		if (is(m, "user")) {
 			put(out, bos);
 			put(out, "[INST] ");
-			add_trimmed(out, content.p, content.len);
+			add_trimmed(out, content.b.p, content.b.len);
 			put(out, " [/INST]");
 		} else if (is(m, "assistant")) {
 			put(out, " ");
-			add_trimmed(out, content.p, content.len);
+			add_trimmed(out, content.b.p, content.b.len);
 			put(out, " ");
 			put(out, eos);
 		}
-		llm_buf_free(&content);
+		llm_buf_free(&content.b);
 	}
 	return 0;
 }
 
 int
-llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, const char *eos, struct llm_buf *out)
+llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, const char *eos, struct llm_buf *out,
+    struct llm_chat_spans *spans)
 {
-	struct llm_buf b = {0};
+	struct llm_chat_spans sp = {0};
+	struct rbuf b = {{0}, spans ? &sp : NULL};
 
 	switch (tmpl) {
 	case LLM_CHAT_DEEPSEEK_R1:
@@ -499,14 +530,35 @@ llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, co
 		break;
 	case LLM_CHAT_LLAMA2:
 		if (render_llama2(c, bos, eos, &b) < 0) {
-			llm_buf_free(&b);
+			llm_buf_free(&b.b);
+			llm_chat_spans_free(&sp);
 			return -1;
 		}
 		break;
 	default:
 		return llm_seterr("unknown chat template %d", tmpl);
 	}
-	llm_buf_add(out, b.p ? b.p : "", b.len);
-	llm_buf_free(&b);
+	if (spans) {
+		spans->n = 0;
+		for (size_t i = 0; i < sp.n; i++) {
+			if (spans->n == spans->cap) {
+				spans->cap = spans->cap ? 2 * spans->cap : 16;
+				spans->r = llm_xreallocarray(spans->r, spans->cap, sizeof(*spans->r));
+			}
+			spans->r[spans->n][0] = out->len + sp.r[i][0];
+			spans->r[spans->n][1] = out->len + sp.r[i][1];
+			spans->n++;
+		}
+		llm_chat_spans_free(&sp);
+	}
+	llm_buf_add(out, b.b.p ? b.b.p : "", b.b.len);
+	llm_buf_free(&b.b);
 	return 0;
+}
+
+void
+llm_chat_spans_free(struct llm_chat_spans *s)
+{
+	free(s->r);
+	memset(s, 0, sizeof(*s));
 }

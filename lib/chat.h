@@ -81,10 +81,21 @@ void llm_chat_free(struct llm_chat *c);
  * was. */
 int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name);
 
+/* The byte ranges [r[i][0], r[i][1]) of a rendered conversation that come
+ * from its messages (contents and roles), sorted and not overlapping: the
+ * text that llm_tokenizer_encode_plain keeps from becoming special tokens. */
+struct llm_chat_spans {
+	size_t (*r)[2];
+	size_t n, cap;
+};
+void llm_chat_spans_free(struct llm_chat_spans *s);
+
 /* Append the rendered conversation to out.  bos and eos are the bos_token
- * and eos_token strings.  0, or -1 with llm_errmsg when the template
- * raises an error (llama2's role order), out unchanged then. */
+ * and eos_token strings.  When spans is not NULL it is set to the ranges
+ * of out (offsets from out's start) that come from the messages.  0, or
+ * -1 with llm_errmsg when the template raises an error (llama2's role
+ * order), out and spans unchanged then. */
 int llm_chat_render(int tmpl, const struct llm_chat *c, int add_generation_prompt, const char *bos, const char *eos,
-    struct llm_buf *out);
+    struct llm_buf *out, struct llm_chat_spans *spans);
 
 #endif

@@ -269,7 +269,7 @@ pl_add(struct plist *p, const char *s, size_t len, int32_t id, int start)
 		p->cap = p->cap ? p->cap * 2 : 64;
 		p->v = llm_xreallocarray(p->v, p->cap, sizeof(*p->v));
 	}
-	p->v[p->n++] = (struct span){p->b.len, len, id, start};
+	p->v[p->n++] = (struct span){p->b.len, len, id, start, 0};
 	llm_buf_add(&p->b, len ? s : "", len); /* s may be NULL when len is 0 */
 }
 
@@ -722,10 +722,36 @@ ends_with_word(const char *s, size_t n)
 	return is_word(c);
 }
 
+/* The text ranges in which special added tokens are not recognized (see
+ * llm_tokenizer_encode_plain): all of s, or the ranges plain[0..n) of the
+ * raw text, s being the raw text itself. */
+struct plain {
+	int all;
+	const size_t (*r)[2];
+	size_t n;
+};
+
+static int
+overlaps(const struct plain *pl, size_t b, size_t e)
+{
+	if (!pl)
+		return 0;
+	if (pl->all)
+		return 1;
+	for (size_t i = 0; i < pl->n && pl->r[i][0] < e; i++)
+		if (pl->r[i][1] > b)
+			return 1;
+	return 0;
+}
+
 /* Cut the added tokens of trie out of s into out (AddedVocabulary::
- * find_matches); start: s begins the original text. */
+ * find_matches); start: s begins the original text.  A special token
+ * whose match overlaps pl is skipped, as encode_special_tokens does.
+ * Pieces of text record their offset in s (their raw offset in the raw
+ * pass). */
 static void
-split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_t n, int start, struct plist *out)
+split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_t n, int start, const struct plain *pl,
+    struct plist *out)
 {
 	size_t done = 0; /* end of the last piece emitted */
 	if (tr->n > 1) {
@@ -739,6 +765,8 @@ split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_
 			const struct added *a = &t->added[k];
 			size_t ms = i, me = i + len;
 			i = me;
+			if (a->special && overlaps(pl, ms, me))
+				continue;
 			if (a->single_word) {
 				uint32_t c = 0;
 				int before = ms > 0 && ends_with_word(s, ms);
@@ -765,14 +793,18 @@ split_added(struct llm_tokenizer *t, const struct trie *tr, const char *s, size_
 				while (me < n && (llm_tok_dec(s + me, &c), is_space(c)))
 					me += llm_tok_charlen(s + me);
 			}
-			if (done < ms)
+			if (done < ms) {
 				pl_add(out, s + done, ms - done, -1, start && done == 0);
+				out->v[out->n - 1].raw = done;
+			}
 			pl_add(out, s + ms, me - ms, a->id, 0);
 			done = me;
 		}
 	}
-	if (done < n || n == 0)
+	if (done < n || n == 0) {
 		pl_add(out, s + done, n - done, -1, start && done == 0);
+		out->v[out->n - 1].raw = done;
+	}
 }
 
 /* ---- normalizers ---- */
@@ -1308,9 +1340,60 @@ regex_failed(struct llm_tokenizer *t)
 	return 1;
 }
 
+/* The normalized pass over a piece of raw text that overlaps plain
+ * ranges: each part inside or outside them is normalized and cut on its
+ * own, special tokens skipped inside, and the text on the two sides of a
+ * part boundary joined again, so that the pre-tokenizers see what they
+ * would see without the ranges (exact for normalizers that work character
+ * by character, as the Replace, Prepend and Lowercase of SentencePiece
+ * tokenizers do). */
+static void
+norm_plain(struct llm_tokenizer *t, const char *text, struct span sp, const struct plain *pl, struct plist *b)
+{
+	static const struct plain all = {1, NULL, 0};
+	size_t x = sp.raw, end = sp.raw + sp.len, piece0 = b->n;
+
+	while (x < end) {
+		size_t y = end;
+		int in = 0;
+		for (size_t r = 0; r < pl->n; r++) {
+			if (pl->r[r][1] <= x)
+				continue;
+			in = pl->r[r][0] <= x;
+			y = in ? pl->r[r][1] : pl->r[r][0];
+			if (y > end)
+				y = end;
+			break;
+		}
+		int start = sp.start && x == sp.raw;
+		struct llm_buf *nb = normalize(t, text + x, y - x, &start);
+		struct llm_buf *o = nb == &t->nb[0] ? &t->nb[1] : &t->nb[0];
+		o->len = 0;
+		llm_buf_add(o, nb->p ? nb->p : "", nb->len);
+		size_t first = b->n;
+		split_added(t, &t->norm_trie, o->p ? o->p : "", o->len, start, in ? &all : NULL, b);
+		if (first > piece0 && first < b->n && b->v[first - 1].id < 0 && b->v[first].id < 0) {
+			/* the two pieces of text are adjacent in b->b */
+			b->v[first - 1].len += b->v[first].len;
+			memmove(&b->v[first], &b->v[first + 1], (b->n - first - 1) * sizeof(*b->v));
+			b->n--;
+		}
+		x = y;
+	}
+}
+
 int
 llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special, int64_t **ids, size_t *n)
 {
+	return llm_tokenizer_encode_plain(t, text, len, add_special, NULL, 0, ids, n);
+}
+
+int
+llm_tokenizer_encode_plain(struct llm_tokenizer *t, const char *text, size_t len, int add_special,
+    const size_t (*plain)[2], size_t nplain, int64_t **ids, size_t *n)
+{
+	const struct plain pr = {0, plain, nplain}, *pl = nplain ? &pr : NULL;
+
 	if (!llm_utf8_valid(text, len))
 		return llm_seterr("%s: text is not valid UTF-8", t->name);
 	size_t n0 = *n, cap = *n; /* the capacity is unknown: grow from the count */
@@ -1322,12 +1405,16 @@ llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int 
 	/* Added tokens in the raw text, then the normalizer on the rest, then
 	 * the added tokens that match normalized text. */
 	pl_reset(a);
-	split_added(t, &t->raw_trie, text, len, 1, a);
+	split_added(t, &t->raw_trie, text, len, 1, pl, a);
 	pl_reset(b);
 	for (size_t i = 0; i < a->n; i++) {
 		struct span sp = a->v[i];
 		if (sp.id >= 0) {
 			pl_add(b, a->b.p + sp.off, sp.len, sp.id, 0);
+			continue;
+		}
+		if (t->norm_trie.n > 1 && overlaps(pl, sp.raw, sp.raw + sp.len)) {
+			norm_plain(t, text, sp, pl, b);
 			continue;
 		}
 		struct llm_buf *nb = normalize(t, a->b.p + sp.off, sp.len, &sp.start);
@@ -1336,7 +1423,7 @@ llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int 
 			struct llm_buf *o = nb == &t->nb[0] ? &t->nb[1] : &t->nb[0];
 			o->len = 0;
 			llm_buf_add(o, nb->p, nb->len);
-			split_added(t, &t->norm_trie, o->p, o->len, sp.start, b);
+			split_added(t, &t->norm_trie, o->p, o->len, sp.start, NULL, b);
 		} else {
 			pl_add(b, nb->p, nb->len, -1, sp.start);
 		}

@@ -92,6 +92,15 @@ struct llm_tokenizer *llm_tokenizer_build(const struct llm_tokenizer_vocab *v, c
  * llm_errmsg (text that is not valid UTF-8). */
 int llm_tokenizer_encode(struct llm_tokenizer *t, const char *text, size_t len, int add_special, int64_t **ids,
     size_t *n);
+/* As llm_tokenizer_encode, but special added tokens are not recognized
+ * where their text overlaps one of the byte ranges [plain[i][0],
+ * plain[i][1]) of text (sorted, not overlapping, not empty): there it is
+ * encoded as the text it spells, as Hugging Face's encode_special_tokens
+ * (transformers' split_special_tokens) does for a whole text.  Everything
+ * else is as llm_tokenizer_encode: a rendered conversation whose messages
+ * are the ranges gets its template's tokens and no forged ones. */
+int llm_tokenizer_encode_plain(struct llm_tokenizer *t, const char *text, size_t len, int add_special,
+    const size_t (*plain)[2], size_t nplain, int64_t **ids, size_t *n);
 
 /* Decode ids to text as Hugging Face's decode(ids, skip_special_tokens)
  * does: unknown ids are dropped, special added tokens too when

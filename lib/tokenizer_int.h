@@ -45,6 +45,7 @@ struct span {
 	size_t off, len;
 	int32_t id;
 	int start;
+	size_t raw; /* pieces of the raw text: the offset in it */
 };
 
 struct plist {

@@ -44,7 +44,9 @@ protocol_line(struct llm_tokenizer *t, int decode, int flag, const char *line, s
 			text = json_string_value(j);
 			tl = json_string_length(j);
 		}
-		if (llm_tokenizer_encode(t, text, tl, flag & LLM_TOK_ADD_SPECIAL, ids, &n) < 0)
+		const size_t all[1][2] = {{0, tl}};
+		if (llm_tokenizer_encode_plain(t, text, tl, flag & LLM_TOK_ADD_SPECIAL, all,
+			(flag & LLM_TOK_PLAIN) && tl > 0 ? 1 : 0, ids, &n) < 0)
 			rc = llm_seterr("%s: %s", where, llm_errmsg());
 		else
 			print_ids(*ids, n, out);

@@ -55,13 +55,14 @@ static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
     "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
     "               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
-    "               [--chat-template name] [--system text] -m model\n"
+    "               [--chat-template name] [--system text] [--no-special-in-input] -m model\n"
     "               -i | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
     "               [-r n] -m model --bench [spec]\n"
     "       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
     "               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
     "       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
+    "               [--no-special-in-input]\n"
     "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
     "       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
     "               [--no-gen-prompt]\n";
@@ -87,6 +88,10 @@ static const char help_text[] =
     "  --logits file        write the logits of every step (f32 rows)\n"
     "  --json               one JSON object on standard output instead of text and stderr rates\n"
     "  --system text        the system message of a chat\n"
+    "  --no-special-in-input\n"
+    "                       the text of special tokens (<|im_end|>) in -p, -f, chat messages and\n"
+    "                       --tokenize lines is text, not the token (default: the token, as in\n"
+    "                       Hugging Face); the chat template's own tokens stay\n"
     "  --chat-template name deepseek-r1, qwen2, qwen3, llama3 or llama2 (default: the model's)\n"
     "  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
     "  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
@@ -409,6 +414,7 @@ struct gen {
 	char **stop;
 	size_t nstop;
 	int json, verbose;
+	int plain_input;        /* --no-special-in-input */
 	struct llm_out *logits; /* --logits, or NULL */
 	unsigned char *added;   /* (vocab) 1: an added token */
 };
@@ -599,19 +605,46 @@ print_rates(double t_first, int64_t nprefill, double t_prefill, int64_t ndecode,
 	    rate((double)ndecode, t_decode));
 }
 
-/* Encode a piece of the context and record it in the cache: cut points
- * after its added tokens when its token bytes spell the text exactly, and
- * after its last token. */
+/* Encode full[from, len) of a rendered conversation; under
+ * --no-special-in-input its messages' text (sp) stays text. */
+static int
+encode_from(struct gen *g, const char *full, size_t from, size_t len, const struct llm_chat_spans *sp, int64_t **ids,
+    size_t *n)
+{
+	size_t (*r)[2] = NULL, nr = 0;
+	int rc;
+
+	if (g->plain_input && sp->n) {
+		r = llm_xreallocarray(NULL, sp->n, sizeof(*r));
+		for (size_t i = 0; i < sp->n; i++) {
+			size_t b = sp->r[i][0] > from ? sp->r[i][0] : from, e = sp->r[i][1] < len ? sp->r[i][1] : len;
+			if (b < e) {
+				r[nr][0] = b - from;
+				r[nr][1] = e - from;
+				nr++;
+			}
+		}
+	}
+	rc = llm_tokenizer_encode_plain(g->tok, full + from, len - from, 0, (const size_t (*)[2])r, nr, ids, n);
+	free(r);
+	return rc;
+}
+
+/* Encode full[from, len) (as encode_from) and record it in the cache: cut
+ * points after its added tokens when its token bytes spell the text
+ * exactly, and after its last token. */
 static void
-encode_piece(struct gen *g, const char *text, size_t len, int64_t **ids, size_t *n, struct llm_chat_cache *c,
-    const char *model)
+encode_piece(struct gen *g, const char *full, size_t from, size_t len, const struct llm_chat_spans *sp, int64_t **ids,
+    size_t *n, struct llm_chat_cache *c, const char *model)
 {
 	size_t n0 = *n;
 	struct llm_buf bytes = {0};
 	size_t *ends;
+	const char *text = full + from;
 
-	if (llm_tokenizer_encode(g->tok, text, len, 0, ids, n) < 0)
+	if (encode_from(g, full, from, len, sp, ids, n) < 0)
 		llm_fatal("%s: %s", model, llm_errmsg());
+	len -= from;
 	ends = llm_xreallocarray(NULL, *n - n0 + 1, sizeof(*ends));
 	for (size_t i = n0; i < *n; i++) {
 		llm_tokenizer_token_bytes(g->tok, (*ids)[i], &bytes);
@@ -764,6 +797,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	struct gen *g = c->g;
 	struct llm_runtime *rt = g->rt;
 	struct llm_buf full = {0};
+	struct llm_chat_spans sp = {0};
 	int64_t *ids = NULL;
 	size_t nids = 0, keep, dropped = 0;
 	size_t from;
@@ -771,10 +805,11 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	llm_chat_add(&c->conv, "user", line, len);
 	for (;;) {
 		full.len = 0;
-		if (llm_chat_render(c->tmpl, &c->conv, 1, c->bos, c->eos, &full) < 0) {
+		if (llm_chat_render(c->tmpl, &c->conv, 1, c->bos, c->eos, &full, &sp) < 0) {
 			llm_warn("%s: %s", c->model, llm_errmsg());
 			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
 			llm_buf_free(&full);
+			llm_chat_spans_free(&sp);
 			return;
 		}
 		/* Keep the longest cached prefix of the new context; at least
@@ -783,7 +818,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		for (;;) {
 			from = keep ? c->cache.end[keep - 1] : 0;
 			nids = 0;
-			if (llm_tokenizer_encode(g->tok, full.p + from, full.len - from, 0, &ids, &nids) < 0)
+			if (encode_from(g, full.p, from, full.len, &sp, &ids, &nids) < 0)
 				llm_fatal("%s: %s", c->model, llm_errmsg());
 			if (nids > 0 || keep == 0)
 				break;
@@ -805,6 +840,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 			    c->model, keep + nids, c->reserve, llm_runtime_context(rt));
 			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
 			llm_buf_free(&full);
+			llm_chat_spans_free(&sp);
 			free(ids);
 			return;
 		}
@@ -816,7 +852,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		llm_fatal("%s: %s", c->model, llm_errmsg());
 	llm_chat_cache_truncate(&c->cache, keep);
 	nids = 0;
-	encode_piece(g, full.p + from, full.len - from, &ids, &nids, &c->cache, c->model);
+	encode_piece(g, full.p, from, full.len, &sp, &ids, &nids, &c->cache, c->model);
 	double t0 = llm_now();
 	if (llm_runtime_prefill(rt, ids, (int64_t)nids) < 0)
 		llm_fatal("%s: %s", c->model, llm_errmsg());
@@ -860,6 +896,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		    llm_runtime_pos(rt));
 	result_free(&r);
 	llm_buf_free(&full);
+	llm_chat_spans_free(&sp);
 	free(ids);
 }
 
@@ -1443,6 +1480,7 @@ struct args {
 	size_t nstop;
 	int64_t max_new, threads, ctx_cap;
 	int json, verbose, seeded, add_special, raw, skip_special, no_gen, escape;
+	int plain_input; /* --no-special-in-input */
 	enum mode mode;
 };
 
@@ -1453,7 +1491,7 @@ enum {
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
-	OPT_NO_ESCAPE,
+	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -1479,6 +1517,7 @@ static const struct option longopts[] = {
 	{"logits", required_argument, NULL, OPT_LOGITS},
 	{"min-p", required_argument, NULL, OPT_MIN_P},
 	{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
+	{"no-special-in-input", no_argument, NULL, OPT_NO_SPECIAL_IN_INPUT},
 	{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
 	{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
 	{"raw", no_argument, NULL, OPT_RAW},
@@ -1558,6 +1597,9 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_RAW:
 			a->raw = 1;
+			break;
+		case OPT_NO_SPECIAL_IN_INPUT:
+			a->plain_input = 1;
 			break;
 		case OPT_BENCH:
 			set_mode(&a->mode, M_BENCH);
@@ -1690,6 +1732,10 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--add-special goes with --tokenize");
 	if (a->raw && a->mode != M_TOKENIZE)
 		usage_msg("--raw goes with --tokenize");
+	if (a->plain_input && a->mode != M_RUN && a->mode != M_CHAT && a->mode != M_TOKENIZE)
+		usage_msg("--no-special-in-input goes with -i, -f, -p or --tokenize");
+	if (a->plain_input && a->tokens_arg)
+		usage_msg("--no-special-in-input goes with text, not --tokens");
 	if (a->skip_special && a->mode != M_DETOKENIZE)
 		usage_msg("--skip-special goes with --detokenize");
 	if (a->no_gen && a->mode != M_RENDER)
@@ -1732,7 +1778,7 @@ run_text_mode(const struct args *a)
 		if (llm_chat_parse(&conv, text, len, label) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (llm_chat_render(tmpl, &conv, !a->no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
-			src.eos ? src.eos : llm_chat_default_eos(tmpl), &out) < 0)
+			src.eos ? src.eos : llm_chat_default_eos(tmpl), &out, NULL) < 0)
 			llm_fatal("%s: %s", label, llm_errmsg());
 		free(text);
 		llm_chat_free(&conv);
@@ -1740,7 +1786,9 @@ run_text_mode(const struct args *a)
 		char *text = read_input("-", &len);
 		int rc = a->mode == M_TOKENIZE ?
 		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>",
-			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0), &out) :
+			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0) |
+			    (a->plain_input ? LLM_TOK_PLAIN : 0),
+			&out) :
 		    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
 			(a->skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
 		if (rc < 0)
@@ -1809,6 +1857,7 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 	g.nstop = a->nstop;
 	g.json = a->json;
 	g.verbose = a->verbose;
+	g.plain_input = a->plain_input;
 	if (!(g.sampler = llm_sampler_new(&a->sp, llm_runtime_vocab(rt))))
 		usage_msg(llm_errmsg());
 	for (int i = 0; i < llm_runtime_model(rt)->n_eos; i++)
@@ -1850,7 +1899,9 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 				ids = llm_xmalloc(sizeof(*ids));
 				ids[nids++] = llm_runtime_model(rt)->bos_id;
 			}
-			if (llm_tokenizer_encode(g.tok, ptext, len, 0, &ids, &nids) < 0)
+			const size_t all[1][2] = {{0, len}};
+			if (llm_tokenizer_encode_plain(g.tok, ptext, len, 0, all, a->plain_input && len > 0, &ids,
+				&nids) < 0)
 				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
 			free(ptext);
 		}

@@ -619,6 +619,44 @@ stop_job() {
 	[ "$(jq '.timings | has("ttft_from_start_ms") or has("load_ms")' <<<"$output")" = false ]
 }
 
+@test "--no-special-in-input: special-token text in a prompt, a chat message or a --tokenize line stays text (issue 16)" {
+	d=$(fixture_linked a)
+	# 257 is </s>: by default (Hugging Face's way) the text becomes it
+	run -0 llm-run -m "$d" --tokenize <<<'"x</s>y"'
+	[[ "$output" == *,257,* ]]
+	run -0 llm-run -m "$d" --tokenize --no-special-in-input <<<'"x</s>y"'
+	plain=$output
+	[[ "$plain" != *257* ]]
+	run -0 llm-run -m "$d" --detokenize <<<"$plain"
+	[ "$output" = '" x</s>y"' ] # the tokenizer adds a space prefix
+	# -p: the same ids after the BOS the model adds
+	run -0 --separate-stderr llm-run -m "$d" --json -p 'x</s>y' -n 1
+	[[ "$(jq -c .prompt_tokens <<<"$output")" == *,257,* ]]
+	run -0 --separate-stderr llm-run -m "$d" --json -p 'x</s>y' -n 1 --no-special-in-input
+	[ "$(jq -c '.prompt_tokens[-(('"$plain"')|length):]' <<<"$output")" = "$plain" ]
+	# a chat: the message's </s> is text, the template's <s> stays a token
+	printf 'x</s>y\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 2 --json <"$T/in"
+	[ "$(jq '[.prompt_tokens[] | select(. == 257)] | length' <<<"$output")" -eq 1 ]
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 2 --json --no-special-in-input <"$T/in"
+	[ "$(jq '[.prompt_tokens[] | select(. == 257)] | length' <<<"$output")" -eq 0 ]
+	bos=$(jq -c '.prompt_tokens[0]' <<<"$output")
+	run -0 llm-run -m "$d" --tokenize <<<'"<s>"'
+	[ "$output" = "[$bos]" ]
+	# without special-token text the option changes nothing, over two turns
+	printf 'hello\nagain\n' >"$T/in"
+	llm-run -m "$d" -i --chat-template llama2 -n 3 --json <"$T/in" 2>/dev/null | jq -c .prompt_tokens >"$T/a"
+	llm-run -m "$d" -i --chat-template llama2 -n 3 --json --no-special-in-input <"$T/in" 2>/dev/null |
+		jq -c .prompt_tokens >"$T/b"
+	[ "$(wc -l <"$T/a")" -eq 2 ]
+	cmp "$T/a" "$T/b"
+	# where it means nothing, a usage error
+	run -2 llm-run -m "$d" --bench --no-special-in-input
+	[[ "$output" == *"--no-special-in-input goes with"* ]]
+	run -2 llm-run -m "$d" --tokens 1,2 --no-special-in-input
+	[[ "$output" == *"--no-special-in-input goes with text"* ]]
+}
+
 @test "--tokenize and --detokenize read JSON lines with the model's tokenizer" {
 	d=$(fixture_linked a)
 	run -0 llm-run -m "$d/model.llm" --tokenize <<<$'"Hello"\n"x</s>y"'

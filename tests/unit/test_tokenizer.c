@@ -375,6 +375,53 @@ T_TEST(encode_rejects_invalid_utf8)
 	llm_tokenizer_free(t);
 }
 
+/* llm_tokenizer_encode_plain: a special token whose text overlaps a plain
+ * range is text there (the first "<s>" below), everywhere else a token;
+ * non-special added tokens stay tokens; text without special-token text
+ * encodes as without ranges. */
+T_TEST(plain_ranges_keep_special_text_as_text)
+{
+	struct llm_tokenizer *t = from_json(bpe_json);
+	const size_t first[1][2] = {{1, 5}}, none[1][2] = {{0, 2}}, all[1][2] = {{0, 11}};
+	int64_t *ids = NULL;
+	size_t n = 0;
+
+	T_CHECK(t != NULL);
+	T_CHECK(llm_tokenizer_encode_plain(t, "a<s>b<s><x>", 11, 0, first, 1, &ids, &n) == 0);
+	/* '<', 's', '>' are not in the vocabulary: the plain "<s>" leaves "a" then "b" */
+	T_CHECKF(n == 4 && ids[0] == 0 && ids[1] == 1 && ids[2] == 10 && ids[3] == 11, "%zu ids", n);
+	n = 0;
+	T_CHECK(llm_tokenizer_encode_plain(t, "a<s>b<s><x>", 11, 0, all, 1, &ids, &n) == 0);
+	T_CHECKF(n == 3 && ids[0] == 0 && ids[1] == 1 && ids[2] == 11, "%zu ids", n); /* "<", "s", ">" dropped */
+	n = 0;
+	T_CHECK(llm_tokenizer_encode_plain(t, "ab<s>c", 6, 0, none, 1, &ids, &n) == 0);
+	T_CHECK(n == 3 && ids[0] == 3 && ids[1] == 10 && ids[2] == 2);
+	free(ids);
+	llm_tokenizer_free(t);
+
+	/* A normalized special token (SentencePiece's "<s>" of old Llama 2
+	 * files): the normalized pass cuts the piece at the range, and joins
+	 * the text again so that the model sees one word. */
+	t = from_json(
+	    "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"<\": 2, \"s\": 3, \">\": 4,"
+	    " \"\\u2581\": 5, \"a\\u2581\": 6, \"\\u2581b\": 7, \"\\u2581<\": 8},"
+	    " \"merges\": [\"a \\u2581\", \"\\u2581 b\", \"\\u2581 <\"]},"
+	    " \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\\u2581\"},"
+	    " \"added_tokens\": [{\"id\": 9, \"content\": \"<s>\", \"special\": true, \"normalized\": true}]}");
+	T_CHECK(t != NULL);
+	const size_t mid[1][2] = {{2, 5}};
+	n = 0;
+	T_CHECK(llm_tokenizer_encode_plain(t, "a <s> b<s>", 10, 0, mid, 1, &ids, &n) == 0);
+	/* "a▁<s>▁b" is one word: a▁ < s > ▁b, then the real <s> */
+	T_CHECKF(n == 6 && ids[0] == 6 && ids[1] == 2 && ids[2] == 3 && ids[3] == 4 && ids[4] == 7 && ids[5] == 9,
+	    "%zu ids", n);
+	n = 0;
+	T_CHECK(llm_tokenizer_encode(t, "a <s> b<s>", 10, 0, &ids, &n) == 0);
+	T_CHECK(n == 4 && ids[0] == 6 && ids[1] == 9 && ids[2] == 7 && ids[3] == 9);
+	free(ids);
+	llm_tokenizer_free(t);
+}
+
 int
 main(void)
 {
@@ -390,5 +437,6 @@ main(void)
 	T_RUN(load_errors_name_the_file_and_the_feature);
 	T_RUN(regex_escapes_mean_what_oniguruma_means);
 	T_RUN(encode_rejects_invalid_utf8);
+	T_RUN(plain_ranges_keep_special_text_as_text);
 	return T_DONE();
 }
