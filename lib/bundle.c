@@ -591,8 +591,10 @@ llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int f
 /* ---- writing ---- */
 
 struct wctx {
-	FILE *fp;   /* NULL: count only */
-	uint64_t n; /* bytes written so far */
+	FILE *fp;        /* NULL: count only */
+	uint64_t n;      /* bytes written so far */
+	const char *out; /* the bundle, for messages */
+	int err;         /* errno of a failed write */
 };
 
 static la_ssize_t
@@ -600,7 +602,8 @@ write_cb(struct archive *a, void *cd, const void *buf, size_t len)
 {
 	struct wctx *w = cd;
 	if (w->fp && fwrite(buf, 1, len, w->fp) != len) {
-		archive_set_error(a, errno, "write error");
+		w->err = errno ? errno : EIO;
+		archive_set_error(a, w->err, "write error");
 		return -1;
 	}
 	w->n += len;
@@ -648,7 +651,7 @@ static uint64_t
 header_bytes(const char *name, uint64_t size)
 {
 	int big = size >= (uint64_t)1 << 33;
-	struct wctx w = {NULL, 0};
+	struct wctx w = {NULL, 0, name, 0};
 	struct archive *a = new_writer(&w);
 	struct archive_entry *e = new_entry(name, big ? size : 0);
 	uint64_t n;
@@ -663,8 +666,21 @@ header_bytes(const char *name, uint64_t size)
 	return n;
 }
 
+/* A failed archive write: the output and errno when the file refused the
+ * bytes (a full disk), else libarchive's reason. */
 static int
-write_member(struct archive *a, const char *label, const char *name, int fd, uint64_t size)
+write_failed(struct archive *a, const struct wctx *w)
+{
+	if (w->err) {
+		errno = w->err;
+		return llm_seterr("%s: write error:", w->out);
+	}
+	return llm_seterr("%s: %s", w->out, archive_error_string(a));
+}
+
+/* Copy a member from fd (label names it in read errors; fd -1: zeros). */
+static int
+write_member(struct archive *a, const struct wctx *w, const char *label, const char *name, int fd, uint64_t size)
 {
 	static char buf[1 << 20];
 	struct archive_entry *e = new_entry(name, size);
@@ -672,7 +688,7 @@ write_member(struct archive *a, const char *label, const char *name, int fd, uin
 
 	if (archive_write_header(a, e) != ARCHIVE_OK) {
 		archive_entry_free(e);
-		return llm_seterr("%s: %s", label, archive_error_string(a));
+		return write_failed(a, w);
 	}
 	archive_entry_free(e);
 	while (done < size) {
@@ -690,7 +706,7 @@ write_member(struct archive *a, const char *label, const char *name, int fd, uin
 			n = (size_t)r;
 		}
 		if (archive_write_data(a, buf, n) != (la_ssize_t)n)
-			return llm_seterr("%s: %s", label, archive_error_string(a));
+			return write_failed(a, w);
 		done += n;
 	}
 	return 0;
@@ -700,7 +716,7 @@ int
 llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 {
 	struct llm_out o;
-	struct wctx w = {NULL, 0};
+	struct wctx w = {NULL, 0, out, 0};
 	struct archive *a;
 	uint64_t *offs = llm_xcalloc(n, sizeof(*offs));
 	int rc = -1;
@@ -742,14 +758,14 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 				close(fd);
 				goto done;
 			}
-			if (write_member(a, out, LLM_BUNDLE_PAD, -1, pad) < 0) {
+			if (write_member(a, &w, out, LLM_BUNDLE_PAD, -1, pad) < 0) {
 				close(fd);
 				goto done;
 			}
 		}
 		/* The previous member's padding is written with this header. */
 		offs[i] = LLM_ALIGN_UP(w.n, BLOCK) + header_bytes(src[i].name, size);
-		if (write_member(a, src[i].path, src[i].name, fd, size) < 0) {
+		if (write_member(a, &w, src[i].path, src[i].name, fd, size) < 0) {
 			close(fd);
 			goto done;
 		}
@@ -760,7 +776,7 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 		}
 	}
 	if (archive_write_close(a) != ARCHIVE_OK) {
-		llm_seterr("%s: %s", out, archive_error_string(a));
+		write_failed(a, &w);
 		goto done;
 	}
 	if (fflush(o.fp) != 0) {

@@ -662,6 +662,9 @@ llm_lower_run(struct llm_lower *l)
 		return -1;
 	if (check_tools(l) < 0)
 		goto out;
+	/* A target named on the command line is checked before any work. */
+	if ((l->cpu || l->triple) && target_of(l, &tg) < 0)
+		goto out;
 	tdir = transforms_dir(l, pipeline, &tg);
 	if (llm_pipeline_read(pipeline, l->share, tdir, &passes) < 0)
 		goto out;

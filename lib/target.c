@@ -119,8 +119,14 @@ run_output(char **argv)
 	close(fd);
 	struct llm_spawn_opts so = {path, 30, 0};
 	struct llm_buf err = {0};
-	if (llm_spawn(argv, &so, &err) == 0 && llm_read_file(path, &text, NULL) < 0)
-		text = NULL; /* llm_errmsg: the tool's failure, or the read's */
+	if (llm_spawn(argv, &so, &err) == 0) {
+		if (llm_read_file(path, &text, NULL) < 0)
+			text = NULL; /* llm_errmsg: the read's */
+	} else if (err.len > 0) {
+		/* the tool's first line says why ("error: unknown target CPU 'x'") */
+		size_t n = strcspn(err.p, "\n");
+		llm_seterr("%s: %.*s", argv[0], (int)n, err.p);
+	}
 	llm_buf_free(&err);
 	unlink(path);
 	free(path);

@@ -22,12 +22,20 @@ static char errmsg[1024];
 #define MAXTMP 64
 static char *volatile tmps[MAXTMP];
 
+/* Directories llm_mkdirs made, removed after the temporaries when empty
+ * (a failed program leaves no empty output folder). */
+#define MAXMADE 16
+static char *volatile made[MAXMADE];
+
 static void
 cleanup_tmps(void)
 {
 	for (int i = 0; i < MAXTMP; i++)
 		if (tmps[i])
 			unlink(tmps[i]);
+	for (int i = MAXMADE - 1; i >= 0; i--)
+		if (made[i])
+			rmdir(made[i]);
 }
 
 /* Cleanups run on SIGINT, SIGTERM and SIGHUP, then the default action:
@@ -399,7 +407,8 @@ llm_map_file(struct llm_map *m, const char *path)
 	void *p;
 	int fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	/* O_NONBLOCK: a FIFO is refused below instead of waiting for a writer */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return llm_seterr("%s:", path);
 	if (fstat(fd, &st) < 0) {
 		close(fd);
@@ -598,7 +607,14 @@ llm_mkdirs(const char *path)
 		if (*s == '/' || *s == 0) {
 			char c = *s;
 			*s = 0;
-			if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+			if (mkdir(p, 0777) == 0) {
+				llm_atsignal(cleanup_tmps);
+				for (int i = 0; i < MAXMADE; i++)
+					if (!made[i]) {
+						made[i] = llm_xstrdup(p);
+						break;
+					}
+			} else if (errno != EEXIST) {
 				llm_seterr("%s:", p);
 				free(p);
 				return -1;

@@ -111,7 +111,8 @@ void llm_out_abort(struct llm_out *o);
 /* Write a whole buffer atomically. */
 int llm_write_file(const char *path, const void *p, size_t n);
 
-/* mkdir -p; -1 with llm_errmsg on failure. */
+/* mkdir -p; -1 with llm_errmsg on failure.  The directories it makes are
+ * removed again, when empty, by llm_fatal and the signal cleanups. */
 int llm_mkdirs(const char *path);
 /* Join a directory and a name into a new string. */
 char *llm_path_join(const char *dir, const char *name);

@@ -366,3 +366,51 @@ st_edit() {
 	run ls -A "$T/o"
 	refute_output --partial .tmp.
 }
+
+# pack_killed SIG DIR: run llm-pack-weights --no-reuse on DIR/model.json,
+# stop it while its weights.bin temporary is being written, send SIG;
+# succeeds when the process died of SIG.  SIGSTOP holds it between the
+# check that it is mid-write and the signal, so the timing does not decide
+# the outcome: a run that ended first is tried again.
+pack_killed() {
+	local sig=$1 dir=$2 pid st try i
+	for try in 1 2 3; do
+		llm-pack-weights --no-reuse -t 1 "$dir/model.json" 2>/dev/null &
+		pid=$!
+		for ((i = 0; i < 2000; i++)); do
+			compgen -G "$dir/weights.bin.tmp.*" >/dev/null && break
+			kill -0 $pid 2>/dev/null || break
+			sleep 0.005
+		done
+		kill -STOP $pid 2>/dev/null || { wait $pid || true; continue; }
+		if compgen -G "$dir/weights.bin.tmp.*" >/dev/null; then
+			kill -"$sig" $pid
+			kill -CONT $pid
+			st=0
+			wait $pid || st=$?
+			[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+			return
+		fi
+		kill -CONT $pid
+		wait $pid || true
+	done
+	echo "llm-pack-weights finished before it could be stopped, 3 times" >&2
+	return 1
+}
+
+@test "SIGTERM or SIGINT while packing or quantizing: the process dies of it, no temporary, the previous outputs intact (issue 16)" {
+	mkmodel --preset qwen2.5-0.5b -L 1 --dtype bf16 --seed 4 -o "$T/ck" >&2
+	# packing (bf16 kept): the previous weights stay
+	llm-import -o "$T/o" "$T/ck"
+	llm-pack-weights "$T/o/model.json"
+	cp "$T/o/weights.bin" "$T/o/weights.json" "$T"
+	pack_killed TERM "$T/o"
+	cmp "$T/weights.bin" "$T/o/weights.bin"
+	cmp "$T/weights.json" "$T/o/weights.json"
+	[ -z "$(compgen -G "$T/o/*.tmp.*")" ]
+	# quantizing to q4_0 into a new folder: nothing of it is left
+	llm-import -o "$T/q" --dtype q4_0 "$T/ck"
+	ls -A "$T/q" >"$T/before"
+	pack_killed INT "$T/q"
+	ls -A "$T/q" | cmp - "$T/before"
+}

@@ -1,0 +1,291 @@
+#!/usr/bin/env bats
+# The bad-input suite (issue 16): every program given what it must refuse.
+# Each case runs in the test's work directory W, which holds the case's
+# inputs, and asserts
+#   - the exit status (1: bad input, 2: usage; llm-verify-partition: 2 for
+#     trouble, as cmp),
+#   - standard error: one line "tool: file: what is wrong", matched
+#     against the case's pattern (a usage error: that line or the usage
+#     first, the usage after it),
+#   - nothing on standard output,
+#   - nothing left behind or changed: W, listed with sizes and times, is
+#     the same before and after (no output, no temporary, no empty folder).
+# A full disk is a file size limit with SIGXFSZ ignored (the write fails
+# with EFBIG), and, as root, a device node like /dev/full made in W.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	load test_helper/runfixture
+	ensure_tokenizer
+	F=$BATS_FILE_TMPDIR
+	printf '#!/bin/sh\nn=$1\nshift\ntrap "" XFSZ\nulimit -f "$n"\nexec "$@"\n' >"$F/limited"
+	chmod +x "$F/limited"
+	mkmodel --preset tiny --family qwen2 --dtype f32 --seed 3 -o "$F/ck" >&2
+	llm-import -o "$F/imp" "$F/ck" >&2
+	llm-pack-weights "$F/imp/model.json" >&2
+	llm-split -o "$F/imp/parts" "$F/imp/model.json" >&2
+	fixture_linked a >/dev/null
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	load test_helper/runfixture
+	F=$BATS_FILE_TMPDIR
+	W=$BATS_TEST_TMPDIR/w
+	mkdir -p "$W"
+	cd "$W"
+	ncases=0
+}
+
+# W's tree: every path, and the size and time of each file (a directory's
+# own time changes when a failed run makes and removes a folder in it).
+snapshot() {
+	find "$W" -type d -printf '%p/\n' -o -printf '%p %y %s %T@\n' | sort
+}
+
+# bad STATUS PATTERN command...: one case (see the top of the file).
+bad() {
+	local want=$1 re=$2 before after
+	shift 2
+	before=$(snapshot)
+	run --separate-stderr timeout 60 "$@"
+	after=$(snapshot)
+	local first=${stderr_lines[0]:-} why=
+	if [ "$status" -ne "$want" ]; then
+		why="status $status, want $want"
+	elif ! [[ "$first" =~ $re ]]; then
+		why="message does not match /$re/"
+	elif [ "$want" -ne 2 ] && [ "${#stderr_lines[@]}" -ne 1 ] &&
+		! { [ -n "${multi:-}" ] && ! printf '%s\n' "${stderr_lines[@]}" | grep -qv "^$multi: "; }; then
+		why="${#stderr_lines[@]} lines on stderr"
+	elif [ -n "$output" ]; then
+		why="output on stdout"
+	elif [ "$before" != "$after" ]; then
+		why="files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -5 | tr '\n' ' ')"
+	fi
+	if [ -n "$why" ]; then
+		echo "case: $*" >&2
+		echo "  $why" >&2
+		echo "  stderr: $stderr" >&2
+		return 1
+	fi
+	ncases=$((ncases + 1))
+}
+
+# $F/limited N command...: the command with a file size limit of N KiB,
+# SIGXFSZ ignored (made in setup_file: timeout runs commands, not
+# functions).
+
+# A character device that answers every write with ENOSPC, as /dev/full
+# (root only).
+fulldev() {
+	mknod "$W/full" c 1 7 2>/dev/null
+}
+
+report() {
+	echo "# $1: $ncases cases" >&3
+}
+
+@test "llm-import refuses bad checkpoints, GGUF files and options, leaving nothing" {
+	cp -r "$F/ck" ck
+	mkfifo fifo
+	: >empty.gguf
+	printf 'GGUX\3\0\0\0' >magic.gguf
+	head -c 20 "$F/ck/model.safetensors" >short.safetensors
+	mkdir trunc && cp ck/*.json trunc/ && head -c 4096 ck/model.safetensors >trunc/model.safetensors
+	mkdir nojson && cp ck/model.safetensors ck/tokenizer*.json nojson/ && echo '{"hidden_size": ' >nojson/config.json
+	mkdir nohidden && cp ck/model.safetensors ck/tokenizer*.json nohidden/ &&
+		jq 'del(.hidden_size)' ck/config.json >nohidden/config.json
+	mkdir arch && cp ck/model.safetensors ck/tokenizer*.json arch/ &&
+		jq '.architectures = ["MambaForCausalLM"] | .model_type = "mamba"' ck/config.json >arch/config.json
+	mkdir tok && cp ck/model.safetensors ck/config.json tok/ && echo '{"model": ' >tok/tokenizer.json
+	mkdir hdr && cp ck/*.json hdr/ && { printf '\377\377\377\377\0\0\0\0'; tail -c +9 ck/model.safetensors; } >hdr/model.safetensors
+	mkdir bare
+	echo x >file
+	bad 1 "^llm-import: nope: No such file or directory$" llm-import -o out nope
+	bad 1 "^llm-import: empty.gguf: " llm-import -o out empty.gguf
+	bad 1 "^llm-import: magic.gguf: not a GGUF file" llm-import -o out magic.gguf
+	bad 1 "^llm-import: short.safetensors: " llm-import -o out short.safetensors
+	bad 1 "^llm-import: trunc/model.safetensors: " llm-import -o out trunc
+	bad 1 "^llm-import: hdr/model.safetensors: header length .* is absurd" llm-import -o out hdr
+	bad 1 "^llm-import: nojson/config.json:" llm-import -o out nojson
+	bad 1 "^llm-import: nohidden/config.json: .*hidden_size" llm-import -o out nohidden
+	bad 1 "^llm-import: arch/config.json: .*(MambaForCausalLM|mamba)" llm-import -o out arch
+	bad 1 "^llm-import: tok/tokenizer.json" llm-import -o out tok
+	bad 1 "^llm-import: bare/config.json: No such file or directory$" llm-import -o out bare
+	bad 1 "^llm-import: fifo: not a regular file$" llm-import -o out fifo
+	bad 1 "^llm-import: file/out: Not a directory$" llm-import -o file/out ck
+	bad 1 "^llm-import: --prefill-chunk 64 exceeds the context size 32" llm-import -o out --max-context 32 --prefill-chunk 64 ck
+	bad 2 "^llm-import: .*dtype.*q3_x" llm-import -o out --dtype q3_x ck
+	bad 2 "^llm-import: .*kv-dtype" llm-import -o out --kv-dtype q4_0 ck
+	bad 2 "^llm-import: .*max-context" llm-import -o out --max-context 0 ck
+	bad 2 "^llm-import: .*activations" llm-import -o out --activations int4 ck
+	bad 2 "^usage: llm-import " llm-import -o out ck extra
+	bad 2 "^llm-import: .*--bogus" llm-import --bogus ck
+	bad 1 "^llm-import: out/a/.*: write error: File too large$" "$F/limited" 8 llm-import -o out/a ck
+	report llm-import
+}
+
+@test "llm-pack-weights refuses bad plans and sources, leaving nothing" {
+	cp -r "$F/imp" imp
+	rm -f imp/weights.bin imp/weights.json
+	mkdir j && echo '{"format": ' >j/model.json
+	mkdir fmt && jq '.format = "llm-model/9"' imp/model.json >fmt/model.json
+	mkdir src && jq '.source.dir = "/nonexistent/ck"' imp/model.json >src/model.json
+	cp -r "$F/ck" gone && llm-import -o moved gone 2>/dev/null && rm -r gone
+	mkdir tens && jq '.tensors[0].bytes += 4' imp/model.json >tens/model.json
+	echo x >file
+	bad 1 "^llm-pack-weights: nope.json: No such file or directory$" llm-pack-weights nope.json
+	bad 1 "^llm-pack-weights: imp: " llm-pack-weights imp
+	bad 1 "^llm-pack-weights: j/model.json:" llm-pack-weights j/model.json
+	bad 1 "^llm-pack-weights: fmt/model.json: .*llm-model/9" llm-pack-weights fmt/model.json
+	bad 1 "^llm-pack-weights: src/model.json: weights.fingerprint does not match the plan" llm-pack-weights -o out src/model.json
+	bad 1 "^llm-pack-weights: tens/model.json: weights.fingerprint does not match the plan" llm-pack-weights -o out tens/model.json
+	bad 1 "^llm-pack-weights: /.*/gone/model.safetensors: No such file or directory$" llm-pack-weights -o out moved/model.json
+	bad 1 "^llm-pack-weights: file/out: Not a directory$" llm-pack-weights -o file/out imp/model.json
+	bad 2 "^llm-pack-weights: .*-t" llm-pack-weights -t 0 imp/model.json
+	bad 2 "^usage: llm-pack-weights " llm-pack-weights imp/model.json extra
+	bad 2 "^usage: llm-pack-weights " llm-pack-weights
+	bad 1 "^llm-pack-weights: out/weights.bin: write error: File too large$" "$F/limited" 64 llm-pack-weights -o out imp/model.json
+	if fulldev; then
+		mkdir dev && cp imp/model.json dev/ && ln -s ../full dev/weights.bin
+		bad 1 "^llm-pack-weights: .*full: write error: No space left on device$" llm-pack-weights dev/model.json
+	fi
+	report llm-pack-weights
+}
+
+@test "llm-split refuses bad plans and phases, leaving nothing" {
+	mkdir imp && cp "$F/imp"/*.mlir "$F/imp/model.json" imp/
+	mkdir nodec && cp imp/model.json imp/prefill*.mlir nodec/
+	mkdir garbage && cp imp/* garbage/ && echo 'func.func @x(' >garbage/decode.mlir
+	mkdir j && echo '[' >j/model.json
+	echo x >file
+	bad 1 "^llm-split: nope.json: No such file or directory$" llm-split -o out nope.json
+	bad 1 "^llm-split: nodec/decode.mlir: No such file or directory$" llm-split -o out nodec/model.json
+	bad 1 "^llm-split: garbage/decode.mlir:1:" llm-split -o out garbage/model.json
+	bad 1 "^llm-split: j/model.json:" llm-split -o out j/model.json
+	bad 1 "^llm-split: file" llm-split -o file/out imp/model.json
+	bad 2 "^llm-split: unknown strategy 'bogus'" llm-split -s bogus -o out imp/model.json
+	bad 2 "^usage: llm-split " llm-split
+	bad 2 "^usage: llm-split " llm-split -o out imp/model.json extra
+	bad 1 "^llm-split: out/.*: write error: File too large$" "$F/limited" 4 llm-split -o out imp/model.json
+	report llm-split
+}
+
+@test "llm-verify-partition refuses damaged partition sets, leaving nothing" {
+	cp -r "$F/imp" imp
+	P=imp/parts/partition.json
+	cp $P orig.json
+	echo '{"kernels": ' >notjson.json
+	mkdir imp/p1 imp/p2 imp/p3 imp/p4
+	jq '.kernels |= .[1:]' orig.json >imp/p1/partition.json
+	jq '.kernels[0].file = "../../etc/passwd"' orig.json >imp/p2/partition.json
+	jq '.model = "/nonexistent/model.json"' orig.json >imp/p3/partition.json
+	jq '.kernels[0].hash = "0000000000000000"' orig.json >imp/p4/partition.json
+	for d in p1 p2 p3 p4; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	# a verifier lists every violation, then the verdict
+	multi=llm-verify-partition
+	bad 2 "^llm-verify-partition: nope.json: No such file or directory$" llm-verify-partition nope.json
+	bad 2 "^llm-verify-partition: notjson.json:" llm-verify-partition notjson.json
+	bad 1 "^llm-verify-partition: imp/p1/partition.json: .*kernel" llm-verify-partition -q imp/p1/partition.json
+	bad 1 "^llm-verify-partition: imp/p2/partition.json: .*(outside|passwd)" llm-verify-partition -q imp/p2/partition.json
+	bad 1 "^llm-verify-partition: imp/p3/partition.json: .*model" llm-verify-partition -q imp/p3/partition.json
+	bad 1 "^llm-verify-partition: imp/p4/partition.json: .*hash" llm-verify-partition -q imp/p4/partition.json
+	bad 2 "^usage: llm-verify-partition " llm-verify-partition
+	bad 2 "^llm-verify-partition: .*--bogus" llm-verify-partition --bogus $P
+	report llm-verify-partition
+}
+
+@test "llm-lower refuses bad kernels, targets and outputs, leaving nothing" {
+	k=$(ls "$F/imp/parts/decode"/*.mlir | head -1)
+	cp "$k" k.mlir
+	echo 'func.func @x(' >garbage.mlir
+	echo x >file
+	bad 1 "^llm-lower: nope.mlir: No such file or directory$" llm-lower -o out.o nope.mlir
+	bad 2 "^llm-lower: garbage.mlir: cannot tell the kind of module: pass -k" llm-lower -o out.o garbage.mlir
+	bad 2 "^llm-lower: .*bogus" llm-lower -k bogus -o out.o k.mlir
+	bad 1 "^llm-lower: missing/out.o: " llm-lower -o missing/out.o k.mlir
+	bad 1 "^llm-lower: file/out.o: " llm-lower -o file/out.o k.mlir
+	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: .*clang: error: unknown target CPU 'nosuchcpu'$" llm-lower --cpu nosuchcpu -o out.o k.mlir
+	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: .*sparc-sun-solaris" llm-lower --target sparc-sun-solaris -o out.o k.mlir
+	bad 2 "^usage: llm-lower " llm-lower
+	bad 2 "^llm-lower: .*--bogus" llm-lower --bogus k.mlir
+	# mlir-opt's own diagnostics come first; the intermediates of a failed
+	# run are kept, named in the last line (llm-lower(1)), nothing else
+	mkdir g && cp garbage.mlir g/
+	run -1 --separate-stderr llm-lower -k decode -o g/out.o g/garbage.mlir
+	[[ "$stderr" == "g/garbage.mlir:1:14: error: "* ]]
+	[[ "${stderr_lines[-1]}" =~ ^"llm-lower: mlir-opt: exited with status 1 (intermediate files kept in g/.out.o.lower."[A-Za-z0-9]+\)$ ]]
+	[ "$(ls -A g | sort | tr '\n' ' ')" = "$(basename g/.out.o.lower.*) garbage.mlir " ]
+	ncases=$((ncases + 1))
+	report llm-lower
+}
+
+@test "llm-link refuses incomplete builds and unwritable outputs, leaving nothing" {
+	src=$(fixture a)
+	cp -r "$src" b
+	mkdir nomodel && cp -r b/obj b/weights.bin nomodel/
+	cp -r b noweights && rm noweights/weights.bin
+	cp -r b noobj && rm -r noobj/obj
+	cp -r b badjson && echo '{' >badjson/model.json
+	cp -r b shortw && truncate -s 8192 shortw/weights.bin
+	mkdir outdir
+	bad 1 "^llm-link: nope/model.json: No such file or directory$" llm-link nope
+	bad 1 "^llm-link: nomodel/model.json: No such file or directory$" llm-link -o x.llm nomodel
+	bad 1 "^llm-link: noweights/weights.bin: " llm-link -o x.llm noweights
+	bad 1 "^llm-link: noobj" llm-link -o x.llm noobj
+	bad 1 "^llm-link: badjson/model.json:" llm-link -o x.llm badjson
+	bad 1 "^llm-link: shortw/weights.bin: " llm-link -o x.llm shortw
+	bad 1 "^llm-link: outdir: " llm-link -o outdir b
+	bad 2 "^usage: llm-link " llm-link
+	bad 2 "^llm-link: .*--bogus" llm-link --bogus b
+	bad 1 "^llm-link: x.llm: write error: File too large$" "$F/limited" 64 llm-link -o x.llm b
+	if fulldev; then
+		bad 1 "^llm-link: full: write error: No space left on device$" llm-link -o full b
+	fi
+	report llm-link
+}
+
+@test "llm-run refuses bad bundles, prompts, options and outputs, leaving nothing" {
+	d=$(fixture_linked a)
+	cp "$d/model.llm" m.llm
+	mkfifo fifo
+	echo 'not a bundle' >junk.llm
+	head -c 70000 m.llm >short.llm
+	cp -r "$d" kv && jq '.kv_cache.bytes = 16' "$d/model.json" >kv/model.json
+	printf '\377\376' >latin1.txt
+	echo '[{"role": "user"}]' >conv.json
+	echo 'x' >text.txt
+	bad 1 "^llm-run: nope: No such file or directory$" llm-run -m nope -p hi
+	bad 1 "^llm-run: fifo: " llm-run -m fifo -p hi
+	bad 1 "^llm-run: junk.llm: not a model bundle" llm-run -m junk.llm -p hi
+	bad 1 "^llm-run: short.llm: " llm-run -m short.llm -p hi
+	bad 1 "^llm-run: kv/model.json: .*kv_cache" llm-run -m kv -p hi
+	bad 1 "^llm-run: m.llm: token id 99999 is out of range \[0, 258\)$" llm-run -m m.llm --tokens 99999 -n 1
+	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1,,2 -n 1
+	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1, -n 1
+	bad 1 "^llm-run: m.llm: empty prompt" llm-run -m m.llm -p '' -n 1
+	bad 1 "^llm-run: latin1.txt: .*UTF-8" llm-run -m m.llm -f latin1.txt -n 1
+	bad 1 "^llm-run: nope.txt: No such file or directory$" llm-run -m m.llm -f nope.txt -n 1
+	bad 2 "^llm-run: -n: " llm-run -m m.llm -p hi -n abc
+	bad 2 "^llm-run: -t: " llm-run -m m.llm -p hi -t -1
+	bad 2 "^llm-run: --temp: " llm-run -m m.llm -p hi --temp -1
+	bad 2 "^llm-run: -c: " llm-run -m m.llm -p hi -c 0
+	bad 2 "^llm-run: .*-ngl" llm-run -m m.llm -p hi -ngl 0
+	bad 2 "^llm-run: .*chatml" llm-run -m m.llm -i --chat-template chatml
+	bad 2 "^llm-run: " llm-run -m m.llm -p hi --tokens 1
+	bad 1 "^llm-run: <stdin>:1: " llm-run -m m.llm --tokenize <<<'not json'
+	bad 1 "^llm-run: <stdin>:1: .*99999" llm-run -m m.llm --detokenize <<<'[99999]'
+	bad 1 "^llm-run: conv.json: " llm-run -m m.llm --chat-template qwen2 --render conv.json
+	bad 1 "^llm-run: missing/l.bin: " llm-run -m m.llm -p hi -n 1 --logits missing/l.bin
+	bad 1 "^llm-run: nope.txt: No such file or directory$" llm-run -m m.llm --perplexity nope.txt
+	bad 1 "^llm-run: l.bin: write error: File too large$" "$F/limited" 64 llm-run -m "$d" --json --tokens 1,2 -n 100 --logits l.bin
+	if fulldev; then
+		bad 1 "^llm-run: full: write error: No space left on device$" llm-run -m m.llm --json --tokens 1,2 -n 1 --logits full
+	fi
+	report llm-run
+}
