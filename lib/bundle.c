@@ -240,10 +240,8 @@ open_tar(struct llm_bundle *b)
 		uint64_t hoff = off, data = off + BLOCK;
 		if (type == 'x') {
 			char *d;
-			if (size > b->size || data > b->size - size) {
-				free(pax_path);
-				goto truncated;
-			}
+			if (size > b->size || data > b->size - size)
+				goto truncated; /* which frees pax_path */
 			off = data + LLM_ALIGN_UP(size, BLOCK);
 			if (has_pax || size > 1 << 20) {
 				free(pax_path);

@@ -130,6 +130,28 @@ llm_version(void)
 	exit_stdout();
 }
 
+/* A message is one line: the control characters in it (of a file name,
+ * or of input a parser quotes) are written as C escapes. */
+static void
+one_line(char *buf, size_t n)
+{
+	char tmp[2048];
+	size_t j = 0;
+
+	for (size_t i = 0; buf[i] && j + 5 < sizeof(tmp); i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c >= 0x20 && c != 0x7f)
+			tmp[j++] = (char)c;
+		else if (c == '\n' || c == '\t' || c == '\r') {
+			tmp[j++] = '\\';
+			tmp[j++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else
+			j += (size_t)snprintf(tmp + j, sizeof(tmp) - j, "\\x%02x", c);
+	}
+	tmp[j] = 0;
+	snprintf(buf, n, "%s", tmp);
+}
+
 static void
 vformat(char *buf, size_t n, const char *fmt, va_list ap, int err)
 {
@@ -141,6 +163,7 @@ vformat(char *buf, size_t n, const char *fmt, va_list ap, int err)
 		size_t l = strlen(buf);
 		snprintf(buf + l, n - l, " %s", strerror(err));
 	}
+	one_line(buf, n);
 }
 
 static void

@@ -36,7 +36,8 @@ const char *llm_setprog(const char *argv0);
 void llm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void llm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Library error channel: llm_seterr formats (same ':' rule) and returns -1;
+/* Library error channel: llm_seterr formats (same ':' rule; a message is
+ * one line, its control characters written as C escapes) and returns -1;
  * llm_errmsg returns the last message. */
 int llm_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *llm_errmsg(void);

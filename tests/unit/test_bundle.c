@@ -263,6 +263,14 @@ T_TEST(pax_header_without_member)
 
 	craft("pax.llm", "PaxHeader", 'x', "13 path=abcd\n", 0);
 	T_CHECK(llm_bundle_open(&b, f) < 0 && strstr(llm_errmsg(), "pax.llm: pax header without a member"));
+	/* a second pax header whose records lie past the end: the first's
+	 * path was freed twice (fuzz_bundle; ASan sees this one) */
+	size_t len;
+	craft("pax.llm", "PaxHeader", 'x', "13 path=abcd\n", 1);
+	char *all = slurp("pax.llm", &len);
+	put("pax.llm", all, 3 * 512);
+	T_CHECK(llm_bundle_open(&b, f) < 0 && strstr(llm_errmsg(), "pax.llm: truncated"));
+	free(all);
 	free(f);
 }
 

@@ -263,6 +263,13 @@ T_TEST(fnv1a_matches_known_vectors)
 	T_CHECK(llm_fnv1a(LLM_FNV_INIT, "foobar", 6) == 0x85944171f73967e8ULL);
 }
 
+/* A message is one line: control characters are written as escapes. */
+T_TEST(messages_are_one_line)
+{
+	llm_seterr("%s: near '%s'", "a\nb.json", "x\ty\r\001");
+	T_CHECKF(strcmp(llm_errmsg(), "a\\nb.json: near 'x\\ty\\r\\x01'") == 0, "%s", llm_errmsg());
+}
+
 int
 main(void)
 {
@@ -274,6 +281,7 @@ main(void)
 	T_RUN(atomic_output_appears_only_on_commit);
 	T_RUN(output_through_links_and_into_special_files);
 	T_RUN(fatal_removes_open_temporaries);
+	T_RUN(messages_are_one_line);
 	T_RUN(out_open_fails_in_missing_directory);
 	T_RUN(signal_runs_every_cleanup);
 	T_RUN(map_file_maps_contents_and_rejects_directories);
