@@ -289,6 +289,11 @@ up_to_date(struct packer *k)
 		say_why(k, "%s", llm_errmsg());
 		goto out;
 	}
+	if (llm_weights_check(w.map.p, w.map.len, k->binpath, &j) < 0) {
+		say_why(k, "%s", llm_errmsg());
+		llm_weights_close(&w);
+		goto out;
+	}
 	llm_weights_close(&w);
 	ok = 1;
 out:
@@ -812,15 +817,22 @@ write_rounded(struct packer *k, struct llm_out *o, size_t ti, const struct llm_p
 
 /* weights.json, keys in the order of formats.txt section 3. */
 static json_t *
-manifest(struct packer *k)
+manifest(struct packer *k, uint64_t sample)
 {
 	const struct llm_model *m = k->m;
 	json_t *r = json_object(), *src = json_object(), *files = json_array(), *ts = json_array();
+	uint64_t digest = LLM_FNV_INIT;
 	char hex[17];
 
+	for (size_t i = 0; i < m->ntensors; i++)
+		digest = llm_weights_digest_step(digest, m->tensors[i].offset, m->tensors[i].bytes, k->sum[i]);
 	json_object_set_new(r, "format", json_string(LLM_WEIGHTS_FORMAT));
 	llm_hex64(m->fingerprint, hex);
 	json_object_set_new(r, "fingerprint", json_string(hex));
+	llm_hex64(digest, hex);
+	json_object_set_new(r, "digest", json_string(hex));
+	llm_hex64(sample, hex);
+	json_object_set_new(r, "sample", json_string(hex));
 	json_object_set_new(r, "file", json_string(m->weights_file));
 	json_object_set_new(r, "header_bytes", json_integer((json_int_t)m->header_bytes));
 	json_object_set_new(r, "data_bytes", json_integer((json_int_t)m->data_bytes));
@@ -900,9 +912,16 @@ write_pair(struct packer *k)
 		goto fail;
 	}
 
+	/* The sampled blocks, read back from the file as written. */
+	struct llm_map wm;
+	if (llm_map_file(&wm, bin.tmp ? bin.tmp : bin.path) < 0)
+		goto fail;
+	uint64_t sample = llm_weights_sample(wm.p, wm.len);
+	llm_unmap(&wm);
+
 	/* Both files are complete in their temporaries before either is
 	 * renamed, so a failure up to here leaves the old pair intact. */
-	j = manifest(k);
+	j = manifest(k, sample);
 	text = llm_json_dumps(j);
 	json_decref(j);
 	if (llm_out_open(&js, k->jsonpath) < 0)

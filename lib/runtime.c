@@ -66,6 +66,33 @@ load_model(struct llm_runtime *rt)
 	return 0;
 }
 
+/* weights.bin against weights.json, when the bundle or directory has it
+ * (llm-link puts it in): the cheap check, a few hundred KiB of reads
+ * (weights.h), so that another checkpoint's weights of the same plan or a
+ * damaged header are refused before the first token.  llm-run --verify
+ * reads everything. */
+static int
+check_weights(struct llm_runtime *rt, const struct llm_member *wm)
+{
+	const struct llm_member *jm = llm_bundle_find(&rt->bundle, LLM_WEIGHTS_JSON);
+	struct llm_weights_manifest j;
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!jm)
+		return 0;
+	if (llm_bundle_read(&rt->bundle, jm, &text, &len) < 0)
+		return -1;
+	rc = llm_weights_manifest_loadb(&j, text, len, jm->label);
+	free(text);
+	if (rc < 0)
+		return -1;
+	rc = llm_weights_check(rt->wmap.p, wm->size, wm->label, &j);
+	llm_weights_manifest_free(&j);
+	return rc;
+}
+
 /* weights.bin in place, its header checked against the plan. */
 static int
 map_weights(struct llm_runtime *rt)
@@ -101,7 +128,7 @@ map_weights(struct llm_runtime *rt)
 	if ((uintptr_t)rt->weights % LLM_WEIGHTS_ALIGN)
 		return llm_seterr("%s: data area is not %d-byte aligned in %s", mb->label, LLM_WEIGHTS_ALIGN,
 		    rt->bundle.path);
-	return 0;
+	return check_weights(rt, mb);
 }
 
 /* The weights' pages, mapped before the first phase needs them: the

@@ -111,6 +111,8 @@ get_hex(const json_t *o, const char *key, const char *ctx, uint64_t *out)
 	return 0;
 }
 
+static int manifest_parse(struct llm_weights_manifest *w, json_t *r, const char *path);
+
 static int
 load_entry(struct llm_weights_entry *e, json_t *t, size_t i, const char *path)
 {
@@ -145,12 +147,26 @@ load_entry(struct llm_weights_entry *e, json_t *t, size_t i, const char *path)
 int
 llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 {
-	json_t *r, *o, *a; /* r owned; o, a borrowed from it */
+	memset(w, 0, sizeof(*w));
+	json_t *r = llm_json_load(path);
+	return r ? manifest_parse(w, r, path) : -1;
+}
+
+int
+llm_weights_manifest_loadb(struct llm_weights_manifest *w, const char *buf, size_t len, const char *path)
+{
+	memset(w, 0, sizeof(*w));
+	json_t *r = llm_json_loadb(buf, len, path);
+	return r ? manifest_parse(w, r, path) : -1;
+}
+
+/* Check root (owned from here) and fill w. */
+static int
+manifest_parse(struct llm_weights_manifest *w, json_t *r, const char *path)
+{
+	json_t *o, *a; /* borrowed from r */
 	const char *fmt;
 
-	memset(w, 0, sizeof(*w));
-	if (!(r = llm_json_load(path)))
-		return -1;
 	w->root = r;
 	if (!json_is_object(r)) {
 		llm_seterr("%s: expected a JSON object", path);
@@ -167,7 +183,8 @@ llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path)
 		    LLM_WEIGHTS_FORMAT);
 		goto fail;
 	}
-	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 || llm_json_str(r, "file", path, &w->file) < 0 ||
+	if (get_hex(r, "fingerprint", path, &w->fingerprint) < 0 || get_hex(r, "digest", path, &w->digest) < 0 ||
+	    get_hex(r, "sample", path, &w->sample) < 0 || llm_json_str(r, "file", path, &w->file) < 0 ||
 	    llm_json_u64(r, "header_bytes", path, &w->header_bytes) < 0 ||
 	    llm_json_u64(r, "data_bytes", path, &w->data_bytes) < 0)
 		goto fail;
@@ -227,22 +244,86 @@ llm_weights_manifest_free(struct llm_weights_manifest *w)
 	memset(w, 0, sizeof(*w));
 }
 
+uint64_t
+llm_weights_digest_step(uint64_t h, uint64_t offset, uint64_t bytes, uint64_t checksum)
+{
+	uint8_t b[24];
+
+	put64(b, offset);
+	put64(b + 8, bytes);
+	put64(b + 16, checksum);
+	return llm_fnv1a(h, b, sizeof(b));
+}
+
+uint64_t
+llm_weights_manifest_digest(const struct llm_weights_manifest *j)
+{
+	uint64_t h = LLM_FNV_INIT;
+
+	for (size_t i = 0; i < j->ntensors; i++)
+		h = llm_weights_digest_step(h, j->tensors[i].offset, j->tensors[i].bytes, j->tensors[i].checksum);
+	return h;
+}
+
+uint64_t
+llm_weights_sample(const uint8_t *p, uint64_t size)
+{
+	const uint64_t blk = 4096, hb = LLM_WEIGHTS_HEADER_BYTES;
+	uint8_t b[8];
+	uint64_t h;
+
+	put64(b, size);
+	h = llm_fnv1a(LLM_FNV_INIT, b, sizeof(b));
+	h = llm_fnv1a(h, p, (size_t)(size < hb ? size : hb));
+	if (size <= hb)
+		return h;
+	uint64_t data = size - hb, span = data > blk ? data - blk : 0;
+	for (uint64_t k = 0; k < LLM_WEIGHTS_SAMPLE_BLOCKS; k++) {
+		uint64_t off = hb + span * k / (LLM_WEIGHTS_SAMPLE_BLOCKS - 1) / blk * blk;
+		h = llm_fnv1a(h, p + off, (size_t)(size - off < blk ? size - off : blk));
+	}
+	return h;
+}
+
 int
-llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifest *j)
+llm_weights_check(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j)
+{
+	struct llm_weights_header hd;
+
+	if (llm_weights_header_decode(p, (size_t)size, label, &hd) < 0)
+		return -1;
+	if (hd.fingerprint != j->fingerprint || hd.data_bytes != j->data_bytes || hd.header_bytes != j->header_bytes ||
+	    size != j->header_bytes + j->data_bytes)
+		return llm_seterr("%s: does not match weights.json (another plan's weights?)", label);
+	if (llm_weights_manifest_digest(j) != j->digest)
+		return llm_seterr("%s: weights.json's checksums do not give its digest (edited by hand?)", label);
+	if (llm_weights_sample(p, size) != j->sample)
+		return llm_seterr("%s: sampled blocks differ from weights.json's record (other or damaged weights)",
+		    label);
+	return 0;
+}
+
+int
+llm_weights_verify_map(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j)
 {
 	char a[17], b[17];
 
-	if (j->fingerprint != w->hdr.fingerprint || j->data_bytes != w->data_bytes ||
-	    j->header_bytes != w->hdr.header_bytes)
-		return llm_seterr("%s: header does not match its manifest", w->path);
+	if (llm_weights_check(p, size, label, j) < 0)
+		return -1;
 	for (size_t i = 0; i < j->ntensors; i++) {
 		const struct llm_weights_entry *e = &j->tensors[i];
-		uint64_t h = llm_fnv1a(LLM_FNV_INIT, w->data + e->offset, e->bytes);
+		uint64_t h = llm_fnv1a(LLM_FNV_INIT, p + j->header_bytes + e->offset, e->bytes);
 		if (h != e->checksum) {
 			llm_hex64(h, a);
 			llm_hex64(e->checksum, b);
-			return llm_seterr("%s: tensor '%s': checksum %s, manifest says %s", w->path, e->name, a, b);
+			return llm_seterr("%s: tensor '%s': checksum %s, weights.json says %s", label, e->name, a, b);
 		}
 	}
 	return 0;
+}
+
+int
+llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifest *j)
+{
+	return llm_weights_verify_map(w->map.p, w->map.len, w->path, j);
 }

@@ -19,7 +19,7 @@
 
 #define LLM_WEIGHTS_MAGIC "LLMWGHT"   /* 8 bytes with its NUL */
 #define LLM_WEIGHTS_VERSION 1
-#define LLM_WEIGHTS_FORMAT "llm-weights/1"
+#define LLM_WEIGHTS_FORMAT "llm-weights/2"
 #define LLM_WEIGHTS_JSON "weights.json"
 
 /* The header, all integers little-endian:
@@ -78,6 +78,7 @@ struct llm_weights_manifest {
 	json_t *root; /* owned */
 	const char *file;
 	uint64_t fingerprint, header_bytes, data_bytes;
+	uint64_t digest, sample; /* llm_weights_digest, llm_weights_sample */
 	size_t nsources;
 	struct llm_weights_source *sources;
 	size_t ntensors;
@@ -87,12 +88,35 @@ struct llm_weights_manifest {
 /* Load and check types and the format version.  0, or -1 with
  * llm_errmsg "path: ...". */
 int llm_weights_manifest_load(struct llm_weights_manifest *w, const char *path);
+/* The same from a buffer (a bundle member); path names it in messages. */
+int llm_weights_manifest_loadb(struct llm_weights_manifest *w, const char *buf, size_t len, const char *path);
 void llm_weights_manifest_free(struct llm_weights_manifest *w);
+
+/* The integrity digests weights.json records (formats.txt section 3).
+ * digest: FNV-1a 64 over each tensor's offset, bytes and checksum, as u64
+ * little-endian, in order (llm_weights_digest_step from LLM_FNV_INIT): the
+ * whole content, through the checksums.  sample: FNV-1a 64 of the file
+ * size, the header and LLM_WEIGHTS_SAMPLE_BLOCKS blocks of 4096 bytes
+ * spread evenly over the data area of the mapped file p: what a check can
+ * afford every time (a few hundred KiB of reads), which tells another
+ * checkpoint's weights of the same plan, or a damaged header, from the
+ * right ones, but not a change outside the sampled blocks. */
+#define LLM_WEIGHTS_SAMPLE_BLOCKS 64
+uint64_t llm_weights_digest_step(uint64_t h, uint64_t offset, uint64_t bytes, uint64_t checksum);
+uint64_t llm_weights_manifest_digest(const struct llm_weights_manifest *j);
+uint64_t llm_weights_sample(const uint8_t *p, uint64_t size);
+
+/* The cheap check of the mapped weights.bin p (size bytes; label names it)
+ * against its manifest: fingerprint and sizes, the digest of the
+ * manifest's checksums, the sampled blocks.  0, or -1 with llm_errmsg. */
+int llm_weights_check(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j);
 
 /* Recompute every tensor checksum of a mapped weights.bin against its
  * manifest (and the manifest against the header).  0, or -1 with
  * llm_errmsg naming the first tensor that differs.  Reads the whole
  * data area. */
 int llm_weights_verify(const struct llm_weights *w, const struct llm_weights_manifest *j);
+/* The same on a mapped file p of size bytes (a bundle member, label). */
+int llm_weights_verify_map(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j);
 
 #endif

@@ -171,15 +171,22 @@ main(int argc, char **argv)
 		llm_fatal("%s: weights.file '%s' is not a plain name", mpath, m.weights_file);
 	if (llm_weights_open(&w, wpath, &m) < 0)
 		llm_fatal("%s", llm_errmsg());
+	/* ... and what weights.json says they are: every tensor's checksum
+	 * (a full read), so that the bundle carries checked weights. */
+	struct llm_weights_manifest wj;
+	char *jpath = llm_path_join(outdir, LLM_WEIGHTS_JSON);
+	if (llm_weights_manifest_load(&wj, jpath) < 0 || llm_weights_verify(&w, &wj) < 0)
+		llm_fatal("%s", llm_errmsg());
+	llm_weights_manifest_free(&wj);
 	llm_weights_close(&w);
-	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 4, sizeof(*src));
+	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 5, sizeof(*src));
 	size_t ns = 0;
 	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0};
 	for (size_t i = 0; i < m.ntokenizer_files; i++) {
 		const char *t = m.tokenizer_files[i];
 		struct stat st;
 		if (strchr(t, '/') || strcmp(t, "model.json") == 0 || strcmp(t, "libmodel.so") == 0 ||
-		    strcmp(t, m.weights_file) == 0 || t[0] == '.')
+		    strcmp(t, m.weights_file) == 0 || strcmp(t, LLM_WEIGHTS_JSON) == 0 || t[0] == '.')
 			llm_fatal("%s: tokenizer file '%s' is not a plain name", mpath, t);
 		src[ns] = (struct llm_bundle_src){t, llm_path_join(outdir, t), 0};
 		if (stat(src[ns].path, &st) < 0)
@@ -346,6 +353,7 @@ main(int argc, char **argv)
 		llm_fatal("%s", llm_errmsg());
 
 	/* The bundle: small members first, weights.bin last and aligned. */
+	src[ns++] = (struct llm_bundle_src){LLM_WEIGHTS_JSON, jpath, 0};
 	src[ns++] = (struct llm_bundle_src){"libmodel.so", bundle ? lib.tmp : libpath, 0};
 	src[ns++] = (struct llm_bundle_src){m.weights_file, wpath, 1};
 	if (llm_bundle_write(bpath, src, ns) < 0)
@@ -376,6 +384,7 @@ main(int argc, char **argv)
 	free(libpath);
 	free(bpath);
 	free(wpath);
+	free(jpath);
 	free(mpath);
 	llm_model_free(&m);
 	return LLM_EXIT_OK;

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/bundle.h"
 #include "../lib/chat.h"
 #include "../lib/chatcache.h"
 #include "../lib/json.h"
@@ -50,6 +51,7 @@
 #include "../lib/tokenizer.h"
 #include "../lib/toklines.h"
 #include "../lib/util.h"
+#include "../lib/weights.h"
 
 static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
@@ -65,7 +67,8 @@ static const char usage_text[] =
     "               [--no-special-in-input]\n"
     "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
     "       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
-    "               [--no-gen-prompt]\n";
+    "               [--no-gen-prompt]\n"
+    "       llm-run -m model --verify\n";
 
 static const char help_text[] =
     "  -m model             the bundle (model.llm) or build directory\n"
@@ -107,6 +110,8 @@ static const char help_text[] =
     "                       --raw: plain lines, each line's bytes as they are)\n"
     "  --detokenize [--skip-special]\n"
     "                       JSON lines of ids to text (without the special tokens)\n"
+    "  --verify             check every tensor of the weights against weights.json (a full read;\n"
+    "                       loading checks a sample of them), and exit\n"
     "  --render file [--no-gen-prompt]\n"
     "                       the prompt a conversation (JSON) becomes (without the assistant's start)\n"
     "  -v                   report loading and each phase call on standard error\n"
@@ -1455,14 +1460,14 @@ unescape(char *s)
 	*o = 0;
 }
 
-enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER };
+enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER, M_VERIFY };
 
 static void
 set_mode(enum mode *m, enum mode to)
 {
 	if (*m != M_NONE && *m != to)
-		usage_msg("give one of -i, -f, -p, --tokens, --bench, --perplexity, --tokenize, --detokenize and "
-			  "--render");
+		usage_msg("give one of -i, -f, -p, --tokens, --bench, --perplexity, --tokenize, --detokenize, "
+			  "--render and --verify");
 	*m = to;
 }
 
@@ -1491,7 +1496,7 @@ enum {
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
-	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT,
+	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -1534,6 +1539,7 @@ static const struct option longopts[] = {
 	{"tokens", required_argument, NULL, OPT_TOKENS},
 	{"top-k", required_argument, NULL, OPT_TOP_K},
 	{"top-p", required_argument, NULL, OPT_TOP_P},
+	{"verify", no_argument, NULL, OPT_VERIFY},
 	LLM_STD_LONGOPTS,
 	{NULL, 0, NULL, 0},
 };
@@ -1648,6 +1654,9 @@ parse_args(int argc, char **argv, struct args *a)
 			set_mode(&a->mode, M_RENDER);
 			a->render_path = optarg;
 			break;
+		case OPT_VERIFY:
+			set_mode(&a->mode, M_VERIFY);
+			break;
 		case OPT_REPEAT_LAST_N:
 			a->sp.repeat_last_n = parse_int("--repeat-last-n", optarg, -1, INT64_MAX);
 			break;
@@ -1748,6 +1757,43 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
 	if (a->po.base && a->po.save_base)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
+}
+
+/* --verify: every tensor of weights.bin against weights.json, and both
+ * against model.json's plan; no model library. */
+static void
+run_verify(const char *model)
+{
+	struct llm_bundle b;
+	struct llm_bundle_map wm;
+	struct llm_weights_manifest j;
+	struct llm_model m;
+	const struct llm_member *jm, *mm, *wmb;
+	char *text;
+	size_t len;
+	json_t *root;
+
+	if (llm_bundle_open(&b, model) < 0 || !(mm = llm_bundle_get(&b, "model.json")) ||
+	    llm_bundle_read(&b, mm, &text, &len) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (!(root = llm_json_loadb(text, len, mm->label)) || llm_model_parse(&m, root, mm->label) < 0)
+		llm_fatal("%s", llm_errmsg());
+	free(text);
+	if (!(jm = llm_bundle_get(&b, LLM_WEIGHTS_JSON)) || llm_bundle_read(&b, jm, &text, &len) < 0 ||
+	    llm_weights_manifest_loadb(&j, text, len, jm->label) < 0)
+		llm_fatal("%s", llm_errmsg());
+	free(text);
+	if (j.fingerprint != m.fingerprint || strcmp(j.file, m.weights_file) != 0)
+		llm_fatal("%s: not the weights of %s's plan", jm->label, mm->label);
+	if (!(wmb = llm_bundle_get(&b, m.weights_file)) || llm_bundle_map(&b, wmb, &wm) < 0 ||
+	    llm_weights_verify_map(wm.p, wmb->size, wmb->label, &j) < 0)
+		llm_fatal("%s", llm_errmsg());
+	printf("%s: %zu tensors, %" PRIu64 " bytes, as %s records\n", wmb->label, j.ntensors, wmb->size, jm->label);
+	finish_stdout();
+	llm_bundle_unmap(&wm);
+	llm_weights_manifest_free(&j);
+	llm_model_free(&m);
+	llm_bundle_close(&b);
 }
 
 /* --tokenize, --detokenize and --render: no model library. */
@@ -1937,6 +1983,12 @@ main(int argc, char **argv)
 	parse_args(argc, argv, &a);
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
 		run_text_mode(&a);
+		return LLM_EXIT_OK;
+	}
+	if (a.mode == M_VERIFY) {
+		if (!a.model)
+			usage_msg("--verify needs -m model");
+		run_verify(a.model);
 		return LLM_EXIT_OK;
 	}
 

@@ -65,13 +65,14 @@ no_output() {
 @test "the bundle holds its members in a fixed order with fixed owners, times and modes" {
 	d=$(fixture_linked a)
 	run -0 tar -tvf "$d/model.llm"
-	[ "${#lines[@]}" -eq 5 ]
+	[ "${#lines[@]}" -eq 6 ]
 	assert_line --index 0 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 model.json$'
 	assert_line --index 1 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 tokenizer.json$'
-	assert_line --index 2 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 libmodel.so$'
-	assert_line --index 3 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 .pad$'
-	assert_line --index 4 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 weights.bin$'
-	for f in model.json tokenizer.json libmodel.so weights.bin; do
+	assert_line --index 2 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 weights.json$'
+	assert_line --index 3 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 libmodel.so$'
+	assert_line --index 4 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 .pad$'
+	assert_line --index 5 --regexp '^-rw-r--r-- 0/0 +[0-9]+ 1970-01-01 00:00 weights.bin$'
+	for f in model.json tokenizer.json weights.json libmodel.so weights.bin; do
 		tar -xOf "$d/model.llm" "$f" | cmp - "$d/$f"
 	done
 }

@@ -414,3 +414,51 @@ pack_killed() {
 	pack_killed INT "$T/q"
 	ls -A "$T/q" | cmp - "$T/before"
 }
+
+@test "weights.json's digest and sample: the reuse check, llm-link and llm-run refuse other or edited weights; llm-run --verify reads every tensor (issue 16)" {
+	local a b
+	a=$(ckpt_copy bf16)
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 8 -o "$T/ck2" >&2
+	import "$T/o" "$a" bf16
+	import "$T/o2" "$T/ck2" bf16
+	llm-pack-weights "$T/o/model.json"
+	llm-pack-weights "$T/o2/model.json"
+	check "$T/o"
+	# the same plan, other weights
+	[ "$(jq -r .fingerprint "$T/o/weights.json")" = "$(jq -r .fingerprint "$T/o2/weights.json")" ]
+	! cmp -s "$T/o/weights.bin" "$T/o2/weights.bin"
+	run -0 llm-run -m "$T/o" --verify
+	[ "$output" = "$T/o/weights.bin: $(jq '.tensors | length' "$T/o/weights.json") tensors, $(stat -c %s "$T/o/weights.bin") bytes, as $T/o/weights.json records" ]
+	# another checkpoint's weights.bin: refused at load, before the library
+	cp -r "$T/o" "$T/x"
+	cp "$T/o2/weights.bin" "$T/x/weights.bin"
+	run -1 --separate-stderr llm-run -m "$T/x" -p hi -n 1
+	[ "$stderr" = "llm-run: $T/x/weights.bin: sampled blocks differ from weights.json's record (other or damaged weights)" ]
+	run -1 --separate-stderr llm-run -m "$T/x" --verify
+	[[ "$stderr" == "llm-run: $T/x/weights.bin: sampled blocks differ"* ]]
+	run -1 --separate-stderr llm-link "$T/x"
+	[[ "$stderr" == "llm-link: $T/x/weights.bin: sampled blocks differ"* ]]
+	[ ! -e "$T/x/model.llm" ]
+	run -0 --separate-stderr llm-pack-weights -v "$T/x/model.json"
+	[[ "$stderr" == *"not reused: $T/x/weights.bin: sampled blocks differ"* ]]
+	cmp "$T/x/weights.bin" "$T/o/weights.bin"
+	# a checksum edited in weights.json: the digest tells
+	c=$(jq -r '.tensors[0].checksum' "$T/x/weights.json")
+	sed -i "s/$c/0123456789abcdef/" "$T/x/weights.json"
+	run -1 --separate-stderr llm-run -m "$T/x" --verify
+	[[ "$stderr" == *"weights.json's checksums do not give its digest (edited by hand?)" ]]
+	run -0 --separate-stderr llm-pack-weights -v "$T/x/model.json"
+	[[ "$stderr" == *"not reused: "*"checksums do not give its digest"* ]]
+	# bytes changed outside the sampled blocks: only the full read sees them
+	# (in the largest tensor, away from the 64 blocks weights.h samples)
+	read -r name off < <(jq -r '.header_bytes as $h | .data_bytes as $d | ($d - 4096) as $span |
+		[range(64) | $h + (($span * . / 63 | floor) / 4096 | floor) * 4096] as $blocks |
+		(.tensors | max_by(.bytes)) as $t |
+		[range(1; 64) | $h + $t.offset + . * 4096 + 100 |
+			select(. as $o | all($blocks[]; $o < . or $o >= . + 4096))][0] as $o |
+		"\($t.name) \($o)"' "$T/x/weights.json")
+	printf 'XXXXXXXX' | dd of="$T/x/weights.bin" bs=1 seek="$off" conv=notrunc 2>/dev/null
+	run -1 --separate-stderr llm-run -m "$T/x" --verify
+	[[ "$stderr" == "llm-run: $T/x/weights.bin: tensor '$name': checksum "* ]]
+	run -2 llm-run --verify
+}

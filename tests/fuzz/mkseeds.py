@@ -86,7 +86,8 @@ def bundle():
 
 
 def weights():
-    w = {"format": "llm-weights/1", "fingerprint": "0123456789abcdef", "file": "weights.bin",
+    w = {"format": "llm-weights/2", "fingerprint": "0123456789abcdef", "digest": "89abcdef01234567",
+         "sample": "fedcba9876543210", "file": "weights.bin",
          "header_bytes": 4096, "data_bytes": 96,
          "source": {"files": [{"path": "model.safetensors", "size": 1000, "mtime_ns": 1,
                                "header_hash": "fedcba9876543210"}]},

@@ -10,7 +10,8 @@
 // the plan dtype (f32 -> f16/bf16 round to nearest even); the RoPE tables
 // are cos/sin(p * theta^(-2i/head_dim)) within 1e-6; padding is zero;
 // weights.json lists the plan with checksums of the bytes as written and
-// the identity (size, mtime_ns, header hash) of each source file.
+// the identity (size, mtime_ns, header hash) of each source file, and its
+// digest and sample (formats.txt section 3) hash what they should.
 // Prints "ok: ..." and exits 0, or prints every problem and exits 1.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -222,11 +223,27 @@ zeros(pos, W.data_bytes);
 // weights.json.
 const wj = JSON.parse(fs.readFileSync(path.join(outdir, 'weights.json'), 'utf8'));
 const wjText = fs.readFileSync(path.join(outdir, 'weights.json'), 'utf8');
-if (wj.format !== 'llm-weights/1') bad('weights.json format');
+if (wj.format !== 'llm-weights/2') bad('weights.json format');
 if (wj.fingerprint !== W.fingerprint) bad('weights.json fingerprint');
 if (wj.file !== W.file || wj.header_bytes !== hb || wj.data_bytes !== W.data_bytes) bad('weights.json layout');
-if (JSON.stringify(Object.keys(wj)) !== JSON.stringify(['format', 'fingerprint', 'file', 'header_bytes', 'data_bytes', 'source', 'tensors']))
+if (JSON.stringify(Object.keys(wj)) !== JSON.stringify(['format', 'fingerprint', 'digest', 'sample', 'file', 'header_bytes', 'data_bytes', 'source', 'tensors']))
 	bad('weights.json key order');
+// digest: FNV-1a 64 of each tensor's offset, bytes and checksum (u64 LE);
+// sample: of the file size, the header and 64 blocks of 4096 bytes spread
+// evenly over the data area (formats.txt section 3).
+const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); return b; };
+const recs = W.tensors.map((t) => Buffer.concat([u64(t.offset), u64(t.bytes),
+	u64('0x' + (written[t.name] || '0'))]));
+if (wj.digest !== fnv1a(Buffer.concat(recs))) bad(`weights.json digest ${wj.digest}`);
+const parts = [u64(binSize), pread(binFd, 0, Math.min(hb, binSize))];
+if (binSize > hb) {
+	const data = binSize - hb, span = data > 4096 ? data - 4096 : 0;
+	for (let k = 0; k < 64; k++) {
+		const off = hb + Math.floor(Math.floor(span * k / 63) / 4096) * 4096;
+		parts.push(pread(binFd, off, Math.min(4096, binSize - off)));
+	}
+}
+if (wj.sample !== fnv1a(Buffer.concat(parts))) bad(`weights.json sample ${wj.sample}`);
 // mtime_ns exceeds 2^53: compare it as text.
 const mt = [...wjText.matchAll(/"mtime_ns": (\d+)/g)].map((m) => m[1]);
 if (wj.source.files.length !== identities.length) bad('weights.json source file count');

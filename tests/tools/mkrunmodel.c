@@ -150,6 +150,21 @@ main(int argc, char **argv)
 	if (llm_write_file(path, w, wlen) < 0)
 		llm_fatal("%s", llm_errmsg());
 	free(path);
+	/* weights.json, as llm-pack-weights writes it (formats.txt section 3) */
+	char sum[17], dig[17], smp[17];
+	uint64_t cs = llm_fnv1a(LLM_FNV_INIT, table, tbytes);
+	llm_hex64(cs, sum);
+	llm_hex64(llm_weights_digest_step(LLM_FNV_INIT, 0, tbytes, cs), dig);
+	llm_hex64(llm_weights_sample(w, wlen), smp);
+	json_t *wj = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:{s:[]},s:[{s:s,s:s,s:[i],s:i,s:I,s:s}]}", "format",
+	    LLM_WEIGHTS_FORMAT, "fingerprint", fphex, "digest", dig, "sample", smp, "file", "weights.bin",
+	    "header_bytes", LLM_WEIGHTS_HEADER_BYTES, "data_bytes", (json_int_t)dbytes, "source", "files", "tensors",
+	    "name", "table", "dtype", "f32", "shape", V, "offset", 0, "bytes", (json_int_t)tbytes, "checksum", sum);
+	path = llm_path_join(out, LLM_WEIGHTS_JSON);
+	if (!wj || llm_json_write(path, wj) < 0)
+		llm_fatal("%s: %s", path, wj ? llm_errmsg() : "json_pack failed");
+	json_decref(wj);
+	free(path);
 	free(w);
 
 	/* tokenizer.json: GPT-2 byte level, token v = byte v. */

@@ -90,7 +90,7 @@ T_TEST(other_format_versions_are_rejected)
 	T_CHECK(parse(j, &m) == -1);
 	T_CHECK(strstr(llm_errmsg(), "unsupported format version 'llm-model/2'") != NULL);
 	j = manifest();
-	json_object_set_new(j, "format", json_string("llm-weights/1"));
+	json_object_set_new(j, "format", json_string("llm-weights/2"));
 	T_CHECK(parse(j, &m) == -1);
 	T_CHECK(strstr(llm_errmsg(), "not a model manifest") != NULL);
 }

@@ -85,7 +85,8 @@ T_TEST(open_checks_size_and_plan)
 }
 
 static const char manifest_fmt[] =
-    "{\"format\": \"%s\", \"fingerprint\": \"000000000000002a\", \"file\": \"weights.bin\",\n"
+    "{\"format\": \"%s\", \"fingerprint\": \"000000000000002a\", \"digest\": \"%s\", \"sample\": \"%s\","
+    " \"file\": \"weights.bin\",\n"
     " \"header_bytes\": 4096, \"data_bytes\": 256,\n"
     " \"source\": {\"files\": [{\"path\": \"a.safetensors\", \"size\": 9, \"mtime_ns\": 1700000000123456789,"
     " \"header_hash\": \"00000000000000ff\"}]},\n"
@@ -96,36 +97,77 @@ T_TEST(manifest_and_verify)
 {
 	struct llm_weights_manifest j;
 	struct llm_weights w;
-	char text[2048], sum[17];
+	char text[2048], sum[17], dig[17], smp[17];
 	uint8_t bytes[8];
+	uint64_t cs;
 
 	for (int i = 0; i < 8; i++)
 		bytes[i] = (uint8_t)(64 + i);
-	llm_hex64(llm_fnv1a(LLM_FNV_INIT, bytes, 8), sum);
-	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/1", sum);
+	cs = llm_fnv1a(LLM_FNV_INIT, bytes, 8);
+	llm_hex64(cs, sum);
+	llm_hex64(llm_weights_digest_step(LLM_FNV_INIT, 64, 8, cs), dig);
+	write_bin(binpath, 42, DATA, LLM_WEIGHTS_HEADER_BYTES + DATA);
+	T_CHECK(llm_weights_open(&w, binpath, NULL) == 0);
+	llm_hex64(llm_weights_sample(w.map.p, w.map.len), smp);
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/2", dig, smp, sum);
 	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
 	T_CHECKF(llm_weights_manifest_load(&j, jsonpath) == 0, "%s", llm_errmsg());
 	T_CHECK(j.fingerprint == 42 && j.data_bytes == 256 && j.nsources == 1 && j.ntensors == 1);
 	T_CHECK(j.sources[0].mtime_ns == 1700000000123456789LL && j.sources[0].header_hash == 0xff);
 	T_CHECK(j.tensors[0].dtype == LLM_DT_BF16 && j.tensors[0].ndim == 2 && j.tensors[0].offset == 64);
+	T_CHECK(llm_weights_manifest_digest(&j) == j.digest);
 
-	write_bin(binpath, 42, DATA, LLM_WEIGHTS_HEADER_BYTES + DATA);
-	T_CHECK(llm_weights_open(&w, binpath, NULL) == 0);
 	T_CHECKF(llm_weights_verify(&w, &j) == 0, "%s", llm_errmsg());
+	T_CHECKF(llm_weights_check(w.map.p, w.map.len, "w", &j) == 0, "%s", llm_errmsg());
+	/* a checksum edited alone: the digest no longer follows */
 	j.tensors[0].checksum ^= 1;
 	T_CHECK(llm_weights_verify(&w, &j) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "checksums do not give its digest"), "%s", llm_errmsg());
+	/* ... and with the digest: the bytes do not */
+	j.digest = llm_weights_manifest_digest(&j);
+	T_CHECK(llm_weights_check(w.map.p, w.map.len, "w", &j) == 0);
+	T_CHECK(llm_weights_verify(&w, &j) < 0);
 	T_CHECKF(strstr(llm_errmsg(), "tensor 'x': checksum"), "%s", llm_errmsg());
+	j.tensors[0].checksum ^= 1;
+	j.digest = llm_weights_manifest_digest(&j);
+	/* other bytes in a sampled block (all of a small file is sampled) */
+	uint8_t *copy = llm_xmalloc(w.map.len);
+	memcpy(copy, w.map.p, w.map.len);
+	copy[LLM_WEIGHTS_HEADER_BYTES + 200] ^= 1;
+	T_CHECK(llm_weights_check(copy, w.map.len, "w", &j) < 0);
+	T_CHECKF(strstr(llm_errmsg(), "w: sampled blocks differ"), "%s", llm_errmsg());
+	T_CHECK(llm_weights_check(copy, w.map.len - 1, "w", &j) < 0);
+	free(copy);
 	llm_weights_close(&w);
 	llm_weights_manifest_free(&j);
 
-	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/2", sum);
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/1", dig, smp, sum);
 	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
 	T_CHECK(llm_weights_manifest_load(&j, jsonpath) < 0);
-	T_CHECKF(strstr(llm_errmsg(), "unsupported format version 'llm-weights/2'"), "%s", llm_errmsg());
-	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/1", "xyz");
+	T_CHECKF(strstr(llm_errmsg(), "unsupported format version 'llm-weights/1'"), "%s", llm_errmsg());
+	snprintf(text, sizeof(text), manifest_fmt, "llm-weights/2", dig, smp, "xyz");
 	T_CHECK(llm_write_file(jsonpath, text, strlen(text)) == 0);
 	T_CHECK(llm_weights_manifest_load(&j, jsonpath) < 0);
 	T_CHECKF(strstr(llm_errmsg(), "tensor 'x': key 'checksum': expected 16 hex digits"), "%s", llm_errmsg());
+}
+
+/* The sampled blocks: the header and 64 blocks spread over the data; a
+ * change outside them is not seen (llm-run --verify reads everything). */
+T_TEST(sample_reads_the_header_and_spread_blocks)
+{
+	size_t n = LLM_WEIGHTS_HEADER_BYTES + 64 * 65536;
+	uint8_t *p = llm_xcalloc(1, n);
+	uint64_t h = llm_weights_sample(p, n);
+
+	p[10] = 1; /* the header */
+	T_CHECK(llm_weights_sample(p, n) != h);
+	p[10] = 0;
+	p[n - 1] = 1; /* the last block */
+	T_CHECK(llm_weights_sample(p, n) != h);
+	p[n - 1] = 0;
+	p[LLM_WEIGHTS_HEADER_BYTES + 8192] = 1; /* between blocks 0 and 1 */
+	T_CHECK(llm_weights_sample(p, n) == h);
+	free(p);
 }
 
 T_TEST(rope_rows)
@@ -208,6 +250,7 @@ main(void)
 	T_RUN(header_layout);
 	T_RUN(open_checks_size_and_plan);
 	T_RUN(manifest_and_verify);
+	T_RUN(sample_reads_the_header_and_spread_blocks);
 	T_RUN(rope_rows);
 	T_RUN(rope_llama3);
 	T_RUN(rope_scaling_json);
