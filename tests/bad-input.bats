@@ -289,3 +289,42 @@ report() {
 	fi
 	report llm-run
 }
+
+# killed_waiting SIG DIR command...: run the command, which must block
+# opening an output that is a named pipe (outputs onto a FIFO are written
+# in place, so open waits for a reader), check that its temporaries are
+# in DIR meanwhile, send SIG; succeeds when it died of SIG and DIR then
+# holds what it held before.
+killed_waiting() {
+	local sig=$1 dir=$2 pid st i before
+	shift 2
+	before=$(ls -A "$dir")
+	"$@" 2>/dev/null &
+	pid=$!
+	for ((i = 0; i < 400; i++)); do
+		ls -A "$dir" | grep -q '\.tmp\.' && break
+		sleep 0.05
+	done
+	ls -A "$dir" | grep -q '\.tmp\.' || { kill -9 $pid; echo "no temporaries in $dir" >&2; return 1; }
+	sleep 0.2
+	kill -0 $pid || { echo "it did not wait" >&2; return 1; }
+	kill -"$sig" $pid
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq $((128 + $(kill -l "$sig"))) ] || { echo "status $st" >&2; return 1; }
+	[ "$(ls -A "$dir")" = "$before" ] || { echo "left: $(ls -A "$dir")" >&2; return 1; }
+}
+
+@test "SIGTERM or SIGINT while llm-import or llm-link writes: it dies of the signal, its temporaries go, earlier files stay (issue 16)" {
+	cp -r "$F/ck" ck
+	mkdir out
+	echo earlier >out/keep.txt
+	mkfifo out/model.json
+	killed_waiting TERM out llm-import -o out ck
+	[ "$(cat out/keep.txt)" = earlier ]
+	src=$(fixture a)
+	cp -r "$src" b
+	mkfifo b.llm
+	killed_waiting INT . llm-link -o b.llm b
+	killed_waiting TERM . llm-link -o b.llm b
+}
