@@ -470,14 +470,6 @@ cleanup(void)
 		rmdir(made_dirs[i]);
 }
 
-static void
-on_signal(int sig)
-{
-	cleanup();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
 /* Register a file in the staging directory for cleanup; returns its path. */
 static char *
 stage_file(const char *name)
@@ -886,9 +878,10 @@ main(int argc, char **argv)
 	zig_init();
 	signal(SIGXFSZ, SIG_IGN);
 	atexit(cleanup);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
+	/* the project's one signal handler (util.h), which also runs the
+	 * library's cleanups: a handler of our own would replace it, or be
+	 * replaced by it */
+	llm_atsignal(cleanup);
 	make_stage(out);
 
 	size_t bufsz = 4 * (size_t)CHUNK;
