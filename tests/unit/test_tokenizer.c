@@ -397,6 +397,7 @@ T_TEST(plain_ranges_keep_special_text_as_text)
 	T_CHECK(llm_tokenizer_encode_plain(t, "ab<s>c", 6, 0, none, 1, &ids, &n) == 0);
 	T_CHECK(n == 3 && ids[0] == 3 && ids[1] == 10 && ids[2] == 2);
 	free(ids);
+	ids = NULL;
 	llm_tokenizer_free(t);
 
 	/* A normalized special token (SentencePiece's "<s>" of old Llama 2
