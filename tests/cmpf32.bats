@@ -61,7 +61,13 @@ f32() {
 	f32 "$BATS_TEST_TMPDIR/b" 1 5 2 0 9 1.5
 	run cmpf32 -a 10 -c 3 "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 	assert_success
-	assert_output "n 6 max_abs 9 at 1,0 (9 vs 0) max_rel 1 scale 9 argmax_equal 1/2"
+	assert_output "n 6 max_abs 9 at 1,0 (9 vs 0) max_rel 1 scale 9 argmax_equal 1/2 first_differ 1 gap 8 vs 7.5"
+	# the first row that differs, with the margins of its top two values
+	f32 "$BATS_TEST_TMPDIR/a" 1 0 0 1 3 0.5
+	f32 "$BATS_TEST_TMPDIR/b" 1 0 1 0.75 0 2
+	run cmpf32 -a 10 -c 2 "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+	assert_success
+	assert_output --partial "argmax_equal 1/3 first_differ 1 gap 1 vs 0.25"
 	run --separate-stderr cmpf32 -g -a 10 -c 3 "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
 	assert_failure 1
 	[[ "$stderr" == *"argmax differs in 1 of 2 rows" ]]

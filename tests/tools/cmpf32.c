@@ -9,7 +9,12 @@
  * element-wise ratio, does not blow up on values near zero.  With -c cols
  * the files are rows of cols values and the line ends with
  *   argmax_equal K/ROWS
- * (rows whose largest value has the same index in both files).
+ * (rows whose largest value has the same index in both files) and, when
+ * K < ROWS,
+ *   first_differ R gap G1 vs G2
+ * the first such row R and the margin there, in each file, of the largest
+ * value over the second largest (a near tie, G small, is where greedy
+ * texts part for reasons of rounding).
  *
  * -a and -r set the largest allowed max_abs and max_rel; without either the
  * values must be equal.  -g also requires every row's argmax to agree (the
@@ -58,6 +63,26 @@ get(const struct llm_map *m, size_t i)
 	return f;
 }
 
+/* The index of the largest of row r (the first of equals) and its margin
+ * over the second largest. */
+static size_t
+top2(const struct llm_map *m, size_t r, int64_t cols, double *gap)
+{
+	size_t best = 0;
+	double v1 = get(m, r * (size_t)cols), v2 = -INFINITY;
+
+	for (size_t j = 1; j < (size_t)cols; j++) {
+		double v = get(m, r * (size_t)cols + j);
+
+		if (v > v1)
+			v2 = v1, v1 = v, best = j;
+		else if (v > v2)
+			v2 = v;
+	}
+	*gap = v1 - v2;
+	return best;
+}
+
 static void
 where(char *buf, size_t n, size_t i, int64_t cols)
 {
@@ -73,7 +98,8 @@ main(int argc, char **argv)
 	struct llm_map a, b;
 	const char *fa, *fb;
 	double abstol = -1, reltol = -1, max_abs = 0, scale = 0, rel;
-	size_t n, at = 0, rows = 0, argmax_equal = 0;
+	size_t n, at = 0, rows = 0, argmax_equal = 0, differ = 0;
+	double gap_a = 0, gap_b = 0;
 	int64_t cols = 0;
 	int greedy = 0, fail = 0, ch;
 	char pos[64];
@@ -146,13 +172,11 @@ main(int argc, char **argv)
 	if (cols) {
 		rows = n / (size_t)cols;
 		for (size_t r = 0; r < rows; r++) {
-			size_t ia = 0, ib = 0;
-			for (size_t j = 1; j < (size_t)cols; j++) {
-				if (get(&a, r * cols + j) > get(&a, r * cols + ia))
-					ia = j;
-				if (get(&b, r * cols + j) > get(&b, r * cols + ib))
-					ib = j;
-			}
+			double ga, gb;
+			size_t ia = top2(&a, r, cols, &ga), ib = top2(&b, r, cols, &gb);
+
+			if (ia != ib && argmax_equal == r)
+				differ = r, gap_a = ga, gap_b = gb;
 			argmax_equal += ia == ib;
 		}
 	}
@@ -162,6 +186,8 @@ main(int argc, char **argv)
 	    (double)get(&b, at), rel, scale);
 	if (cols)
 		printf(" argmax_equal %zu/%zu", argmax_equal, rows);
+	if (cols && argmax_equal < rows)
+		printf(" first_differ %zu gap %.9g vs %.9g", differ, gap_a, gap_b);
 	printf("\n");
 	fflush(stdout);
 	if (ferror(stdout))
