@@ -338,7 +338,7 @@ demo: all
 	if [ -n "$$m" ]; then \
 		echo "make demo: $$m, a trained model: its text should read well"; \
 		$(MAKE) --no-print-directory -f pipelines/model.mk LLM=$(B)/ MODEL="$$m" OUT=$(DEMO)/trained && \
-		printf 'Once upon a time' && $(B)/llm-run -m $(DEMO)/trained/model.llm -p 'Once upon a time' -n 40; \
+		$(B)/llm-run -m $(DEMO)/trained/model.llm -p 'Once upon a time' -n 40; \
 	else \
 		{ [ -e ../shared/fixtures/tokenizers/ds-r1-distill-qwen/tokenizer.json ] || \
 			tests/tools/fetch-tokenizer >/dev/null; } && \
@@ -347,7 +347,7 @@ demo: all
 		$(MAKE) --no-print-directory -f pipelines/model.mk LLM=$(B)/ MODEL=$(DEMO)/ckpt OUT=$(DEMO)/out && \
 		echo "make demo: no trained model at hand ($(DEMO_GGUF), or MODEL=file.gguf): the weights below" \
 			"are random, so the text is gibberish; every step is the real one" && \
-		printf 'Once upon a time' && $(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24; \
+		$(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24; \
 	fi
 
 .PHONY: all check check-unit check-man check-style check-bats transforms demo install uninstall clean

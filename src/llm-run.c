@@ -57,7 +57,8 @@ static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
     "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
     "               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
-    "               [--chat-template name] [--system text] [--no-special-in-input] -m model\n"
+    "               [--chat-template name] [--system text] [--no-special-in-input]\n"
+    "               [--no-display-prompt] -m model\n"
     "               -i | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
     "               [-r n] -m model --bench [spec]\n"
@@ -72,7 +73,9 @@ static const char usage_text[] =
 
 static const char help_text[] =
     "  -m model             the bundle (model.llm) or build directory\n"
-    "  -p text, -f file     the prompt (file - : standard input)\n"
+    "  -p text, -f file     the prompt (file - : standard input), echoed on standard output\n"
+    "                       before the text it is continued with\n"
+    "  --no-display-prompt  print only the generated text\n"
     "  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
     "  -i, --chat           chat: one user message a line of standard input\n"
     "  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
@@ -422,6 +425,7 @@ struct gen {
 	int plain_input;        /* --no-special-in-input */
 	struct llm_out *logits; /* --logits, or NULL */
 	unsigned char *added;   /* (vocab) 1: an added token */
+	int echo_end;           /* the last byte of the prompt echoed, or -1 */
 };
 
 /* The result of one generation. */
@@ -569,13 +573,15 @@ result_text(const struct result *r, size_t *len)
 	return r->stream.text.p ? r->stream.text.p : "";
 }
 
-/* End the printed text with a newline when it has none. */
+/* End the printed text (the echoed prompt and what follows) with a
+ * newline when it has none. */
 static void
 end_line(const struct gen *g, const struct result *r)
 {
 	size_t len;
 	const char *t = result_text(r, &len);
-	if (!g->json && len && t[len - 1] != '\n')
+	int last = len ? (unsigned char)t[len - 1] : g->echo_end;
+	if (!g->json && last >= 0 && last != '\n')
 		write_out("\n", 1);
 }
 
@@ -1486,6 +1492,7 @@ struct args {
 	int64_t max_new, threads, ctx_cap;
 	int json, verbose, seeded, add_special, raw, skip_special, no_gen, escape;
 	int plain_input; /* --no-special-in-input */
+	int no_echo;     /* --no-display-prompt */
 	enum mode mode;
 };
 
@@ -1496,7 +1503,7 @@ enum {
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
-	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY,
+	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -1521,6 +1528,7 @@ static const struct option longopts[] = {
 	{"kl-divergence-base", required_argument, NULL, OPT_KLD_BASE},
 	{"logits", required_argument, NULL, OPT_LOGITS},
 	{"min-p", required_argument, NULL, OPT_MIN_P},
+	{"no-display-prompt", no_argument, NULL, OPT_NO_DISPLAY_PROMPT},
 	{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
 	{"no-special-in-input", no_argument, NULL, OPT_NO_SPECIAL_IN_INPUT},
 	{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
@@ -1606,6 +1614,9 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_NO_SPECIAL_IN_INPUT:
 			a->plain_input = 1;
+			break;
+		case OPT_NO_DISPLAY_PROMPT:
+			a->no_echo = 1;
 			break;
 		case OPT_BENCH:
 			set_mode(&a->mode, M_BENCH);
@@ -1745,6 +1756,8 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--no-special-in-input goes with -i, -f, -p or --tokenize");
 	if (a->plain_input && a->tokens_arg)
 		usage_msg("--no-special-in-input goes with text, not --tokens");
+	if (a->no_echo && a->mode != M_RUN && a->mode != M_CHAT)
+		usage_msg("--no-display-prompt goes with -f, -p, --tokens or -i");
 	if (a->skip_special && a->mode != M_DETOKENIZE)
 		usage_msg("--skip-special goes with --detokenize");
 	if (a->no_gen && a->mode != M_RENDER)
@@ -1902,6 +1915,7 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 	g.stop = a->stop;
 	g.nstop = a->nstop;
 	g.json = a->json;
+	g.echo_end = -1;
 	g.verbose = a->verbose;
 	g.plain_input = a->plain_input;
 	if (!(g.sampler = llm_sampler_new(&a->sp, llm_runtime_vocab(rt))))
@@ -1949,6 +1963,13 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 			if (llm_tokenizer_encode_plain(g.tok, ptext, len, 0, all, a->plain_input && len > 0, &ids,
 				&nids) < 0)
 				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
+			/* as llama-cli: the text, then what continues it */
+			if (!a->json && !a->no_echo) {
+				write_out(ptext, len);
+				finish_stdout();
+				if (len)
+					g.echo_end = (unsigned char)ptext[len - 1];
+			}
 			free(ptext);
 		}
 		if (a->logits_path) {

@@ -84,7 +84,7 @@ setup() {
 
 @test "the streamed text is the Hugging Face decoding of the generated tokens" {
 	for seed in 1 2 3; do
-		llm-run -m "$M" -t 1 --temp 1 --seed $seed -n 48 -p 'Once upon a time' >"$T/o" 2>/dev/null
+		llm-run -m "$M" -t 1 --temp 1 --seed $seed -n 48 -p 'Once upon a time' --no-display-prompt >"$T/o" 2>/dev/null
 		llm-run -m "$M" -t 1 --temp 1 --seed $seed -n 48 -p 'Once upon a time' --json >"$T/j" 2>/dev/null
 		jq -c .generated_tokens "$T/j" | llm-run -m "$M" --detokenize --skip-special >"$T/d"
 		# Same tokens; the text printed, as JSON, and decoded all agree.

@@ -57,10 +57,10 @@ one_error() {
 	run -2 llm-run -m "$d" -p x extra
 }
 
-@test "a text prompt generates its continuation from the bundle" {
+@test "a text prompt generates its continuation from the bundle, after the prompt as llama-cli echoes it" {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d/model.llm" -p abc -n 3
-	[ "$output" = "def" ]
+	[ "$output" = "abcdef" ]
 	assert_equal "${#stderr_lines[@]}" 3
 	[[ "${stderr_lines[0]}" =~ ^llm-run:\ time\ to\ first\ token\ [0-9.]+\ ms$ ]]
 	[[ "${stderr_lines[1]}" =~ ^llm-run:\ prefill\ 4\ tokens\ in\ [0-9.]+\ ms,\ [0-9.]+\ t/s$ ]]
@@ -155,7 +155,7 @@ one_error() {
 @test "-n 0 runs the prompt only and writes one logits row" {
 	d=$(fixture_linked a)
 	run -0 --separate-stderr llm-run -m "$d" -n 0 -p hi --logits "$T/l"
-	[ "$output" = "" ]
+	[ "$output" = "hi" ]
 	[ "$(rows "$T/l")" -eq 1 ]
 }
 
@@ -189,12 +189,33 @@ one_error() {
 	d=$(fixture_linked a)
 	printf 'xy' >"$T/p"
 	run -0 --separate-stderr llm-run -m "$d" -f "$T/p" -n 2
-	[ "$output" = "z{" ]
+	[ "$output" = "xyz{" ]
 	run -0 --separate-stderr llm-run -m "$d" -f - -n 2 <"$T/p"
-	[ "$output" = "z{" ]
+	[ "$output" = "xyz{" ]
 	run -1 --separate-stderr llm-run -m "$d" -f "$T/nope" -n 2
 	one_error
 	[ "$stderr" = "llm-run: $T/nope: No such file or directory" ]
+}
+
+@test "--no-display-prompt prints only the continuation; the echo is the text after -e, never matched by --stop; --tokens and --json echo nothing" {
+	d=$(fixture_linked a)
+	run -0 --separate-stderr llm-run -m "$d" -p abc -n 3 --no-display-prompt
+	[ "$output" = "def" ]
+	run -0 --separate-stderr llm-run -m "$d" --prompt abc --n-predict 3 --no-display-prompt
+	[ "$output" = "def" ]
+	llm-run -m "$d" -e -p 'x\ty' -n 1 >"$T/o" 2>/dev/null
+	printf 'x\tyz\n' | cmp - "$T/o"
+	llm-run -m "$d" -p 'x\ty' -n 1 >"$T/o" 2>/dev/null
+	printf 'x\\tyz\n' | cmp - "$T/o"
+	# the prompt's own text does not stop generation
+	run -0 --separate-stderr llm-run -m "$d" -p abc -n 3 --stop bc --stop cd
+	[ "$output" = "abcdef" ]
+	run -0 --separate-stderr llm-run -m "$d" --tokens 97,98,99 -n 3
+	[ "$output" = "def" ]
+	run -0 --separate-stderr llm-run -m "$d" --json -p abc -n 3
+	[ "$(jq -r .text <<<"$output")" = "def" ]
+	run -2 llm-run -m "$d" --bench --no-display-prompt
+	[[ "$output" == "llm-run: --no-display-prompt goes with -f, -p, --tokens or -i"* ]]
 }
 
 @test "a token id outside the vocabulary is an error and leaves no logits file" {
@@ -376,13 +397,19 @@ stop_job() {
 @test "the text ends with one newline, added only when the text has none" {
 	d=$(fixture_linked a)
 	llm-run -m "$d" -p abc -n 3 >"$T/o" 2>/dev/null
-	printf 'def\n' | cmp - "$T/o"
+	printf 'abcdef\n' | cmp - "$T/o"
 	# After a tab (9) comes a newline (10): nothing is added.
 	llm-run -m "$d" --tokens 8 -n 2 >"$T/o" 2>/dev/null
 	printf '\t\n' | cmp - "$T/o"
 	# No text, no newline.
 	llm-run -m "$d" --tokens 1 -n 0 >"$T/o" 2>/dev/null
 	[ ! -s "$T/o" ]
+	# The echoed prompt counts as text.
+	llm-run -m "$d" -p hi -n 0 >"$T/o" 2>/dev/null
+	printf 'hi\n' | cmp - "$T/o"
+	printf 'hi\n' >"$T/p"
+	llm-run -m "$d" -f "$T/p" -n 0 >"$T/o" 2>/dev/null
+	cmp "$T/p" "$T/o"
 }
 
 @test "sampling options out of range are usage errors" {
@@ -455,7 +482,7 @@ stop_job() {
 	[ "$(jq -r .stop <<<"$output")" = "stop" ]
 	[ "$(jq -c .generated_tokens <<<"$output")" = "[100,101,102]" ]
 	llm-run -m "$d" -p abc -n 10 --stop ef >"$T/o" 2>/dev/null
-	printf 'd\n' | cmp - "$T/o"
+	printf 'abcd\n' | cmp - "$T/o"
 	# The first of several to complete wins; one that never completes is
 	# printed in the end.
 	run -0 --separate-stderr llm-run -m "$d" --json -p abc -n 10 --stop xyz --stop fgh --stop ghi

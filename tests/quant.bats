@@ -540,7 +540,7 @@ same() {
 	[ -f "$s" ] || skip "no $s"
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$s" OUT="$T/f32" -j2 >&2
 	# a text the model wrote itself (sampled, seeded): about 1000 tokens
-	llm-run -m "$T/f32/model.llm" -t 2 -p "Once upon a time" -n 2000 --temp 0.8 --seed 1 >"$T/text.txt" 2>/dev/null
+	llm-run -m "$T/f32/model.llm" -t 2 -p "Once upon a time" -n 2000 --temp 0.8 --seed 1 --no-display-prompt >"$T/text.txt" 2>/dev/null
 	run -0 llm-run -m "$T/f32/model.llm" -t 2 --perplexity "$T/text.txt" --ppl-context 256 \
 		--kl-divergence-base "$T/base.kld" --json
 	ours=$(echo "$output" | jq .ppl)
