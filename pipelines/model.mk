@@ -27,6 +27,12 @@
 #                 that lacks one.
 #   LOWER_FLAGS   other options for llm-lower (--features, ...)
 #   RUN_FLAGS     options for llm-run in `make run`
+#   V             V=1: print each step's command before it runs
+#
+# Each step prints one line when it is done: the program, what it made
+# (under OUT) and the time it took, e.g. "llm-lower obj/decode/glue.o:
+# 1.52 s"; make -s prints none.  A step that fails prints its own
+# message, then make's line.
 # GNU make: the parts list is read from the parts.mk that llm-split writes.
 
 # This file, for the second make (below); the tools beside it by default.
@@ -46,6 +52,16 @@ else
 MODEL_INPUTS = $(MODEL)/config.json $(wildcard $(MODEL)/*.safetensors $(MODEL)/*.json)
 endif
 P = $(OUT)/parts
+V =
+
+# $(call step,target,command): run a step and say how long it took
+# (not under make -s).
+quote = '$(subst ','\'',$(1))'
+silent = $(findstring s,$(firstword -$(MAKEFLAGS)))
+step = @$(if $(V),echo $(call quote,$(2)) && )t0=$$(date +%s%N) && $(2)$(if $(silent),, && \
+	ms=$$((($$(date +%s%N) - t0) / 1000000)) && \
+	printf '%s %s: %d.%02d s\n' $(notdir $(firstword $(2))) $(call quote,$(1:$(OUT)/%=%)) \
+	    $$((ms / 1000)) $$((ms % 1000 / 10)))
 
 # Two makes: this one imports (so that a failing llm-import is the last
 # thing said), then a second one, which reads the parts list llm-split
@@ -73,13 +89,13 @@ endif
 
 # llm-import writes model.json last, after the phases: it stands for all.
 $(OUT)/model.json: $(MODEL_INPUTS)
-	$(LLM)llm-import $(IMPORT_FLAGS) -o $(OUT) $(MODEL)
+	$(call step,$@,$(LLM)llm-import $(IMPORT_FLAGS) -o $(OUT) $(MODEL))
 
 # llm-pack-weights leaves an up-to-date weights.bin alone; the stamp
 # records that it was checked, so that the bundle is not relinked.  A
 # weights.bin deleted since (the bundle holds the weights) is packed again.
 $(OUT)/weights.stamp: $(OUT)/model.json $(if $(wildcard $(OUT)/weights.bin),,FORCE)
-	$(LLM)llm-pack-weights $(OUT)/model.json
+	$(call step,$(OUT)/weights.bin,$(LLM)llm-pack-weights $(OUT)/model.json)
 	@touch $@
 
 $(OUT)/weights.bin: $(OUT)/weights.stamp
@@ -91,11 +107,11 @@ $(P)/strategy.$(STRATEGY):
 	@touch $@
 
 $(P)/parts.mk: $(OUT)/model.json $(P)/strategy.$(STRATEGY)
-	$(LLM)llm-split -s $(STRATEGY) -o $(P) $(OUT)/model.json
+	$(call step,$(P)/,$(LLM)llm-split -s $(STRATEGY) -o $(P) $(OUT)/model.json)
 	@touch $@
 
 $(P)/verify.json: $(P)/parts.mk
-	$(LLM)llm-verify-partition -q --report $@ $(P)/partition.json
+	$(call step,$@,$(LLM)llm-verify-partition -q --report $@ $(P)/partition.json)
 
 ifneq ($(wildcard $(OUT)/model.json),)
 -include $(P)/parts.mk
@@ -119,10 +135,10 @@ endif
 
 $(OUT)/obj/%.o: $(P)/%.mlir $(TARGET_STAMP) | $(P)/verify.json
 	@mkdir -p $(@D)
-	$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<
+	$(call step,$@,$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<)
 
 $(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
-	$(LLM)llm-link $(OUT) $(OBJS)
+	$(call step,$@,$(LLM)llm-link $(OUT) $(OBJS))
 
 run: all
 	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)

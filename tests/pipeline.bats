@@ -175,11 +175,32 @@ logits() {
 	# the tools are found beside pipelines/ without LLM=
 	mkdir "$T/bad" && echo '{}' >"$T/bad/config.json"
 	run -2 mk MODEL="$T/bad" OUT="$T/o"
-	assert_line --index 1 "llm-import: $T/bad/config.json: neither 'architectures' nor 'model_type' given"
+	assert_line --index 0 "llm-import: $T/bad/config.json: neither 'architectures' nor 'model_type' given"
 	# "make:" or, under another make (make check), "make[N]:"
 	[[ "${lines[-1]}" == "make"*": *** ["*"/model.mk:"*": $T/o/model.json] Error 1" ]]
-	[ "${#lines[@]}" -eq 3 ]
+	[ "${#lines[@]}" -eq 2 ]
 	[ ! -e "$T/o/model.json" ]
+}
+
+@test "model.mk prints one line per step with its time, none with -s; V=1 prints the commands (issue 17)" {
+	# a make of its own: not the flags of a make that runs the tests
+	mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -f "$PROJECT_ROOT/pipelines/model.mk" \
+		LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$BATS_FILE_TMPDIR/tiny" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32" "$@"; }
+	run -0 mk OUT="$T/a"
+	t=': [0-9]+\.[0-9]{2} s$'
+	assert_line --regexp "^llm-import model.json$t"
+	assert_line --regexp "^llm-pack-weights weights.bin$t"
+	assert_line --regexp "^llm-split parts/$t"
+	assert_line --regexp "^llm-verify-partition parts/verify.json$t"
+	assert_line --regexp "^llm-link model.llm$t"
+	lowered=$(grep -cE "^llm-lower obj/[a-z_]+/[a-z0-9]+\.o$t" <<<"$output")
+	[ "$lowered" -eq "$(find "$T/a/obj" -name '*.o' | wc -l)" ]
+	[ "$lowered" -gt 0 ]
+	run -0 mk OUT="$T/b" -s
+	refute_output --regexp "$t"
+	run -0 mk OUT="$T/c" V=1
+	assert_line --regexp "llm-import --max-context 128 --prefill-chunk 32 -o $T/c $BATS_FILE_TMPDIR/tiny$"
+	assert_line --regexp "^llm-import model.json$t"
 }
 
 @test "make demo tells a story with a trained model at hand, and says when the weights are random (issue 17)" {
