@@ -425,7 +425,9 @@ struct gen {
 	int plain_input;        /* --no-special-in-input */
 	struct llm_out *logits; /* --logits, or NULL */
 	unsigned char *added;   /* (vocab) 1: an added token */
-	int echo_end;           /* the last byte of the prompt echoed, or -1 */
+	const char *echo;       /* the prompt text to print before the reply, or NULL */
+	size_t echo_len;
+	int echo_end; /* the last byte of the prompt printed, or -1 */
 };
 
 /* The result of one generation. */
@@ -691,6 +693,13 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		    llm_runtime_context(rt));
 	for (size_t i = 0; i < nids; i++)
 		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
+	/* as llama-cli: the text, then what continues it */
+	if (g->echo) {
+		write_out(g->echo, g->echo_len);
+		finish_stdout();
+		if (g->echo_len)
+			g->echo_end = (unsigned char)g->echo[g->echo_len - 1];
+	}
 
 	catch_sigint();
 	double t0 = llm_now();
@@ -1942,13 +1951,13 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 		    src->eos ? src->eos : llm_chat_default_eos(tmpl), a->system);
 	} else {
 		int64_t *ids = NULL;
-		size_t nids = 0;
+		size_t nids = 0, len = 0;
+		char *ptext = NULL;
 		struct llm_out lo;
 		if (a->tokens_arg)
 			parse_ids(a->tokens_arg, &ids, &nids);
 		else {
-			size_t len;
-			char *ptext = a->prompt ? llm_xstrdup(a->prompt) : read_input(a->prompt_file, &len);
+			ptext = a->prompt ? llm_xstrdup(a->prompt) : read_input(a->prompt_file, &len);
 			if (a->prompt && a->escape)
 				unescape(ptext);
 			if (a->prompt)
@@ -1963,21 +1972,16 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 			if (llm_tokenizer_encode_plain(g.tok, ptext, len, 0, all, a->plain_input && len > 0, &ids,
 				&nids) < 0)
 				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
-			/* as llama-cli: the text, then what continues it */
-			if (!a->json && !a->no_echo) {
-				write_out(ptext, len);
-				finish_stdout();
-				if (len)
-					g.echo_end = (unsigned char)ptext[len - 1];
-			}
-			free(ptext);
 		}
 		if (a->logits_path) {
 			if (llm_out_open(&lo, a->logits_path) < 0)
 				llm_fatal("%s", llm_errmsg());
 			g.logits = &lo;
 		}
+		if (ptext && !a->json && !a->no_echo)
+			g.echo = ptext, g.echo_len = len;
 		run_once(&g, a->model, t_load, ids, nids);
+		free(ptext);
 		free(ids);
 	}
 

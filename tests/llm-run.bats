@@ -231,6 +231,10 @@ one_error() {
 	run --separate-stderr llm-run -m "$d" --tokens "$(seq_ids 1 65)"
 	one_error
 	[ "$stderr" = "llm-run: $d: prompt of 65 tokens does not fit max_context 64" ]
+	# a text prompt: not echoed either
+	run --separate-stderr llm-run -m "$d" -p "$(printf 'x%.0s' $(seq 70))"
+	one_error
+	[ -z "$output" ]
 }
 
 @test "weights of another plan are refused" {
