@@ -593,6 +593,8 @@ struct wctx {
 	uint64_t n;      /* bytes written so far */
 	const char *out; /* the bundle, for messages */
 	int err;         /* errno of a failed write */
+	struct llm_progress *pr;
+	uint64_t total; /* the members' bytes, for the progress line */
 };
 
 static la_ssize_t
@@ -605,6 +607,8 @@ write_cb(struct archive *a, void *cd, const void *buf, size_t len)
 		return -1;
 	}
 	w->n += len;
+	if (w->fp && w->pr)
+		llm_progress_show(w->pr, w->out, w->n, w->total, "writing ");
 	return (la_ssize_t)len;
 }
 
@@ -649,7 +653,7 @@ static uint64_t
 header_bytes(const char *name, uint64_t size)
 {
 	int big = size >= (uint64_t)1 << 33;
-	struct wctx w = {NULL, 0, name, 0};
+	struct wctx w = {NULL, 0, name, 0, NULL, 0};
 	struct archive *a = new_writer(&w);
 	struct archive_entry *e = new_entry(name, big ? size : 0);
 	uint64_t n;
@@ -714,10 +718,18 @@ int
 llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 {
 	struct llm_out o;
-	struct wctx w = {NULL, 0, out, 0};
+	struct llm_progress pr;
+	struct wctx w = {NULL, 0, out, 0, &pr, 0};
 	struct archive *a;
 	uint64_t *offs = llm_xcalloc(n, sizeof(*offs));
 	int rc = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		if (stat(src[i].path, &st) == 0)
+			w.total += (uint64_t)st.st_size;
+	}
+	llm_progress_begin(&pr);
 
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(src[i].name, LLM_BUNDLE_PAD) == 0 || check_name(out, src[i].name) < 0) {
@@ -805,6 +817,7 @@ done:
 	if (rc != 0)
 		archive_write_fail(a); /* do not pad out a half-written member */
 	archive_write_free(a);
+	llm_progress_end(&pr);
 	free(offs);
 	if (rc == 0)
 		return llm_out_commit(&o);

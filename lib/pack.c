@@ -77,10 +77,9 @@ struct packer {
 	char *binpath, *jsonpath;
 	struct hasher hs;
 	/* Progress. */
-	double t0, tlast;
+	struct llm_progress pr;
 	uint64_t done;
 	size_t cur;
-	int drawn;
 };
 
 static void
@@ -305,24 +304,8 @@ static void
 progress(struct packer *k, uint64_t n)
 {
 	k->done += n;
-	if (!k->o->progress)
-		return;
-	double t = llm_now();
-	if (t - k->t0 < 1.0 || t - k->tlast < 0.25)
-		return;
-	k->tlast = t;
-	fprintf(stderr, "\r%s: %s: tensor %zu/%zu, %.2f/%.2f GB (%.0f%%)\033[K", llm_prog, k->binpath, k->cur + 1,
-	    k->m->ntensors, (double)k->done / 1e9, (double)k->m->data_bytes / 1e9,
-	    100.0 * (double)k->done / (double)(k->m->data_bytes ? k->m->data_bytes : 1));
-	k->drawn = 1;
-}
-
-static void
-progress_clear(struct packer *k)
-{
-	if (k->drawn)
-		fputs("\r\033[K", stderr);
-	k->drawn = 0;
+	llm_progress_show(&k->pr, k->binpath, k->done, k->m->data_bytes, "tensor %zu/%zu, ", k->cur + 1,
+	    k->m->ntensors);
 }
 
 /* Drop the pages of [p, p+n) from our mapping: they were read once. */
@@ -930,7 +913,7 @@ write_pair(struct packer *k)
 		llm_seterr("%s: write error:", k->jsonpath);
 		goto fail;
 	}
-	progress_clear(k);
+	llm_progress_end(&k->pr);
 	if (llm_out_commit(&bin) < 0)
 		goto fail;
 	if (llm_out_commit(&js) < 0)
@@ -940,7 +923,7 @@ write_pair(struct packer *k)
 fail:
 	if (running)
 		hasher_stop(&k->hs);
-	progress_clear(k);
+	llm_progress_end(&k->pr);
 	llm_out_abort(&bin);
 	if (js.path)
 		llm_out_abort(&js);
@@ -960,7 +943,7 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 	int rc = -1;
 
 	memset(st, 0, sizeof(*st));
-	k.t0 = k.tlast = llm_now();
+	llm_progress_begin(&k.pr);
 	if (open_sources(&k) < 0 || check_plan(&k) < 0)
 		goto out;
 	k.binpath = llm_path_join(outdir, m->weights_file);
@@ -977,7 +960,7 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 		goto out;
 	rc = 0;
 out:
-	st->seconds = llm_now() - k.t0;
+	st->seconds = llm_now() - k.pr.t0;
 	llm_source_close(&k.src_files);
 	free(k.src);
 	free(k.heads);

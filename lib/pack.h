@@ -18,7 +18,6 @@
 
 struct llm_pack_opts {
 	int no_reuse; /* rewrite even when the existing pair is up to date */
-	int progress; /* draw a progress line on stderr (a terminal) */
 	int verbose;  /* say on stderr why an existing pair is not reused */
 	int threads;  /* threads that quantize or split blocks; 0: one per CPU */
 };

@@ -692,3 +692,47 @@ llm_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void
+llm_progress_begin(struct llm_progress *p)
+{
+	const char *e = getenv("LLM_PROGRESS");
+	int force = e && strcmp(e, "1") == 0;
+
+	p->on = force || ((!e || strcmp(e, "0") != 0) && isatty(2));
+	p->drawn = 0;
+	p->t0 = llm_now();
+	p->tlast = p->t0 - 1;
+	p->delay = force ? 0 : 1.0;
+}
+
+void
+llm_progress_show(struct llm_progress *p, const char *label, uint64_t done, uint64_t total, const char *fmt, ...)
+{
+	va_list ap;
+	double t;
+
+	if (!p->on)
+		return;
+	t = llm_now();
+	if (t - p->t0 < p->delay || t - p->tlast < 0.25)
+		return;
+	p->tlast = t;
+	fprintf(stderr, "\r%s: %s: ", llm_prog, label);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	double u = total >= 1000000000 ? 1e9 : 1e6;
+	fprintf(stderr, "%.2f/%.2f %s (%.0f%%), %.0f MB/s\033[K", (double)done / u, (double)total / u,
+	    u > 1e6 ? "GB" : "MB", 100.0 * (double)done / (double)(total ? total : 1),
+	    (double)done / 1e6 / (t - p->t0 > 1e-3 ? t - p->t0 : 1e-3));
+	p->drawn = 1;
+}
+
+void
+llm_progress_end(struct llm_progress *p)
+{
+	if (p->drawn)
+		fputs("\r\033[K", stderr);
+	p->drawn = 0;
+}

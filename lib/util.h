@@ -139,4 +139,20 @@ uint64_t llm_fnv1a(uint64_t h, const void *p, size_t n);
 /* Monotonic clock in seconds. */
 double llm_now(void);
 
+/* A progress line on standard error for a long step, drawn only when
+ * standard error is a terminal: first after a second, then at most four
+ * times a second, each over the last; llm_progress_end erases it.  The
+ * environment's LLM_PROGRESS=0 turns it off, LLM_PROGRESS=1 draws it from
+ * the start whatever standard error is (for scripts and the tests). */
+struct llm_progress {
+	int on, drawn;
+	double t0, tlast, delay;
+};
+void llm_progress_begin(struct llm_progress *p);
+/* "prog: label: <what>d.dd/t.tt GB (P%), R MB/s" (MB below a GB), what
+ * from fmt. */
+void llm_progress_show(struct llm_progress *p, const char *label, uint64_t done, uint64_t total, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void llm_progress_end(struct llm_progress *p);
+
 #endif

@@ -303,22 +303,40 @@ llm_weights_check(const uint8_t *p, uint64_t size, const char *label, const stru
 	return 0;
 }
 
+#define VERIFY_PIECE ((size_t)64 << 20)
+
 int
 llm_weights_verify_map(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j)
 {
 	char a[17], b[17];
 
+	struct llm_progress pr;
+	uint64_t total = 0, done = 0;
+
 	if (llm_weights_check(p, size, label, j) < 0)
 		return -1;
+	for (size_t i = 0; i < j->ntensors; i++)
+		total += j->tensors[i].bytes;
+	llm_progress_begin(&pr);
 	for (size_t i = 0; i < j->ntensors; i++) {
 		const struct llm_weights_entry *e = &j->tensors[i];
-		uint64_t h = llm_fnv1a(LLM_FNV_INIT, p + j->header_bytes + e->offset, e->bytes);
+		const uint8_t *t = p + j->header_bytes + e->offset;
+		uint64_t h = LLM_FNV_INIT;
+		/* in pieces, for the progress line */
+		for (uint64_t at = 0; at < e->bytes; at += VERIFY_PIECE) {
+			size_t n = e->bytes - at < VERIFY_PIECE ? (size_t)(e->bytes - at) : VERIFY_PIECE;
+			h = llm_fnv1a(h, t + at, n);
+			done += n;
+			llm_progress_show(&pr, label, done, total, "checking ");
+		}
 		if (h != e->checksum) {
+			llm_progress_end(&pr);
 			llm_hex64(h, a);
 			llm_hex64(e->checksum, b);
 			return llm_seterr("%s: tensor '%s': checksum %s, weights.json says %s", label, e->name, a, b);
 		}
 	}
+	llm_progress_end(&pr);
 	return 0;
 }
 

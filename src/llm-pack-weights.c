@@ -84,7 +84,6 @@ main(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		usage();
-	opts.progress = isatty(2);
 
 	if (llm_model_load(&m, argv[optind]) < 0)
 		llm_fatal("%s", llm_errmsg());

@@ -203,6 +203,30 @@ logits() {
 	assert_line --regexp "^llm-import model.json$t"
 }
 
+@test "pack, link and --verify draw a progress line on stderr only where asked: LLM_PROGRESS=1 (or a terminal), erased at the end (issue 17)" {
+	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	# not a terminal: nothing
+	run -0 --separate-stderr llm-pack-weights --no-reuse "$T/out/model.json"
+	[ -z "$stderr" ]
+	# CR, the line, erase to its end; at the end CR and erase
+	r=$'\r' e=$'\033''\[K'
+	bytes='[0-9]+\.[0-9]{2}/[0-9]+\.[0-9]{2} (MB|GB) \([0-9]+%\), [0-9]+ MB/s'
+	LLM_PROGRESS=1 llm-pack-weights --no-reuse "$T/out/model.json" 2>"$T/e"
+	re="^${r}llm-pack-weights: $T/out/weights.bin: tensor [0-9]+/[0-9]+, $bytes$e.*$r$e\$"
+	[[ $(cat "$T/e") =~ $re ]]
+	rm "$T/out/model.llm"
+	LLM_PROGRESS=1 llm-link "$T/out" 2>"$T/e"
+	re="^${r}llm-link: $T/out/weights.bin: checking $bytes$e.*${r}llm-link: $T/out/model.llm: writing $bytes$e.*$r$e\$"
+	[[ $(cat "$T/e") =~ $re ]]
+	LLM_PROGRESS=1 llm-run -m "$T/out/model.llm" --verify 2>"$T/e" >/dev/null
+	re="^${r}llm-run: $T/out/model.llm: weights.bin: checking $bytes$e.*$r$e\$"
+	[[ $(cat "$T/e") =~ $re ]]
+	# LLM_PROGRESS=0 on a terminal: nothing but the result
+	run -0 script -qec "LLM_PROGRESS=0 llm-run -m '$T/out/model.llm' --verify" /dev/null
+	refute_output --partial "checking"
+	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 2
+}
+
 @test "make demo tells a story with a trained model at hand, and says when the weights are random (issue 17)" {
 	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
 	if [ -f "$s" ]; then
