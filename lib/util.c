@@ -718,6 +718,8 @@ llm_progress_show(struct llm_progress *p, const char *label, uint64_t done, uint
 	if (t - p->t0 < p->delay || t - p->tlast < 0.25)
 		return;
 	p->tlast = t;
+	if (done > total) /* a writer's total that leaves out its framing */
+		done = total;
 	fprintf(stderr, "\r%s: %s: ", llm_prog, label);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);

@@ -1,7 +1,10 @@
 /* weights.c: see weights.h. */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "weights.h"
@@ -304,39 +307,86 @@ llm_weights_check(const uint8_t *p, uint64_t size, const char *label, const stru
 }
 
 #define VERIFY_PIECE ((size_t)64 << 20)
+#define VERIFY_THREADS 8
+
+/* The checksum pass, shared out over threads: each takes the next
+ * tensor not yet taken (FNV-1a is serial within a tensor), in pieces so
+ * that the calling thread can draw the progress of all of them. */
+struct verify {
+	const uint8_t *data;
+	const struct llm_weights_manifest *j;
+	uint64_t *sums; /* per tensor */
+	atomic_size_t next;
+	atomic_uint_fast64_t done;
+	uint64_t total;
+	const char *label;
+};
+
+static void
+verify_share(struct verify *v, struct llm_progress *pr)
+{
+	for (;;) {
+		size_t i = atomic_fetch_add(&v->next, 1);
+		if (i >= v->j->ntensors)
+			return;
+		const struct llm_weights_entry *e = &v->j->tensors[i];
+		const uint8_t *t = v->data + e->offset;
+		uint64_t h = LLM_FNV_INIT;
+		for (uint64_t at = 0; at < e->bytes; at += VERIFY_PIECE) {
+			size_t n = e->bytes - at < VERIFY_PIECE ? (size_t)(e->bytes - at) : VERIFY_PIECE;
+			h = llm_fnv1a(h, t + at, n);
+			uint64_t done = atomic_fetch_add(&v->done, n) + n;
+			if (pr)
+				llm_progress_show(pr, v->label, done, v->total, "checking ");
+		}
+		v->sums[i] = h;
+	}
+}
+
+static void *
+verify_main(void *arg)
+{
+	verify_share(arg, NULL);
+	return NULL;
+}
 
 int
 llm_weights_verify_map(const uint8_t *p, uint64_t size, const char *label, const struct llm_weights_manifest *j)
 {
 	char a[17], b[17];
-
 	struct llm_progress pr;
-	uint64_t total = 0, done = 0;
+	pthread_t th[VERIFY_THREADS - 1];
+	int nth = 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (llm_weights_check(p, size, label, j) < 0)
 		return -1;
+	struct verify v = {.data = p + j->header_bytes, .j = j, .label = label};
+	v.sums = llm_xcalloc(j->ntensors ? j->ntensors : 1, sizeof(*v.sums));
+	atomic_init(&v.next, 0);
+	atomic_init(&v.done, 0);
 	for (size_t i = 0; i < j->ntensors; i++)
-		total += j->tensors[i].bytes;
+		v.total += j->tensors[i].bytes;
 	llm_progress_begin(&pr);
+	/* Best effort: a thread that cannot start leaves its share to the others. */
+	while (nth + 1 < VERIFY_THREADS && nth + 1 < cpus && (size_t)nth + 1 < j->ntensors &&
+	    pthread_create(&th[nth], NULL, verify_main, &v) == 0)
+		nth++;
+	verify_share(&v, &pr);
+	for (int t = 0; t < nth; t++)
+		pthread_join(th[t], NULL);
+	llm_progress_end(&pr);
+	/* The first tensor that differs, in file order, whatever thread saw it. */
 	for (size_t i = 0; i < j->ntensors; i++) {
 		const struct llm_weights_entry *e = &j->tensors[i];
-		const uint8_t *t = p + j->header_bytes + e->offset;
-		uint64_t h = LLM_FNV_INIT;
-		/* in pieces, for the progress line */
-		for (uint64_t at = 0; at < e->bytes; at += VERIFY_PIECE) {
-			size_t n = e->bytes - at < VERIFY_PIECE ? (size_t)(e->bytes - at) : VERIFY_PIECE;
-			h = llm_fnv1a(h, t + at, n);
-			done += n;
-			llm_progress_show(&pr, label, done, total, "checking ");
-		}
-		if (h != e->checksum) {
-			llm_progress_end(&pr);
-			llm_hex64(h, a);
+		if (v.sums[i] != e->checksum) {
+			llm_hex64(v.sums[i], a);
 			llm_hex64(e->checksum, b);
+			free(v.sums);
 			return llm_seterr("%s: tensor '%s': checksum %s, weights.json says %s", label, e->name, a, b);
 		}
 	}
-	llm_progress_end(&pr);
+	free(v.sums);
 	return 0;
 }
 
