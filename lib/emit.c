@@ -1771,13 +1771,10 @@ static const char *
 attention(struct em *e, const char *q, const char *kc, const char *vc)
 {
 	const struct llm_model_config *c = e->c;
-	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim,
-		C = llm_kv_positions(e->m->max_context);
+	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim;
 	const char *R = e->R.t, *kvt = e->kvt;
-	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, C, hd, kvt);
-	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt);
-	const char *ckt = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, C, kvt);
-	const char *lkt = fmt("tensor<%" PRId64 "x%" PRId64 "x?x%s>", kvh, hd, kvt);
+	const char *lt = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, kvt), *ct = lt;
+	const char *lkt = fmt("tensor<%" PRId64 "x%" PRId64 "x?x%s>", kvh, hd, kvt), *ckt = lkt;
 	const char *qt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx%" PRId64 "xf32>", kvh, g, R, hd);
 	const char *st = fmt("tensor<%" PRId64 "x%" PRId64 "x%sx?xf32>", kvh, g, R);
 	const char *rt = fmt("tensor<%" PRId64 "x%" PRId64 "x%sxf32>", kvh, g, R);
@@ -1846,22 +1843,23 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 }
 
 /* The KV cache of layer l, half which (0 keys, 1 values), as a memref view
- * and a writable tensor of it. */
+ * and a writable tensor of it.  Its rows hold %P positions, the run-time
+ * capacity the prologue derives from the size of %kv. */
 static void
 cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 {
 	const struct llm_model_config *c = e->c;
-	int64_t C = llm_kv_positions(e->m->max_context);
-	int64_t plane = c->n_kv_heads * C * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
-	/* Keys are transposed, [KVH, HD, C], and viewed with the head dim
-	 * split in the halves RoPE writes; values plain, [KVH, C, HD]. */
-	const char *ty = which ?
-	    fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, C, c->head_dim, e->kvt) :
-	    fmt("%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s", c->n_kv_heads, c->head_dim / 2, C, e->kvt);
-	const char *o = cindex(e, which ? "voff" : "koff", ((int64_t)l * 2 + which) * plane);
+	int64_t plane = c->n_kv_heads * c->head_dim * (int64_t)llm_dtype_size(e->m->kv_dtype);
+	/* Keys are transposed, [KVH, HD, P], and viewed with the head dim
+	 * split in the halves RoPE writes; values plain, [KVH, P, HD]. */
+	const char *ty = which ? fmt("%" PRId64 "x?x%" PRId64 "x%s", c->n_kv_heads, c->head_dim, e->kvt) :
+				 fmt("%" PRId64 "x2x%" PRId64 "x?x%s", c->n_kv_heads, c->head_dim / 2, e->kvt);
+	const char *k = cindex(e, which ? "vplane" : "kplane", ((int64_t)l * 2 + which) * plane);
+	const char *o = val(e, which ? "voff" : "koff");
+	top(e, o, fmt("arith.muli %%P, %s", k), ": index");
 
 	*mem = val(e, which ? "vm" : "km");
-	top(e, *mem, fmt("memref.view %%kv[%s][]", o), fmt(": memref<?xi8> to memref<%s>", ty));
+	top(e, *mem, fmt("memref.view %%kv[%s][%%P]", o), fmt(": memref<?xi8> to memref<%s>", ty));
 	*ten = val(e, which ? "vc" : "kc");
 	top(e, *ten, fmt("bufferization.to_tensor %s restrict writable", *mem),
 	    fmt(": memref<%s> to tensor<%s>", ty, ty));
@@ -1872,7 +1870,6 @@ layer(struct em *e, const char *x, int l)
 {
 	const struct llm_model_config *c = e->c;
 	int64_t d = c->hidden_size, hd = c->head_dim, h2 = hd / 2, kvh = c->n_kv_heads, C = e->m->max_context;
-	int64_t Cp = llm_kv_positions(C);
 	const char *R = e->R.t, *Rd = e->R.dyn[0] ? "%R" : "1";
 
 	e->layer = l;
@@ -1921,9 +1918,9 @@ layer(struct em *e, const char *x, int l)
 	    : fmt("      %%r = arith.truncf %%a0 : f32 to %s\n", e->kvt)});
 
 	/* Write the chunk's keys and values into the cache in place. */
-	const char *ct = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, Cp, hd, e->kvt);
-	const char *ctk = fmt("tensor<%" PRId64 "x%" PRId64 "x%" PRId64 "x%s>", kvh, hd, Cp, e->kvt);
-	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%" PRId64 "x%s>", kvh, h2, Cp, e->kvt);
+	const char *ct = fmt("tensor<%" PRId64 "x?x%" PRId64 "x%s>", kvh, hd, e->kvt);
+	const char *ctk = fmt("tensor<%" PRId64 "x%" PRId64 "x?x%s>", kvh, hd, e->kvt);
+	const char *ct4 = fmt("tensor<%" PRId64 "x2x%" PRId64 "x?x%s>", kvh, h2, e->kvt);
 	const char *ktt = fmt("tensor<%" PRId64 "x2x%" PRId64 "x%sx%s>", kvh, h2, R, e->kvt);
 	const char *kc2 = val(e, "kc"), *vc2 = val(e, "vc"), *kall = val(e, "kall");
 	top(e, kc2,
@@ -1999,6 +1996,14 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	else
 		top(&e, "%R", "arith.index_cast %n_tokens", ": i64 to index");
 	top(&e, "%L", "arith.addi %pos, %R", ": index");
+	/* The positions a row of the cache holds, P: %kv is 2 L KVH HD P
+	 * elements of the kv dtype (the caller's -c; the RoPE tables cover
+	 * max_context, the bound of P). */
+	top(&e, "%c0", "arith.constant", "0 : index");
+	top(&e, "%kvbytes", "memref.dim", "%kv, %c0 : memref<?xi8>"); /* attr-dict first */
+	const char *row = cindex(&e, "kvrow",
+	    2 * (int64_t)c->n_layers * c->n_kv_heads * c->head_dim * (int64_t)llm_dtype_size(m->kv_dtype));
+	top(&e, "%P", fmt("arith.divui %%kvbytes, %s", row), ": index");
 	const char *tmt = fmt("memref<%sxi64>", e.R.t), *ttt = fmt("tensor<%sxi64>", e.R.t);
 	top(&e, "%tokm", fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
 	    fmt(": memref<?xi64> to %s", tmt));

@@ -513,7 +513,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		goto fail;
 	}
 	if (strcmp(fmt, LLM_MODEL_FORMAT) != 0) {
-		llm_seterr("%s: unsupported format version '%s' (this program reads %s)", path, fmt, LLM_MODEL_FORMAT);
+		llm_seterr("%s: unsupported format version '%s' (this program reads %s; build the model again)", path,
+		    fmt, LLM_MODEL_FORMAT);
 		goto fail;
 	}
 	if (llm_json_str(r, "family", path, &m->family) < 0 ||
@@ -641,6 +642,12 @@ int64_t
 llm_kv_positions(int64_t max_context)
 {
 	return (max_context + 15) / 16 * 16 + 16;
+}
+
+uint64_t
+llm_kv_bytes(const struct llm_model *m, int64_t context)
+{
+	return m->kv_bytes / (uint64_t)llm_kv_positions(m->max_context) * (uint64_t)llm_kv_positions(context);
 }
 
 void

@@ -1,4 +1,4 @@
-/* model.h: model.json (format llm-model/1, see share/doc/llm/formats.txt),
+/* model.h: model.json (format llm-model/2, see share/doc/llm/formats.txt),
  * the manifest llm-import writes and every later program reads. */
 #ifndef LLM_MODEL_H
 #define LLM_MODEL_H
@@ -10,7 +10,7 @@
 #include "phase.h"
 #include "quant.h"
 
-#define LLM_MODEL_FORMAT "llm-model/1"
+#define LLM_MODEL_FORMAT "llm-model/2"
 #define LLM_WEIGHTS_HEADER_BYTES 4096
 #define LLM_WEIGHTS_ALIGN 64
 #define LLM_MAX_SOURCES 4
@@ -110,6 +110,13 @@ struct llm_model {
  * transposed keys) are not a power of two apart and a tile of keys read
  * down the head dim does not fall into one set of the caches. */
 int64_t llm_kv_positions(int64_t max_context);
+/* The bytes of a KV cache whose rows hold llm_kv_positions(context)
+ * positions (context <= m->max_context; m->kv_bytes is the one for
+ * max_context): what the runtime allocates and passes as %kv. */
+uint64_t llm_kv_bytes(const struct llm_model *m, int64_t context);
+/* The context llm-run allocates when not told: llama.cpp's default, or
+ * the build's max_context when that is smaller. */
+#define LLM_DEFAULT_CONTEXT 4096
 
 /* A model to be described by llm_model_build: zeroed but for the fixed
  * facts of the format (weights.bin, its header size and alignment, f32

@@ -27,10 +27,11 @@ struct llm_runtime {
 	llm_phase_fn *phase[LLM_PH_COUNT];
 	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
 	uint64_t lib_fingerprint;
-	uint8_t *kv; /* kv_cache.bytes, zeroed, page aligned */
+	uint8_t *kv; /* kv_bytes, zeroed, page aligned */
 	size_t kv_map;
-	int64_t *tokens; /* the tokens argument: phase_tokens max */
-	float *logits;   /* vocab_size: the last call's logits */
+	uint64_t kv_bytes; /* what the phases get as %kv */
+	int64_t *tokens;   /* the tokens argument: phase_tokens max */
+	float *logits;     /* vocab_size: the last call's logits */
 	int64_t vocab, max_context;
 	int64_t pos; /* positions filled in the cache */
 	int64_t calls[LLM_PH_COUNT];
@@ -222,13 +223,49 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	return 0;
 }
 
+/* A KV cache of zeros for n positions (anonymous pages, touched only as
+ * used), in place of the one there was: the phases take the positions of
+ * its rows from the size of %kv. */
+static int
+alloc_kv(struct llm_runtime *rt, int64_t n)
+{
+	const struct llm_model *m = &rt->model;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (n < 1 || n > m->max_context)
+		return llm_seterr("%s: a context of %" PRId64
+				  " positions exceeds the one this model was built for, %" PRId64
+				  " (llm-import --max-context sets it)",
+		    m->path, n, m->max_context);
+	uint64_t bytes = llm_kv_bytes(m, n);
+	if (bytes == 0 || bytes > SIZE_MAX - page || bytes > INT64_MAX)
+		return llm_seterr("%s: bad kv_cache.bytes", m->path);
+	size_t len = (size_t)LLM_ALIGN_UP(bytes, page);
+	void *kv = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (kv == MAP_FAILED)
+		return llm_seterr("%s: cannot allocate the KV cache of %" PRIu64 " bytes (%" PRId64 " positions):",
+		    m->path, bytes, n);
+#ifdef MADV_HUGEPAGE
+	/* Only a hint (THP may be off).  A tile of the transposed keys reads
+	 * HD rows a cache row apart (16 KiB at f32, 4096 positions): with 4 KiB
+	 * pages each row is a page of its own, more than the L1 TLB holds. */
+	madvise(kv, len, MADV_HUGEPAGE);
+#endif
+	if (rt->kv)
+		munmap(rt->kv, rt->kv_map);
+	rt->kv = kv;
+	rt->kv_map = len;
+	rt->kv_bytes = bytes;
+	rt->max_context = n;
+	rt->pos = 0;
+	return 0;
+}
+
 struct llm_runtime *
 llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 {
 	static const struct llm_runtime_opts none;
 	const struct llm_model *m;
 	int64_t cap = 1;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct llm_runtime *rt = llm_xcalloc(1, sizeof(*rt));
 
 	if (!o)
@@ -253,27 +290,9 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 		goto fail;
 	m = &rt->model;
 	rt->vocab = m->cfg.vocab_size;
-	rt->max_context = m->max_context;
-	if (map_weights(rt) < 0 || load_library(rt, o) < 0)
+	if (map_weights(rt) < 0 || load_library(rt, o) < 0 ||
+	    alloc_kv(rt, m->max_context < LLM_DEFAULT_CONTEXT ? m->max_context : LLM_DEFAULT_CONTEXT) < 0)
 		goto fail;
-	if (m->kv_bytes == 0 || m->kv_bytes > SIZE_MAX - page) {
-		llm_seterr("%s: bad kv_cache.bytes", m->path);
-		goto fail;
-	}
-	/* Anonymous pages: zero, 64-byte (page) aligned, touched only as used. */
-	rt->kv_map = (size_t)LLM_ALIGN_UP(m->kv_bytes, page);
-	rt->kv = mmap(NULL, rt->kv_map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (rt->kv == MAP_FAILED) {
-		rt->kv = NULL;
-		llm_seterr("%s: cannot allocate the KV cache of %" PRIu64 " bytes:", m->path, m->kv_bytes);
-		goto fail;
-	}
-#ifdef MADV_HUGEPAGE
-	/* Only a hint (THP may be off).  A tile of the transposed keys reads
-	 * HD rows a cache row apart (16 KiB at f32, 4096 positions): with 4 KiB
-	 * pages each row is a page of its own, more than the L1 TLB holds. */
-	madvise(rt->kv, rt->kv_map, MADV_HUGEPAGE);
-#endif
 	for (int i = 0; i < LLM_PH_COUNT; i++)
 		if (rt->phase_tokens[i] > cap)
 			cap = rt->phase_tokens[i];
@@ -348,14 +367,9 @@ llm_runtime_context(const struct llm_runtime *rt)
 }
 
 int
-llm_runtime_limit_context(struct llm_runtime *rt, int64_t n)
+llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
 {
-	if (n < 1 || n > rt->model.max_context)
-		return llm_seterr("%s: a context of %" PRId64 " exceeds the one this model was built for, %" PRId64
-				  " (llm-import --max-context sets it)",
-		    rt->model.path, n, rt->model.max_context);
-	rt->max_context = n;
-	return 0;
+	return alloc_kv(rt, n);
 }
 
 int64_t
@@ -378,8 +392,8 @@ check_ids(const struct llm_runtime *rt, const int64_t *tokens, int64_t n)
 			return llm_seterr("token id %" PRId64 " is out of range [0, %" PRId64 ")", tokens[i],
 			    rt->vocab);
 	if (n > rt->max_context - rt->pos)
-		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of max_context "
-				  "%" PRId64 " used",
+		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of %" PRId64
+				  " positions used (-c)",
 		    n, rt->pos, rt->max_context);
 	return 0;
 }
@@ -389,7 +403,7 @@ call(struct llm_runtime *rt, int ph, const int64_t *tokens, int64_t n)
 {
 	int64_t cap = rt->phase_tokens[ph];
 	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->model.data_bytes, 1};
-	struct llm_memref1 kv = {rt->kv, rt->kv, 0, (int64_t)rt->model.kv_bytes, 1};
+	struct llm_memref1 kv = {rt->kv, rt->kv, 0, (int64_t)rt->kv_bytes, 1};
 	struct llm_memref1 tk = {rt->tokens, rt->tokens, 0, cap, 1};
 	struct llm_memref1 lg = {rt->logits, rt->logits, 0, rt->vocab, 1};
 

@@ -3,7 +3,7 @@
  * Opens a bundle (model.llm) or a build directory: model.json, weights.bin
  * mapped in place (header checked against the plan), the model library
  * (dlopen; its plan fingerprint must equal the weights'), the KV cache
- * (kv_cache.bytes of zeros), and calls the three phases through the ABI of
+ * (zeros, for the context asked for: llm_kv_bytes), and calls the three phases through the ABI of
  * share/doc/llm/formats.txt.  Nothing here knows a model's shapes beyond
  * model.json: vocab_size, max_context and the phases' token counts. */
 #ifndef LLM_RUNTIME_H
@@ -47,12 +47,13 @@ const struct llm_model *llm_runtime_model(const struct llm_runtime *rt);
 const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
 uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
 int64_t llm_runtime_vocab(const struct llm_runtime *rt);
-/* Positions the context may hold: the build's max_context, or less after
- * llm_runtime_limit_context. */
+/* Positions the context may hold: what the KV cache was allocated for,
+ * LLM_DEFAULT_CONTEXT (or the build's max_context if smaller) at open. */
 int64_t llm_runtime_context(const struct llm_runtime *rt);
-/* Use at most n positions (1 <= n <= the build's max_context; the cache
- * stays allocated for the build's).  -1 with llm_errmsg otherwise. */
-int llm_runtime_limit_context(struct llm_runtime *rt, int64_t n);
+/* A new KV cache for n positions (1 <= n <= the build's max_context), in
+ * place of the old; the context is forgotten (position 0).  -1 with
+ * llm_errmsg otherwise, the old cache kept. */
+int llm_runtime_set_context(struct llm_runtime *rt, int64_t n);
 /* Positions filled in the cache. */
 int64_t llm_runtime_pos(const struct llm_runtime *rt);
 /* The logits of the last token of the last prefill or decode

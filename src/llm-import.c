@@ -32,7 +32,10 @@
 #include "../lib/tokenizer.h"
 #include "../lib/util.h"
 
-#define DEFAULT_MAX_CONTEXT 4096
+/* The most RoPE rows (and the largest KV cache llm-run -c may ask for)
+ * by default: 16 MiB of tables at head_dim 128.  llm-run allocates the
+ * cache for its own -c (LLM_DEFAULT_CONTEXT by default). */
+#define DEFAULT_MAX_CONTEXT 32768
 #define DEFAULT_PREFILL_CHUNK 128
 
 static const char *tokenizer_names[] = {
@@ -53,7 +56,8 @@ usage(FILE *fp)
 
 static const char help_text[] =
     "  -o outdir            write model.json, the phases and the tokenizer files here (default .)\n"
-    "  --max-context n      KV cache and RoPE rows (default: max_position_embeddings, at most 4096)\n"
+    "  --max-context n      the largest context llm-run -c can ask for: RoPE rows (default:\n"
+    "                       max_position_embeddings, at most 32768)\n"
     "  --prefill-chunk n    most tokens one prefill call takes (default 128)\n"
     "  --dtype t            weight storage: auto (default: the checkpoint's; a quantized GGUF stays\n"
     "                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"

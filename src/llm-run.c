@@ -82,7 +82,8 @@ static const char help_text[] =
     "  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
     "  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
     "                       or a full context)\n"
-    "  -c n                 use at most n positions of the context (default: the build's)\n"
+    "  -c n                 positions of the context, the KV cache allocated for them (default:\n"
+    "                       4096, or the build's --max-context if smaller; at most that)\n"
     "  -e                   process the escapes \\n \\r \\t \\' \\\" \\\\ in -p (--no-escape: do not)\n"
     "  -t threads           OpenMP threads (default: the OpenMP default)\n"
     "  --temp t             sampling temperature; 0 (default): greedy\n"
@@ -689,8 +690,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 	if (nids == 0)
 		llm_fatal("%s: empty prompt", model);
 	if ((int64_t)nids > llm_runtime_context(rt))
-		llm_fatal("%s: prompt of %zu tokens does not fit max_context %" PRId64, model, nids,
-		    llm_runtime_context(rt));
+		llm_fatal("%s: prompt of %zu tokens does not fit the context of %" PRId64 " positions (-c)", model,
+		    nids, llm_runtime_context(rt));
 	for (size_t i = 0; i < nids; i++)
 		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
 	/* as llama-cli: the text, then what continues it */
@@ -856,7 +857,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 			break;
 		if (d == 0) {
 			llm_warn("%s: the message does not fit in the context: %zu prompt tokens and %" PRId64
-				 " for the reply, max_context %" PRId64,
+				 " for the reply, a context of %" PRId64 " positions (-c)",
 			    c->model, keep + nids, c->reserve, llm_runtime_context(rt));
 			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
 			llm_buf_free(&full);
@@ -1272,6 +1273,23 @@ list_max(const struct bench_list *l)
 	return m;
 }
 
+/* The context the largest test of b needs: its depth, then the prompt,
+ * or one token and the generated ones (tg needs a token of context
+ * before its first decode step). */
+static int64_t
+bench_need(const struct bench_spec *b)
+{
+	int64_t pmax = list_max(&b->pp), tmax = list_max(&b->tg), need = 0;
+	for (int i = 0; i < b->depth.n; i++) {
+		int64_t d = b->depth.v[i], p = d + pmax, t = (d > 0 ? d : 1) + tmax;
+		if (p > need)
+			need = p;
+		if (t > need)
+			need = t;
+	}
+	return need;
+}
+
 static void
 run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, int threads, uint64_t seed, int json)
 {
@@ -1283,16 +1301,13 @@ run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b,
 	double *rates = llm_xreallocarray(NULL, (size_t)b->reps, sizeof(*rates));
 	json_t *arr = json_array();
 
-	/* tg needs one token of context before its first decode step. */
-	for (int i = 0; i < b->depth.n; i++) {
-		int64_t d = b->depth.v[i];
-		if (d + pmax > llm_runtime_context(rt) || (d > 0 ? d : 1) + tmax > llm_runtime_context(rt)) {
-			char depth[32] = "";
-			if (d > 0)
-				snprintf(depth, sizeof(depth), ",depth=%" PRId64, d);
-			llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit max_context %" PRId64,
-			    model, pmax, tmax, depth, llm_runtime_context(rt));
-		}
+	if (bench_need(b) > llm_runtime_context(rt)) {
+		char depth[32] = "";
+		if (dmax > 0)
+			snprintf(depth, sizeof(depth), ",depth=%" PRId64, dmax);
+		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit the context of %" PRId64
+			  " positions (-c)",
+		    model, pmax, tmax, depth, llm_runtime_context(rt));
 	}
 	bench_model_init(&bm, rt, threads);
 	llm_rng_seed(&rng, seed);
@@ -1887,12 +1902,21 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 	double t_load = llm_now();
 	if (!(*rtp = rt = llm_runtime_open(a->model, &ro)))
 		llm_fatal("%s", llm_errmsg());
-	/* -c: a smaller context than the build's (the cache stays allocated
-	 * for the build's; llm-import --max-context sets that) */
-	if (a->ctx_cap && llm_runtime_limit_context(rt, a->ctx_cap) < 0)
+	/* -c: the KV cache for that many positions, up to the build's
+	 * max_context (llm-import --max-context sets it).  Without it, the
+	 * runtime's default, or what --bench needs if that is more. */
+	int64_t ctx = a->ctx_cap, maxc = llm_runtime_model(rt)->max_context;
+	if (!ctx && a->mode == M_BENCH) {
+		int64_t need = bench_need(&a->bench);
+		if (need > llm_runtime_context(rt) && need <= maxc)
+			ctx = need;
+	}
+	if (ctx > maxc)
 		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
 			  " (llm-import --max-context sets it)",
-		    a->model, a->ctx_cap, llm_runtime_context(rt));
+		    a->model, ctx, maxc);
+	if (ctx && llm_runtime_set_context(rt, ctx) < 0)
+		llm_fatal("%s", llm_errmsg());
 	if (a->mode != M_BENCH) {
 		if (a->tokenizer_path)
 			source_path(src, a->tokenizer_path);
@@ -1905,10 +1929,10 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 		char fp[17];
 		llm_hex64(llm_runtime_fingerprint(rt), fp);
 		fprintf(stderr,
-		    "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", max_context %" PRId64 ", chunk %" PRId64
-		    ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
+		    "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", context %" PRId64 " of max_context %" PRId64
+		    ", chunk %" PRId64 ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
 		    llm_prog, a->model, m->family, m->cfg.n_layers, llm_runtime_vocab(rt), llm_runtime_context(rt),
-		    m->prefill_chunk, m->data_bytes, fp, t_load * 1e3);
+		    m->max_context, m->prefill_chunk, m->data_bytes, fp, t_load * 1e3);
 	}
 	return t_load;
 }

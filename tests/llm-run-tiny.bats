@@ -114,7 +114,7 @@ setup() {
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp32 @ d200","tg8 @ d200"]' ]
 	[ "$(jq 'all(.[]; .depth == 200 and .tokens_per_s > 0)' <<<"$output")" = true ]
 	run -1 --separate-stderr llm-run -m "$M" --bench pp=32,tg=8,depth=240
-	[ "$stderr" = "llm-run: $M: --bench pp=32,tg=8,depth=240 does not fit max_context 256" ]
+	[ "$stderr" = "llm-run: $M: --bench pp=32,tg=8,depth=240 does not fit the context of 256 positions (-c)" ]
 }
 
 @test "bench-model reports every figure that fits the model's context" {

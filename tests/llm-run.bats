@@ -230,7 +230,7 @@ one_error() {
 	d=$(fixture_linked a)
 	run --separate-stderr llm-run -m "$d" --tokens "$(seq_ids 1 65)"
 	one_error
-	[ "$stderr" = "llm-run: $d: prompt of 65 tokens does not fit max_context 64" ]
+	[ "$stderr" = "llm-run: $d: prompt of 65 tokens does not fit the context of 64 positions (-c)" ]
 	# a text prompt: not echoed either
 	run --separate-stderr llm-run -m "$d" -p "$(printf 'x%.0s' $(seq 70))"
 	one_error
@@ -353,7 +353,7 @@ swap_ids() {
 }
 
 # endless NAME: a linked fixture of a million positions without EOS ids:
-# it counts up through the vocabulary until stopped.
+# it counts up through the vocabulary until stopped (with -c 1048576).
 endless() {
 	local d="$BATS_FILE_TMPDIR/endless-$1"
 	if [ ! -d "$d" ]; then
@@ -515,7 +515,7 @@ stop_job() {
 
 @test "Ctrl-C stops generation, prints the rates and exits 0" {
 	d=$(endless a)
-	llm-run -m "$d" --tokens 1 -n 100000000 >"$T/o" 2>"$T/e" 3>&- &
+	llm-run -m "$d" -c 1048576 --tokens 1 -n 100000000 >"$T/o" 2>"$T/e" 3>&- &
 	pid=$!
 	wait_for "$T/o" 0
 	kill -INT $pid
@@ -524,7 +524,7 @@ stop_job() {
 	grep -q '^llm-run: decode [0-9]* tokens in' "$T/e"
 	# The text got its newline.
 	[ "$(tail -c 1 "$T/o" | od -An -c | tr -d ' ')" = '\n' ]
-	llm-run -v -m "$d" --json --tokens 1 -n 100000000 >"$T/j" 2>"$T/e" 3>&- &
+	llm-run -v -m "$d" -c 1048576 --json --tokens 1 -n 100000000 >"$T/j" 2>"$T/e" 3>&- &
 	pid=$!
 	# Decoding has begun when -v shows a decode call.
 	for i in $(seq 200); do grep -q 'decode pos' "$T/e" && break; sleep 0.1; done
@@ -562,7 +562,7 @@ stop_job() {
 @test "--bench refuses a test larger than the context and a bad spec" {
 	d=$(fixture_linked a)
 	run -1 --separate-stderr llm-run -m "$d" --bench
-	[ "$stderr" = "llm-run: $d: --bench pp=512,tg=128 does not fit max_context 64" ]
+	[ "$stderr" = "llm-run: $d: --bench pp=512,tg=128 does not fit the context of 64 positions (-c)" ]
 	run -2 llm-run -m "$d" --bench pp=x
 	run -2 llm-run -m "$d" --bench qq=1
 	run -2 llm-run -m "$d" --bench reps=0
@@ -622,10 +622,10 @@ stop_job() {
 	# max_context 64: pp at depth 60 needs 60 + 8 positions, tg 60 + 5.
 	run -1 --separate-stderr llm-run -m "$d" --bench pp=8,tg=0,depth=60
 	one_error
-	[ "$stderr" = "llm-run: $d: --bench pp=8,tg=0,depth=60 does not fit max_context 64" ]
+	[ "$stderr" = "llm-run: $d: --bench pp=8,tg=0,depth=60 does not fit the context of 64 positions (-c)" ]
 	run -1 --separate-stderr llm-run -m "$d" --bench pp=0,tg=5,depth=60
 	one_error
-	[ "$stderr" = "llm-run: $d: --bench pp=0,tg=5,depth=60 does not fit max_context 64" ]
+	[ "$stderr" = "llm-run: $d: --bench pp=0,tg=5,depth=60 does not fit the context of 64 positions (-c)" ]
 	# Exactly full is allowed: 56 + 8 and 60 + 4 positions.
 	run -0 --separate-stderr llm-run -m "$d" --bench pp=8,tg=0,depth=56,reps=1 --json
 	[ "$(jq -r '.[0].test' <<<"$output")" = "pp8 @ d56" ]
@@ -841,7 +841,7 @@ stop_job() {
 	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama2 -n 4 --json <"$T/in"
 	[ "${#lines[@]}" -eq 1 ]
 	[ "$(jq .turn <<<"${lines[0]}")" -eq 1 ]
-	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" max_context 64" ]]
+	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" a context of 64 positions (-c)" ]]
 }
 
 @test "a chat needs a template: named, in model.json or recognised" {
@@ -874,7 +874,7 @@ stop_job() {
 @test "Ctrl-C in a chat stops the reply; at the prompt it ends the chat with exit 0" {
 	d=$(endless a)
 	mkfifo "$T/fifo"
-	llm-run -m "$d" -i --chat-template llama2 -n 100000000 <"$T/fifo" >"$T/o" 2>"$T/e" 3>&- &
+	llm-run -m "$d" -c 1048576 -i --chat-template llama2 -n 100000000 <"$T/fifo" >"$T/o" 2>"$T/e" 3>&- &
 	pid=$!
 	exec {fd}>"$T/fifo"
 	echo one >&$fd

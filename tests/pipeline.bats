@@ -63,6 +63,27 @@ logits() {
 	run -0 cmpf32 -a 1e-4 "$T/ref" "$T/first"
 }
 
+@test "llm-run -c N allocates the KV cache for N positions at run time, with the same logits for every N (issue 17)" {
+	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	# 40 prompt tokens and 16 generated fill 56 positions; the build's is 128
+	for c in "" 56 57 100 128; do
+		llm-run -m "$T/out/model.llm" -t 2 ${c:+-c $c} --tokens "$(seq -s, 100 139)" -n 16 \
+			--logits "$T/c$c.f32" >/dev/null 2>&1
+		cmp "$T/c.f32" "$T/c$c.f32"
+	done
+	[ "$(stat -c %s "$T/c.f32")" -eq $((16 * V * 4)) ]
+	run -0 --separate-stderr llm-run -v -m "$T/out/model.llm" -c 57 --tokens 1,2,3 -n 1
+	assert_regex "$stderr" ", context 57 of max_context 128, "
+	# a context of 50 ends the reply at the 50th position: 11 rows
+	llm-run -m "$T/out/model.llm" -c 50 --tokens "$(seq -s, 100 139)" -n 16 --logits "$T/short.f32" >/dev/null 2>&1
+	[ "$(stat -c %s "$T/short.f32")" -eq $((11 * V * 4)) ]
+	cmp -n $((11 * V * 4)) "$T/c.f32" "$T/short.f32"
+	run -1 --separate-stderr llm-run -m "$T/out/model.llm" -c 129 --tokens 1,2,3
+	[ "$stderr" = "llm-run: $T/out/model.llm: -c 129 exceeds the context this model was built for, 128 (llm-import --max-context sets it)" ]
+	run -1 --separate-stderr llm-run -m "$T/out/model.llm" -c 39 --tokens "$(seq -s, 100 139)"
+	[ "$stderr" = "llm-run: $T/out/model.llm: prompt of 40 tokens does not fit the context of 39 positions (-c)" ]
+}
+
 @test "the decoder layers share one kernel" {
 	build "$BATS_FILE_TMPDIR/q05" "$T/out" layer
 	# 2 layers, 3 phases: prefill and prefill_kv share their kernels

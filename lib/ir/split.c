@@ -285,23 +285,36 @@ load_phase(struct phase *p)
 }
 
 /* A memref.view goes to the glue when all its operands are there too
- * (function arguments, copied constants): the partitions then receive
- * the view, not its offset, and the layers become structurally equal. */
+ * (function arguments, copied constants, the index arithmetic below): the
+ * partitions then receive the view, not its offset, and the layers become
+ * structurally equal.  So does the index arithmetic of view offsets and
+ * sizes: memref.dim of an argument, and arith.muli / divui on values of
+ * the glue and constants, at least one of the glue (the KV cache's run-time
+ * positions and the layers' offsets from them). */
 static int
-hoistable_view(const struct phase *p, size_t i)
+hoistable(const struct phase *p, size_t i)
 {
 	MlirOperation op = p->ops[i];
-	if (!llm_ir_is(op, "memref.view"))
+	int view = llm_ir_is(op, "memref.view"), dim = llm_ir_is(op, "memref.dim");
+	int arith = llm_ir_is(op, "arith.muli") || llm_ir_is(op, "arith.divui");
+	int glue = 0;
+	if (!view && !dim && !arith)
 		return 0;
 	for (intptr_t k = 0; k < mlirOperationGetNumOperands(op); k++) {
 		intptr_t idx;
 		ptrdiff_t d = def_pos(p, mlirOperationGetOperand(op, k), &idx);
-		if (d == -1)
+		if (d == -1) {
+			if (arith)
+				return 0;
 			continue;
+		}
 		if (d < 0 || (p->cls[d] != C_REMAT && p->cls[d] != C_GLUE))
 			return 0;
+		if (dim && k == 0)
+			return 0;
+		glue |= p->cls[d] == C_GLUE;
 	}
-	return 1;
+	return !arith || glue;
 }
 
 static int
@@ -329,7 +342,7 @@ classify(struct phase *p)
 			p->cls[i] = C_GLUE;
 		else if (llm_ir_is_remat(p->ops[i]))
 			p->cls[i] = C_REMAT;
-		else if (p->s->o->strategy != LLM_SPLIT_NONE && hoistable_view(p, i))
+		else if (p->s->o->strategy != LLM_SPLIT_NONE && hoistable(p, i))
 			p->cls[i] = C_GLUE;
 		else
 			p->cls[i] = C_PART;

@@ -77,7 +77,7 @@ def tar(members, fmt):
 
 
 def bundle():
-    small = [("model.json", b'{"format":"llm-model/1"}'), ("target.json", b'{"triple":"x86_64"}'),
+    small = [("model.json", b'{"format":"llm-model/2"}'), ("target.json", b'{"triple":"x86_64"}'),
              ("tokenizer.json", b"{}")]
     put("bundle", "ustar", tar(small, tarfile.USTAR_FORMAT))
     put("bundle", "pax", tar([("a" * 120 + "/weights.bin", b"\0" * 600)] + small, tarfile.PAX_FORMAT))

@@ -2,7 +2,7 @@
  * have simple, checkable semantics (tests/fixtures/llm-run/phase.mlir.in),
  * to test llm-link and llm-run without the real pipeline.
  *
- * Output DIR: model.json (a valid llm-model/1 manifest: vocab V = 258,
+ * Output DIR: model.json (a valid llm-model/2 manifest: vocab V = 258,
  * the 256 GPT-2 byte tokens then <s> = 256 and </s> = 257, eos </s>),
  * weights.bin (f32 w[v] = v / 4 for v >= 9, else 0), tokenizer.json
  * (byte level), and prefill.mlir, prefill_kv.mlir and decode.mlir made

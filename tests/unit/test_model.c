@@ -11,7 +11,7 @@ static json_t *
 manifest(void)
 {
 	static const char *text =
-	    "{\"format\": \"llm-model/1\", \"family\": \"qwen2\", \"architecture\": \"Qwen2ForCausalLM\","
+	    "{\"format\": \"llm-model/2\", \"family\": \"qwen2\", \"architecture\": \"Qwen2ForCausalLM\","
 	    " \"source\": {\"kind\": \"safetensors\", \"dir\": \"m\", \"files\": [\"model.safetensors\"]},"
 	    " \"config\": {\"hidden_size\": 8, \"n_layers\": 1, \"n_heads\": 2, \"n_kv_heads\": 1, \"head_dim\": 4,"
 	    "   \"intermediate_size\": 16, \"vocab_size\": 10, \"rms_norm_eps\": 1e-6, \"rope_theta\": 10000.0,"
@@ -86,9 +86,15 @@ T_TEST(other_format_versions_are_rejected)
 {
 	struct llm_model m;
 	json_t *j = manifest();
-	json_object_set_new(j, "format", json_string("llm-model/2"));
+	json_object_set_new(j, "format", json_string("llm-model/3"));
 	T_CHECK(parse(j, &m) == -1);
-	T_CHECK(strstr(llm_errmsg(), "unsupported format version 'llm-model/2'") != NULL);
+	T_CHECK(strstr(llm_errmsg(), "unsupported format version 'llm-model/3'") != NULL);
+	/* a build of before the run-time context: its phases index a cache of
+	 * max_context positions */
+	j = manifest();
+	json_object_set_new(j, "format", json_string("llm-model/1"));
+	T_CHECK(parse(j, &m) == -1);
+	T_CHECK(strstr(llm_errmsg(), "'llm-model/1' (this program reads llm-model/2; build the model again)") != NULL);
 	j = manifest();
 	json_object_set_new(j, "format", json_string("llm-weights/2"));
 	T_CHECK(parse(j, &m) == -1);
@@ -232,7 +238,7 @@ T_TEST(build_and_parse_round_trip)
 	d.source_dir = "/m";
 	d.source_files = src;
 	d.nsource_files = 1;
-	d.cfg = (struct llm_model_config){8, 1, 2, 1, 4, 16, 10, 32, 1e-6, 10000, 1, 0};
+	d.cfg = (struct llm_model_config){8, 1, 2, 1, 4, 16, 10, 32, 1e-6, 10000, 1, 0, 0, {0}};
 	d.weight_dtype = LLM_DT_BF16;
 	d.kv_dtype = LLM_DT_F16;
 	d.max_context = 32;
@@ -255,6 +261,10 @@ T_TEST(build_and_parse_round_trip)
 	T_CHECK(strcmp(m.chat_template, "chatml") == 0 && m.n_eos == 1 && m.eos_ids[0] == 2);
 	T_CHECK(m.ntensors == 2 && m.tensors[1].heads == 2 && m.tensors[1].offset == 192);
 	T_CHECK(m.kv_bytes == 1 * 2 * 1 * (uint64_t)llm_kv_positions(32) * 4 * 2);
+	/* the cache of a smaller run-time context: rows of P(n) positions */
+	T_CHECK(llm_kv_bytes(&m, 32) == m.kv_bytes);
+	T_CHECK(llm_kv_bytes(&m, 1) == 1 * 2 * 1 * (uint64_t)llm_kv_positions(1) * 4 * 2);
+	T_CHECK(llm_kv_bytes(&m, 17) == 1 * 2 * 1 * 48 * 4 * 2);
 	T_CHECK(m.nphases == LLM_PH_COUNT);
 	for (int i = 0; i < LLM_PH_COUNT; i++) {
 		T_CHECK(strcmp(m.phases[i].name, llm_phase_specs[i].name) == 0);
