@@ -42,7 +42,7 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
 	lib/stream.h lib/chatcache.h \
 	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
-	lib/target.h lib/phase.h
+	lib/target.h lib/phase.h lib/tune.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
@@ -51,7 +51,7 @@ LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
 	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
-	$(O)/lib/target.o $(O)/lib/phase.o
+	$(O)/lib/target.o $(O)/lib/phase.o $(O)/lib/tune.o
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, from lib/ir/, outside libllm.a) need its headers,
@@ -65,7 +65,7 @@ IRHDR = lib/ir/ir.h lib/ir/split.h lib/ir/verifypart.h
 IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
-	$(B)/llm-split $(B)/llm-verify-partition
+	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
 	$(T)/dequant
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
@@ -122,9 +122,17 @@ $(O)/lib/qmix.o: lib/qmix.c
 $(O)/lib/ppl.o: lib/ppl.c
 $(O)/lib/target.o: lib/target.c
 $(O)/lib/phase.o: lib/phase.c
+$(O)/lib/tune.o: lib/tune.c
 
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
-$(PROGS): $(O)/lib/libllm.a $(LIBHDR)
+# llm-tune is a shell script (it drives the other programs), with the
+# version and the installed share directory put in.
+$(B)/llm-tune: src/llm-tune.sh config.mk
+	@mkdir -p $(B)
+	sed -e 's|@VERSION@|$(VERSION)|' -e 's|@SHAREDIR@|$(SHAREDIR)/llm|' src/llm-tune.sh >$@.tmp
+	chmod 755 $@.tmp
+	mv $@.tmp $@
+$(filter-out $(B)/llm-tune,$(PROGS)): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(B)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ src/$(@F).c $(LINK_$(@F)) $(O)/lib/libllm.a $(LIBS)
 $(B)/llm-import: src/llm-import.c

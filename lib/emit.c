@@ -1007,13 +1007,13 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		/* One row of x streams W from memory (decode): prefetch the
 		 * codes a distance ahead, past the ends of the 4 KB pages where
 		 * the hardware's prefetchers stop, non-temporal (W is read once
-		 * a token), and the scales at the same group.  The distance,
-		 * measured on Zen 5 (BENCHMARKS.md "Prefetching W in decode"):
-		 * 2 KB for int8 groups of 32 (256 bytes a group), 4 KB for the
-		 * others (128 bytes).  The last tile's prefetches stay on its
-		 * last group. */
-		int ahead = (nw == 4 ? 2048 : 4096) / (nw * 64);
-		ln(b, 10, "%%_pfd = arith.constant %d : index", ahead);
+		 * a token), and the scales at the same group.  The distance in
+		 * bytes is measured per CPU: llm-lower sets it, in groups, from
+		 * the tuning table (tune.h; BENCHMARKS.md "Prefetching W in
+		 * decode").  The last tile's prefetches stay on its last
+		 * group. */
+		ln(b, 10, "%%_pfd = arith.constant {llm.tune = \"decode.prefetch_bytes.g%d\", llm.tune_unit = %d : i64} 0 : index",
+		    nw * 64, nw * 64);
 		ln(b, 10, "%%_pfm = arith.constant %" PRId64 " : index", q->nt * q->ng - 1);
 		ln(b, 10, "%%_pft = arith.muli %%_t, %%_ng : index");
 		ln(b, 10, "%%_pfa = arith.addi %%_pft, %%_g : index");

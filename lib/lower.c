@@ -13,6 +13,7 @@
 #include "phase.h"
 #include "spawn.h"
 #include "target.h"
+#include "tune.h"
 
 /* The temporary directory of the running lowering, removed by a signal's
  * cleanup (llm_atsignal) unless it is to be kept.  Paths are built before
@@ -20,7 +21,7 @@
 #define NTMPFILE 8
 /* The families of dot-product kernels a module may declare (a line that
  * starts with the prefix, without a body) and the target's form of each
- * (splice_kernels). */
+ * (prepare_input). */
 static const struct {
 	const char *decl;
 	const char *(*form)(const struct llm_target *);
@@ -361,6 +362,13 @@ check_tools(const struct llm_lower *l)
 	return 0;
 }
 
+/* The tuning table: --tuning's, or share's. */
+static char *
+tuning_path(const struct llm_lower *l)
+{
+	return l->tuning ? llm_xstrdup(l->tuning) : llm_path_join(l->share, LLM_TUNE_FILE);
+}
+
 /* The cache key (see lower.h) as the cached object's path. */
 static char *
 cache_path(const struct llm_lower *l, const struct llm_argv *passes)
@@ -379,6 +387,9 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 		key_file(h, k);
 		free(k);
 	}
+	char *tuning = tuning_path(l);
+	key_file(h, tuning);
+	free(tuning);
 	key_str(h, l->triple ? l->triple : "host");
 	key_str(h, l->cpu ? l->cpu : "native");
 	key_str(h, l->features ? l->features : "");
@@ -395,6 +406,7 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 /* One lowering's files, in a temporary directory beside the output. */
 struct work {
 	char *dir, *in, *kin, *llvm, *ll, *obj, *log[3];
+	int prepared; /* the input read, tuned and spliced: a later failure is a tool's */
 };
 enum { LOG_OPT, LOG_TRANSLATE, LOG_LLC };
 
@@ -486,28 +498,53 @@ target_of(const struct llm_lower *l, struct tgt *tg)
 	return 0;
 }
 
-/* The module with the dot-product kernels it declares (lines
- * "llvm.func @llm_qdot_...(...)" or "llvm.func @llm_bdot(...)" without a
- * body: ir.txt "Kernels") defined in the target's form of each family,
- * share/llm/kernels/<form>.mlir (llm_target_kernels,
- * llm_target_bf16_kernels), in w->kin; mlir-opt reads that file then.
- * The declarations are dropped and the forms' definitions go in before the
- * module's closing brace; a module that declares none (or has them
- * defined already) is read as it is. */
+/* The module as mlir-opt is to read it, in w->kin (w->in then names it;
+ * a module that needs neither step is read as it is):
+ * - its tunable constants (tune.h) set from the tuning table's entry for
+ *   the target's CPU;
+ * - the dot-product kernels it declares (lines "llvm.func @llm_qdot_...(...)"
+ *   or "llvm.func @llm_bdot(...)" without a body: ir.txt "Kernels")
+ *   defined in the target's form of each family,
+ *   share/llm/kernels/<form>.mlir (llm_target_kernels,
+ *   llm_target_bf16_kernels): the declarations are dropped and the forms'
+ *   definitions go in before the module's closing brace. */
 static int
-splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
+prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 {
 	char *text = NULL, *end;
-	struct llm_buf b = {0};
-	size_t n, ndecl[NFAMILY] = {0}, nall = 0;
+	struct llm_buf b = {0}, tuned = {0};
+	size_t n, ndecl[NFAMILY] = {0}, nall = 0, ntuned = 0;
 	int rc = -1;
 	if (llm_read_file(w->in, &text, &n) < 0)
 		return -1;
+	if (memmem(text, n, "{llm.tune = ", 12)) {
+		struct llm_tune t;
+		char *path = tuning_path(l);
+		int r = target_of(l, tg) < 0 ? -1 : llm_tune_load(path, tg->t.cpu, &t);
+		if (r == 0) {
+			r = llm_tune_apply(&t, text, n, &tuned, &ntuned, l->input);
+			if (r == 0 && l->verbose) {
+				char *d = llm_tune_describe(&t);
+				fprintf(stderr, "%s: %s: %zu tuned constants, %s's entry of %s: %s\n", llm_prog, l->input,
+				    ntuned, t.entry, path, d);
+				free(d);
+			}
+			llm_tune_free(&t);
+		}
+		free(path);
+		if (r < 0)
+			goto out;
+		free(text);
+		text = tuned.p;
+		n = tuned.len;
+		llm_buf_add(&tuned, "", 1);
+		tuned = (struct llm_buf){0};
+	}
 	/* the module without the declarations */
-	if ((end = strrchr(text, '}')))
+	if ((end = memrchr(text, '}', n)))
 		for (char *line = text, *next; line < end; line = next) {
-			next = strchr(line, '\n');
-			next = next && next < end ? next + 1 : end;
+			next = memchr(line, '\n', (size_t)(end - line));
+			next = next ? next + 1 : end;
 			const char *p = line + strspn(line, " \t");
 			size_t f = 0;
 			while (f < NFAMILY && strncmp(p, kernel_families[f].decl, strlen(kernel_families[f].decl)) != 0)
@@ -519,11 +556,11 @@ splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 				llm_buf_printf(&b, "%.*s", (int)(next - line), line);
 			}
 		}
-	if (!nall) {
+	if (!nall && !ntuned) {
 		rc = 0;
 		goto out;
 	}
-	if (target_of(l, tg) < 0)
+	if (nall && target_of(l, tg) < 0)
 		goto out;
 	for (size_t f = 0; f < NFAMILY; f++) {
 		if (!ndecl[f])
@@ -538,13 +575,15 @@ splice_kernels(const struct llm_lower *l, struct work *w, struct tgt *tg)
 		if (r < 0)
 			goto out;
 	}
-	llm_buf_puts(&b, end);
+	if (end)
+		llm_buf_add(&b, end, n - (size_t)(end - text));
 	if ((rc = llm_write_file(w->kin, b.p, b.len)) == 0) {
 		free(w->in);
 		w->in = llm_xstrdup(w->kin);
 	}
 out:
 	llm_buf_free(&b);
+	llm_buf_free(&tuned);
 	free(text);
 	return rc;
 }
@@ -619,8 +658,9 @@ static int
 run_stages(struct llm_lower *l, struct work *w, const struct llm_argv *passes, struct tgt *tg)
 {
 	int rc = -1;
-	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || splice_kernels(l, w, tg) < 0)
+	if ((strcmp(l->input, "-") == 0 && save_stdin(w->in) < 0) || prepare_input(l, w, tg) < 0)
 		goto out;
+	w->prepared = 1;
 
 	struct llm_argv a = {0};
 	llm_argv_add(&a, l->mlir_opt);
@@ -685,6 +725,12 @@ llm_lower_run(struct llm_lower *l)
 	if (work_open(l, &w) < 0)
 		goto out;
 	if (run_stages(l, &w, &passes, &tg) < 0) {
+		if (!w.prepared) {
+			/* the input, the tuning table or a kernel file is
+			 * wrong: no tool ran, nothing to look at */
+			rm_tree(w.dir);
+			goto out;
+		}
 		/* Keep what there is, except a partial object. */
 		unlink(w.obj);
 		l->kept = w.dir;

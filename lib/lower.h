@@ -25,6 +25,7 @@ struct llm_lower {
 	const char *objcopy;  /* llvm-objcopy, to keep only llm_* symbols global */
 	const char *clang;    /* to resolve the target's features (target.h) */
 	const char *cache;    /* directory of the content-addressed object cache, or NULL */
+	const char *tuning;   /* the tuning table (tune.h), NULL: share/tuning.json */
 	int cache_hit;        /* out: the object came from the cache */
 	const char *triple;   /* NULL: the host */
 	const char *cpu;      /* NULL: "native" for the host, the triple's default otherwise */
@@ -35,13 +36,15 @@ struct llm_lower {
 	char *kept;           /* out: the directory of intermediates left behind, or NULL */
 };
 
-/* Runs the three stages, then localises every defined symbol but the
+/* Sets the module's tunable constants from the tuning table's entry for
+ * the target's CPU (tune.h), puts in the target's form of the kernels it
+ * declares, then runs the three stages, then localises every defined symbol but the
  * llm_* and _mlir_ciface_* ones (helpers such as the deallocation pass's
  * dealloc_helper would otherwise clash between objects).  With a cache
  * directory, the object is looked up first under a key over everything
  * that decides it: the input text, the expanded pass list and the files
  * it names (transform scripts), the int8 kernels of every form
- * (share/llm/kernels), the llc options, the tools' identities and, for
+ * (share/llm/kernels), the tuning table, the llc options, the tools' identities and, for
  * the host CPU, /proc/cpuinfo's model and flags.  A hit copies
  * the cached object; a miss stores the new one.  Returns 0, or -1 with llm_errmsg naming the
  * stage ("mlir-opt: exited with status 1"); the tool's stderr has then

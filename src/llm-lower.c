@@ -28,7 +28,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
-	    "                 [--features list] [--target triple] [--no-cache] input.mlir\n");
+	    "                 [--features list] [--target triple] [--tuning file] [--no-cache] input.mlir\n");
 }
 
 static const char help_text[] =
@@ -39,6 +39,7 @@ static const char help_text[] =
     "  --cpu name           llc's CPU: native (default for the host), x86-64-v3, znver4, ...\n"
     "  --features list      llc -mattr features, e.g. +avx2,+fma\n"
     "  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
+    "  --tuning file        the kernel parameters measured per CPU (default: share/llm/tuning.json)\n"
     "  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
     "  -s                   keep the intermediate files even on success, and say where\n"
     "  -v                   echo each command and its time\n"
@@ -65,6 +66,7 @@ main(int argc, char **argv)
 		{"features", required_argument, NULL, 'F'},
 		{"no-cache", no_argument, NULL, 'N'},
 		{"target", required_argument, NULL, 'T'},
+		{"tuning", required_argument, NULL, 'U'},
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
@@ -113,6 +115,9 @@ main(int argc, char **argv)
 			break;
 		case 'T':
 			l.triple = optarg;
+			break;
+		case 'U':
+			l.tuning = optarg;
 			break;
 		default:
 			usage(stderr);

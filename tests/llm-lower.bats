@@ -324,3 +324,47 @@ check_numbers() {
 	llm-lower --no-cache -s -o d.o "$F/decode.mlir" >/dev/null
 	[ ! -e .d.o.lower.*/d.kernels.mlir ]
 }
+
+@test "tunable constants take the tuning table's entry for the target's CPU (else generic's); an edited table changes the object; a bad table is refused (issue 42)" {
+	cd "$BATS_TEST_TMPDIR"
+	export LLM_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
+	tab="$PROJECT_ROOT/share/llm/tuning.json"
+	g256=$(jq '.cpus.generic.params."decode.prefetch_bytes.g256"' "$tab")
+	# a CPU with no entry of its own takes generic's: the distance in
+	# 256-byte groups, the prefetch's displacement in bytes of i8
+	run -0 llm-lower -v --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
+	assert_line --partial "tuned.mlir: 1 tuned constants, generic's entry of $tab: decode.prefetch_bytes.g256=$g256 "
+	objdump -d a.o | grep -q "prefetchnta $(printf '0x%x' $((g256 / 256)))("
+	# an edited table: another value for this CPU alone
+	jq '.cpus."x86-64-v3" = {"params": {"decode.prefetch_bytes.g256": 8192}}' "$tab" >t.json
+	run -0 llm-lower -v --tuning t.json --cpu x86-64-v3 -o b.o "$F/tuned.mlir"
+	assert_line --partial "1 tuned constants, x86-64-v3's entry of t.json: decode.prefetch_bytes.g256=8192 decode.prefetch_bytes.g128="
+	refute_output --partial "cache hit"
+	objdump -d b.o | grep -q "prefetchnta 0x20("
+	run ! cmp -s a.o b.o
+	# another CPU still takes generic's from the edited table
+	run -0 llm-lower -v --tuning t.json --cpu x86-64 -o c.o "$F/tuned.mlir"
+	assert_line --partial "generic's entry of t.json"
+	# the set value is what mlir-opt reads (kept with -s)
+	llm-lower --no-cache -s --tuning t.json --cpu x86-64-v3 -o d.o "$F/tuned.mlir" >/dev/null
+	grep -q 'llm.tune_unit = 256 : i64} 32 : index' .d.o.lower.*/d.kernels.mlir
+	# a module without tunable constants is lowered as it is
+	llm-lower --no-cache -s -o e.o "$F/decode.mlir" >/dev/null
+	[ ! -e .e.o.lower.*/e.kernels.mlir ]
+	# bad tables: one line naming the table, no object
+	bad() {
+		jq "$1" "$tab" >bad.json
+		run -1 --separate-stderr llm-lower --no-cache --tuning bad.json --cpu x86-64-v3 -o x.o "$F/tuned.mlir"
+		[ "$stderr" = "llm-lower: bad.json: $2" ]
+		[ ! -e x.o ]
+	}
+	bad '.format = "llm-tuning/9"' "format 'llm-tuning/9' is not llm-tuning/1"
+	bad '.cpus.znver9 = {"params": {"decode.prefetch": 1}}' "cpus.znver9: unknown parameter 'decode.prefetch'"
+	bad '.cpus.generic.params."decode.prefetch_bytes.g256" = -1' "cpus.generic: decode.prefetch_bytes.g256: want an integer in [0, 1048576]"
+	bad 'del(.cpus.generic.params."decode.prefetch_bytes.g128")' "cpus.generic: parameter 'decode.prefetch_bytes.g128' missing"
+	bad 'del(.cpus.generic)' "cpus.generic: no \"params\" object"
+	# a module naming a parameter the table does not know
+	sed 's/decode.prefetch_bytes.g256/decode.nosuch/' "$F/tuned.mlir" >u.mlir
+	run -1 --separate-stderr llm-lower --no-cache -o u.o u.mlir
+	[ "$stderr" = "llm-lower: u.mlir:5: unknown tunable parameter 'decode.nosuch'" ]
+}
