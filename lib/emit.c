@@ -1012,7 +1012,9 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		 * the tuning table (tune.h; BENCHMARKS.md "Prefetching W in
 		 * decode").  The last tile's prefetches stay on its last
 		 * group. */
-		ln(b, 10, "%%_pfd = arith.constant {llm.tune = \"decode.prefetch_bytes.g%d\", llm.tune_unit = %d : i64} 0 : index",
+		ln(b, 10,
+		    "%%_pfd = arith.constant {llm.tune = \"decode.prefetch_bytes.g%d\", llm.tune_unit = %d : i64} 0"
+		    " : index",
 		    nw * 64, nw * 64);
 		ln(b, 10, "%%_pfm = arith.constant %" PRId64 " : index", q->nt * q->ng - 1);
 		ln(b, 10, "%%_pft = arith.muli %%_t, %%_ng : index");

@@ -525,8 +525,8 @@ prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 			r = llm_tune_apply(&t, text, n, &tuned, &ntuned, l->input);
 			if (r == 0 && l->verbose) {
 				char *d = llm_tune_describe(&t);
-				fprintf(stderr, "%s: %s: %zu tuned constants, %s's entry of %s: %s\n", llm_prog, l->input,
-				    ntuned, t.entry, path, d);
+				fprintf(stderr, "%s: %s: %zu tuned constants, %s's entry of %s: %s\n", llm_prog,
+				    l->input, ntuned, t.entry, path, d);
 				free(d);
 			}
 			llm_tune_free(&t);

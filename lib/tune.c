@@ -35,14 +35,14 @@ read_entry(const json_t *e, const char *path, const char *name, int all, int64_t
 	json_t *val;
 	if (!json_is_object(p))
 		return llm_seterr("%s: cpus.%s: no \"params\" object", path, name);
-	json_object_foreach((json_t *)p, k, val) {
+	json_object_foreach ((json_t *)p, k, val) {
 		int i = param_index(k, strlen(k));
 		if (i < 0)
 			return llm_seterr("%s: cpus.%s: unknown parameter '%s'", path, name, k);
 		if (!json_is_integer(val) || json_integer_value(val) < llm_tune_params[i].min ||
 		    json_integer_value(val) > llm_tune_params[i].max)
-			return llm_seterr("%s: cpus.%s: %s: want an integer in [%" PRId64 ", %" PRId64 "]", path, name, k,
-			    llm_tune_params[i].min, llm_tune_params[i].max);
+			return llm_seterr("%s: cpus.%s: %s: want an integer in [%" PRId64 ", %" PRId64 "]", path, name,
+			    k, llm_tune_params[i].min, llm_tune_params[i].max);
 		v[i] = json_integer_value(val);
 		set[i] = 1;
 	}
@@ -80,7 +80,7 @@ llm_tune_load(const char *path, const char *cpu, struct llm_tune *t)
 	 * wrong for another CPU is wrong. */
 	const char *k;
 	json_t *e;
-	json_object_foreach((json_t *)cpus, k, e) {
+	json_object_foreach ((json_t *)cpus, k, e) {
 		int64_t *v = llm_xcalloc(llm_tune_nparams, sizeof(*v));
 		int *s = llm_xcalloc(llm_tune_nparams, sizeof(*s));
 		int r = read_entry(e, path, k, 0, v, s);
