@@ -51,7 +51,7 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
-	    "                  [--activations f32|q8|bf16] model\n");
+	    "                  [--activations auto|f32|q8|bf16] model\n");
 }
 
 static const char help_text[] =
@@ -63,11 +63,13 @@ static const char help_text[] =
     "                       quantized), f32, f16, bf16, or a llama-quantize mix to quantize a float\n"
     "                       checkpoint: q8_0, q4_0, q4_1, q5_0, q5_1, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k\n"
     "  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
-    "  --activations a      f32 (default: products with the exact weights), or q8: the products\n"
-    "                       with quantized weights quantize x to int8 blocks of 32, as llama.cpp\n"
-    "                       does, and run on int8 dot products (faster, approximate); or bf16:\n"
-    "                       the products with bf16 weights round x to bf16 and sum in f32\n"
-    "                       (vdpbf16ps on AVX512-BF16, as llama.cpp's bf16 path does)\n"
+    "  --activations a      how x meets the weights in the linear products: auto (default): q8\n"
+    "                       when the weights are block-quantized (a quantized GGUF, --dtype q*),\n"
+    "                       else f32; q8: x quantized to int8 blocks of 32, as llama.cpp does, on\n"
+    "                       int8 dot products (fast; stories260K's KL to f32: Q8_0 0.00057, not\n"
+    "                       0.00034 exact; 4-bit files within 2% of exact: BENCHMARKS.md);\n"
+    "                       f32: the products with the exact weights (as Hugging Face computes);\n"
+    "                       bf16: bf16 weights meet x rounded to bf16, summed in f32 (vdpbf16ps)\n"
     "  -v                   print what was written\n"
     "  -h                   print the usage\n"
     "  --help, --version    print this help, or the version\n";
@@ -414,9 +416,29 @@ struct opts {
 	enum llm_dtype wdt, kvdt; /* wdt LLM_DT_NONE: auto */
 	int mix;                  /* a --dtype mix (qmix.h), else -1 */
 	int verbose;
+	int act_auto; /* --activations auto (the default): q8 where the
+	               * plan keeps or makes block-quantized matrices, else
+	               * f32 (resolve_activations) */
 	int act_q8;   /* --activations q8 */
 	int act_bf16; /* --activations bf16 */
 };
+
+/* --activations auto: int8 activations (llama.cpp's arithmetic, the fast
+ * int8 kernels) when block-quantized matrices are kept (a quantized GGUF
+ * file) or made (--dtype q4_k_m ...), else f32.  BF16 weights keep f32
+ * activations: --activations bf16 prefills faster only on AVX512-BF16
+ * (1.6-1.8x on a Zen 5, 0.37x on AVX2), and the plan is made before the
+ * target is known (BENCHMARKS.md, "Fast defaults"). */
+static void
+resolve_activations(struct opts *o, const struct llm_source *src, int keep_quant)
+{
+	if (!o->act_auto)
+		return;
+	int quant = o->mix >= 0;
+	for (size_t i = 0; keep_quant && !quant && i < src->ntensors; i++)
+		quant = src->tensors[i].quant >= 0;
+	o->act_q8 = quant;
+}
 
 /* The model at dir (a GGUF file, or a checkpoint directory) as model.json
  * describes it, into m (llm_model_build's input; its strings are owned,
@@ -449,6 +471,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, o->chunk, o->max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
 	int keep_quant = o->wdt == LLM_DT_NONE && o->mix < 0;
+	resolve_activations(o, src, keep_quant);
 	if (o->wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
@@ -490,6 +513,14 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
 	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
+	if (o->act_auto && m->act_q8) {
+		/* auto, and no matrix took an int8 layout (block types read
+		 * only as f32): the plan has no int8 product to mark */
+		int any = 0;
+		for (size_t i = 0; i < m->ntensors && !any; i++)
+			any = m->tensors[i].layout != NULL;
+		m->act_q8 = any;
+	}
 	if (gguf)
 		gguf_tokenizer(m, src->gguf, &cfg, tf, ntf);
 	else
@@ -601,7 +632,7 @@ main(int argc, char **argv)
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 0, 0};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 1, 0, 0};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -613,11 +644,13 @@ main(int argc, char **argv)
 		/* clang-format off */
 		switch (ch) {
 		case 'A':
-			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "bf16") != 0 && strcmp(optarg, "f32") != 0) {
-				llm_warn("--activations: '%s' is not f32, q8 or bf16", optarg);
+			if (strcmp(optarg, "q8") != 0 && strcmp(optarg, "bf16") != 0 && strcmp(optarg, "f32") != 0 &&
+			    strcmp(optarg, "auto") != 0) {
+				llm_warn("--activations: '%s' is not auto, f32, q8 or bf16", optarg);
 				usage(stderr);
 				return LLM_EXIT_USAGE;
 			}
+			o.act_auto = strcmp(optarg, "auto") == 0;
 			o.act_q8 = strcmp(optarg, "q8") == 0;
 			o.act_bf16 = strcmp(optarg, "bf16") == 0;
 			break;

@@ -33,11 +33,25 @@ setup() {
 	assert_output --partial "unsupported dtype 'f8'"
 }
 
-@test "--activations: f32 by default, q8 recorded in the plan; a dense model's phases call no int8 kernel; others refused" {
+@test "--activations: auto by default (q8 for block-quantized weights, else f32), q8 recorded in the plan; a dense model's phases call no int8 kernel; others refused" {
 	run -2 llm-import --activations q4 "$M"
-	assert_output --partial "--activations: 'q4' is not f32, q8 or bf16"
+	assert_output --partial "--activations: 'q4' is not auto, f32, q8 or bf16"
 	llm-import -o "$BATS_TEST_TMPDIR/a" "$M"
 	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/a/model.json")" = f32 ]
+	# a quantizing --dtype: int8 activations, unless f32 is asked for
+	for q in q4_0 q4_k_m q8_0; do
+		llm-import --dtype $q -o "$BATS_TEST_TMPDIR/$q" "$M"
+		[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/$q/model.json")" = q8 ]
+		grep -q llm_qdot "$BATS_TEST_TMPDIR/$q/decode.mlir"
+	done
+	llm-import --dtype q4_0 --activations f32 -o "$BATS_TEST_TMPDIR/q4f" "$M"
+	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/q4f/model.json")" = f32 ]
+	run ! grep -l llm_qdot "$BATS_TEST_TMPDIR/q4f/decode.mlir"
+	# auto is the default, by name too; a float --dtype stays f32
+	llm-import --dtype q4_0 --activations auto -o "$BATS_TEST_TMPDIR/q4a" "$M"
+	cmp "$BATS_TEST_TMPDIR/q4_0/model.json" "$BATS_TEST_TMPDIR/q4a/model.json"
+	llm-import --dtype f16 -o "$BATS_TEST_TMPDIR/f16" "$M"
+	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/f16/model.json")" = f32 ]
 	llm-import --activations q8 -o "$BATS_TEST_TMPDIR/b" "$M"
 	[ "$(jq -r .dtypes.activations "$BATS_TEST_TMPDIR/b/model.json")" = q8 ]
 	run ! grep -l llm_qdot "$BATS_TEST_TMPDIR/b/decode.mlir" "$BATS_TEST_TMPDIR/b/prefill.mlir"

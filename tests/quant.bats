@@ -188,7 +188,7 @@ decodes_as() {
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 		for m in q d; do
 			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/$m.gguf" OUT="$T/b$m" \
-				IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" -j2 >&2
+				IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" -j2 >&2
 			llm-run -m "$T/b$m/model.llm" -t 2 --tokens "$p" -n 8 --logits "$T/$m.f32" 2>/dev/null
 		done
 		[ -n "$(layouts "$T/bq")" ]
@@ -236,7 +236,7 @@ decodes_as() {
 	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
 	ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b" \
-		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" -j2 >&2
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" -j2 >&2
 	gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens 1,2,3,4,5 -n 16 --logits "$T/run.f32" --json |
 		jq -r '.generated_tokens[0:15] | join(",")')
 	ids="1,2,3,4,5,$gen"
@@ -374,7 +374,7 @@ decodes_as() {
 	[ ! -e "$T/out/weights.bin" ]
 }
 
-@test "stories260K quantized by llama.cpp to Q8_0 and Q4_0: 64 greedy tokens as llama.cpp's, logits as the decoded file's" {
+@test "stories260K quantized by llama.cpp to Q8_0 and Q4_0: by default (int8 activations) 64 greedy tokens as llama.cpp's; --activations f32: the same text, logits as the decoded file's" {
 	need_llamacpp
 	s="$PROJECT_ROOT/../shared/fixtures/stories260K/stories260K.gguf"
 	[ -f "$s" ] || skip "no $s"
@@ -383,15 +383,17 @@ decodes_as() {
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
 		for m in q d q8; do
 			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/${m%8}.gguf" OUT="$T/b$m" \
-				IMPORT_FLAGS="$([ "$m" = q8 ] && echo --activations q8)" -j2 >&2
+				IMPORT_FLAGS="$([ "$m" = q ] && echo --activations f32)" -j2 >&2
 			llm-run -m "$T/b$m/model.llm" -t 2 --tokens 1 -n 64 --logits "$T/$m.f32" --json 2>/dev/null |
 				jq -r '.generated_tokens | join(",")' >"$T/$m.ids"
 		done
-		# with int8 activations as llama.cpp's, the same text
+		# the default: int8 activations, as llama.cpp's; the same text
+		[ "$(jq -r .dtypes.activations "$T/bq8/model.json")" = q8 ]
+		[ "$(jq -r .dtypes.activations "$T/bq/model.json")" = f32 ]
 		cmp "$T/q.ids" "$T/q8.ids"
 		ggml-ref logits "$T/q.gguf" "1,$(cut -d, -f1-63 "$T/q8.ids")" "$T/lc8.f32"
 		run -0 cmpf32 -r 0.05 -c 512 "$T/lc8.f32" "$T/q8.f32"
-		echo "$f, --activations q8, llama.cpp: $output" >&3
+		echo "$f, default (q8 activations), llama.cpp: $output" >&3
 		assert_output --partial "argmax_equal 64/64"
 		[ -n "$(layouts "$T/bq")" ]
 		run -0 cmpf32 -a 1e-4 "$T/d.f32" "$T/q.f32"
