@@ -111,6 +111,16 @@ imported() {
 	llm-run -m model.llm --tokens 1,2,3 -n 2 >/dev/null
 }
 
+@test "llm-tune(1): the examples run" {
+	ln -s "$PROJECT_ROOT/pipelines" pipelines
+	run_examples llm-tune.1
+	[ "$n" -eq 3 ]
+	cpu=$(jq -r .cpu b/target.json)
+	jq -e --arg c "$cpu" '.cpus[$c].params | length > 0' tuning.json
+	[ "$(cat b/obj/target.flags)" = "--tuning tuning.json" ]
+	llm-run -m b/model.llm --tokens 1,2,3 -n 2 >/dev/null
+}
+
 @test "llm(7): the examples run" {
 	ln -s "$PROJECT_ROOT/pipelines" pipelines
 	ln -s "${LLM_BIN:-$PROJECT_ROOT/bin}" bin
