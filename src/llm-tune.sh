@@ -153,7 +153,10 @@ for param in $params; do
 		cost=$(($(date +%s) - t0))
 		tried="$tried $v"
 	done
-	[ -n "$tried" ] || die "$param: no candidate fits the budget of $budget s (-b)"
+	if [ -z "$tried" ]; then
+		echo "$prog: $param not measured (the budget of $budget s is spent): it keeps the table's value" >&2
+		continue
+	fi
 	: >"$tmp/rates"
 	r=1
 	while [ "$r" -le "$rounds" ]; do
@@ -176,7 +179,7 @@ for param in $params; do
 			best=$m bestv=$v
 		fi
 	done
-	echo "$prog: $param = $bestv ($best t/s)" >&2
+	printf '%s: %s = %s (%.1f t/s)\n' "$prog" "$param" "$bestv" "$best" >&2
 	model=$(jq -r '.source.files[0]' "$out/model.json")
 	what="$(date -u +%Y-%m-%d), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) CPUs), llm-tune on $model ($(jq -r .dtypes.weights "$out/model.json"), activations $(jq -r .dtypes.activations "$out/model.json")), $threads threads, tg$ntok median of $rounds rounds; $param t/s by value:$summary"
 	measured="${measured:+$measured; }$what"

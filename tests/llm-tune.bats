@@ -84,6 +84,8 @@ setup() {
 	mkdir tmp
 	TMPDIR=$T/tmp run -0 --separate-stderr llm-tune -b 1 -r 1 -n 4 --values 1024,8192 -o t.json "$Q"
 	[[ "$stderr" == *"=8192 not tried: the budget of 1 s would be passed"* ]]
+	# the parameter measured second finds the budget spent
+	[[ "$stderr" == *"not measured (the budget of 1 s is spent): it keeps the table's value"* ]]
 	[ "$(jq -c '[.cpus[].params[]] | unique' t.json)" != "" ]
 	# its scratch bundles are gone
 	[ -z "$(ls -A tmp)" ]

@@ -113,6 +113,7 @@ imported() {
 
 @test "llm-tune(1): the examples run" {
 	ln -s "$PROJECT_ROOT/pipelines" pipelines
+	ln -s "${LLM_BIN:-$PROJECT_ROOT/bin}" bin
 	run_examples llm-tune.1
 	[ "$n" -eq 3 ]
 	cpu=$(jq -r .cpu b/target.json)
