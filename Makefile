@@ -42,10 +42,10 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
 	lib/stream.h lib/chatcache.h \
 	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
-	lib/target.h lib/phase.h lib/tune.h
+	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
-	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o \
+	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o $(O)/lib/emit_int8.o $(O)/lib/emit_bf16.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
 	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
@@ -94,6 +94,8 @@ $(O)/lib/dtype.o: lib/dtype.c
 $(O)/lib/model.o: lib/model.c
 $(O)/lib/family.o: lib/family.c
 $(O)/lib/emit.o: lib/emit.c
+$(O)/lib/emit_int8.o: lib/emit_int8.c
+$(O)/lib/emit_bf16.o: lib/emit_bf16.c
 $(O)/lib/json.o: lib/json.c
 $(O)/lib/spawn.o: lib/spawn.c
 $(O)/lib/safetensors.o: lib/safetensors.c

@@ -9,7 +9,7 @@ comments of each sequence):
   GV_NC, GV_NR, GV_KV  GEMV: W rows per scf.forall chunk, W rows per register
                        tile, k lanes (vector accumulators kept over the whole row);
                        class gemv has its chunks of GV_NC rows (8 streams of 8)
-                       in its IR: GV_NC is lib/emit.c's GEMV_CHUNK and GV_NR
+                       in its IR: GV_NC is lib/emit_int.h's GEMV_CHUNK and GV_NR
                        must divide its GEMV_STREAM, which tests/llm-lower.bats
                        checks (with the scripts being this program's output)
   GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
