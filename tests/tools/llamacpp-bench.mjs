@@ -22,6 +22,9 @@
 //   tgN  a fresh context of N cells; a warm-up of one token, then per rep
 //        the KV cache is cleared and N tokens are decoded one at a time
 //        from position 0, each with its logits (no sampling).
+//   -d D (llama-bench's -d, depth): before each rep, untimed, D prompt
+//        tokens fill the cache (in batches of 512); the test then runs
+//        from position D in a context of D + N cells ("pp512 @ d4096").
 // Both use the CPU backend only, t threads for prompt and generation, flash
 // attention "auto" and an f16 KV cache (llama-bench's defaults).  Each rep
 // is timed from the first llama_decode to the end of the last one; the
@@ -44,7 +47,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const PROG = "llamacpp-bench";
-const USAGE = "usage: llamacpp-bench [-v] [-n n_gen] [-p n_prompt] [-r reps] [-t threads] model.gguf...\n";
+const USAGE = "usage: llamacpp-bench [-v] [-d depth] [-n n_gen] [-p n_prompt] [-r reps] [-t threads] model.gguf...\n";
 const UBATCH = 512;
 const PKG = "node-llama-cpp@3.22.1", PKG_BIN = "@node-llama-cpp/linux-x64@3.22.1";
 
@@ -63,7 +66,7 @@ function usage() {
 
 // ---- options ----------------------------------------------------------------
 
-const opt = { reps: 5, threads: 2, prompt: 512, gen: 64, verbose: false };
+const opt = { reps: 5, threads: 2, prompt: 512, gen: 64, depth: 0, verbose: false };
 const pos = [];
 {
   const args = process.argv.slice(2);
@@ -83,9 +86,10 @@ const pos = [];
       const o = a[j];
       if (o === "h") { process.stdout.write(USAGE); process.exit(0); }
       else if (o === "v") opt.verbose = true;
-      else if ("nprt".includes(o)) {
+      else if ("nprtd".includes(o)) {
         const v = j + 1 < a.length ? a.slice(j + 1) : args[++i];
         if (o === "n") opt.gen = num(o, v, 0);
+        else if (o === "d") opt.depth = num(o, v, 0);
         else if (o === "p") opt.prompt = num(o, v, 0);
         else if (o === "r") opt.reps = num(o, v, 1);
         else opt.threads = num(o, v, 1);
@@ -234,8 +238,9 @@ async function bench(models) {
   process.stdout.write(`threads ${opt.threads}, flash attention auto, KV cache f16, ubatch ${UBATCH}, ` +
     `mean +- sd of ${opt.reps} rep${opt.reps > 1 ? "s" : ""} after a warm-up\n\n`);
   const cols = [];
-  if (opt.prompt) cols.push(`pp${opt.prompt} t/s`);
-  if (opt.gen) cols.push(`tg${opt.gen} t/s`);
+  const at = opt.depth ? ` @ d${opt.depth}` : "";
+  if (opt.prompt) cols.push(`pp${opt.prompt}${at} t/s`);
+  if (opt.gen) cols.push(`tg${opt.gen}${at} t/s`);
   process.stdout.write(`| file | type | ${cols.join(" | ")} |\n|---|---|${cols.map(() => "---|").join("")}\n`);
 
   // Random token ids after BOS, as llama-bench's std::rand() % n_vocab.
@@ -268,26 +273,27 @@ async function bench(models) {
       ctx.addToBatch(0, pos0, Uint32Array.from(toks), Uint32Array.from([toks.length - 1]));
       await ctx.decodeBatch().catch((e) => die(`${file}: llama_decode: ${e.message}`));
     }
-    async function prompt(ctx, n) {
+    async function prompt(ctx, n, pos0 = 0) {
       for (let done = 0; done < n;) {
         const k = Math.min(UBATCH, n - done), toks = [];
-        for (let i = 0; i < k; i++) toks.push(done === 0 && i === 0 && bos >= 0 ? bos : rand(nVocab));
-        await decode(ctx, done, toks);
+        for (let i = 0; i < k; i++) toks.push(pos0 + done === 0 && i === 0 && bos >= 0 ? bos : rand(nVocab));
+        await decode(ctx, pos0 + done, toks);
         done += k;
       }
     }
-    async function gen(ctx, n) {
-      let tok = bos >= 0 ? bos : rand(nVocab);
+    async function gen(ctx, n, pos0 = 0) {
+      let tok = pos0 === 0 && bos >= 0 ? bos : rand(nVocab);
       for (let i = 0; i < n; i++) {
-        await decode(ctx, i, [tok]);
+        await decode(ctx, pos0 + i, [tok]);
         tok = rand(nVocab);
       }
     }
     async function test(n, batch, warm, run) {
-      const ctx = await context(n, batch), ts = [];
+      const ctx = await context(opt.depth + n, opt.depth ? UBATCH : batch), ts = [];
       await warm(ctx);
       for (let r = 0; r < opt.reps; r++) {
         ctx.disposeSequence(0);
+        if (opt.depth) await prompt(ctx, opt.depth);
         const t0 = process.hrtime.bigint();
         await run(ctx);
         ts.push(n / (Number(process.hrtime.bigint() - t0) / 1e9));
@@ -301,9 +307,9 @@ async function bench(models) {
     const row = [];
     if (opt.prompt)
       row.push(await test(opt.prompt, Math.min(opt.prompt, UBATCH),
-        (ctx) => prompt(ctx, opt.prompt), (ctx) => prompt(ctx, opt.prompt)));
+        (ctx) => prompt(ctx, opt.prompt), (ctx) => prompt(ctx, opt.prompt, opt.depth)));
     if (opt.gen)
-      row.push(await test(opt.gen, Math.min(opt.gen, UBATCH), (ctx) => gen(ctx, 1), (ctx) => gen(ctx, opt.gen)));
+      row.push(await test(opt.gen, Math.min(opt.gen, UBATCH), (ctx) => gen(ctx, 1), (ctx) => gen(ctx, opt.gen, opt.depth)));
     await model.dispose();
     process.stdout.write(`| ${path.basename(file)} | ${type} | ${row.join(" | ")} |\n`);
   }
