@@ -123,8 +123,10 @@ jq -e '.format == "llm-tuning/1"' "$base" >/dev/null || die "$base: not a tuning
 cp "$base" "$tmp/best.json"
 echo "$prog: $out for $cpu: parameters $(echo $params), candidates $values bytes, budget $budget s" >&2
 
-start=$(date +%s) measured=
-elapsed() { echo $(($(date +%s) - start)); }
+# times in milliseconds
+now() { echo $(($(date +%s%N) / 1000000)); }
+start=$(now) measured= cost=0
+elapsed() { echo $(($(now) - start)); }
 # build VALUE PARAM: the bundle with PARAM = VALUE, in $tmp/$PARAM.$VALUE.llm
 build() {
 	t=$tmp/$2.$1
@@ -140,17 +142,19 @@ build() {
 	rm -rf "$t"
 }
 for param in $params; do
-	tried= cost=0
+	tried=
 	for v in $(echo "$values" | tr , ' '); do
-		t0=$(date +%s)
-		if [ $(($(elapsed) + cost * (rounds + 1))) -gt "$budget" ]; then
+		t0=$(now)
+		# cost: the last candidate's build and run (of this parameter or
+		# the one before), to be paid again for this one and its rounds
+		if [ -n "$measured$tried" ] && [ $(($(elapsed) + cost * (rounds + 1))) -gt $((budget * 1000)) ]; then
 			echo "$prog: $param=$v not tried: the budget of $budget s would be passed" >&2
 			continue
 		fi
 		build "$v" "$param"
 		# one measurement to size the rounds: build and run
 		run "$here/llm-run" -m "$tmp/$param.$v.llm" -t "$threads" --json --bench -p 0 -n "$ntok" -r 1 >/dev/null
-		cost=$(($(date +%s) - t0))
+		cost=$(($(now) - t0))
 		tried="$tried $v"
 	done
 	if [ -z "$tried" ]; then
