@@ -534,10 +534,10 @@ prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 		free(path);
 		if (r < 0)
 			goto out;
+		n = tuned.len;
+		llm_buf_add(&tuned, "", 1); /* may move tuned.p: taken after */
 		free(text);
 		text = tuned.p;
-		n = tuned.len;
-		llm_buf_add(&tuned, "", 1);
 		tuned = (struct llm_buf){0};
 	}
 	/* the module without the declarations */
