@@ -258,7 +258,8 @@ llm_target_resolve(const char *clang, const char *llc, const char *triple, const
 		}
 		free(out);
 	}
-	qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
+	if (t->nfeatures > 1) /* qsort wants a base even for none */
+		qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
 	return 0;
 }
 
@@ -308,7 +309,8 @@ llm_target_parse(const char *text, size_t len, const char *label, struct llm_tar
 		}
 		add_feature(t, json_string_value(e));
 	}
-	qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
+	if (t->nfeatures > 1) /* qsort wants a base even for none */
+		qsort(t->features, t->nfeatures, sizeof(*t->features), cmp_str);
 	json_decref(o);
 	return 0;
 }
