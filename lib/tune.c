@@ -9,9 +9,11 @@
 /* a table */
 /* clang-format off */
 const struct llm_tune_param llm_tune_params[] = {
-	{"decode.prefetch_bytes.g256", "decode's one-row int8 pass: how far ahead W's codes are prefetched, "
-	 "for 256-byte groups (Q8_0's 8 rows of 32 codes)", 0, 1 << 20},
-	{"decode.prefetch_bytes.g128", "the same for 128-byte groups (4-bit codes, Q6_K's pairs of 16)", 0, 1 << 20},
+	/* decode's one-row int8 pass: how far ahead W's codes are
+	 * prefetched, for 256-byte groups (Q8_0's 8 rows of 32 codes) */
+	{"decode.prefetch_bytes.g256", 0, 1 << 20},
+	/* the same for 128-byte groups (4-bit codes, Q6_K's pairs of 16) */
+	{"decode.prefetch_bytes.g128", 0, 1 << 20},
 };
 /* clang-format on */
 const size_t llm_tune_nparams = LLM_NELEM(llm_tune_params);

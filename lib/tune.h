@@ -31,9 +31,9 @@
 #define LLM_TUNE_FORMAT "llm-tuning/1"
 #define LLM_TUNE_FILE "tuning.json"
 
-/* The parameters: name, what it is, the range a value may take. */
+/* The parameters: name and the range a value may take. */
 struct llm_tune_param {
-	const char *name, *what;
+	const char *name;
 	int64_t min, max;
 };
 extern const struct llm_tune_param llm_tune_params[];
