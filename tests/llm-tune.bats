@@ -86,7 +86,11 @@ setup() {
 	[[ "$stderr" == *"=8192 not tried: the budget of 1 s would be passed"* ]]
 	# the parameter measured second finds the budget spent
 	[[ "$stderr" == *"not measured (the budget of 1 s is spent): it keeps the table's value"* ]]
-	[ "$(jq -c '[.cpus[].params[]] | unique' t.json)" != "" ]
+	# the first parameter took the one value tried, the second kept the table's
+	cpu=$(jq -r .cpu "$Q/target.json")
+	[ "$(jq --arg c "$cpu" '.cpus[$c].params."decode.prefetch_bytes.g128"' t.json)" = 1024 ]
+	[ "$(jq --arg c "$cpu" '.cpus[$c].params."decode.prefetch_bytes.g256"' t.json)" = \
+		"$(jq --arg c "$cpu" '.cpus[$c].params."decode.prefetch_bytes.g256"' "$PROJECT_ROOT/share/llm/tuning.json")" ]
 	# its scratch bundles are gone
 	[ -z "$(ls -A tmp)" ]
 }
