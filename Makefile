@@ -45,7 +45,8 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
-	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o $(O)/lib/emit_int8.o $(O)/lib/emit_bf16.o \
+	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o $(O)/lib/emit_int8.o $(O)/lib/emit_tile.o \
+	$(O)/lib/emit_bf16.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
 	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
 	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
@@ -95,6 +96,7 @@ $(O)/lib/model.o: lib/model.c
 $(O)/lib/family.o: lib/family.c
 $(O)/lib/emit.o: lib/emit.c
 $(O)/lib/emit_int8.o: lib/emit_int8.c
+$(O)/lib/emit_tile.o: lib/emit_tile.c
 $(O)/lib/emit_bf16.o: lib/emit_bf16.c
 $(O)/lib/json.o: lib/json.c
 $(O)/lib/spawn.o: lib/spawn.c
@@ -268,7 +270,8 @@ check-man:
 # laid out as .clang-format says (clang-format 22 leaves every file of CSRC
 # as it is: `$(CLANG_FORMAT) -i FILE` formats one; skipped, saying so,
 # without clang-format 22); the transform scripts equal what mkscript.py
-# writes (regenerate them with `make transforms`).
+# writes, and the portable tile kernel what mktile.py writes (regenerate
+# them with `make transforms`).
 LINE_MAX = 120
 CSRC = lib/*.[ch] lib/ir/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c
 CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
@@ -295,6 +298,8 @@ check-style:
 				{ echo "share/llm/transforms/$$i/$$k.mlir: not what mkscript.py writes: make transforms"; fail=1; }; \
 		done; \
 	done; \
+	python3 share/llm/kernels/mktile.py | cmp -s - share/llm/kernels/tile-generic.mlir || \
+		{ echo "share/llm/kernels/tile-generic.mlir: not what mktile.py writes: make transforms"; fail=1; }; \
 	exit $$fail
 
 check-bats: all
@@ -319,6 +324,8 @@ transforms:
 			mv share/llm/transforms/$$i/$$k.mlir.tmp share/llm/transforms/$$i/$$k.mlir || exit 1; \
 		done; \
 	done
+	python3 share/llm/kernels/mktile.py >share/llm/kernels/tile-generic.mlir.tmp && \
+		mv share/llm/kernels/tile-generic.mlir.tmp share/llm/kernels/tile-generic.mlir
 
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)/llm

@@ -1,6 +1,7 @@
 /* emit_int.h: what the parts of the phases' emitter share (emit.c: the
  * graph and the text helpers; emit_int8.c: the products with block-
- * quantized weights; emit_bf16.c: those with bf16 activations).  Not a
+ * quantized weights; emit_tile.c: prefill's on the int8 tile kernel;
+ * emit_bf16.c: those with bf16 activations).  Not a
  * public interface: llm_emit_phase (emit.h) is. */
 #ifndef LLM_EMIT_INT_H
 #define LLM_EMIT_INT_H
@@ -48,6 +49,22 @@ struct em {
 	const char *bx, *bxr; /* the activations last rounded to bf16, and
 	                       * the rounding (bround) */
 	int bdot;             /* the bf16 kernel is called */
+	int qtile;            /* the int8 tile kernel is called */
+};
+
+/* The three parts of a matrix in a tiled layout (quant.h) as tensors:
+ * codes [n/8, k/G, 8, G] i8 (4-bit codes: [n/8, k/G, 8, G/2], two a
+ * byte), scales and (with minimums) offsets [n/8, k/G, 8] f32, at their
+ * offsets inside the tensor's bytes.  B is the bytes of a group's codes
+ * (G or G/2), four says the codes are nibbles. */
+struct qparts {
+	const char *codes, *scales, *mins;
+	const char *ct, *st;             /* their tensor types */
+	const char *se;                  /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
+	const char *sd, *md, *dt;        /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
+	const char *pc, *pct, *ps, *pst; /* prefetch: codes [nt*ng, pieces*64] and scales [nt*ng, R] memrefs, types */
+	int64_t nt, ng, R, G, B, gpb;    /* gpb: "-sub8" groups a block */
+	int four, code, sub;
 };
 
 struct gin {
@@ -97,11 +114,19 @@ void em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct l
 const char *em_qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt);
 const char *em_qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name);
 const char *em_qround(struct em *e, const char *x, struct rows r, int64_t k);
+void em_qscales(struct llm_buf *b, const struct qparts *q, int ind);
+struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces);
 void em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad,
     const char *st, const char *vt);
 void em_split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y);
 const char *em_tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
     void (*body)(struct llm_buf *, int, void *), void *arg);
+
+/* emit_tile.c */
+int em_qtile_ok(const struct llm_plan_tensor *pt);
+const char *em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw,
+    const struct llm_plan_tensor *const *pt, const char *const *b_name, const int64_t *first, int64_t nt,
+    const char *init, const char *yt);
 
 /* emit_bf16.c */
 int em_bd16(const struct llm_plan_tensor *pt);

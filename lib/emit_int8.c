@@ -9,21 +9,6 @@
 
 #include "emit_int.h"
 
-/* The three parts of a matrix in a tiled layout (quant.h) as tensors:
- * codes [n/8, k/G, 8, G] i8 (4-bit codes: [n/8, k/G, 8, G/2], two a
- * byte), scales and (with minimums) offsets [n/8, k/G, 8] f32, at their
- * offsets inside the tensor's bytes.  B is the bytes of a group's codes
- * (G or G/2), four says the codes are nibbles. */
-struct qparts {
-	const char *codes, *scales, *mins;
-	const char *ct, *st;             /* their tensor types */
-	const char *se;                  /* the scales' and offsets' element type: f32, f16, or i8 ("-sub8") */
-	const char *sd, *md, *dt;        /* "-sub8": the blocks' d and -dmin [n/8, k/256, 8] f16, their type */
-	const char *pc, *pct, *ps, *pst; /* prefetch: codes [nt*ng, pieces*64] and scales [nt*ng, R] memrefs, types */
-	int64_t nt, ng, R, G, B, gpb;    /* gpb: "-sub8" groups a block */
-	int four, code, sub;
-};
-
 /* The facts of t's layout, without the views. */
 static struct qparts
 qinfo(const struct llm_plan_tensor *t)
@@ -43,20 +28,22 @@ qinfo(const struct llm_plan_tensor *t)
 }
 
 /* The views of t's parts; with pieces > 0 the codes are viewed as
- * [n/8, k/G, pieces, 64] (64-byte pieces of the same bytes). */
-static struct qparts
-qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
+ * [n/8, k/G, pieces, 64] (64-byte pieces of the same bytes), with pieces
+ * < 0 as [n/8, k/G, 8 * B] (a tile's group in one). */
+struct qparts
+em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 {
 	struct qparts q = qinfo(t);
 	int64_t n = t->shape[0], k = t->shape[1];
-	const char *cs = pieces ? em_fmt("%" PRId64 "x%" PRId64 "x%dx64xi8", q.nt, q.ng, pieces) :
-				  em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
+	const char *cs = pieces > 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%dx64xi8", q.nt, q.ng, pieces) :
+	    pieces < 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R * q.B) :
+			 em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
 	q.ct = em_fmt("tensor<%s>", cs);
 	q.st = em_fmt("tensor<%s>", ss);
 	q.codes = em_view_at(e, t->offset, cs);
 	q.scales = em_view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
-	if (pieces) {
+	if (pieces > 0) {
 		q.pct = em_fmt("memref<%" PRId64 "x%dxi8>", q.nt * q.ng, pieces * 64);
 		q.pst = em_fmt("memref<%" PRId64 "x%" PRId64 "x%s>", q.nt * q.ng, q.R, q.se);
 		q.pc = em_mview_at(e, t->offset, q.pct);
@@ -76,7 +63,7 @@ qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 static struct qparts
 qview(struct em *e, const struct llm_plan_tensor *t)
 {
-	return qview_as(e, t, 0);
+	return em_qview_as(e, t, 0);
 }
 
 /* The same for the products on decoded weights (qgemv, qdequant), which
@@ -88,7 +75,7 @@ qview_float(struct em *e, const struct llm_plan_tensor *t)
 	if (t->ql.sub)
 		llm_fatal("%s: tensor '%s': layout %s is read by the int8 kernels only", e->m->path, t->name,
 		    t->layout);
-	return qview_as(e, t, 0);
+	return em_qview_as(e, t, 0);
 }
 
 /* The weight value `res` of a code in a body: s * sitofp(q) (+ m), with
@@ -519,8 +506,8 @@ struct qd {
 
 /* The scales (%_sv) and offsets (%_mv) of the 8 rows of tile %_t, group
  * %_g, as vector<8xf32>: read, widened from f16, or ("-sub8") computed. */
-static void
-qscale_vectors(struct llm_buf *b, const struct qparts *q, int ind)
+void
+em_qscales(struct llm_buf *b, const struct qparts *q, int ind)
 {
 	const char *v8 = "vector<8xf32>";
 	if (q->sub) {
@@ -602,7 +589,7 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		if (q->mins)
 			em_rd(b, 10, "%_mv", d->mx, "%_g, %_c0", "%_f0", d->xt, v8);
 	} else
-		qscale_vectors(b, q, 10);
+		em_qscales(b, q, 10);
 	em_ln(b, 10, "%%_xo = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c16" : "%_c32");
 	em_ln(b, 10, "%%_xo2 = arith.addi %%_xo, %%_c16 : index");
 	em_ln(b, 10, "%%_so = arith.muli %%_g, %s : index", d->pairs && !q->four ? "%_c4" : "%_c8");
@@ -769,7 +756,7 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 		em_ln(b, 6, "%%_sx:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", np,
 		    np == 2 ? "%_sa0 = %_se0, %_sa1 = %_se1" : "%_sa0 = %_se0",
 		    np == 2 ? em_fmt("%s, %s", dt.xt, dt.xt) : dt.xt);
-		qscale_vectors(b, q, 8);
+		em_qscales(b, q, 8);
 		for (int p = 0; p < np; p++)
 			em_ln(b, 8,
 			    "%%_sw%d = vector.transfer_write %s, %%_sa%d[%%_g, %%_c0] {in_bounds = [true]} : "
@@ -893,7 +880,7 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		d[i].pairs = qi.G == 16 || qi.four;
 		d[i].na = d[i].pairs ? 4 : 8;
 		/* the codes as 64-byte pieces: [nt, ng, na / 2, 64] */
-		d[i].q = qview_as(e, pt[i], d[i].na / 2);
+		d[i].q = em_qview_as(e, pt[i], d[i].na / 2);
 		d[i].bias = b_name[i] ? em_wview_as(e, b_name[i], em_fmt("%" PRId64 "x", d[i].n), &d[i].bt) : NULL;
 		first[i] = nt;
 		n[i] = d[i].n;
@@ -905,8 +892,26 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
 	e->qdot = 1;
 
+	/* prefill: beside the row passes, the tile products, the tuning
+	 * table choosing (a tunable constant that llm-lower sets, and the
+	 * switch on it that the lowering folds) */
+	int tiles = rw.dyn[0] != 0;
+	for (int i = 0; i < nw; i++)
+		tiles &= em_qtile_ok(pt[i]);
+	const char *tt = tiles ? em_qtile(e, &a, rw, nw, pt, b_name, first, nt, init, yt) : NULL;
 	struct llm_buf b = {0};
-	em_ln(&b, 4, "%s = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nt, init, yt);
+	if (tiles) {
+		em_ln(&b, 4, "%s = scf.execute_region -> (%s) {", ya, yt);
+		em_ln(&b, 6,
+		    "%%_tiles = arith.constant {llm.tune = \"prefill.int8_tiles\", llm.tune_unit = 1 : i64} 0 : index");
+		em_ln(&b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", yt);
+		em_ln(&b, 6, "case 1 {");
+		llm_buf_puts(&b, tt);
+		em_ln(&b, 6, "}");
+		em_ln(&b, 6, "default {");
+	}
+	em_ln(&b, 4, "%s = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", tiles ? "%_qy" : ya,
+	    nt, init, yt);
 	static const int consts[] = {0, 1, 2, 4, 8, 16, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
 		em_ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
@@ -928,6 +933,12 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	em_ln(&b, 6, "scf.forall.in_parallel {");
 	em_ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%s, 8] [1, 1] : %s into %s", yo, R, st, yt);
 	em_ln(&b, 6, "}");
+	if (tiles) {
+		em_ln(&b, 4, "}");
+		em_ln(&b, 6, "scf.yield %%_qy : %s", yt);
+		em_ln(&b, 6, "}");
+		em_ln(&b, 6, "scf.yield %%_sw : %s", yt);
+	}
 	em_ln(&b, 4, "} {%s}", em_attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);

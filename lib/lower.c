@@ -28,6 +28,7 @@ static const struct {
 } kernel_families[] = {
 	{"llvm.func @llm_qdot_", llm_target_kernels},
 	{"llvm.func @llm_bdot(", llm_target_bf16_kernels},
+	{"llvm.func @llm_qtile_", llm_target_tile_kernels},
 };
 #define NFAMILY (sizeof(kernel_families) / sizeof(kernel_families[0]))
 static char *volatile tmpdir;
@@ -522,6 +523,7 @@ prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 		char *path = tuning_path(l);
 		int r = target_of(l, tg) < 0 ? -1 : llm_tune_load(path, tg->t.cpu, &t);
 		if (r == 0) {
+			llm_tune_settle(&t, &tg->t);
 			r = llm_tune_apply(&t, text, n, &tuned, &ntuned, l->input);
 			if (r == 0 && l->verbose) {
 				char *d = llm_tune_describe(&t);

@@ -2,12 +2,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -20,7 +22,7 @@
  * macro for it, its name (as /proc/cpuinfo spells it), and where CPUID
  * reports it (leaf, subleaf, register EAX..EDX = 0..3, bit), with the
  * register state the OS must enable for it (XCR0 bits: 0x6 AVX, 0xe6
- * AVX-512).  The host check reads CPUID, as LLVM's host detection does
+ * AVX-512, 0x60000 the AMX tile configuration and data).  The host check reads CPUID, as LLVM's host detection does
  * (a hypervisor's /proc/cpuinfo may omit a flag the CPU has). */
 /* a table */
 /* clang-format off */
@@ -48,6 +50,8 @@ static const struct {
 	{"__AVX512FP16__", "avx512_fp16", 7, 0, 3, 23, 0xe6}, {"__AVXVNNI__", "avx_vnni", 7, 1, 0, 4, 0x6},
 	{"__AVX512BF16__", "avx512_bf16", 7, 1, 0, 5, 0xe6}, {"__AVXIFMA__", "avx_ifma", 7, 1, 0, 23, 0x6},
 	{"__AVXVNNIINT8__", "avx_vnni_int8", 7, 1, 3, 4, 0x6}, {"__LZCNT__", "abm", 0x80000001, 0, 2, 5, 0},
+	{"__AMX_BF16__", "amx_bf16", 7, 0, 3, 22, 0x60000}, {"__AMX_TILE__", "amx_tile", 7, 0, 3, 24, 0x60000},
+	{"__AMX_INT8__", "amx_int8", 7, 0, 3, 25, 0x60000},
 };
 /* clang-format on */
 
@@ -61,7 +65,7 @@ has_feature(const struct llm_target *t, const char *f)
 }
 
 const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "generic", "bf16-avx512", "bf16-generic",
-	NULL};
+	"amx", "tile-generic", NULL};
 
 const char *
 llm_target_kernels(const struct llm_target *t)
@@ -79,6 +83,12 @@ llm_target_bf16_kernels(const struct llm_target *t)
 	if (has_feature(t, "avx512_bf16") && has_feature(t, "avx512f"))
 		return "bf16-avx512";
 	return "bf16-generic";
+}
+
+const char *
+llm_target_tile_kernels(const struct llm_target *t)
+{
+	return has_feature(t, "amx_tile") && has_feature(t, "amx_int8") ? "amx" : "tile-generic";
 }
 
 const char *
@@ -359,6 +369,30 @@ host_features(const char *arch)
 	return b.p;
 }
 
+/* Linux gives a process the AMX tile data state only when asked, once
+ * (threads created later inherit it); the first tile instruction of a
+ * process that did not ask raises SIGILL.  0, or -1 with errno. */
+static int
+amx_permit(void)
+{
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+	enum { GET_PERM = 0x1022, REQ_PERM = 0x1023, XTILEDATA = 18 };
+	unsigned long perm = 0;
+	if (syscall(SYS_arch_prctl, REQ_PERM, XTILEDATA) != 0)
+		return -1;
+	if (syscall(SYS_arch_prctl, GET_PERM, &perm) != 0)
+		return -1;
+	if (!(perm >> XTILEDATA & 1)) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
 int
 llm_target_check_host(const struct llm_target *t, const char *label)
 {
@@ -380,6 +414,10 @@ llm_target_check_host(const struct llm_target *t, const char *label)
 	int rc = 0;
 	if (miss.len)
 		rc = llm_seterr("%s: built for %s (%s): this CPU lacks %s", label, t->cpu, t->triple, miss.p);
+	else if (has_feature(t, "amx_tile") && amx_permit() < 0)
+		rc = llm_seterr("%s: built for %s (%s) with AMX tiles: Linux refuses this process the tile state "
+				"(arch_prctl ARCH_REQ_XCOMP_PERM: %s)",
+		    label, t->cpu, t->triple, strerror(errno));
 	llm_buf_free(&miss);
 	return rc;
 }

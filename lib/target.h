@@ -58,7 +58,12 @@ const char *llm_target_kernels(const struct llm_target *t);
  * with bf16 activations: ir.txt "Kernels"): "bf16-avx512" (vdpbf16ps:
  * AVX512-BF16 with AVX-512 F), "bf16-generic" (any other target). */
 const char *llm_target_bf16_kernels(const struct llm_target *t);
-/* Every form of both, NULL-terminated. */
+/* The form of the int8 tile kernel for t (@llm_qtile_i8, prefill's
+ * products in blocks of 8 rows of W by 16 rows of x: ir.txt "Kernels"):
+ * "amx" (tdpbssd: AMX-TILE with AMX-INT8), "tile-generic" (vector
+ * arithmetic, any other target; the same integers). */
+const char *llm_target_tile_kernels(const struct llm_target *t);
+/* Every form of the three, NULL-terminated. */
 extern const char *const llm_target_kernel_forms[];
 /* The form of the transform scripts for t, share/llm/transforms/<form>/
  * (the parameters of each, mkscript.py's ISA table): "avx512" (AVX-512
@@ -73,7 +78,8 @@ int llm_target_parse(const char *text, size_t len, const char *label, struct llm
 
 /* 0 if this machine runs code of target t; else -1 with llm_errmsg
  * "LABEL: built for TRIPLE (CPU): this machine is ARCH" or "...: this CPU
- * lacks avx512f, avx512bw". */
+ * lacks avx512f, avx512bw".  For a target with AMX tiles it asks Linux
+ * for the process's tile state (arch_prctl), and fails if refused. */
 int llm_target_check_host(const struct llm_target *t, const char *label);
 
 /* 1 if the two are the same target. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "target.h"
 #include "tune.h"
 
 /* a table */
@@ -14,6 +15,11 @@ const struct llm_tune_param llm_tune_params[] = {
 	{"decode.prefetch_bytes.g256", 0, 1 << 20},
 	/* the same for 128-byte groups (4-bit codes, Q6_K's pairs of 16) */
 	{"decode.prefetch_bytes.g128", 0, 1 << 20},
+	/* prefill's products with int8 activations: 1 in blocks of 8 rows
+	 * of W by 16 of x on the tile kernel (@llm_qtile_i8), 0 on the
+	 * row passes of the dot-product kernels; -1 (generic's) by the
+	 * target: the tiles where they are AMX's (llm_tune_settle) */
+	{"prefill.int8_tiles", -1, 1},
 };
 /* clang-format on */
 const size_t llm_tune_nparams = LLM_NELEM(llm_tune_params);
@@ -103,6 +109,14 @@ out:
 	json_decref(j);
 	free(set);
 	return rc;
+}
+
+void
+llm_tune_settle(struct llm_tune *t, const struct llm_target *tg)
+{
+	int i = param_index("prefill.int8_tiles", strlen("prefill.int8_tiles"));
+	if (t->values[i] < 0)
+		t->values[i] = strcmp(llm_target_tile_kernels(tg), "amx") == 0;
 }
 
 void

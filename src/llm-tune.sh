@@ -1,7 +1,8 @@
 #!/bin/sh
 # llm-tune: measure the tuning table's parameters (lib/tune.h) for this
 # machine on a model built by pipelines/model.mk, and write its CPU's
-# entry.  For each tunable parameter the model's kernels name, each
+# entry.  For each prefetch distance the model's decode kernels name
+# (prefill.int8_tiles is the target's: not measured here), each
 # candidate value is lowered (only the kernels that name a parameter; the
 # build's other objects are reused) and linked into a scratch bundle;
 # the bundles' decode rates are then measured in alternating rounds and
@@ -96,7 +97,7 @@ parts=$(printf 'include %s\nparts:\n\t@echo $(LLM_PARTS)\n' "$out/parts/parts.mk
 tuned= fixed=
 for p in $parts; do
 	[ -f "$out/parts/$p.mlir" ] || die "$out/parts/$p.mlir: missing: build it with pipelines/model.mk first"
-	if grep -q 'llm.tune = ' "$out/parts/$p.mlir"; then
+	if grep -q 'llm.tune = "decode\.prefetch_bytes\.' "$out/parts/$p.mlir"; then
 		tuned="$tuned $p"
 	else
 		[ -f "$out/obj/$p.o" ] || die "$out/obj/$p.o: missing: build it with pipelines/model.mk first"
@@ -104,7 +105,7 @@ for p in $parts; do
 	fi
 done
 params=$(cat $(for p in $tuned; do echo "$out/parts/$p.mlir"; done) /dev/null |
-	grep -o 'llm.tune = "[^"]*"' | sed 's/.*"\(.*\)"/\1/' | sort -u)
+	grep -o 'llm.tune = "[^"]*"' | sed 's/.*"\(.*\)"/\1/' | grep '^decode\.prefetch_bytes\.' | sort -u)
 [ -n "$params" ] || die "$out: its kernels name no tunable parameter (a model without int8 products: nothing to tune)"
 base=$table
 [ -f "$base" ] || base=$share/tuning.json

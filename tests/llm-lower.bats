@@ -345,6 +345,16 @@ check_numbers() {
 	# another CPU still takes generic's from the edited table
 	run -0 llm-lower -v --tuning t.json --cpu x86-64 -o c.o "$F/tuned.mlir"
 	assert_line --partial "generic's entry of t.json"
+	# prefill.int8_tiles: generic's -1 leaves it to the target (1 where
+	# the tile kernels are AMX's); a table can set it for a CPU
+	run -0 llm-lower --no-cache -v --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
+	assert_line --partial " prefill.int8_tiles=0"
+	run -0 llm-lower --no-cache -v --cpu sapphirerapids -o s.o "$F/tuned.mlir"
+	assert_line --partial "generic's entry of $tab: decode.prefetch_bytes.g256=$g256 "
+	assert_line --partial " prefill.int8_tiles=1"
+	jq '.cpus."x86-64-v3" = {"params": {"prefill.int8_tiles": 1}}' "$tab" >t2.json
+	run -0 llm-lower --no-cache -v --tuning t2.json --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
+	assert_line --partial " prefill.int8_tiles=1"
 	# the set value is what mlir-opt reads (kept with -s)
 	llm-lower --no-cache -s --tuning t.json --cpu x86-64-v3 -o d.o "$F/tuned.mlir" >/dev/null
 	grep -q 'llm.tune_unit = 256 : i64} 32 : index' .d.o.lower.*/d.kernels.mlir
@@ -363,6 +373,7 @@ check_numbers() {
 	bad '.cpus.generic.params."decode.prefetch_bytes.g256" = -1' "cpus.generic: decode.prefetch_bytes.g256: want an integer in [0, 1048576]"
 	bad 'del(.cpus.generic.params."decode.prefetch_bytes.g128")' "cpus.generic: parameter 'decode.prefetch_bytes.g128' missing"
 	bad 'del(.cpus.generic)' "cpus.generic: no \"params\" object"
+	bad '.cpus.generic.params."prefill.int8_tiles" = 2' "cpus.generic: prefill.int8_tiles: want an integer in [-1, 1]"
 	# a module naming a parameter the table does not know
 	sed 's/decode.prefetch_bytes.g256/decode.nosuch/' "$F/tuned.mlir" >u.mlir
 	run -1 --separate-stderr llm-lower --no-cache -o u.o u.mlir

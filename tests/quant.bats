@@ -351,6 +351,92 @@ decodes_as() {
 	cmp "$T/4.f32" "$T/5.f32"
 }
 
+# amx: 1 if this machine runs AMX-INT8 code (the CPU has it and Linux
+# enables the tile state).
+amx() {
+	grep -qw amx_int8 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo
+}
+
+@test "--activations q8, prefill on the int8 tile kernel (a tuning table asks for it): refmodel --q8-activations's logits, i8, i4 and k-quant layouts (issue 42)" {
+	need_llamacpp
+	g=$(full)
+	# the table asks for the tile products on every CPU: the portable form
+	# of the kernel here (the AMX one where the CPU has it)
+	jq '(.cpus[].params) |= del(."prefill.int8_tiles") | .cpus.generic.params."prefill.int8_tiles" = 1' \
+		"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles.json"
+	for f in Q8_0 Q4_0 Q4_K_M; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
+		for w in rows tiles; do
+			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/$w" \
+				IMPORT_FLAGS="--max-context 64 --prefill-chunk 32 --activations q8" \
+				LOWER_FLAGS="$([ $w = tiles ] && echo "--tuning $T/tiles.json")" -j2 >&2
+		done
+		grep -q "llvm.call @llm_qtile_i8" "$T/tiles/prefill.mlir"
+		# prompts of 1 to 20 tokens: blocks of 16 rows whole and cut;
+		# refmodel rounds x in double, so a code can round the other way
+		# (a logit then moves by ~1%, as in the test above): half of
+		# them within 1e-5, every one within 5%
+		exact=0
+		p=
+		for n in 1 2 5 16 17 20; do
+			p=$(seq -s, 3 $((n + 2)))
+			gen=$(llm-run -m "$T/tiles/model.llm" -t 2 --tokens "$p" -n 2 --logits "$T/run.f32" --json |
+				jq -r '.generated_tokens[0]')
+			refmodel --all --q8-activations --tokens "$p,$gen" -o "$T/ref.f32" "$T/hf"
+			tail -c $((2 * V * 4)) "$T/ref.f32" >"$T/ref2.f32"
+			cmpf32 -a 1e-5 "$T/ref2.f32" "$T/run.f32" >/dev/null && exact=$((exact + 1))
+			run -0 cmpf32 -r 0.05 "$T/ref2.f32" "$T/run.f32"
+		done
+		echo "$f ($(layouts "$T/tiles")): $exact of 6 within 1e-5 of refmodel --q8-activations" >&3
+		[ "$exact" -ge 3 ]
+		# the tile products ran: their sums in another order than the
+		# row passes' give other last bits
+		llm-run -m "$T/rows/model.llm" -t 2 --tokens "$p" -n 1 --logits "$T/rows.f32" >/dev/null
+		llm-run -m "$T/tiles/model.llm" -t 2 --tokens "$p" -n 1 --logits "$T/tiles.f32" >/dev/null
+		run ! cmp -s "$T/rows.f32" "$T/tiles.f32"
+		cmpf32 -a 1e-4 "$T/rows.f32" "$T/tiles.f32" >/dev/null
+		rm -r "$T/rows" "$T/tiles" "$T/hf"
+	done
+}
+
+@test "--activations q8 for an AMX CPU (sapphirerapids): prefill's products are tdpbssd, decode's vpdpbusd; it runs where the CPU has AMX, and is refused by name elsewhere (issue 42)" {
+	need_llamacpp
+	ggml-ref quantize "$(full)" "$T/q.gguf" Q4_0
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b" CPU=sapphirerapids \
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 32 --activations q8" -j2 >&2
+	jq -e '.features | index("amx_int8") and index("amx_tile")' "$T/b/target.json"
+	tiles=0
+	for o in "$T"/b/obj/prefill/*.o; do
+		tiles=$((tiles + $(objdump -d "$o" | grep -c 'tdpbssd' || true)))
+	done
+	echo "prefill: $tiles tdpbssd" >&3
+	[ "$tiles" -ge 1 ]
+	# the tile configuration is written where the tiles are used
+	[ "$(objdump -d "$T/b/libmodel.so" | grep -c ldtilecfg)" -ge 1 ]
+	for o in "$T"/b/obj/decode/*.o; do
+		[ "$(objdump -d "$o" | grep -c 'tdpbssd\|tileloadd' || true)" -eq 0 ]
+	done
+	[ "$(objdump -d "$T/b/libmodel.so" | grep -c 'vpdpbusd.*zmm')" -gt 0 ]
+	if amx; then
+		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+		node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
+		p=$(seq -s, 3 22)
+		gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens "$p" -n 2 --logits "$T/run.f32" --json |
+			jq -r '.generated_tokens[0]')
+		refmodel --all --q8-activations --tokens "$p,$gen" -o "$T/ref.f32" "$T/hf"
+		tail -c $((2 * V * 4)) "$T/ref.f32" >"$T/ref2.f32"
+		run -0 cmpf32 -r 0.05 "$T/ref2.f32" "$T/run.f32"
+		echo "AMX on this CPU, against refmodel --q8-activations: $output" >&3
+	else
+		run -1 --separate-stderr llm-run -m "$T/b/model.llm" --tokens 1,2 -n 1
+		assert_equal "$output" ""
+		[[ "$stderr" == *"this CPU lacks "*amx_int8* ]]
+		echo "no AMX on this CPU: the tile products were compiled, not run" >&3
+	fi
+}
+
 @test "a truncated quantized file is refused at import, naming the tensor; nothing is written" {
 	need_llamacpp
 	g=$(small llama)

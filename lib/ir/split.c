@@ -600,6 +600,35 @@ remap_cb(MlirOperation op, void *user)
 	return MlirWalkResultAdvance;
 }
 
+struct callee {
+	MlirStringRef name;
+	int found;
+};
+
+static MlirWalkResult
+callee_cb(MlirOperation op, void *user)
+{
+	struct callee *c = user;
+	if (!llm_ir_is(op, "llvm.call"))
+		return MlirWalkResultAdvance;
+	MlirAttribute a = mlirOperationGetInherentAttributeByName(op, LLM_SREF("callee"));
+	if (!mlirAttributeIsNull(a) && mlirAttributeIsAFlatSymbolRef(a) &&
+	    mlirStringRefEqual(mlirFlatSymbolRefAttrGetValue(a), c->name)) {
+		c->found = 1;
+		return MlirWalkResultInterrupt;
+	}
+	return MlirWalkResultAdvance;
+}
+
+/* 1 if op holds an llvm.call of the function name. */
+static int
+calls(MlirOperation op, MlirStringRef name)
+{
+	struct callee c = {name, 0};
+	mlirOperationWalk(op, callee_cb, &c, MlirWalkPreOrder);
+	return c.found;
+}
+
 /* Clones source op i to the end of block, remapping its operands and
  * recording its results in map.  strip: drop placement attributes. */
 static int
@@ -697,11 +726,12 @@ build_kernel(struct phase *p, size_t pi)
 	    mlirStringAttrGet(ctx, LLM_SREF(p->kind)));
 	mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), f);
 	f = (MlirOperation){NULL}; /* owned by km now */
-	/* The declarations of the int8 kernels the ops may call (llvm.func,
-	 * defined by llm-lower for the target: ir.txt "Kernels"). */
+	/* The declarations of the kernels the ops call (llvm.func, defined
+	 * by llm-lower for the target: ir.txt "Kernels"); a module that
+	 * calls none of a family's gets none of its code. */
 	for (MlirOperation op = mlirBlockGetFirstOperation(mlirModuleGetBody(p->mod)); !mlirOperationIsNull(op);
 	    op = mlirOperationGetNextInBlock(op))
-		if (llm_ir_is(op, "llvm.func"))
+		if (llm_ir_is(op, "llvm.func") && calls(mlirModuleGetOperation(km), llm_ir_sym_name(op)))
 			mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), mlirOperationClone(op));
 	what = llm_xasprintf("%s: partition %zu (kernel '%s')", p->path, pi, kn.name);
 	if (llm_ir_verify(ctx, kmo, what) < 0)
@@ -741,7 +771,8 @@ out:
 /* The glue module of a phase: declarations of the kernels it calls, the
  * entry function with its original signature and attributes whose body
  * keeps the glue ops and calls the partitions in order, and every other
- * top-level op of the source module (the fingerprint function). */
+ * top-level op of the source module but the dot-product kernels'
+ * declarations (the fingerprint function). */
 static int
 build_glue(struct phase *p, char **text)
 {
@@ -797,7 +828,7 @@ build_glue(struct phase *p, char **text)
 	    op = mlirOperationGetNextInBlock(op))
 		if (mlirOperationEqual(op, p->func))
 			mlirBlockAppendOwnedOperation(gbody, g);
-		else
+		else if (!llm_ir_is(op, "llvm.func")) /* the kernels': the glue calls none */
 			mlirBlockAppendOwnedOperation(gbody, mlirOperationClone(op));
 
 	for (size_t i = 0; i < p->nops; i++) {
