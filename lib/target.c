@@ -85,6 +85,12 @@ llm_target_bf16_kernels(const struct llm_target *t)
 	return "bf16-generic";
 }
 
+int
+llm_target_bf16_activations(const struct llm_target *t)
+{
+	return strcmp(llm_target_bf16_kernels(t), "bf16-avx512") == 0;
+}
+
 const char *
 llm_target_tile_kernels(const struct llm_target *t)
 {

@@ -58,6 +58,11 @@ const char *llm_target_kernels(const struct llm_target *t);
  * with bf16 activations: ir.txt "Kernels"): "bf16-avx512" (vdpbf16ps:
  * AVX512-BF16 with AVX-512 F), "bf16-generic" (any other target). */
 const char *llm_target_bf16_kernels(const struct llm_target *t);
+/* 1 if bf16 weights take bf16 activations by default on t (llm-import
+ * --activations auto): where the bf16 kernel is vdpbf16ps, whose prefill
+ * measured 1.55-1.83x the f32 products on a Zen 5, where the portable
+ * form's was 0.37x on AVX2 (BENCHMARKS.md, "Fast defaults"). */
+int llm_target_bf16_activations(const struct llm_target *t);
 /* The form of the int8 tile kernel for t (@llm_qtile_i8, prefill's
  * products in blocks of 8 rows of W by 16 rows of x: ir.txt "Kernels"):
  * "amx" (tdpbssd: AMX-TILE with AMX-INT8), "tile-generic" (vector

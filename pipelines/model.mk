@@ -20,7 +20,9 @@
 #   IMPORT_FLAGS  options for llm-import (--dtype, --max-context, ...)
 #   TARGET        the triple to compile for (llm-lower --target), e.g.
 #                 riscv64-linux-gnu; empty: this host
-#   CPU           the CPU to compile for (llm-lower --cpu): x86-64-v3 (any
+#   CPU           the CPU to compile for (llm-lower --cpu, and llm-import
+#                 --cpu: bf16 weights take bf16 activations by default
+#                 where it has AVX512-BF16): x86-64-v3 (any
 #                 AVX2 machine), x86-64-v4 (AVX-512), znver4, ...; empty:
 #                 this host's ("native").  The bundle records the target
 #                 and its ISA extensions; llm-run refuses it on a machine
@@ -44,6 +46,8 @@ TARGET =
 CPU =
 LOWER_FLAGS =
 TARGET_FLAGS = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU)) $(LOWER_FLAGS)
+# the target llm-import's default activations follow (bf16 weights)
+IMPORT_TARGET = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU))
 RUN_FLAGS = -p 'Once upon a time' -n 32
 # What llm-import reads: the GGUF file itself, or the checkpoint's files.
 ifneq ($(filter %.gguf,$(MODEL)),)
@@ -89,7 +93,7 @@ endif
 
 # llm-import writes model.json last, after the phases: it stands for all.
 $(OUT)/model.json: $(MODEL_INPUTS)
-	$(call step,$@,$(LLM)llm-import $(IMPORT_FLAGS) -o $(OUT) $(MODEL))
+	$(call step,$@,$(strip $(LLM)llm-import $(IMPORT_TARGET) $(IMPORT_FLAGS)) -o $(OUT) $(MODEL))
 
 # llm-pack-weights leaves an up-to-date weights.bin alone; the stamp
 # records that it was checked, so that the bundle is not relinked.  A

@@ -29,6 +29,8 @@
 #include "../lib/qmix.h"
 #include "../lib/quant.h"
 #include "../lib/source.h"
+#include "../lib/spawn.h"
+#include "../lib/target.h"
 #include "../lib/tokenizer.h"
 #include "../lib/util.h"
 
@@ -51,7 +53,8 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
-	    "                  [--activations auto|f32|q8|bf16] model\n");
+	    "                  [--activations auto|f32|q8|bf16] [--cpu name] [--features list]\n"
+	    "                  [--target triple] model\n");
 }
 
 static const char help_text[] =
@@ -65,11 +68,14 @@ static const char help_text[] =
     "  --kv-dtype t         KV cache element type: f32 (default), f16, bf16\n"
     "  --activations a      how x meets the weights in the linear products: auto (default): q8\n"
     "                       when the weights are block-quantized (a quantized GGUF, --dtype q*),\n"
+    "                       bf16 for bf16 weights where the target has AVX512-BF16 (prefill 1.6-1.8x),\n"
     "                       else f32; q8: x quantized to int8 blocks of 32, as llama.cpp does, on\n"
     "                       int8 dot products (fast; stories260K's KL to f32: Q8_0 0.00057, not\n"
     "                       0.00034 exact; 4-bit files within 2% of exact: BENCHMARKS.md);\n"
     "                       f32: the products with the exact weights (as Hugging Face computes);\n"
     "                       bf16: bf16 weights meet x rounded to bf16, summed in f32 (vdpbf16ps)\n"
+    "  --cpu name, --features list, --target triple\n"
+    "                       the target auto decides for, as llm-lower takes them (default: this host)\n"
     "  -v                   print what was written\n"
     "  -h                   print the usage\n"
     "  --help, --version    print this help, or the version\n";
@@ -416,21 +422,22 @@ struct opts {
 	enum llm_dtype wdt, kvdt; /* wdt LLM_DT_NONE: auto */
 	int mix;                  /* a --dtype mix (qmix.h), else -1 */
 	int verbose;
-	int act_auto; /* --activations auto (the default): q8 where the
+	int act_auto;                        /* --activations auto (the default): q8 where the
 	               * plan keeps or makes block-quantized matrices, else
 	               * f32 (resolve_activations) */
-	int act_q8;   /* --activations q8 */
-	int act_bf16; /* --activations bf16 */
+	int act_q8;                          /* --activations q8 */
+	int act_bf16;                        /* --activations bf16 */
+	const char *triple, *cpu, *features; /* the target auto decides for */
 };
 
 /* --activations auto: int8 activations (llama.cpp's arithmetic, the fast
  * int8 kernels) when block-quantized matrices are kept (a quantized GGUF
- * file) or made (--dtype q4_k_m ...), else f32.  BF16 weights keep f32
- * activations: --activations bf16 prefills faster only on AVX512-BF16
- * (1.6-1.8x on a Zen 5, 0.37x on AVX2), and the plan is made before the
- * target is known (BENCHMARKS.md, "Fast defaults"). */
+ * file) or made (--dtype q4_k_m ...); else, for bf16 weights, bf16
+ * activations where the target's bf16 products are fast
+ * (llm_target_bf16_activations: --target, --cpu, --features, else this
+ * host); else f32. */
 static void
-resolve_activations(struct opts *o, const struct llm_source *src, int keep_quant)
+resolve_activations(struct opts *o, const struct llm_source *src, int keep_quant, const char *dir)
 {
 	if (!o->act_auto)
 		return;
@@ -438,6 +445,19 @@ resolve_activations(struct opts *o, const struct llm_source *src, int keep_quant
 	for (size_t i = 0; keep_quant && !quant && i < src->ntensors; i++)
 		quant = src->tensors[i].quant >= 0;
 	o->act_q8 = quant;
+	if (quant || o->wdt != LLM_DT_BF16)
+		return;
+	struct llm_target t;
+	char *clang = llm_llvm_tool("LLM_CLANG", "clang"), *llc = llm_llvm_tool("LLM_LLC", "llc");
+	if (llm_target_resolve(clang, llc, o->triple, o->cpu, o->features, &t) < 0)
+		llm_fatal("%s: cannot tell the target's features: %s", dir, llm_errmsg());
+	o->act_bf16 = llm_target_bf16_activations(&t);
+	if (o->verbose)
+		fprintf(stderr, "llm-import: --activations auto: %s for bf16 weights on %s (%s)\n",
+		    o->act_bf16 ? "bf16" : "f32", t.cpu, t.triple);
+	llm_target_free(&t);
+	free(clang);
+	free(llc);
 }
 
 /* The model at dir (a GGUF file, or a checkpoint directory) as model.json
@@ -471,7 +491,6 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		llm_fatal("--prefill-chunk %" PRId64 " exceeds the context size %" PRId64, o->chunk, o->max_ctx);
 	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
 	int keep_quant = o->wdt == LLM_DT_NONE && o->mix < 0;
-	resolve_activations(o, src, keep_quant);
 	if (o->wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
@@ -481,6 +500,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		    cfg.torch_dtype != LLM_DT_NONE                ? cfg.torch_dtype :
 								    LLM_DT_F32;
 	}
+	resolve_activations(o, src, keep_quant, dir);
 
 	llm_model_init(m);
 	m->family = llm_xstrdup(cfg.family_name);
@@ -629,10 +649,13 @@ main(int argc, char **argv)
 		{"dtype", required_argument, NULL, 'D'},
 		{"kv-dtype", required_argument, NULL, 'K'},
 		{"activations", required_argument, NULL, 'A'},
+		{"cpu", required_argument, NULL, 'U'},
+		{"features", required_argument, NULL, 'F'},
+		{"target", required_argument, NULL, 'T'},
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 1, 0, 0};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 1, 0, 0, NULL, NULL, NULL};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -655,6 +678,9 @@ main(int argc, char **argv)
 			o.act_bf16 = strcmp(optarg, "bf16") == 0;
 			break;
 		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
+		case 'F': o.features = optarg; break;
+		case 'T': o.triple = optarg; break;
+		case 'U': o.cpu = strcmp(optarg, "native") == 0 ? NULL : optarg; break;
 		case 'D':
 			if ((o.mix = llm_qmix_parse(optarg)) >= 0)
 				o.wdt = LLM_DT_F32;

@@ -85,3 +85,34 @@ build() {
 	! grep -q "llm_bdot" "$T/bbf16/decode.mlir"
 	cmp "$T/f32.f32" "$T/bf16.f32"
 }
+
+@test "--activations auto (the default): bf16 for bf16 weights where the target has AVX512-BF16, f32 elsewhere and for other weights; the target is --cpu's, else this host's (issue 42)" {
+	act() {
+		rm -rf "$T/i"
+		llm-import "$@" -o "$T/i" >/dev/null
+		jq -r .dtypes.activations "$T/i/model.json"
+	}
+	[ "$(act --cpu znver4 "$CK")" = bf16 ]
+	[ "$(act --cpu sapphirerapids "$CK")" = bf16 ]
+	[ "$(act --cpu znver3 "$CK")" = f32 ]
+	[ "$(act --cpu x86-64-v4 "$CK")" = f32 ]
+	[ "$(act --cpu znver4 --features=-avx512bf16 "$CK")" = f32 ]
+	[ "$(act --target riscv64-linux-gnu "$CK")" = f32 ]
+	# asked for, or other weights: as before
+	[ "$(act --cpu znver4 --activations f32 "$CK")" = f32 ]
+	[ "$(act --cpu znver4 --dtype f32 "$CK")" = f32 ]
+	[ "$(act --cpu znver4 --dtype q8_0 "$CK")" = q8 ]
+	# no --cpu: this host's, said with -v
+	run -0 --separate-stderr llm-import -v -o "$T/h" "$CK"
+	a=$(jq -r .dtypes.activations "$T/h/model.json")
+	[[ "$stderr" == *"llm-import: --activations auto: $a for bf16 weights on "* ]]
+	if grep -qw avx512_bf16 /proc/cpuinfo; then [ "$a" = bf16 ]; else [ "$a" = f32 ]; fi
+	# pipelines/model.mk passes its CPU
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$CK" OUT="$T/m" CPU=znver3 \
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" "$T/m/model.json" >&2
+	[ "$(jq -r .dtypes.activations "$T/m/model.json")" = f32 ]
+	# a target that cannot be resolved: one line, nothing written
+	run -1 --separate-stderr llm-import --cpu nosuch -o "$T/n" "$CK"
+	[[ "$stderr" == "llm-import: $CK: cannot tell the target's features: "*"nosuch"* ]]
+	[ ! -e "$T/n" ]
+}

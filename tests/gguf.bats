@@ -228,7 +228,7 @@ same_tokenizer() {
 @test "a qwen2 GGUF with a byte-level tokenizer compiles to the checkpoint's logits and tokenizer" {
 	ck=$(ckpt qwen2 bf16)
 	g=$(gguf qwen2 bf16)
-	build "$g" "$T/out" "--max-context 128 --prefill-chunk 32"
+	build "$g" "$T/out" "--max-context 128 --prefill-chunk 32 --activations f32"
 	j="$T/out/model.json"
 	[ "$(jq -c '[.family, .config.attention_bias, .dtypes.weights, .tokenizer.bos_id, .tokenizer.eos_ids, .tokenizer.add_bos, .tokenizer.chat_template]' "$j")" = '["qwen2",true,"bf16",151646,[151643],true,"deepseek-r1"]' ]
 	[ "$(jq '[.weights.tensors[] | select(.transform == "unpermute_qk")] | length' "$j")" = 0 ]

@@ -22,7 +22,7 @@ built() {
 	if [ ! -d "$d/out" ]; then
 		mkmodel --preset tiny --family "$2" --dtype "$1" --seed 1 -o "$d/ck" >&2 || return 1
 		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-			MODEL="$d/ck" OUT="$d/new" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2 &&
+			MODEL="$d/ck" OUT="$d/new" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2 &&
 			mv "$d/new" "$d/out" || return 1
 		# the bundle names no build path: it still runs after the move
 	fi
@@ -112,7 +112,7 @@ decode_check() {
 		d="$BATS_FILE_TMPDIR/qwen3-$dt"
 		mkmodel --preset tiny --family qwen3 --head-dim 32 --dtype $dt --seed 1 -o "$d/ck" >&2
 		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-			MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+			MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2
 		jq -e '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32' "$d/out/model.json"
 		decode_check "$d" "qwen3 $dt"
 	done

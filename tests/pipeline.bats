@@ -20,7 +20,7 @@ setup() {
 # build CKPT OUT STRATEGY: the whole pipeline.
 build() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$1" OUT="$2" STRATEGY="$3" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32" -j2
+		MODEL="$1" OUT="$2" STRATEGY="$3" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32 --activations f32" -j2
 }
 
 # logits OUT FILE: a 40-token prompt (prefill + prefill_kv) and 16 greedy
