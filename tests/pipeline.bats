@@ -17,10 +17,12 @@ setup() {
 	V=151936
 }
 
-# build CKPT OUT STRATEGY: the whole pipeline.
+# build CKPT OUT STRATEGY: the whole pipeline, with the exact products of
+# the bf16 checkpoint (the defaults depend on the host: bf16.bats).
+IF="--max-context 128 --prefill-chunk 32 --activations f32"
 build() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$1" OUT="$2" STRATEGY="$3" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32 --activations f32" -j2
+		MODEL="$1" OUT="$2" STRATEGY="$3" IMPORT_FLAGS="$IF" -j2
 }
 
 # logits OUT FILE: a 40-token prompt (prefill + prefill_kv) and 16 greedy
@@ -93,7 +95,7 @@ logits() {
 @test "a second build makes nothing, touching the checkpoint lowers nothing" {
 	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
 	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF"
 	assert_output --partial "Nothing to be done"
 	cp -r "$BATS_FILE_TMPDIR/tiny" "$T/ck"
 	build "$T/ck" "$T/out2" layer
@@ -101,7 +103,7 @@ logits() {
 	sleep 1
 	touch "$T/ck/config.json"
 	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$T/ck" OUT="$T/out2" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+		MODEL="$T/ck" OUT="$T/out2" IMPORT_FLAGS="$IF"
 	assert_output --partial "llm-import"
 	refute_output --partial "llm-lower"
 	assert_output --partial "is up to date"
@@ -113,7 +115,7 @@ logits() {
 	logits "$T/out" "$T/before.f32"
 	rm "$T/out/weights.bin"
 	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF"
 	assert_output --partial "llm-pack-weights"
 	refute_output --partial "llm-lower"
 	[ -s "$T/out/weights.bin" ]
@@ -127,7 +129,7 @@ logits() {
 	n=$(ls "$T/cache" | wc -l)
 	[ "$n" -gt 0 ]
 	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/b" LOWER_FLAGS=-v IMPORT_FLAGS="--max-context 128 --prefill-chunk 32"
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/b" LOWER_FLAGS=-v IMPORT_FLAGS="$IF"
 	[ "$(grep -c 'cache hit' <<<"$output")" -eq "$n" ]
 	[ "$(ls "$T/cache" | wc -l)" -eq "$n" ]
 	cmp "$T/a/libmodel.so" "$T/b/libmodel.so"
@@ -139,7 +141,9 @@ logits() {
 }
 
 @test "pipelines/model.sh, the plain shell version, builds a bundle with the same logits" {
-	build "$BATS_FILE_TMPDIR/tiny" "$T/mk" layer
+	# both with llm-import's defaults
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/mk" -j2
 	run -0 --separate-stderr "$PROJECT_ROOT/pipelines/model.sh" "$BATS_FILE_TMPDIR/tiny" "$T/sh" layer
 	[ "$output" = "$T/sh/model.llm" ]
 	llm-run -m "$T/mk/model.llm" --tokens 1,2,3 -n 4 --logits "$T/a" >/dev/null 2>&1
