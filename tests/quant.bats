@@ -360,10 +360,13 @@ amx() {
 @test "--activations q8, prefill on the int8 tile kernel (a tuning table asks for it): refmodel --q8-activations's logits, i8, i4 and k-quant layouts (issue 42)" {
 	need_llamacpp
 	g=$(full)
-	# the table asks for the tile products on every CPU: the portable form
-	# of the kernel here (the AMX one where the CPU has it)
-	jq '(.cpus[].params) |= del(."prefill.int8_tiles") | .cpus.generic.params."prefill.int8_tiles" = 1' \
-		"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles.json"
+	# tables that ask for the row passes and for the tile products on
+	# every CPU: the tiles' portable form here (the AMX one where the CPU
+	# has it, which takes the tiles by default)
+	for v in 0 1; do
+		jq --argjson v $v '(.cpus[].params) |= del(."prefill.int8_tiles") | .cpus.generic.params."prefill.int8_tiles" = $v' \
+			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles$v.json"
+	done
 	for f in Q8_0 Q4_0 Q4_K_M; do
 		ggml-ref quantize "$g" "$T/q.gguf" "$f"
 		ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
@@ -371,7 +374,7 @@ amx() {
 		for w in rows tiles; do
 			make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/$w" \
 				IMPORT_FLAGS="--max-context 64 --prefill-chunk 32 --activations q8" \
-				LOWER_FLAGS="$([ $w = tiles ] && echo "--tuning $T/tiles.json")" -j2 >&2
+				LOWER_FLAGS="--tuning $T/tiles$([ $w = tiles ] && echo 1 || echo 0).json" -j2 >&2
 		done
 		grep -q "llvm.call @llm_qtile_i8" "$T/tiles/prefill.mlir"
 		# prompts of 1 to 20 tokens: blocks of 16 rows whole and cut;
