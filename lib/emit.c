@@ -995,6 +995,10 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 		    "  llvm.func @llm_qdot_u7(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>\n");
 	if (e.qtile)
 		llm_buf_puts(b, "  llvm.func @llm_qtile_i8(vector<256xi8>, vector<512xi8>) -> vector<128xi32>\n");
+	if (e.btile)
+		llm_buf_puts(b,
+		    "  llvm.func @llm_qtile_bf16(vector<256xf32>, vector<256xf32>, vector<512xbf16>, "
+		    "vector<512xbf16>, vector<512xbf16>) -> !llvm.struct<(vector<256xf32>, vector<256xf32>)>\n");
 	/* The bf16 kernel, likewise. */
 	if (e.bdot)
 		llm_buf_puts(b,

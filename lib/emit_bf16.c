@@ -243,10 +243,32 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	}
 	const char *yt = em_fmt("tensor<%sx%" PRId64 "x8x8xf32>", rw.t, nc), *init = em_val(e, "bi"),
 		   *ya = em_val(e, "bd");
+	const char *yc = em_val(e, "bdc"), *yct = em_tensor2(rw, nc * GEMV_CHUNK, "f32");
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
 	e->bdot = 1;
 
+	/* prefill: beside the row passes, the tile products, the tuning
+	 * table choosing (as em_qdot does) */
+	int tiles = rw.dyn[0] != 0;
+	for (int i = 0; i < nw; i++)
+		tiles &= em_btile_ok(pt[i]);
+	const char *tt = NULL;
+	if (tiles) {
+		const char *init2 = em_val(e, "bti");
+		em_top(e, init2, "tensor.empty(%R)", em_fmt(": %s", yct));
+		tt = em_btile(e, xb, rw, nw, pt, b_name, init2, yct);
+	}
 	struct llm_buf b = {0};
+	if (tiles) {
+		em_ln(&b, 4, "%s = scf.execute_region -> (%s) {", yc, yct);
+		em_ln(&b, 6,
+		    "%%_tiles = arith.constant {llm.tune = \"prefill.bf16_tiles\", llm.tune_unit = 1 : i64} 0 : index");
+		em_ln(&b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", yct);
+		em_ln(&b, 6, "case 1 {");
+		llm_buf_puts(&b, tt);
+		em_ln(&b, 6, "}");
+		em_ln(&b, 6, "default {");
+	}
 	em_ln(&b, 4, "%s = scf.forall (%%_c) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nc, init, yt);
 	static const int consts[] = {0, 1, 2, 8, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
@@ -264,10 +286,19 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	em_ln(&b, 8, "tensor.parallel_insert_slice %s into %%_o[0, %%_c, 0, 0] [%s, 1, 8, 8] [1, 1, 1, 1] : %s into %s",
 	    yo, R, st, yt);
 	em_ln(&b, 6, "}");
-	em_ln(&b, 4, "} {%s}", em_attrs(e));
+	if (tiles) {
+		em_ln(&b, 4, "}");
+		em_ln(&b, 6, "%%_bc = tensor.collapse_shape %s [[0], [1, 2, 3]] : %s into %s", ya, yt, yct);
+		em_ln(&b, 6, "scf.yield %%_bc : %s", yct);
+		em_ln(&b, 6, "}");
+		em_ln(&b, 6, "scf.yield %%_sw : %s", yct);
+		em_ln(&b, 4, "} {%s}", em_attrs(e));
+	} else {
+		em_ln(&b, 4, "} {%s}", em_attrs(e));
+	}
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
-	const char *yc = em_val(e, "bdc"), *yct = em_tensor2(rw, nc * GEMV_CHUNK, "f32");
-	em_top(e, yc, em_fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", ya), em_fmt(": %s into %s", yt, yct));
+	if (!tiles)
+		em_top(e, yc, em_fmt("tensor.collapse_shape %s [[0], [1, 2, 3]]", ya), em_fmt(": %s into %s", yt, yct));
 	em_split_y(e, yc, yct, rw, nw, n, y);
 }

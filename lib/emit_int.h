@@ -50,6 +50,7 @@ struct em {
 	                       * the rounding (bround) */
 	int bdot;             /* the bf16 kernel is called */
 	int qtile;            /* the int8 tile kernel is called */
+	int btile;            /* the bf16 tile kernel is called */
 };
 
 /* The three parts of a matrix in a tiled layout (quant.h) as tensors:
@@ -127,6 +128,9 @@ int em_qtile_ok(const struct llm_plan_tensor *pt);
 const char *em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw,
     const struct llm_plan_tensor *const *pt, const char *const *b_name, const int64_t *first, int64_t nt,
     const char *init, const char *yt);
+int em_btile_ok(const struct llm_plan_tensor *pt);
+const char *em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
+    const char *const *b_name, const char *init, const char *yt);
 
 /* emit_bf16.c */
 int em_bd16(const struct llm_plan_tensor *pt);

@@ -1,8 +1,9 @@
-/* emit_tile.c: prefill's products with int8 activations in blocks of 8
- * rows of W by 16 rows of x, on the tile kernel @llm_qtile_i8 (ir.txt
- * "Kernels"; AMX's tdpbssd where the target has it).  em_qdot() offers
- * them beside its row passes, the tuning table's prefill.int8_tiles
- * choosing (tune.h). */
+/* emit_tile.c: prefill's products on the tile kernels (ir.txt "Kernels";
+ * AMX where the target has it): with int8 activations in blocks of 8 rows
+ * of W by 16 rows of x (@llm_qtile_i8, tdpbssd), with bf16 weights and
+ * activations in blocks of 16 by 16 (@llm_qtile_bf16, tdpbf16ps).
+ * em_qdot() and em_bdot() offer them beside their row passes, the tuning
+ * table's prefill.int8_tiles and prefill.bf16_tiles choosing (tune.h). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -239,6 +240,193 @@ em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw, const struc
 	const char *yo = em_tile_chain(&b, "%_tg", nw, first, c.st, tile_body, &c);
 	em_ln(&b, 8, "scf.forall.in_parallel {");
 	em_ln(&b, 10, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%%R, 8] [1, 1] : %s into %s", yo, c.st,
+	    yt);
+	em_ln(&b, 8, "}");
+	em_ln(&b, 6, "}");
+	em_ln(&b, 6, "scf.yield %%_ty : %s", yt);
+	return em_keep(b.p);
+}
+
+/* What a bf16 W's tiles read. */
+struct bw {
+	const char *w, *wt;    /* W [n, k] bf16, its type */
+	const char *bias, *bt; /* the bias [n], its element type, or NULL */
+	int64_t t0, n;         /* its first block of 16 rows among the product's, its rows */
+};
+
+struct bctx {
+	const struct bw *w;
+	int64_t ng;           /* k / 32 */
+	const char *st;       /* a block's y: tensor<?x16xf32> */
+	const char *xb, *xbt; /* x in pairs [R32, k/32, 512] bf16, its type */
+	const char *pt;       /* a panel: tensor<k/32 x 512 x bf16> */
+};
+
+/* One call of the bf16 tile kernel: the group g of the panel %_pn and
+ * of the blocks %_rb and %_rb1 of x, onto a0 and a1, giving out0 and
+ * out1. */
+static void
+btile_step(struct llm_buf *b, int ind, const struct bctx *c, const char *g, const char *a0, const char *a1,
+    const char *out)
+{
+	const char *v512 = "vector<512xbf16>", *acc = "vector<256xf32>";
+	const char *sty = "!llvm.struct<(vector<256xf32>, vector<256xf32>)>";
+	em_rd(b, ind, em_fmt("%s_w", out), "%_pn", em_fmt("%s, %%_c0", g), "%_bz", c->pt, v512);
+	for (int h = 0; h < 2; h++)
+		em_rd(b, ind, em_fmt("%s_x%d", out, h), c->xb, em_fmt("%s, %s, %%_c0", h ? "%_rb1" : "%_rb", g), "%_bz",
+		    c->xbt, v512);
+	em_ln(b, ind, "%s_s = llvm.call @llm_qtile_bf16(%s, %s, %s_w, %s_x0, %s_x1) : (%s, %s, %s, %s, %s) -> %s", out,
+	    a0, a1, out, out, out, acc, acc, v512, v512, v512, sty);
+	for (int h = 0; h < 2; h++)
+		em_ln(b, ind, "%s%d = llvm.extractvalue %s_s[%d] : %s", out, h, out, h, sty);
+}
+
+/* The block %_t of 16 rows of W_i: its rows copied into a panel of
+ * tiles (16 rows by 32 values, 1 KB each, in k's order), then for each
+ * two blocks of 16 rows of x, two accumulators over the panel (the W tile
+ * read once for both), each turned to rows of y, the bias added, and
+ * written where its rows are rows of x. */
+static void
+btile_body(struct llm_buf *b, int i, void *arg)
+{
+	const struct bctx *c = arg;
+	const struct bw *w = &c->w[i];
+	const char *v512 = "vector<512xbf16>", *acc = "vector<256xf32>", *v16 = "vector<16xf32>";
+	em_ln(b, 6, "%%_ts = arith.constant %" PRId64 " : index", w->t0);
+	em_ln(b, 6, "%%_t = arith.subi %%_tg, %%_ts : index");
+	em_ln(b, 6, "%%_t16 = arith.muli %%_t, %%_c16 : index");
+	em_ln(b, 6, "%%_pe = tensor.empty() : %s", c->pt);
+	em_ln(b, 6, "%%_pn = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%%_pa = %%_pe) -> (%s) {", c->pt);
+	em_ln(b, 8, "%%_k0 = arith.muli %%_g, %%_c32 : index");
+	em_ln(b, 8,
+	    "%%_wv = vector.transfer_read %s[%%_t16, %%_k0], %%_bz {in_bounds = [true, true]} : %s, "
+	    "vector<16x32xbf16>",
+	    w->w, w->wt);
+	em_ln(b, 8, "%%_wf = vector.shape_cast %%_wv : vector<16x32xbf16> to %s", v512);
+	em_ln(b, 8, "%%_pw = vector.transfer_write %%_wf, %%_pa[%%_g, %%_c0] {in_bounds = [true]} : %s, %s", v512,
+	    c->pt);
+	em_ln(b, 8, "scf.yield %%_pw : %s", c->pt);
+	em_ln(b, 6, "}");
+	const char *bias = NULL;
+	if (w->bias) {
+		em_ln(b, 6, "%%_bp = arith.constant 0.0 : %s", w->bt);
+		em_rd(b, 6, "%_bv", w->bias, "%_t16", "%_bp", em_fmt("tensor<%" PRId64 "x%s>", w->n, w->bt),
+		    em_fmt("vector<16x%s>", w->bt));
+		bias = "%_bv";
+		if (strcmp(w->bt, "f32") != 0) {
+			em_ln(b, 6, "%%_bf = arith.extf %%_bv : vector<16x%s> to %s", w->bt, v16);
+			bias = "%_bf";
+		}
+		em_ln(b, 6, "%%_bb = vector.broadcast %s : %s to vector<16x16xf32>", bias, v16);
+	}
+	em_ln(b, 6, "%%_ow = scf.for %%_rb = %%_c0 to %%_r32 step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", c->st);
+	em_ln(b, 8, "%%_rb1 = arith.addi %%_rb, %%_c1 : index");
+	/* the groups but the last, then the last: the accumulators' only
+	 * users are the kernel's (amx.mlir) */
+	em_ln(b, 8,
+	    "%%_ac:2 = scf.for %%_g = %%_c0 to %%_ng1 step %%_c1 iter_args(%%_a0 = %%_zt, %%_a1 = %%_zt) -> (%s, %s) {",
+	    acc, acc);
+	btile_step(b, 10, c, "%_g", "%_a0", "%_a1", "%_n");
+	em_ln(b, 10, "scf.yield %%_n0, %%_n1 : %s, %s", acc, acc);
+	em_ln(b, 8, "}");
+	btile_step(b, 8, c, "%_ng1", "%_ac#0", "%_ac#1", "%_f");
+	const char *ot = "%_ot";
+	for (int h = 0; h < 2; h++) {
+		/* c[16m + n]: m the row of W, n the row of x */
+		em_ln(b, 8, "%%_y%d = vector.shape_cast %%_f%d : %s to vector<16x16xf32>", h, h, acc);
+		em_ln(b, 8, "%%_yt%d = vector.transpose %%_y%d, [1, 0] : vector<16x16xf32> to vector<16x16xf32>", h, h);
+		const char *y = em_fmt("%%_yt%d", h);
+		if (bias) {
+			em_ln(b, 8, "%%_ya%d = arith.addf %%_yt%d, %%_bb : vector<16x16xf32>", h, h);
+			y = em_fmt("%%_ya%d", h);
+		}
+		em_ln(b, 8, "%%_rr%d = arith.muli %s, %%_c16 : index", h, h ? "%_rb1" : "%_rb");
+		em_ln(b, 8,
+		    "%%_ot%d = vector.transfer_write %s, %s[%%_rr%d, %%_c0] {in_bounds = [false, true]} : "
+		    "vector<16x16xf32>, %s",
+		    h, y, ot, h, c->st);
+		ot = em_fmt("%%_ot%d", h);
+	}
+	em_ln(b, 8, "scf.yield %s : %s", ot, c->st);
+	em_ln(b, 6, "}");
+}
+
+/* x [R, k] bf16 in the tile kernel's B layout, xb[rb, g, 32q + 2n + i] =
+ * value 32g + 2q + i of row 16rb + n, zero past row R, for R32 = 2 *
+ * ceil(R / 32) blocks (the blocks go two at a time): each block of 16
+ * rows by 32 values read at once, its pairs transposed. */
+static void
+btile_x(struct llm_buf *b, const char *x, struct rows rw, int64_t k, struct bctx *c)
+{
+	c->xbt = em_fmt("tensor<?x%" PRId64 "x512xbf16>", c->ng);
+	em_ln(b, 6, "%%_p31 = arith.constant 31 : index");
+	em_ln(b, 6, "%%_pr31 = arith.addi %%R, %%_p31 : index");
+	em_ln(b, 6, "%%_pr32 = arith.divui %%_pr31, %%_c32 : index");
+	em_ln(b, 6, "%%_r32 = arith.muli %%_pr32, %%_c2 : index");
+	em_ln(b, 6, "%%_pxe = tensor.empty(%%_r32) : %s", c->xbt);
+	em_ln(b, 6, "%%_px = scf.for %%_pr = %%_c0 to %%_r32 step %%_c1 iter_args(%%_pa = %%_pxe) -> (%s) {", c->xbt);
+	em_ln(b, 8, "%%_pr0 = arith.muli %%_pr, %%_c16 : index");
+	em_ln(b, 8, "%%_pg = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%%_qa = %%_pa) -> (%s) {", c->xbt);
+	em_ln(b, 10, "%%_k0 = arith.muli %%_g, %%_c32 : index");
+	em_ln(b, 10,
+	    "%%_xv = vector.transfer_read %s[%%_pr0, %%_k0], %%_bz {in_bounds = [false, true]} : %s, "
+	    "vector<16x32xbf16>",
+	    x, em_tensor2(rw, k, "bf16"));
+	em_ln(b, 10, "%%_xi = vector.bitcast %%_xv : vector<16x32xbf16> to vector<16x16xi32>");
+	em_ln(b, 10, "%%_xt = vector.transpose %%_xi, [1, 0] : vector<16x16xi32> to vector<16x16xi32>");
+	em_ln(b, 10, "%%_xp = vector.bitcast %%_xt : vector<16x16xi32> to vector<16x32xbf16>");
+	em_ln(b, 10, "%%_xf = vector.shape_cast %%_xp : vector<16x32xbf16> to vector<512xbf16>");
+	em_ln(b, 10, "%%_xw = vector.transfer_write %%_xf, %%_qa[%%_pr, %%_g, %%_c0] {in_bounds = [true]} : %s, %s",
+	    "vector<512xbf16>", c->xbt);
+	em_ln(b, 10, "scf.yield %%_xw : %s", c->xbt);
+	em_ln(b, 8, "}");
+	em_ln(b, 8, "scf.yield %%_pg : %s", c->xbt);
+	em_ln(b, 6, "}");
+	c->xb = "%_px";
+}
+
+int
+em_btile_ok(const struct llm_plan_tensor *pt)
+{
+	return em_bd16(pt) && pt->shape[0] % 16 == 0;
+}
+
+const char *
+em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
+    const char *const *b_name, const char *init, const char *yt)
+{
+	int64_t k = pt[0]->shape[1], first[3], nt = 0;
+	struct bw w[3];
+	for (int i = 0; i < nw; i++) {
+		int64_t n = pt[i]->shape[0];
+		const char *elt;
+		w[i] = (struct bw){.t0 = nt, .n = n};
+		w[i].w = em_wview_as(e, pt[i]->name, em_fmt("%" PRId64 "x%" PRId64 "x", n, k), &elt);
+		w[i].wt = em_fmt("tensor<%" PRId64 "x%" PRId64 "xbf16>", n, k);
+		w[i].bias = b_name[i] ? em_wview_as(e, b_name[i], em_fmt("%" PRId64 "x", n), &w[i].bt) : NULL;
+		first[i] = nt;
+		nt += n / 16;
+	}
+	e->btile = 1;
+	struct bctx c = {.w = w,
+		.ng = k / 32,
+		.st = em_fmt("tensor<%sx16xf32>", rw.t),
+		.pt = em_fmt("tensor<%" PRId64 "x512xbf16>", k / 32)};
+	struct llm_buf b = {0};
+	static const int consts[] = {0, 1, 2, 16, 32};
+	for (size_t i = 0; i < LLM_NELEM(consts); i++)
+		em_ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[i], consts[i]);
+	em_ln(&b, 6, "%%_ng = arith.constant %" PRId64 " : index", c.ng);
+	em_ln(&b, 6, "%%_ng1 = arith.constant %" PRId64 " : index", c.ng - 1);
+	em_ln(&b, 6, "%%_bz = arith.constant 0.0 : bf16");
+	btile_x(&b, x, rw, k, &c);
+	em_ln(&b, 6, "%%_ty = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", nt, init, yt);
+	em_ln(&b, 8, "%%_zt = arith.constant dense<0.0> : vector<256xf32>");
+	em_ln(&b, 8, "%%_tg16 = arith.muli %%_tg, %%_c16 : index");
+	em_ln(&b, 8, "%%_os = tensor.extract_slice %%_o[0, %%_tg16] [%%R, 16] [1, 1] : %s to %s", yt, c.st);
+	const char *yo = em_tile_chain(&b, "%_tg", nw, first, c.st, btile_body, &c);
+	em_ln(&b, 8, "scf.forall.in_parallel {");
+	em_ln(&b, 10, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg16] [%%R, 16] [1, 1] : %s into %s", yo, c.st,
 	    yt);
 	em_ln(&b, 8, "}");
 	em_ln(&b, 6, "}");

@@ -94,7 +94,8 @@ llm_target_bf16_activations(const struct llm_target *t)
 const char *
 llm_target_tile_kernels(const struct llm_target *t)
 {
-	return has_feature(t, "amx_tile") && has_feature(t, "amx_int8") ? "amx" : "tile-generic";
+	int amx = has_feature(t, "amx_tile") && has_feature(t, "amx_int8") && has_feature(t, "amx_bf16");
+	return amx ? "amx" : "tile-generic";
 }
 
 const char *

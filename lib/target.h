@@ -63,10 +63,11 @@ const char *llm_target_bf16_kernels(const struct llm_target *t);
  * measured 1.55-1.83x the f32 products on a Zen 5, where the portable
  * form's was 0.37x on AVX2 (BENCHMARKS.md, "Fast defaults"). */
 int llm_target_bf16_activations(const struct llm_target *t);
-/* The form of the int8 tile kernel for t (@llm_qtile_i8, prefill's
- * products in blocks of 8 rows of W by 16 rows of x: ir.txt "Kernels"):
- * "amx" (tdpbssd: AMX-TILE with AMX-INT8), "tile-generic" (vector
- * arithmetic, any other target; the same integers). */
+/* The form of the tile kernels for t (@llm_qtile_i8 and @llm_qtile_bf16,
+ * prefill's products in blocks of 8 or 16 rows of W by 16 rows of x:
+ * ir.txt "Kernels"): "amx" (tdpbssd and tdpbf16ps: AMX-TILE with AMX-INT8
+ * and AMX-BF16), "tile-generic" (vector arithmetic, any other target; the
+ * same integers, the same sums but where AMX reads denormals as zero). */
 const char *llm_target_tile_kernels(const struct llm_target *t);
 /* Every form of the three, NULL-terminated. */
 extern const char *const llm_target_kernel_forms[];

@@ -20,6 +20,10 @@ const struct llm_tune_param llm_tune_params[] = {
 	 * row passes of the dot-product kernels; -1 (generic's) by the
 	 * target: the tiles where they are AMX's (llm_tune_settle) */
 	{"prefill.int8_tiles", -1, 1},
+	/* prefill's products with bf16 weights and activations: 1 in blocks
+	 * of 16 rows of W by 16 of x on the tile kernel (@llm_qtile_bf16), 0
+	 * on the bf16 kernel's row passes; -1 by the target, as above */
+	{"prefill.bf16_tiles", -1, 1},
 };
 /* clang-format on */
 const size_t llm_tune_nparams = LLM_NELEM(llm_tune_params);
@@ -114,9 +118,13 @@ out:
 void
 llm_tune_settle(struct llm_tune *t, const struct llm_target *tg)
 {
-	int i = param_index("prefill.int8_tiles", strlen("prefill.int8_tiles"));
-	if (t->values[i] < 0)
-		t->values[i] = strcmp(llm_target_tile_kernels(tg), "amx") == 0;
+	/* the parameters whose -1 means "the tiles where they are AMX's" */
+	static const char *const by_target[] = {"prefill.int8_tiles", "prefill.bf16_tiles"};
+	for (size_t j = 0; j < LLM_NELEM(by_target); j++) {
+		int i = param_index(by_target[j], strlen(by_target[j]));
+		if (t->values[i] < 0)
+			t->values[i] = strcmp(llm_target_tile_kernels(tg), "amx") == 0;
+	}
 }
 
 void

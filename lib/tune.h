@@ -52,7 +52,8 @@ int llm_tune_load(const char *path, const char *cpu, struct llm_tune *t);
 void llm_tune_free(struct llm_tune *t);
 
 /* Set the values the table leaves to the target (-1) from tg's
- * features: prefill.int8_tiles is 1 where the tile kernels are AMX's. */
+ * features: prefill.int8_tiles and prefill.bf16_tiles are 1 where the
+ * tile kernels are AMX's. */
 struct llm_target;
 void llm_tune_settle(struct llm_tune *t, const struct llm_target *tg);
 

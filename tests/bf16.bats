@@ -75,6 +75,86 @@ build() {
 	fi
 }
 
+# amx: 1 if this machine runs AMX-BF16 code (the CPU has it and Linux
+# enables the tile state).
+amx() {
+	grep -qw amx_bf16 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo
+}
+
+@test "--activations bf16, prefill on the bf16 tile kernel (a tuning table asks for it): refmodel --bf16-activations's logits (issue 42)" {
+	# tables that ask for the row passes and for the tile products on
+	# every CPU: the tiles' portable form here (the AMX one where the CPU
+	# has it, which takes the tiles by default)
+	for v in 0 1; do
+		jq --argjson v $v '(.cpus[].params) |= del(."prefill.bf16_tiles") | .cpus.generic.params."prefill.bf16_tiles" = $v' \
+			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles$v.json"
+		build "$T/t$v" "--tuning $T/tiles$v.json"
+	done
+	grep -q "llvm.call @llm_qtile_bf16" "$T/t1/prefill.mlir"
+	# prompts of 1 to 36 tokens: blocks of 16 rows whole and cut, one
+	# and two blocks of a pair, chunks of 16 then 4; as in the first
+	# test, a rounding to bf16 may go the other way (refmodel rounds from
+	# double): most within 1e-5, all within 1%
+	exact=0 differ=0
+	for n in 1 3 5 16 17 20 36; do
+		p=$(seq -s, 3 $((n + 2)))
+		gen=$(llm-run -m "$T/t1/model.llm" -t 2 --tokens "$p" -n 2 --logits "$T/run.f32" --json |
+			jq -r '.generated_tokens[0]')
+		refmodel --all --bf16-activations --tokens "$p,$gen" -o "$T/ref.f32" "$CK"
+		tail -c $((2 * V * 4)) "$T/ref.f32" >"$T/ref2.f32"
+		run -0 cmpf32 -r 0.01 "$T/ref2.f32" "$T/run.f32"
+		cmpf32 -a 1e-5 "$T/ref2.f32" "$T/run.f32" >/dev/null && exact=$((exact + 1))
+		# the tiles ran: their sums in another order than the row
+		# passes' round some activation the other way somewhere
+		llm-run -m "$T/t0/model.llm" -t 2 --tokens "$p" -n 1 --logits "$T/rows.f32" >/dev/null
+		llm-run -m "$T/t1/model.llm" -t 2 --tokens "$p" -n 1 --logits "$T/tiles.f32" >/dev/null
+		cmp -s "$T/rows.f32" "$T/tiles.f32" || differ=$((differ + 1))
+	done
+	echo "$exact of 7 within 1e-5 of refmodel --bf16-activations, all within 1%; $differ differ from the row passes" >&3
+	[ "$exact" -ge 4 ]
+	[ "$differ" -ge 1 ]
+}
+
+@test "bf16 weights for an AMX CPU (sapphirerapids): prefill's products are tdpbf16ps with the accumulators in tiles, decode's vdpbf16ps; it runs where the CPU has AMX, and is refused by name elsewhere (issue 42)" {
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$CK" OUT="$T/b" CPU=sapphirerapids \
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" -j2 >&2
+	[ "$(jq -r .dtypes.activations "$T/b/model.json")" = bf16 ]
+	jq -e '.features | index("amx_bf16") and index("amx_tile")' "$T/b/target.json"
+	tiles=0
+	for o in "$T"/b/obj/prefill/*.o; do
+		objdump -d --no-show-raw-insn "$o" >"$T/o.s"
+		tiles=$((tiles + $(grep -c 'tdpbf16ps' "$T/o.s" || true)))
+		# the loop over the groups: 3 tileloadd and 2 tdpbf16ps, the
+		# accumulators staying in tiles (no tilestored between a tile
+		# product and the loop's branch back)
+		if grep -q tdpbf16ps "$T/o.s"; then
+			awk '/tileloadd/ { l++ } /tdpbf16ps/ { t++ } /tilestored/ { s++ }
+				/\tj[a-z]+ / { if (l == 3 && t == 2 && s == 0) ok = 1; l = t = s = 0 }
+				END { exit !ok }' "$T/o.s"
+		fi
+	done
+	echo "prefill: $tiles tdpbf16ps" >&3
+	[ "$tiles" -ge 1 ]
+	for o in "$T"/b/obj/decode/*.o; do
+		[ "$(objdump -d "$o" | grep -c 'tdpbf16ps\|tileloadd' || true)" -eq 0 ]
+	done
+	[ "$(objdump -d "$T/b/libmodel.so" | grep -c 'vdpbf16ps')" -gt 0 ]
+	if amx; then
+		p=$(seq -s, 3 22)
+		gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens "$p" -n 2 --logits "$T/run.f32" --json |
+			jq -r '.generated_tokens[0]')
+		refmodel --all --bf16-activations --tokens "$p,$gen" -o "$T/ref.f32" "$CK"
+		tail -c $((2 * V * 4)) "$T/ref.f32" >"$T/ref2.f32"
+		run -0 cmpf32 -r 0.01 "$T/ref2.f32" "$T/run.f32"
+		echo "AMX on this CPU, against refmodel --bf16-activations: $output" >&3
+	else
+		run -1 --separate-stderr llm-run -m "$T/b/model.llm" --tokens 1,2 -n 1
+		assert_equal "$output" ""
+		[[ "$stderr" == *"this CPU lacks "*amx_bf16* ]]
+		echo "no AMX on this CPU: the tile products were compiled, not run" >&3
+	fi
+}
+
 @test "--activations bf16 leaves the products with other weights alone: an f32 checkpoint gives the f32 activations' logits" {
 	mkmodel --preset tiny-k --family llama --seed 5 -o "$T/ck32" >&2
 	for a in f32 bf16; do

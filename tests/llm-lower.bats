@@ -345,13 +345,17 @@ check_numbers() {
 	# another CPU still takes generic's from the edited table
 	run -0 llm-lower -v --tuning t.json --cpu x86-64 -o c.o "$F/tuned.mlir"
 	assert_line --partial "generic's entry of t.json"
-	# prefill.int8_tiles: generic's -1 leaves it to the target (1 where
-	# the tile kernels are AMX's); a table can set it for a CPU
+	# prefill.int8_tiles and .bf16_tiles: generic's -1 leaves them to the
+	# target (1 where the tile kernels are AMX's); a table can set them
+	# for a CPU
 	run -0 llm-lower --no-cache -v --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
-	assert_line --partial " prefill.int8_tiles=0"
+	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0"
 	run -0 llm-lower --no-cache -v --cpu sapphirerapids -o s.o "$F/tuned.mlir"
 	assert_line --partial "generic's entry of $tab: decode.prefetch_bytes.g256=$g256 "
-	assert_line --partial " prefill.int8_tiles=1"
+	assert_line --partial " prefill.int8_tiles=1 prefill.bf16_tiles=1"
+	# (AMX-INT8 without AMX-BF16 is no AMX form: the kernels are one file)
+	run -0 llm-lower --no-cache -v --cpu sapphirerapids --features=-amx-bf16 -o s.o "$F/tuned.mlir"
+	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0"
 	jq '.cpus."x86-64-v3" = {"params": {"prefill.int8_tiles": 1}}' "$tab" >t2.json
 	run -0 llm-lower --no-cache -v --tuning t2.json --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
 	assert_line --partial " prefill.int8_tiles=1"
@@ -374,6 +378,7 @@ check_numbers() {
 	bad 'del(.cpus.generic.params."decode.prefetch_bytes.g128")' "cpus.generic: parameter 'decode.prefetch_bytes.g128' missing"
 	bad 'del(.cpus.generic)' "cpus.generic: no \"params\" object"
 	bad '.cpus.generic.params."prefill.int8_tiles" = 2' "cpus.generic: prefill.int8_tiles: want an integer in [-1, 1]"
+	bad '.cpus.generic.params."prefill.bf16_tiles" = -2' "cpus.generic: prefill.bf16_tiles: want an integer in [-1, 1]"
 	# a module naming a parameter the table does not know
 	sed 's/decode.prefetch_bytes.g256/decode.nosuch/' "$F/tuned.mlir" >u.mlir
 	run -1 --separate-stderr llm-lower --no-cache -o u.o u.mlir
