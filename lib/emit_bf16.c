@@ -158,8 +158,9 @@ bdot_pass(struct llm_buf *b, const struct bd *d, int nr)
 }
 
 /* The chunk %_t = %_c - c0 of one W of bdot: from %_os, the chunk's y as
- * %_ow, row h of every stream at a time; in each, the rows of x two at a
- * time, then one. */
+ * %_ow, row h of every stream at a time; in each, the rows of x three at
+ * a time (24 accumulators, 11 loads a step: BENCHMARKS.md "Three rows of
+ * x a pass"), then one. */
 static void
 bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 {
@@ -179,11 +180,11 @@ bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 	}
 	const char *from = "%_c0", *acc = "%_oh";
 	if (rw.dyn[0]) {
-		em_ln(b, 8, "%%_rh = arith.divui %%R, %%_c2 : index");
-		em_ln(b, 8, "%%_rp = arith.muli %%_rh, %%_c2 : index");
-		em_ln(b, 8, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_oh) -> (%s) {",
+		em_ln(b, 8, "%%_rh = arith.divui %%R, %%_c3 : index");
+		em_ln(b, 8, "%%_rp = arith.muli %%_rh, %%_c3 : index");
+		em_ln(b, 8, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c3 iter_args(%%_ot = %%_oh) -> (%s) {",
 		    d->st);
-		bdot_pass(b, d, 2);
+		bdot_pass(b, d, 3);
 		em_ln(b, 8, "}");
 		from = "%_rp";
 		acc = "%_ow2";
@@ -220,7 +221,7 @@ bdot_chunks(struct llm_buf *b, int i, void *arg)
  * row of x 8 accumulators of 16 lanes over k, summed in a tree (bsum).
  * With R = 1 (decode) a chunk streams through its W once; with more rows
  * (prefill) the 8 rows of W at one h (8 * 2k bytes) stay in the cache for
- * every pair of rows of x.  Each y_i is the slice of the whole y that
+ * every three rows of x.  Each y_i is the slice of the whole y that
  * its chunks wrote. */
 void
 em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
@@ -270,7 +271,7 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		em_ln(&b, 6, "default {");
 	}
 	em_ln(&b, 4, "%s = scf.forall (%%_c) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nc, init, yt);
-	static const int consts[] = {0, 1, 2, 8, 32};
+	static const int consts[] = {0, 1, 2, 3, 8, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
 		em_ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
 	for (int s = 0; s < 8; s++)

@@ -34,7 +34,7 @@ build() {
 	[ "$(jq -r .dtypes.activations "$T/b/model.json")" = bf16 ]
 	grep -q "llvm.call @llm_bdot" "$T/b/decode.mlir"
 	grep -q "llvm.call @llm_bdot" "$T/b/prefill.mlir"
-	# prompts of 1 to 5 tokens (prefill rows two at a time, then one) and
+	# prompts of 1 to 5 tokens (prefill rows three at a time, then one) and
 	# of 19 (over the 16-row chunk), then a decode step.  refmodel rounds
 	# x from double, ours from f32: where the two straddle a bf16 rounding
 	# boundary one element rounds the other way and a logit moves by
