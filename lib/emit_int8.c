@@ -728,8 +728,8 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 }
 
 /* The tile %_t = %_tg - t0 of one W of qdot: from %_os, the tile's 8
- * columns of y as %_ow; rows two at a time (one load of a piece of W
- * serves both), then one at a time. */
+ * columns of y as %_ow; rows two or three at a time (one load of a piece
+ * of W serves them all), then one at a time. */
 static void
 qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 {
@@ -770,11 +770,16 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 	}
 	const char *from = "%_c0", *acc = "%_os";
 	if (rw.dyn[0]) {
-		em_ln(b, 6, "%%_rh = arith.divui %%R, %%_c2 : index");
-		em_ln(b, 6, "%%_rp = arith.muli %%_rh, %%_c2 : index");
-		em_ln(b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {",
+		/* rows of x a pass: 3 for 4-bit codes without offsets (Q4_0:
+		 * pp512 +4-7% on a Zen 5, BENCHMARKS.md "Three rows of x a pass
+		 * in the int8 products"), 2 for the others (Q8_0 the same, Q4_K_M
+		 * no better with 3) */
+		int nr = d->q.four && !d->q.mins ? 3 : 2;
+		em_ln(b, 6, "%%_rh = arith.divui %%R, %%_c%d : index", nr);
+		em_ln(b, 6, "%%_rp = arith.muli %%_rh, %%_c%d : index", nr);
+		em_ln(b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %%_os) -> (%s) {", nr,
 		    d->st);
-		qdot_pass(b, &dt, 2);
+		qdot_pass(b, &dt, nr);
 		em_ln(b, 6, "}");
 		from = "%_rp";
 		acc = "%_ow2";
@@ -912,7 +917,7 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	}
 	em_ln(&b, 4, "%s = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", tiles ? "%_qy" : ya,
 	    nt, init, yt);
-	static const int consts[] = {0, 1, 2, 4, 8, 16, 32};
+	static const int consts[] = {0, 1, 2, 3, 4, 8, 16, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
 		em_ln(&b, 6, "%%_c%d = arith.constant %d : index", consts[c], consts[c]);
 	em_ln(&b, 6, "%%_i0 = arith.constant 0 : i8");
