@@ -260,16 +260,8 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		tt = em_btile(e, xb, rw, nw, pt, b_name, init2, yct);
 	}
 	struct llm_buf b = {0};
-	if (tiles) {
-		em_ln(&b, 4, "%s = scf.execute_region -> (%s) {", yc, yct);
-		em_ln(&b, 6,
-		    "%%_tiles = arith.constant {llm.tune = \"prefill.bf16_tiles\", llm.tune_unit = 1 : i64} 0 : index");
-		em_ln(&b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", yct);
-		em_ln(&b, 6, "case 1 {");
-		llm_buf_puts(&b, tt);
-		em_ln(&b, 6, "}");
-		em_ln(&b, 6, "default {");
-	}
+	if (tiles)
+		em_tiles_open(&b, yc, yct, "prefill.bf16_tiles", tt);
 	em_ln(&b, 4, "%s = scf.forall (%%_c) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", ya, nc, init, yt);
 	static const int consts[] = {0, 1, 2, 3, 8, 32};
 	for (size_t c = 0; c < LLM_NELEM(consts); c++)
@@ -290,13 +282,9 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	if (tiles) {
 		em_ln(&b, 4, "}");
 		em_ln(&b, 6, "%%_bc = tensor.collapse_shape %s [[0], [1, 2, 3]] : %s into %s", ya, yt, yct);
-		em_ln(&b, 6, "scf.yield %%_bc : %s", yct);
-		em_ln(&b, 6, "}");
-		em_ln(&b, 6, "scf.yield %%_sw : %s", yct);
+		em_tiles_close(e, &b, "%_bc", yct);
+	} else
 		em_ln(&b, 4, "} {%s}", em_attrs(e));
-	} else {
-		em_ln(&b, 4, "} {%s}", em_attrs(e));
-	}
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
 	if (!tiles)

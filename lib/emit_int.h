@@ -128,6 +128,8 @@ int em_qtile_ok(const struct llm_plan_tensor *pt);
 const char *em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw,
     const struct llm_plan_tensor *const *pt, const char *const *b_name, const int64_t *first, int64_t nt,
     const char *init, const char *yt);
+void em_tiles_open(struct llm_buf *b, const char *res, const char *ty, const char *param, const char *tt);
+void em_tiles_close(struct em *e, struct llm_buf *b, const char *rows, const char *ty);
 int em_btile_ok(const struct llm_plan_tensor *pt);
 const char *em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
     const char *const *b_name, const char *init, const char *yt);

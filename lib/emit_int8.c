@@ -905,16 +905,8 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		tiles &= em_qtile_ok(pt[i]);
 	const char *tt = tiles ? em_qtile(e, &a, rw, nw, pt, b_name, first, nt, init, yt) : NULL;
 	struct llm_buf b = {0};
-	if (tiles) {
-		em_ln(&b, 4, "%s = scf.execute_region -> (%s) {", ya, yt);
-		em_ln(&b, 6,
-		    "%%_tiles = arith.constant {llm.tune = \"prefill.int8_tiles\", llm.tune_unit = 1 : i64} 0 : index");
-		em_ln(&b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", yt);
-		em_ln(&b, 6, "case 1 {");
-		llm_buf_puts(&b, tt);
-		em_ln(&b, 6, "}");
-		em_ln(&b, 6, "default {");
-	}
+	if (tiles)
+		em_tiles_open(&b, ya, yt, "prefill.int8_tiles", tt);
 	em_ln(&b, 4, "%s = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", tiles ? "%_qy" : ya,
 	    nt, init, yt);
 	static const int consts[] = {0, 1, 2, 3, 4, 8, 16, 32};
@@ -940,11 +932,9 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	em_ln(&b, 6, "}");
 	if (tiles) {
 		em_ln(&b, 4, "}");
-		em_ln(&b, 6, "scf.yield %%_qy : %s", yt);
-		em_ln(&b, 6, "}");
-		em_ln(&b, 6, "scf.yield %%_sw : %s", yt);
-	}
-	em_ln(&b, 4, "} {%s}", em_attrs(e));
+		em_tiles_close(e, &b, "%_qy", yt);
+	} else
+		em_ln(&b, 4, "} {%s}", em_attrs(e));
 	llm_buf_puts(e->b, b.p);
 	llm_buf_free(&b);
 	em_split_y(e, ya, yt, rw, nw, n, y);

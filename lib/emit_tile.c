@@ -9,6 +9,55 @@
 
 #include "emit_int.h"
 
+/* The choice between a product's tile form (text tt, which yields the
+ * result) and its row passes, which the caller writes next, yielding
+ * their result (em_tiles_close): an scf.execute_region res of type ty
+ * holding the tunable constant param (tune.h) and an scf.index_switch on
+ * it, which the lowering folds. */
+void
+em_tiles_open(struct llm_buf *b, const char *res, const char *ty, const char *param, const char *tt)
+{
+	em_ln(b, 4, "%s = scf.execute_region -> (%s) {", res, ty);
+	em_ln(b, 6, "%%_tiles = arith.constant {llm.tune = \"%s\", llm.tune_unit = 1 : i64} 0 : index", param);
+	em_ln(b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", ty);
+	em_ln(b, 6, "case 1 {");
+	llm_buf_puts(b, tt);
+	em_ln(b, 6, "}");
+	em_ln(b, 6, "default {");
+}
+
+/* The row passes' result rows yielded, and the region closed with the
+ * product's attributes. */
+void
+em_tiles_close(struct em *e, struct llm_buf *b, const char *rows, const char *ty)
+{
+	em_ln(b, 6, "scf.yield %s : %s", rows, ty);
+	em_ln(b, 6, "}");
+	em_ln(b, 6, "scf.yield %%_sw : %s", ty);
+	em_ln(b, 4, "} {%s}", em_attrs(e));
+}
+
+/* The tile form's scf.forall over nt tiles of w columns of y (type yt,
+ * from init), each tile's y (type st: [R, w]) made by body through
+ * em_tile_chain; first the tile-wide constants pre (may be NULL). */
+static void
+tile_forall(struct llm_buf *b, int64_t nt, int w, const char *init, const char *yt, const char *st, int nw,
+    const int64_t *first, const char *pre, void (*body)(struct llm_buf *, int, void *), void *arg)
+{
+	em_ln(b, 6, "%%_ty = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", nt, init, yt);
+	if (pre)
+		llm_buf_puts(b, pre);
+	em_ln(b, 8, "%%_tgw = arith.muli %%_tg, %%_c%d : index", w);
+	em_ln(b, 8, "%%_os = tensor.extract_slice %%_o[0, %%_tgw] [%%R, %d] [1, 1] : %s to %s", w, yt, st);
+	const char *yo = em_tile_chain(b, "%_tg", nw, first, st, body, arg);
+	em_ln(b, 8, "scf.forall.in_parallel {");
+	em_ln(b, 10, "tensor.parallel_insert_slice %s into %%_o[0, %%_tgw] [%%R, %d] [1, 1] : %s into %s", yo, w, st,
+	    yt);
+	em_ln(b, 8, "}");
+	em_ln(b, 6, "}");
+	em_ln(b, 6, "scf.yield %%_ty : %s", yt);
+}
+
 /* 1 if the tile products read pt's layout: tiles of 8 rows, groups of 32
  * int8 or 4-bit codes (the int8 kernels' other layouts, groups of 16,
  * stay on the row passes). */
@@ -229,21 +278,14 @@ em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw, const struc
 	em_ln(&b, 6, "%%_i0 = arith.constant 0 : i8");
 	em_ln(&b, 6, "%%_f0 = arith.constant 0.0 : f32");
 	tile_x(&b, a, rw, k, mins, &c);
-	em_ln(&b, 6, "%%_ty = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", nt, init, yt);
-	em_ln(&b, 8, "%%_h0f = arith.constant 0.0 : f16");
-	em_ln(&b, 8, "%%_zw = arith.constant dense<0.0> : vector<16xf32>");
-	em_ln(&b, 8, "%%_m15 = arith.constant dense<15> : vector<128xi8>");
-	em_ln(&b, 8, "%%_s4 = arith.constant dense<4> : vector<128xi8>");
-	em_ln(&b, 8, "%%_m8 = arith.constant dense<8> : vector<256xi8>");
-	em_ln(&b, 8, "%%_tg8 = arith.muli %%_tg, %%_c8 : index");
-	em_ln(&b, 8, "%%_os = tensor.extract_slice %%_o[0, %%_tg8] [%%R, 8] [1, 1] : %s to %s", yt, c.st);
-	const char *yo = em_tile_chain(&b, "%_tg", nw, first, c.st, tile_body, &c);
-	em_ln(&b, 8, "scf.forall.in_parallel {");
-	em_ln(&b, 10, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg8] [%%R, 8] [1, 1] : %s into %s", yo, c.st,
-	    yt);
-	em_ln(&b, 8, "}");
-	em_ln(&b, 6, "}");
-	em_ln(&b, 6, "scf.yield %%_ty : %s", yt);
+	struct llm_buf pre = {0};
+	em_ln(&pre, 8, "%%_h0f = arith.constant 0.0 : f16");
+	em_ln(&pre, 8, "%%_zw = arith.constant dense<0.0> : vector<16xf32>");
+	em_ln(&pre, 8, "%%_m15 = arith.constant dense<15> : vector<128xi8>");
+	em_ln(&pre, 8, "%%_s4 = arith.constant dense<4> : vector<128xi8>");
+	em_ln(&pre, 8, "%%_m8 = arith.constant dense<8> : vector<256xi8>");
+	tile_forall(&b, nt, 8, init, yt, c.st, nw, first, pre.p, tile_body, &c);
+	llm_buf_free(&pre);
 	return em_keep(b.p);
 }
 
@@ -420,16 +462,7 @@ em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_p
 	em_ln(&b, 6, "%%_ng1 = arith.constant %" PRId64 " : index", c.ng - 1);
 	em_ln(&b, 6, "%%_bz = arith.constant 0.0 : bf16");
 	btile_x(&b, x, rw, k, &c);
-	em_ln(&b, 6, "%%_ty = scf.forall (%%_tg) in (%" PRId64 ") shared_outs(%%_o = %s) -> (%s) {", nt, init, yt);
-	em_ln(&b, 8, "%%_zt = arith.constant dense<0.0> : vector<256xf32>");
-	em_ln(&b, 8, "%%_tg16 = arith.muli %%_tg, %%_c16 : index");
-	em_ln(&b, 8, "%%_os = tensor.extract_slice %%_o[0, %%_tg16] [%%R, 16] [1, 1] : %s to %s", yt, c.st);
-	const char *yo = em_tile_chain(&b, "%_tg", nw, first, c.st, btile_body, &c);
-	em_ln(&b, 8, "scf.forall.in_parallel {");
-	em_ln(&b, 10, "tensor.parallel_insert_slice %s into %%_o[0, %%_tg16] [%%R, 16] [1, 1] : %s into %s", yo, c.st,
-	    yt);
-	em_ln(&b, 8, "}");
-	em_ln(&b, 6, "}");
-	em_ln(&b, 6, "scf.yield %%_ty : %s", yt);
+	tile_forall(&b, nt, 16, init, yt, c.st, nw, first,
+	    "        %_zt = arith.constant dense<0.0> : vector<256xf32>\n", btile_body, &c);
 	return em_keep(b.p);
 }
