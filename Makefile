@@ -68,7 +68,7 @@ IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
-	$(T)/dequant
+	$(T)/dequant $(T)/ctxcheck
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -168,6 +168,7 @@ $(T)/mkrunmodel: tests/tools/mkrunmodel.c
 $(T)/bwprobe: tests/tools/bwprobe.c tests/tools/probe.h
 $(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
 $(T)/dequant: tests/tools/dequant.c
+$(T)/ctxcheck: tests/tools/ctxcheck.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit

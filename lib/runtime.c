@@ -27,18 +27,23 @@ struct llm_runtime {
 	llm_phase_fn *phase[LLM_PH_COUNT];
 	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
 	uint64_t lib_fingerprint;
-	uint8_t *kv; /* kv_bytes, zeroed, page aligned */
-	size_t kv_map;
-	uint64_t kv_bytes; /* what the phases get as %kv */
-	int64_t *tokens;   /* the tokens argument: phase_tokens max */
-	float *logits;     /* vocab_size: the last call's logits */
-	int64_t vocab, max_context;
-	int64_t pos; /* positions filled in the cache */
-	int64_t calls[LLM_PH_COUNT];
+	int64_t vocab, tokens_cap; /* tokens_cap: phase_tokens max */
 	int verbose;
 	pthread_t prefault; /* joined by llm_runtime_close */
 	int prefaulting;
 	atomic_int stop_prefault;
+	struct llm_ctx *ctx; /* the runtime's own context (llm_runtime_prefill ...) */
+};
+
+struct llm_ctx {
+	const struct llm_runtime *rt;
+	uint8_t *kv; /* kv_bytes, zeroed, page aligned */
+	size_t kv_map;
+	uint64_t kv_bytes;   /* what the phases get as %kv */
+	int64_t *tokens;     /* the tokens argument: tokens_cap */
+	float *logits;       /* vocab_size: the last call's logits */
+	int64_t max_context; /* positions the cache holds */
+	int64_t pos;         /* positions filled in the cache */
 };
 
 /* model.json of a build directory, or the member of a bundle: the
@@ -227,9 +232,9 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
  * used), in place of the one there was: the phases take the positions of
  * its rows from the size of %kv. */
 static int
-alloc_kv(struct llm_runtime *rt, int64_t n)
+alloc_kv(struct llm_ctx *c, int64_t n)
 {
-	const struct llm_model *m = &rt->model;
+	const struct llm_model *m = &c->rt->model;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	if (n < 1 || n > m->max_context)
 		return llm_seterr("%s: a context of %" PRId64
@@ -250,14 +255,44 @@ alloc_kv(struct llm_runtime *rt, int64_t n)
 	 * pages each row is a page of its own, more than the L1 TLB holds. */
 	madvise(kv, len, MADV_HUGEPAGE);
 #endif
-	if (rt->kv)
-		munmap(rt->kv, rt->kv_map);
-	rt->kv = kv;
-	rt->kv_map = len;
-	rt->kv_bytes = bytes;
-	rt->max_context = n;
-	rt->pos = 0;
+	if (c->kv)
+		munmap(c->kv, c->kv_map);
+	c->kv = kv;
+	c->kv_map = len;
+	c->kv_bytes = bytes;
+	c->max_context = n;
+	c->pos = 0;
 	return 0;
+}
+
+struct llm_ctx *
+llm_ctx_new(const struct llm_runtime *rt, int64_t n)
+{
+	struct llm_ctx *c = llm_xcalloc(1, sizeof(*c));
+	c->rt = rt;
+	if (n == 0)
+		n = rt->model.max_context < LLM_DEFAULT_CONTEXT ? rt->model.max_context : LLM_DEFAULT_CONTEXT;
+	if (alloc_kv(c, n) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->tokens_cap * sizeof(int64_t), 64));
+	c->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
+	if (!c->tokens || !c->logits)
+		llm_fatal("out of memory");
+	return c;
+}
+
+void
+llm_ctx_free(struct llm_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->kv)
+		munmap(c->kv, c->kv_map);
+	free(c->tokens);
+	free(c->logits);
+	free(c);
 }
 
 struct llm_runtime *
@@ -265,7 +300,6 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 {
 	static const struct llm_runtime_opts none;
 	const struct llm_model *m;
-	int64_t cap = 1;
 	struct llm_runtime *rt = llm_xcalloc(1, sizeof(*rt));
 
 	if (!o)
@@ -290,16 +324,14 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 		goto fail;
 	m = &rt->model;
 	rt->vocab = m->cfg.vocab_size;
-	if (map_weights(rt) < 0 || load_library(rt, o) < 0 ||
-	    alloc_kv(rt, m->max_context < LLM_DEFAULT_CONTEXT ? m->max_context : LLM_DEFAULT_CONTEXT) < 0)
+	if (map_weights(rt) < 0 || load_library(rt, o) < 0)
 		goto fail;
+	rt->tokens_cap = 1;
 	for (int i = 0; i < LLM_PH_COUNT; i++)
-		if (rt->phase_tokens[i] > cap)
-			cap = rt->phase_tokens[i];
-	rt->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)cap * sizeof(int64_t), 64));
-	rt->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
-	if (!rt->tokens || !rt->logits)
-		llm_fatal("out of memory");
+		if (rt->phase_tokens[i] > rt->tokens_cap)
+			rt->tokens_cap = rt->phase_tokens[i];
+	if (!(rt->ctx = llm_ctx_new(rt, 0)))
+		goto fail;
 	/* Best effort: without the thread the first phase faults them in. */
 	if (o->prefault && pthread_create(&rt->prefault, NULL, prefault_main, rt) == 0)
 		rt->prefaulting = 1;
@@ -318,10 +350,7 @@ llm_runtime_close(struct llm_runtime *rt)
 		atomic_store(&rt->stop_prefault, 1);
 		pthread_join(rt->prefault, NULL);
 	}
-	if (rt->kv)
-		munmap(rt->kv, rt->kv_map);
-	free(rt->tokens);
-	free(rt->logits);
+	llm_ctx_free(rt->ctx);
 	/* Stop libomp's worker threads (OpenMP 5 omp_pause_hard = 2), so
 	 * that nothing runs past this point; the library stays loaded. */
 	if (rt->lib) {
@@ -360,78 +389,84 @@ llm_runtime_vocab(const struct llm_runtime *rt)
 	return rt->vocab;
 }
 
+/* A context's operations; the runtime's own context takes the same
+ * through the llm_runtime_ wrappers below. */
 int64_t
-llm_runtime_context(const struct llm_runtime *rt)
+llm_ctx_context(const struct llm_ctx *c)
 {
-	return rt->max_context;
+	return c->max_context;
 }
 
 int
-llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
+llm_ctx_set_context(struct llm_ctx *c, int64_t n)
 {
-	return alloc_kv(rt, n);
+	return alloc_kv(c, n);
 }
 
 int64_t
-llm_runtime_pos(const struct llm_runtime *rt)
+llm_ctx_pos(const struct llm_ctx *c)
 {
-	return rt->pos;
+	return c->pos;
 }
 
 const float *
-llm_runtime_logits(const struct llm_runtime *rt)
+llm_ctx_logits(const struct llm_ctx *c)
 {
-	return rt->logits;
+	return c->logits;
 }
 
 static int
-check_ids(const struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+check_ids(const struct llm_ctx *c, const int64_t *tokens, int64_t n)
 {
 	for (int64_t i = 0; i < n; i++)
-		if (tokens[i] < 0 || tokens[i] >= rt->vocab)
+		if (tokens[i] < 0 || tokens[i] >= c->rt->vocab)
 			return llm_seterr("token id %" PRId64 " is out of range [0, %" PRId64 ")", tokens[i],
-			    rt->vocab);
-	if (n > rt->max_context - rt->pos)
+			    c->rt->vocab);
+	if (n > c->max_context - c->pos)
 		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of %" PRId64
 				  " positions used (-c)",
-		    n, rt->pos, rt->max_context);
+		    n, c->pos, c->max_context);
 	return 0;
 }
 
+/* One phase call on c: reads only the runtime (the weights, the library),
+ * writes only c, so that contexts of one runtime run in different threads
+ * at once. */
 static void
-call(struct llm_runtime *rt, int ph, const int64_t *tokens, int64_t n)
+call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 {
+	const struct llm_runtime *rt = c->rt;
 	int64_t cap = rt->phase_tokens[ph];
 	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->model.data_bytes, 1};
-	struct llm_memref1 kv = {rt->kv, rt->kv, 0, (int64_t)rt->kv_bytes, 1};
-	struct llm_memref1 tk = {rt->tokens, rt->tokens, 0, cap, 1};
-	struct llm_memref1 lg = {rt->logits, rt->logits, 0, rt->vocab, 1};
+	struct llm_memref1 kv = {c->kv, c->kv, 0, (int64_t)c->kv_bytes, 1};
+	struct llm_memref1 tk = {c->tokens, c->tokens, 0, cap, 1};
+	struct llm_memref1 lg = {c->logits, c->logits, 0, rt->vocab, 1};
 
 	/* Rows past n are valid ids (0), so code that reads all S is safe. */
-	memcpy(rt->tokens, tokens, (size_t)n * sizeof(*tokens));
-	memset(rt->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
+	memcpy(c->tokens, tokens, (size_t)n * sizeof(*tokens));
+	memset(c->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
 	if (rt->verbose)
 		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, llm_phase_specs[ph].name,
-		    rt->pos, n);
-	rt->phase[ph](&w, &kv, &tk, rt->pos, n, &lg);
-	rt->pos += n;
-	rt->calls[ph]++;
+		    c->pos, n);
+	rt->phase[ph](&w, &kv, &tk, c->pos, n, &lg);
+	c->pos += n;
 }
 
 int
-llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n)
 {
+	const struct llm_runtime *rt = c->rt;
 	if (n <= 0)
 		return llm_seterr("no tokens to prefill");
-	if (check_ids(rt, tokens, n) < 0)
+	if (check_ids(c, tokens, n) < 0)
 		return -1;
 	while (n > 0) {
-		int ph = rt->pos == 0 ? LLM_PH_PREFILL : LLM_PH_PREFILL_KV;
+		int ph = c->pos == 0 ? LLM_PH_PREFILL : LLM_PH_PREFILL_KV;
 		if (!rt->phase[ph])
 			return llm_seterr("%s: no phase '%s' for %" PRId64 " more tokens at position %" PRId64,
-			    rt->model.path, llm_phase_specs[ph].name, n, rt->pos);
+			    rt->model.path, llm_phase_specs[ph].name, n, c->pos);
 		int64_t k = n < rt->phase_tokens[ph] ? n : rt->phase_tokens[ph];
-		call(rt, ph, tokens, k);
+		call(c, ph, tokens, k);
 		tokens += k;
 		n -= k;
 	}
@@ -439,29 +474,77 @@ llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
 }
 
 int
+llm_ctx_decode(struct llm_ctx *c, int64_t token)
+{
+	if (c->pos == 0)
+		return llm_ctx_prefill(c, &token, 1);
+	if (check_ids(c, &token, 1) < 0)
+		return -1;
+	call(c, LLM_PH_DECODE, &token, 1);
+	return 0;
+}
+
+void
+llm_ctx_reset(struct llm_ctx *c)
+{
+	c->pos = 0;
+}
+
+int
+llm_ctx_rewind(struct llm_ctx *c, int64_t pos)
+{
+	if (pos < 0 || pos > c->pos)
+		return llm_seterr("cannot rewind the context to position %" PRId64 " of %" PRId64, pos, c->pos);
+	c->pos = pos;
+	return 0;
+}
+
+int64_t
+llm_runtime_context(const struct llm_runtime *rt)
+{
+	return llm_ctx_context(rt->ctx);
+}
+
+int
+llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
+{
+	return llm_ctx_set_context(rt->ctx, n);
+}
+
+int64_t
+llm_runtime_pos(const struct llm_runtime *rt)
+{
+	return llm_ctx_pos(rt->ctx);
+}
+
+const float *
+llm_runtime_logits(const struct llm_runtime *rt)
+{
+	return llm_ctx_logits(rt->ctx);
+}
+
+int
+llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+{
+	return llm_ctx_prefill(rt->ctx, tokens, n);
+}
+
+int
 llm_runtime_decode(struct llm_runtime *rt, int64_t token)
 {
-	if (rt->pos == 0)
-		return llm_runtime_prefill(rt, &token, 1);
-	if (check_ids(rt, &token, 1) < 0)
-		return -1;
-	call(rt, LLM_PH_DECODE, &token, 1);
-	return 0;
+	return llm_ctx_decode(rt->ctx, token);
 }
 
 void
 llm_runtime_reset(struct llm_runtime *rt)
 {
-	rt->pos = 0;
+	llm_ctx_reset(rt->ctx);
 }
 
 int
 llm_runtime_rewind(struct llm_runtime *rt, int64_t pos)
 {
-	if (pos < 0 || pos > rt->pos)
-		return llm_seterr("cannot rewind the context to position %" PRId64 " of %" PRId64, pos, rt->pos);
-	rt->pos = pos;
-	return 0;
+	return llm_ctx_rewind(rt->ctx, pos);
 }
 
 int64_t

@@ -75,6 +75,28 @@ void llm_runtime_reset(struct llm_runtime *rt);
  * until the next prefill or decode.  -1 with llm_errmsg for pos out of range. */
 int llm_runtime_rewind(struct llm_runtime *rt, int64_t pos);
 
+/* A sequence's state on a runtime: its KV cache, its position and its
+ * last logits.  The runtime has one of its own, which the llm_runtime_
+ * calls above use; llm_ctx_new makes more.  The phases read the runtime
+ * and write only their context, so several contexts of one runtime run in
+ * different threads at once (each context in one thread at a time; the
+ * runtime outlives them).  Errors (llm_errmsg) are per thread. */
+struct llm_ctx;
+/* A context of n positions (0: as at open, LLM_DEFAULT_CONTEXT or the
+ * build's max_context if smaller), or NULL with llm_errmsg. */
+struct llm_ctx *llm_ctx_new(const struct llm_runtime *rt, int64_t n);
+void llm_ctx_free(struct llm_ctx *c);
+/* As llm_runtime_context, _set_context, _pos, _logits, _prefill, _decode,
+ * _reset and _rewind, on c. */
+int64_t llm_ctx_context(const struct llm_ctx *c);
+int llm_ctx_set_context(struct llm_ctx *c, int64_t n);
+int64_t llm_ctx_pos(const struct llm_ctx *c);
+const float *llm_ctx_logits(const struct llm_ctx *c);
+int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
+int llm_ctx_decode(struct llm_ctx *c, int64_t token);
+void llm_ctx_reset(struct llm_ctx *c);
+int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
+
 /* Index of the largest element (the first on ties; NaN never wins). */
 int64_t llm_argmax(const float *x, int64_t n);
 

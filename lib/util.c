@@ -16,7 +16,7 @@
 #include "util.h"
 
 const char *llm_prog = "llm";
-static char errmsg[1024];
+static _Thread_local char errmsg[1024]; /* per thread: runtime contexts run in threads */
 
 /* Temporaries of open atomic outputs, removed on fatal errors and signals. */
 #define MAXTMP 64

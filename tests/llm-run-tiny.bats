@@ -25,6 +25,13 @@ setup() {
 	F=$PROJECT_ROOT/tests/fixtures/chat
 }
 
+@test "several contexts on one opened model run at once, each in its own thread, as each runs alone (runtime.h llm_ctx; issue 43)" {
+	# prompts of 1 to 19 tokens (a chunk of 16 and more), 8 greedy steps
+	# each, all four at once three times over: every logit bit for bit
+	run -0 ctxcheck -j 3 -n 8 "$M" 1,2,3 "$(seq -s, 5 23)" 100 7,7,7,7
+	assert_output "4 contexts in 4 threads at once, 3 rounds: every logit of 9 steps as alone"
+}
+
 @test "the model's chat template is the one llm-import recognised" {
 	[ "$(jq -r .tokenizer.chat_template "$BATS_FILE_TMPDIR/out/model.json")" = deepseek-r1 ]
 	llm-run -m "$M" --render "$F/system-turns.json" >"$T/out"
