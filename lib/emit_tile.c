@@ -186,7 +186,8 @@ tile_body(struct llm_buf *b, int i, void *arg)
 /* x's codes (qact: a.xq [R, k] i8) in the tile kernel's B layout, xb[rb,
  * g, 64j + 4n + i] = code 32g + 4j + i of row 16rb + n, and the block
  * scales and sums of x^ (a.dx, a.xsum [R, k/32]) transposed, [k/32,
- * 16 R16], zero past row R. */
+ * 16 R16], zero past row R: each block of 16 rows by 32 codes read at
+ * once, its quads transposed (as btile_x does pairs). */
 static void
 tile_x(struct llm_buf *b, const struct qact *a, struct rows rw, int64_t k, int mins, struct tctx *c)
 {
@@ -205,50 +206,36 @@ tile_x(struct llm_buf *b, const struct qact *a, struct rows rw, int64_t k, int m
 	if (mins)
 		em_ln(b, 6, "%%_pme = tensor.empty(%%_prp) : %s", c->dxt);
 	em_ln(b, 6,
-	    "%%_px:%d = scf.for %%_pr = %%_c0 to %%_prp step %%_c1 "
+	    "%%_px:%d = scf.for %%_prb = %%_c0 to %%_r16 step %%_c1 "
 	    "iter_args(%%_pa = %%_pxe, %%_pb = %%_pde%s) -> (%s) {",
 	    mins ? 3 : 2, mins ? ", %_pm = %_pme" : "", tys);
-	em_ln(b, 8, "%%_pin = arith.cmpi ult, %%_pr, %%R : index");
-	em_ln(b, 8, "%%_prb = arith.divui %%_pr, %%_c16 : index");
-	em_ln(b, 8, "%%_pn = arith.remui %%_pr, %%_c16 : index");
-	em_ln(b, 8, "%%_pn4 = arith.muli %%_pn, %%_c4 : index");
+	em_ln(b, 8, "%%_pr0 = arith.muli %%_prb, %%_c16 : index");
 	em_ln(b, 8,
 	    "%%_pg:%d = scf.for %%_pgi = %%_c0 to %%_pnb step %%_c1 "
 	    "iter_args(%%_qa = %%_pa, %%_qb = %%_pb%s) -> (%s) {",
 	    mins ? 3 : 2, mins ? ", %_qm = %_pm" : "", tys);
 	em_ln(b, 10, "%%_po = arith.muli %%_pgi, %%_c32 : index");
-	em_ln(b, 10, "%%_pv = scf.if %%_pin -> (vector<32xi8>) {");
-	em_rd(b, 12, "%_pvr", a->xq, "%_pr, %_po", "%_i0", tq, "vector<32xi8>");
-	em_ln(b, 12, "scf.yield %%_pvr : vector<32xi8>");
-	em_ln(b, 10, "} else {");
-	em_ln(b, 12, "%%_pvz = arith.constant dense<0> : vector<32xi8>");
-	em_ln(b, 12, "scf.yield %%_pvz : vector<32xi8>");
-	em_ln(b, 10, "}");
-	const char *acc = "%_qa";
-	for (int j = 0; j < 8; j++) {
-		em_ln(b, 10,
-		    "%%_pq%d = vector.extract_strided_slice %%_pv {offsets = [%d], sizes = [4], strides = [1]} : "
-		    "vector<32xi8> to vector<4xi8>",
-		    j, 4 * j);
-		em_ln(b, 10, "%%_pj%d = arith.constant %d : index", j, 64 * j);
-		em_ln(b, 10, "%%_pk%d = arith.addi %%_pn4, %%_pj%d : index", j, j);
-		em_ln(b, 10,
-		    "%%_pw%d = vector.transfer_write %%_pq%d, %s[%%_prb, %%_pgi, %%_pk%d] {in_bounds = [true]} : "
-		    "vector<4xi8>, %s",
-		    j, j, acc, j, c->xbt);
-		acc = em_fmt("%%_pw%d", j);
-	}
+	em_ln(b, 10,
+	    "%%_pv = vector.transfer_read %s[%%_pr0, %%_po], %%_i0 {in_bounds = [false, true]} : %s, vector<16x32xi8>",
+	    a->xq, tq);
+	em_ln(b, 10, "%%_pvi = vector.bitcast %%_pv : vector<16x32xi8> to vector<16x8xi32>");
+	em_ln(b, 10, "%%_pvt = vector.transpose %%_pvi, [1, 0] : vector<16x8xi32> to vector<8x16xi32>");
+	em_ln(b, 10, "%%_pvb = vector.bitcast %%_pvt : vector<8x16xi32> to vector<8x64xi8>");
+	em_ln(b, 10, "%%_pvf = vector.shape_cast %%_pvb : vector<8x64xi8> to vector<512xi8>");
+	em_ln(b, 10, "%%_pw = vector.transfer_write %%_pvf, %%_qa[%%_prb, %%_pgi, %%_c0] {in_bounds = [true]} : %s, %s",
+	    "vector<512xi8>", c->xbt);
 	for (int p = 0; p < (mins ? 2 : 1); p++) {
-		const char *src = p ? a->xsum : a->dx, *in = p ? "%_qm" : "%_qb";
-		em_ln(b, 10, "%%_pd%d = scf.if %%_pin -> (f32) {", p);
-		em_ln(b, 12, "%%_pe%d = tensor.extract %s[%%_pr, %%_pgi] : %s", p, src, tb);
-		em_ln(b, 12, "scf.yield %%_pe%d : f32", p);
-		em_ln(b, 10, "} else {");
-		em_ln(b, 12, "scf.yield %%_f0 : f32");
-		em_ln(b, 10, "}");
-		em_ln(b, 10, "%%_pf%d = tensor.insert %%_pd%d into %s[%%_pgi, %%_pr] : %s", p, p, in, c->dxt);
+		/* the block's 16 rows of a column of [R, k/32], into a row */
+		em_ln(b, 10,
+		    "%%_pd%d = vector.transfer_read %s[%%_pr0, %%_pgi], %%_f0 {in_bounds = [false], "
+		    "permutation_map = affine_map<(d0, d1) -> (d0)>} : %s, vector<16xf32>",
+		    p, p ? a->xsum : a->dx, tb);
+		em_ln(b, 10,
+		    "%%_pf%d = vector.transfer_write %%_pd%d, %s[%%_pgi, %%_pr0] {in_bounds = [true]} : "
+		    "vector<16xf32>, %s",
+		    p, p, p ? "%_qm" : "%_qb", c->dxt);
 	}
-	em_ln(b, 10, "scf.yield %s, %%_pf0%s : %s", acc, mins ? ", %_pf1" : "", tys);
+	em_ln(b, 10, "scf.yield %%_pw, %%_pf0%s : %s", mins ? ", %_pf1" : "", tys);
 	em_ln(b, 8, "}");
 	em_ln(b, 8, "scf.yield %%_pg#0, %%_pg#1%s : %s", mins ? ", %_pg#2" : "", tys);
 	em_ln(b, 6, "}");

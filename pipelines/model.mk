@@ -27,7 +27,10 @@
 #                 this host's ("native").  The bundle records the target
 #                 and its ISA extensions; llm-run refuses it on a machine
 #                 that lacks one.
-#   LOWER_FLAGS   other options for llm-lower (--features, ...)
+#   FEATURES      ISA extensions added to or taken from CPU's, e.g.
+#                 -avx512bf16 (llm-lower --features, and llm-import
+#                 --features: the same default activations follow)
+#   LOWER_FLAGS   other options for llm-lower (--tuning, ...)
 #   RUN_FLAGS     options for llm-run in `make run`
 #   V             V=1: print each step's command before it runs
 #
@@ -44,10 +47,12 @@ STRATEGY = layer
 IMPORT_FLAGS =
 TARGET =
 CPU =
+FEATURES =
 LOWER_FLAGS =
-TARGET_FLAGS = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU)) $(LOWER_FLAGS)
-# the target llm-import's default activations follow (bf16 weights)
-IMPORT_TARGET = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU))
+# the target: llm-lower's, and the one llm-import's default activations
+# follow (bf16 weights)
+IMPORT_TARGET = $(if $(TARGET),--target $(TARGET)) $(if $(CPU),--cpu $(CPU)) $(if $(FEATURES),--features $(FEATURES))
+TARGET_FLAGS = $(IMPORT_TARGET) $(LOWER_FLAGS)
 RUN_FLAGS = -p 'Once upon a time' -n 32
 # What llm-import reads: the GGUF file itself, or the checkpoint's files.
 ifneq ($(filter %.gguf,$(MODEL)),)

@@ -23,10 +23,10 @@ setup() {
 	V=151936
 }
 
-# build OUT [LOWER_FLAGS]: the bf16 checkpoint with --activations bf16.
+# build OUT [LOWER_FLAGS] [FEATURES]: the bf16 checkpoint with --activations bf16.
 build() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$CK" OUT="$1" LOWER_FLAGS="${2-}" \
-		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations bf16" -j2 >&2
+		FEATURES="${3-}" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations bf16" -j2 >&2
 }
 
 @test "--activations bf16: the products with bf16 weights take x rounded to bf16, as refmodel --bf16-activations computes" {
@@ -59,7 +59,7 @@ build() {
 
 @test "--activations bf16: vdpbf16ps where the target has AVX512-BF16; the generic kernel gives the same logits" {
 	build "$T/b1"
-	build "$T/b2" "--features -avx512bf16"
+	build "$T/b2" "" -avx512bf16
 	[ "$(objdump -d "$T/b2/libmodel.so" | grep -c vdpbf16ps)" -eq 0 ]
 	for i in 1 2; do
 		llm-run -m "$T/b$i/model.llm" -t 2 --tokens 1,2,3,4,5,6,7,8,9,10 -n 8 --logits "$T/$i.f32" 2>/dev/null
@@ -166,7 +166,7 @@ amx() {
 	cmp "$T/f32.f32" "$T/bf16.f32"
 }
 
-@test "--activations auto (the default): bf16 for bf16 weights where the target has AVX512-BF16, f32 elsewhere and for other weights; the target is --cpu's, else this host's (issue 42)" {
+@test "--activations auto (the default): bf16 for bf16 weights where the target has AVX512-BF16, f32 elsewhere and for other weights; the target is --cpu's (and --features'), else this host's (issue 42)" {
 	act() {
 		rm -rf "$T/i"
 		llm-import "$@" -o "$T/i" >/dev/null
@@ -191,6 +191,10 @@ amx() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$CK" OUT="$T/m" CPU=znver3 \
 		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" "$T/m/model.json" >&2
 	[ "$(jq -r .dtypes.activations "$T/m/model.json")" = f32 ]
+	# and its FEATURES
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$CK" OUT="$T/f" CPU=znver4 FEATURES=-avx512bf16 \
+		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" "$T/f/model.json" >&2
+	[ "$(jq -r .dtypes.activations "$T/f/model.json")" = f32 ]
 	# a target that cannot be resolved: one line, nothing written
 	run -1 --separate-stderr llm-import --cpu nosuch -o "$T/n" "$CK"
 	[[ "$stderr" == "llm-import: $CK: cannot tell the target's features: "*"nosuch"* ]]
