@@ -116,6 +116,7 @@ const char *em_qgather(struct em *e, const struct llm_plan_tensor *pt, const cha
 const char *em_qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name);
 const char *em_qround(struct em *e, const char *x, struct rows r, int64_t k);
 void em_qscales(struct llm_buf *b, const struct qparts *q, int ind);
+const char *em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx);
 struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces);
 void em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad,
     const char *st, const char *vt);

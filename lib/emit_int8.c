@@ -727,6 +727,31 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	llm_buf_free(&outs);
 }
 
+/* "-sub8" layouts in prefill: the scales (and offsets) of the tile %_t
+ * computed once for all the rows of x, [ng, 8] f32 each (in *sx, *mx);
+ * returns their type.  A group's are then read as %_sv, %_mv. */
+const char *
+em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx)
+{
+	int np = q->mins ? 2 : 1;
+	const char *xt = em_fmt("tensor<%" PRId64 "x8xf32>", q->ng);
+	for (int p = 0; p < np; p++)
+		em_ln(b, 6, "%%_se%d = tensor.empty() : %s", p, xt);
+	em_ln(b, 6, "%%_sx:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", np,
+	    np == 2 ? "%_sa0 = %_se0, %_sa1 = %_se1" : "%_sa0 = %_se0", np == 2 ? em_fmt("%s, %s", xt, xt) : xt);
+	em_qscales(b, q, 8);
+	for (int p = 0; p < np; p++)
+		em_ln(b, 8,
+		    "%%_sw%d = vector.transfer_write %s, %%_sa%d[%%_g, %%_c0] {in_bounds = [true]} : "
+		    "vector<8xf32>, %s",
+		    p, p ? "%_mv" : "%_sv", p, xt);
+	em_ln(b, 8, "scf.yield %s : %s", np == 2 ? "%_sw0, %_sw1" : "%_sw0", np == 2 ? em_fmt("%s, %s", xt, xt) : xt);
+	em_ln(b, 6, "}");
+	*sx = "%_sx#0";
+	*mx = q->mins ? "%_sx#1" : NULL;
+	return xt;
+}
+
 /* The tile %_t = %_tg - t0 of one W of qdot: from %_os, the tile's 8
  * columns of y as %_ow; rows two or three at a time (one load of a piece
  * of W serves them all), then one at a time. */
@@ -746,28 +771,8 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 			em_ln(b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
 		dt.bias = strcmp(d->bt, "f32") != 0 ? "%_bf" : "%_bv"; /* the bias's vector */
 	}
-	if (rw.dyn[0] && d->q.sub) {
-		/* the scales (and offsets) computed once for all the rows */
-		const struct qparts *q = &d->q;
-		int np = q->mins ? 2 : 1;
-		dt.xt = em_fmt("tensor<%" PRId64 "x8xf32>", q->ng);
-		for (int p = 0; p < np; p++)
-			em_ln(b, 6, "%%_se%d = tensor.empty() : %s", p, dt.xt);
-		em_ln(b, 6, "%%_sx:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", np,
-		    np == 2 ? "%_sa0 = %_se0, %_sa1 = %_se1" : "%_sa0 = %_se0",
-		    np == 2 ? em_fmt("%s, %s", dt.xt, dt.xt) : dt.xt);
-		em_qscales(b, q, 8);
-		for (int p = 0; p < np; p++)
-			em_ln(b, 8,
-			    "%%_sw%d = vector.transfer_write %s, %%_sa%d[%%_g, %%_c0] {in_bounds = [true]} : "
-			    "vector<8xf32>, %s",
-			    p, p ? "%_mv" : "%_sv", p, dt.xt);
-		em_ln(b, 8, "scf.yield %s : %s", np == 2 ? "%_sw0, %_sw1" : "%_sw0",
-		    np == 2 ? em_fmt("%s, %s", dt.xt, dt.xt) : dt.xt);
-		em_ln(b, 6, "}");
-		dt.sx = "%_sx#0";
-		dt.mx = q->mins ? "%_sx#1" : NULL;
-	}
+	if (rw.dyn[0] && d->q.sub)
+		dt.xt = em_qscales_once(b, &d->q, &dt.sx, &dt.mx);
 	const char *from = "%_c0", *acc = "%_os";
 	if (rw.dyn[0]) {
 		/* rows of x a pass: 3 for 4-bit codes without offsets (Q4_0:

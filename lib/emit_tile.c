@@ -108,6 +108,8 @@ tile_body(struct llm_buf *b, int i, void *arg)
 			bias = "%_bf";
 		}
 	}
+	/* "-sub8" scales are computed: once a tile, not once a block of x */
+	const char *sx = NULL, *mx = NULL, *sxt = q->sub ? em_qscales_once(b, q, &sx, &mx) : NULL;
 	em_ln(b, 6, "%%_ow = scf.for %%_rb = %%_c0 to %%_r16 step %%_c1 iter_args(%%_ot = %%_os) -> (%s) {", c->st);
 	em_ln(b, 8, "%%_r0 = arith.muli %%_rb, %%_c16 : index");
 	em_ln(b, 8,
@@ -115,7 +117,12 @@ tile_body(struct llm_buf *b, int i, void *arg)
 	    "%%_a3 = %%_zw, %%_a4 = %%_zw, %%_a5 = %%_zw, %%_a6 = %%_zw, %%_a7 = %%_zw) "
 	    "-> (%s, %s, %s, %s, %s, %s, %s, %s) {",
 	    v16, v16, v16, v16, v16, v16, v16, v16);
-	em_qscales(b, q, 10);
+	if (sx) {
+		em_rd(b, 10, "%_sv", sx, "%_g, %_c0", "%_f0", sxt, v8);
+		if (mx)
+			em_rd(b, 10, "%_mv", mx, "%_g, %_c0", "%_f0", sxt, v8);
+	} else
+		em_qscales(b, q, 10);
 	if (!q->four)
 		em_rd(b, 10, "%_w", q->codes, "%_t, %_g, %_c0", "%_i0", q->ct, "vector<256xi8>");
 	else {
