@@ -1772,6 +1772,11 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
 	if (a->bench_arg)
 		parse_bench(a->bench_arg, &a->bench);
+	if (a->mode == M_BENCH && list_max(&a->bench.pp) == 0 && list_max(&a->bench.tg) == 0) {
+		/* one line: an empty table would say nothing */
+		llm_warn("--bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0");
+		exit(LLM_EXIT_USAGE);
+	}
 	if (a->add_special && a->mode != M_TOKENIZE)
 		usage_msg("--add-special goes with --tokenize");
 	if (a->raw && a->mode != M_TOKENIZE)

@@ -567,6 +567,12 @@ stop_job() {
 	run -2 llm-run -m "$d" --bench qq=1
 	run -2 llm-run -m "$d" --bench reps=0
 	run -2 llm-run -m "$d" --bench -p x
+	# nothing to measure: one line, no table
+	for spec in "pp=0,tg=0" "-p 0 -n 0" "pp=0,tg=0,depth=8"; do
+		run -2 --separate-stderr llm-run -m "$d" --bench $spec
+		assert_equal "$output" ""
+		assert_equal "$stderr" "llm-run: --bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0"
+	done
 }
 
 @test "--bench depth=N names its tests like llama-bench and reports the depth in JSON" {
