@@ -83,9 +83,9 @@ static const char help_text[] =
     "  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
     "                       or a full context)\n"
     "  -c n                 positions of the context, the KV cache allocated for them (default:\n"
-    "                       4096, or the build's --max-context if smaller; at most that)\n"
+    "                       4096, or the build's --max-context if smaller; at most that; 0: that)\n"
     "  -e                   process the escapes \\n \\r \\t \\' \\\" \\\\ in -p (--no-escape: do not)\n"
-    "  -t threads           OpenMP threads (default: the OpenMP default)\n"
+    "  -t threads           OpenMP threads, -1 every core (default: the OpenMP default)\n"
     "  --temp t             sampling temperature; 0 (default): greedy\n"
     "  --top-k k, --top-p p, --min-p p\n"
     "                       sampling filters (default off)\n"
@@ -197,12 +197,22 @@ parse_num(const char *opt, const char *s, double min, double max)
 	return v;
 }
 
+/* A usage error that is one line: a value out of range, an option that
+ * has no meaning here.  (usage_msg adds the usage, for options that do
+ * not go together.) */
+static _Noreturn void
+usage_line(const char *msg)
+{
+	llm_warn("%s", msg);
+	exit(LLM_EXIT_USAGE);
+}
+
 static int64_t
 parse_int(const char *opt, const char *s, int64_t min, int64_t max)
 {
 	int64_t v;
 	if (llm_parse_i64(s, min, max, &v) < 0)
-		usage_msg(llm_xasprintf("%s: %s", opt, llm_errmsg()));
+		usage_line(llm_xasprintf("%s: %s", opt, llm_errmsg()));
 	return v;
 }
 
@@ -1448,24 +1458,6 @@ run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *
 	finish_stdout();
 }
 
-/* llama-cli's words that getopt cannot read: the single-dash long options
- * -cnv and -sys become --conversation and --system-prompt; GPU offload is
- * refused by name (getopt would read -ngl 0 as -n gl). */
-static void
-llama_cli_words(int argc, char **argv)
-{
-	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-		if (strcmp(argv[i], "-cnv") == 0)
-			argv[i] = "--conversation";
-		else if (strcmp(argv[i], "-sys") == 0)
-			argv[i] = "--system-prompt";
-		else if (strcmp(argv[i], "-ngl") == 0 || strncmp(argv[i], "--n-gpu-layers", 14) == 0 ||
-		    strncmp(argv[i], "--gpu-layers", 12) == 0)
-			usage_msg(llm_xasprintf("%s: there are no GPU layers: %s runs the model on the CPU", argv[i],
-			    llm_prog));
-	}
-}
-
 /* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
 static void
 unescape(char *s)
@@ -1515,8 +1507,10 @@ struct args {
 	size_t nstop;
 	int64_t max_new, threads, ctx_cap;
 	int json, verbose, seeded, add_special, raw, skip_special, no_gen, escape;
-	int plain_input; /* --no-special-in-input */
-	int no_echo;     /* --no-display-prompt */
+	const char *kv_type[2]; /* -ctk, -ctv: must be the build's KV cache type */
+	int ctx_model;          /* -c 0: the build's max_context */
+	int plain_input;        /* --no-special-in-input */
+	int no_echo;            /* --no-display-prompt */
 	enum mode mode;
 };
 
@@ -1527,12 +1521,15 @@ enum {
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
-	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT,
+	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
+	OPT_CACHE_TYPE_V,
 };
 /* clang-format on */
 static const struct option longopts[] = {
 	{"add-special", no_argument, NULL, OPT_ADD_SPECIAL},
 	{"bench", optional_argument, NULL, OPT_BENCH},
+	{"cache-type-k", required_argument, NULL, OPT_CACHE_TYPE_K},
+	{"cache-type-v", required_argument, NULL, OPT_CACHE_TYPE_V},
 	{"chat", no_argument, NULL, 'i'},
 	{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE},
 	{"chunks", required_argument, NULL, OPT_CHUNKS},
@@ -1576,6 +1573,81 @@ static const struct option longopts[] = {
 	{NULL, 0, NULL, 0},
 };
 
+/* llama-cli's spellings of one dash and several letters, which getopt
+ * would read as clustered short options ("-no-cnv" as -n o-cnv): those
+ * that mean something here become our options, those that do not are
+ * refused by name in one line.  Returns the new argv (argc in *argc);
+ * "--" ends the options. */
+static char **
+llama_cli_spellings(int *argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int arg;         /* takes a value */
+		const char *to;  /* our option, "" to drop, NULL to refuse */
+		const char *why; /* for a refusal; NULL: the line before's */
+	} sp[] = {
+		{"-cnv", 0, "--conversation", NULL},
+		{"-sys", 1, "--system-prompt", NULL},
+		{"-no-cnv", 0, "", NULL}, /* plain completion is the default here */
+		{"-ctk", 1, "--cache-type-k", NULL},
+		{"-ctv", 1, "--cache-type-v", NULL},
+		{"-fa", 0, NULL,
+			"flash attention is not a switch here: the attention is compiled into the model "
+			"(share/doc/llm/ir.txt)"},
+		{"--flash-attn", 0, NULL, NULL},
+		{"-ngl", 1, NULL, "there are no GPU layers: llm-run runs the model on the CPU"},
+		{"--n-gpu-layers", 1, NULL, NULL},
+		{"--gpu-layers", 1, NULL, NULL},
+		{"-hf", 1, NULL,
+			"nothing is downloaded: fetch the GGUF file or the checkpoint yourself, then -m FILE "
+			"(or compile it with pipelines/model.mk)"},
+		{"--hf-repo", 1, NULL, NULL},
+		{"-st", 0, NULL, "single-turn conversations are not supported yet: -i with one line of input"},
+		{"-mli", 0, NULL, "multi-line input is not supported yet: -i reads a line a message"},
+		{"--reverse-prompt", 1, "--stop", NULL},
+	};
+	char **out = llm_xcalloc((size_t)*argc + 1, sizeof(*out));
+	int n = 0;
+	out[n++] = argv[0];
+	for (int i = 1; i < *argc; i++) {
+		size_t j = 0;
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < *argc)
+				out[n++] = argv[i++];
+			break;
+		}
+		/* the long ones also as --name=value */
+		size_t len = 0;
+		while (j < LLM_NELEM(sp) &&
+		    !(strcmp(argv[i], sp[j].name) == 0 ||
+			(sp[j].name[1] == '-' && strncmp(argv[i], sp[j].name, len = strlen(sp[j].name)) == 0 &&
+			    argv[i][len] == '=')))
+			j++;
+		if (j == LLM_NELEM(sp)) {
+			out[n++] = argv[i];
+			continue;
+		}
+		if (!sp[j].to) {
+			size_t k = j;
+			while (!sp[k].why)
+				k--;
+			usage_line(llm_xasprintf("%s: %s", sp[j].name, sp[k].why));
+		}
+		if (strchr(argv[i], '=')) {
+			/* --name=value: ours takes the value the same way */
+			out[n++] = *sp[j].to ? llm_xasprintf("%s%s", sp[j].to, strchr(argv[i], '=')) : argv[i];
+			continue;
+		}
+		if (*sp[j].to)
+			out[n++] = (char *)sp[j].to;
+		if (sp[j].arg && i + 1 < *argc)
+			out[n++] = argv[++i];
+	}
+	*argc = n;
+	return out;
+}
+
 /* Reads the options into a and checks that they go together. */
 static void
 parse_args(int argc, char **argv, struct args *a)
@@ -1612,7 +1684,13 @@ parse_args(int argc, char **argv, struct args *a)
 			a->r_arg = optarg;
 			break;
 		case 'c':
-			a->ctx_cap = parse_int("-c", optarg, 1, INT64_MAX);
+			/* 0, as llama-cli: the model's own context */
+			a->ctx_cap = parse_int("-c", optarg, 0, INT64_MAX);
+			a->ctx_model = a->ctx_cap == 0;
+			break;
+		case OPT_CACHE_TYPE_K:
+		case OPT_CACHE_TYPE_V:
+			a->kv_type[ch == OPT_CACHE_TYPE_V] = optarg;
 			break;
 		case 'e':
 		case OPT_ESCAPE:
@@ -1625,7 +1703,12 @@ parse_args(int argc, char **argv, struct args *a)
 			a->prompt = optarg; /* a prompt, or --bench's list of pp tests */
 			break;
 		case 't':
-			a->threads = parse_int("-t", optarg, 1, 4096);
+			/* -1, as llama-cli: every core (OpenMP's default) */
+			a->threads = parse_int("-t", optarg, -1, 4096);
+			if (a->threads == 0)
+				usage_line("-t: '0' is not a number of threads (-1: every core)");
+			if (a->threads < 0)
+				a->threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
 			break;
 		case 'v':
 			a->verbose = 1;
@@ -1757,8 +1840,15 @@ parse_args(int argc, char **argv, struct args *a)
 			a->bench.reps = parse_int("-r", a->r_arg, 1, 1 << 24);
 		a->prompt = NULL;
 	} else {
-		if (a->d_arg || a->r_arg)
-			usage_msg(a->d_arg ? "-d goes with --bench" : "-r goes with --bench");
+		if (a->d_arg)
+			usage_msg("-d goes with --bench");
+		if (a->r_arg) {
+			/* llama-cli's reverse prompt: a stop string here */
+			if (!*a->r_arg)
+				usage_line("-r: empty string");
+			a->stop = llm_xreallocarray(a->stop, a->nstop + 1, sizeof(*a->stop));
+			a->stop[a->nstop++] = (char *)a->r_arg;
+		}
 		if (a->prompt)
 			set_mode(&a->mode, M_RUN);
 		if (a->n_arg) {
@@ -1911,6 +2001,17 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 	 * max_context (llm-import --max-context sets it).  Without it, the
 	 * runtime's default, or what --bench needs if that is more. */
 	int64_t ctx = a->ctx_cap, maxc = llm_runtime_model(rt)->max_context;
+	if (a->ctx_model)
+		ctx = maxc;
+	for (int i = 0; i < 2; i++) {
+		/* -ctk, -ctv: the cache's type is the build's (llm-import
+		 * --kv-dtype); a different one asked for is refused */
+		const char *have = llm_dtype_name(llm_runtime_model(rt)->kv_dtype);
+		if (a->kv_type[i] && strcmp(a->kv_type[i], have) != 0)
+			llm_fatal("%s: %s %s: the KV cache of this build is %s, chosen at import (llm-import "
+				  "--kv-dtype)",
+			    a->model, i ? "-ctv" : "-ctk", a->kv_type[i], have);
+	}
 	if (!ctx && a->mode == M_BENCH) {
 		int64_t need = bench_need(&a->bench);
 		if (need > llm_runtime_context(rt) && need <= maxc)
@@ -2033,7 +2134,7 @@ main(int argc, char **argv)
 
 	t_start = llm_now();
 	argv[0] = (char *)llm_setprog(argv[0]);
-	llama_cli_words(argc, argv);
+	argv = llama_cli_spellings(&argc, argv);
 	parse_args(argc, argv, &a);
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
 		run_text_mode(&a);

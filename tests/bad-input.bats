@@ -272,9 +272,10 @@ report() {
 	bad 1 "^llm-run: latin1.txt: .*UTF-8" llm-run -m m.llm -f latin1.txt -n 1
 	bad 1 "^llm-run: nope.txt: No such file or directory$" llm-run -m m.llm -f nope.txt -n 1
 	bad 2 "^llm-run: -n: " llm-run -m m.llm -p hi -n abc
-	bad 2 "^llm-run: -t: " llm-run -m m.llm -p hi -t -1
+	bad 2 "^llm-run: -t: " llm-run -m m.llm -p hi -t 0
+	bad 2 "^llm-run: -t: " llm-run -m m.llm -p hi -t -2
 	bad 2 "^llm-run: --temp: " llm-run -m m.llm -p hi --temp -1
-	bad 2 "^llm-run: -c: " llm-run -m m.llm -p hi -c 0
+	bad 2 "^llm-run: -c: " llm-run -m m.llm -p hi -c -1
 	bad 2 "^llm-run: .*-ngl" llm-run -m m.llm -p hi -ngl 0
 	bad 2 "^llm-run: .*chatml" llm-run -m m.llm -i --chat-template chatml
 	bad 2 "^llm-run: " llm-run -m m.llm -p hi --tokens 1

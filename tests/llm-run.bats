@@ -598,8 +598,8 @@ stop_job() {
 	assert_line --index 0 "llm-run: give the --bench spec or llama-bench's -p, -n, -d and -r, not both"
 	run -2 llm-run -m "$d" --bench -p 4,
 	assert_line --index 0 "llm-run: -p: '4,' is not a list of counts"
-	run -2 llm-run -m "$d" -p hello -r 3
-	assert_line --index 0 "llm-run: -r goes with --bench"
+	# (outside --bench, -r is llama-cli's reverse prompt: a stop string)
+	run -0 llm-run -m "$d" -p hello -r 3 -n 1
 	run -2 llm-run -m "$d" -p hello -d 3
 	assert_line --index 0 "llm-run: -d goes with --bench"
 }
@@ -1026,6 +1026,45 @@ stop_job() {
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
 	run -1 --separate-stderr timeout 10 llm-run --tokenizer "$T/fifo" --tokenize <<<'"a"'
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
+}
+
+@test "llama-cli's one-dash words: -no-cnv, -ctk/-ctv, -r, -c 0, -t -1 taken; -fa, -ngl, -hf, -st, -mli refused by name in one line; a range error is one line (issue 48)" {
+	d=$(fixture_linked a)
+	want=$(llm-run -m "$d" -p 'ab c' -n 3 -t 1 --json 2>/dev/null | jq -c .generated_tokens)
+	[ "$want" != null ]
+	# -no-cnv: plain completion, the default here
+	[ "$(llm-run -m "$d" -p 'ab c' -n 3 -t 1 -no-cnv --json 2>/dev/null | jq -c .generated_tokens)" = "$want" ]
+	# -t -1: every core; -c 0: the build's own context (64)
+	[ "$(llm-run -m "$d" -p 'ab c' -n 3 -t -1 --json 2>/dev/null | jq -c .generated_tokens)" = "$want" ]
+	max=$(jq .limits.max_context "$d/model.json")
+	a=$(llm-run -m "$d" --tokens 1,2,3 -n -1 -c "$max" --json 2>/dev/null | jq -c '[(.generated_tokens | length), .stop]')
+	[ "$(llm-run -m "$d" --tokens 1,2,3 -n -1 -c 0 --json 2>/dev/null | jq -c '[(.generated_tokens | length), .stop]')" = "$a" ]
+	[ "$a" = "[$((max - 2)),\"context\"]" ]
+	# -ctk/-ctv: the build's KV cache type, or a refusal naming it
+	kv=$(jq -r .kv_cache.dtype "$d/model.json")
+	run -0 llm-run -m "$d" -p x -n 1 -ctk "$kv" -ctv "$kv"
+	run -1 --separate-stderr llm-run -m "$d" -p x -n 1 -ctv q4_0
+	[ "$stderr" = "llm-run: $d: -ctv q4_0: the KV cache of this build is $kv, chosen at import (llm-import --kv-dtype)" ]
+	# -r (outside --bench) and --reverse-prompt: stop strings
+	a=$(llm-run -m "$d" -p 'ab c' -n 8 --stop d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')
+	[ "$(llm-run -m "$d" -p 'ab c' -n 8 -r d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')" = "$a" ]
+	[ "$(llm-run -m "$d" -p 'ab c' -n 8 --reverse-prompt=d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')" = "$a" ]
+	# no meaning here: one line each, naming the word, nothing on stdout
+	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-st" "-mli"; do
+		run -2 --separate-stderr llm-run -m "$d" -p x $w
+		[ "$output" = "" ]
+		[ "${#stderr_lines[@]}" -eq 1 ]
+		[[ "$stderr" == "llm-run: ${w%% *}"* ]] || [[ "$stderr" == "llm-run: ${w%%=*}:"* ]]
+	done
+	[[ "$(llm-run -m "$d" -p x -hf a/b 2>&1)" == *"nothing is downloaded"* ]]
+	# a value out of range: one line, not the usage
+	for w in "-c -5" "-t 0" "-n x"; do
+		run -2 --separate-stderr llm-run -m "$d" -p x $w
+		[ "${#stderr_lines[@]}" -eq 1 ]
+	done
+	# after --, words are words
+	run -2 --separate-stderr llm-run -m "$d" -p x -- -fa
+	[ "${stderr_lines[0]}" = "llm-run: unexpected argument '-fa'" ]
 }
 
 @test "llama-cli's spellings: --model, --prompt, --n-predict, --threads, -s, -cnv, -sys, -n -1, -c, -e; -ngl refused (issue 17)" {
