@@ -67,6 +67,20 @@ em_qtile_ok(const struct llm_plan_tensor *pt)
 	return pt->ql.rows == 8 && pt->ql.group == 32 && em_qa8(pt);
 }
 
+/* The bias of a tile's rows (row0 on, rows of them; of n, element type
+ * bt) as a vector<rowsxf32>, named. */
+static const char *
+tile_bias(struct llm_buf *b, const char *bias, const char *bt, int64_t n, const char *row0, int rows)
+{
+	em_ln(b, 6, "%%_bp = arith.constant 0.0 : %s", bt);
+	em_rd(b, 6, "%_bv", bias, row0, "%_bp", em_fmt("tensor<%" PRId64 "x%s>", n, bt),
+	    em_fmt("vector<%dx%s>", rows, bt));
+	if (strcmp(bt, "f32") == 0)
+		return "%_bv";
+	em_ln(b, 6, "%%_bf = arith.extf %%_bv : vector<%dx%s> to vector<%dxf32>", rows, bt, rows);
+	return "%_bf";
+}
+
 /* What a W's tiles read. */
 struct tw {
 	struct qparts q;       /* codes [nt, ng, 8 * B] */
@@ -97,17 +111,7 @@ tile_body(struct llm_buf *b, int i, void *arg)
 	em_ln(b, 6, "%%_t = arith.subi %%_tg, %%_ts : index");
 	em_ln(b, 6, "%%_t8 = arith.muli %%_t, %%_c8 : index");
 	em_ln(b, 6, "%%_ng = arith.constant %" PRId64 " : index", q->ng);
-	const char *bias = NULL;
-	if (w->bias) {
-		em_ln(b, 6, "%%_bz = arith.constant 0.0 : %s", w->bt);
-		em_rd(b, 6, "%_bv", w->bias, "%_t8", "%_bz", em_fmt("tensor<%" PRId64 "x%s>", w->n, w->bt),
-		    em_fmt("vector<8x%s>", w->bt));
-		bias = "%_bv";
-		if (strcmp(w->bt, "f32") != 0) {
-			em_ln(b, 6, "%%_bf = arith.extf %%_bv : vector<8x%s> to %s", w->bt, v8);
-			bias = "%_bf";
-		}
-	}
+	const char *bias = w->bias ? tile_bias(b, w->bias, w->bt, w->n, "%_t8", 8) : NULL;
 	/* "-sub8" scales are computed: once a tile, not once a block of x */
 	const char *sx = NULL, *mx = NULL, *sxt = q->sub ? em_qscales_once(b, q, &sx, &mx) : NULL;
 	em_ln(b, 6, "%%_ow = scf.for %%_rb = %%_c0 to %%_r16 step %%_c1 iter_args(%%_ot = %%_os) -> (%s) {", c->st);
@@ -345,14 +349,7 @@ btile_body(struct llm_buf *b, int i, void *arg)
 	em_ln(b, 6, "}");
 	const char *bias = NULL;
 	if (w->bias) {
-		em_ln(b, 6, "%%_bp = arith.constant 0.0 : %s", w->bt);
-		em_rd(b, 6, "%_bv", w->bias, "%_t16", "%_bp", em_fmt("tensor<%" PRId64 "x%s>", w->n, w->bt),
-		    em_fmt("vector<16x%s>", w->bt));
-		bias = "%_bv";
-		if (strcmp(w->bt, "f32") != 0) {
-			em_ln(b, 6, "%%_bf = arith.extf %%_bv : vector<16x%s> to %s", w->bt, v16);
-			bias = "%_bf";
-		}
+		bias = tile_bias(b, w->bias, w->bt, w->n, "%_t16", 16);
 		em_ln(b, 6, "%%_bb = vector.broadcast %s : %s to vector<16x16xf32>", bias, v16);
 	}
 	em_ln(b, 6, "%%_ow = scf.for %%_rb = %%_c0 to %%_r32 step %%_c2 iter_args(%%_ot = %%_os) -> (%s) {", c->st);
