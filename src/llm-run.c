@@ -91,7 +91,9 @@ static const char help_text[] =
     "                       sampling filters (default off)\n"
     "  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
     "  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
-    "  --stop text          stop at this text (repeatable)\n"
+    "  --stop text          stop at this text (repeatable; -r, --reverse-prompt outside --bench)\n"
+    "  --cache-type-k t, --cache-type-v t (-ctk, -ctv)\n"
+    "                       the KV cache's type, checked: the build's (llm-import --kv-dtype)\n"
     "  --logits file        write the logits of every step (f32 rows)\n"
     "  --json               one JSON object on standard output instead of text and stderr rates\n"
     "  --system text        the system message of a chat\n"
@@ -1864,8 +1866,7 @@ parse_args(int argc, char **argv, struct args *a)
 		parse_bench(a->bench_arg, &a->bench);
 	if (a->mode == M_BENCH && list_max(&a->bench.pp) == 0 && list_max(&a->bench.tg) == 0) {
 		/* one line: an empty table would say nothing */
-		llm_warn("--bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0");
-		exit(LLM_EXIT_USAGE);
+		usage_line("--bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0");
 	}
 	if (a->add_special && a->mode != M_TOKENIZE)
 		usage_msg("--add-special goes with --tokenize");
