@@ -157,10 +157,17 @@ bdot_pass(struct llm_buf *b, const struct bd *d, int nr)
 	llm_buf_free(&outs);
 }
 
+/* em_row_passes' pass for bdot */
+static void
+bdot_rows(struct llm_buf *b, const void *arg, int nr)
+{
+	bdot_pass(b, arg, nr);
+}
+
 /* The chunk %_t = %_c - c0 of one W of bdot: from %_os, the chunk's y as
- * %_ow, row h of every stream at a time; in each, the rows of x three at
- * a time (24 accumulators, 11 loads a step: BENCHMARKS.md "Three rows of
- * x a pass"), then one. */
+ * %_ow, row h of every stream at a time; in each, the rows of x two or
+ * three at a time (prefill.three_rows; three: 24 accumulators, 11 loads a
+ * step, BENCHMARKS.md "Three rows of x a pass"), then one. */
 static void
 bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 {
@@ -178,21 +185,7 @@ bdot_chunk(struct llm_buf *b, const struct bd *d, struct rows rw)
 		if (wide)
 			em_ln(b, 8, "%%_bf = arith.extf %%_bv : vector<8x%s> to vector<8xf32>", d->bt);
 	}
-	const char *from = "%_c0", *acc = "%_oh";
-	if (rw.dyn[0]) {
-		em_ln(b, 8, "%%_rh = arith.divui %%R, %%_c3 : index");
-		em_ln(b, 8, "%%_rp = arith.muli %%_rh, %%_c3 : index");
-		em_ln(b, 8, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c3 iter_args(%%_ot = %%_oh) -> (%s) {",
-		    d->st);
-		bdot_pass(b, d, 3);
-		em_ln(b, 8, "}");
-		from = "%_rp";
-		acc = "%_ow2";
-	}
-	em_ln(b, 8, "%%_ow1 = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
-	    rw.dyn[0] ? "%R" : "%_c1", acc, d->st);
-	bdot_pass(b, d, 1);
-	em_ln(b, 8, "}");
+	em_row_passes(b, 8, rw, "%_oh", d->st, "%_ow1", 0, bdot_rows, d);
 	em_ln(b, 8, "scf.yield %%_ow1 : %s", d->st);
 	em_ln(b, 6, "}");
 }

@@ -121,6 +121,8 @@ struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pie
 void em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad,
     const char *st, const char *vt);
 void em_split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y);
+void em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, const char *st, const char *res, int n,
+    void (*pass)(struct llm_buf *, const void *, int), const void *arg);
 const char *em_tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
     void (*body)(struct llm_buf *, int, void *), void *arg);
 

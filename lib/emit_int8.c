@@ -752,6 +752,13 @@ em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, cons
 	return xt;
 }
 
+/* em_row_passes' pass for qdot */
+static void
+qdot_rows(struct llm_buf *b, const void *arg, int nr)
+{
+	qdot_pass(b, arg, nr);
+}
+
 /* The tile %_t = %_tg - t0 of one W of qdot: from %_os, the tile's 8
  * columns of y as %_ow; rows two or three at a time (one load of a piece
  * of W serves them all), then one at a time. */
@@ -773,26 +780,48 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 	}
 	if (rw.dyn[0] && d->q.sub)
 		dt.xt = em_qscales_once(b, &d->q, &dt.sx, &dt.mx);
-	const char *from = "%_c0", *acc = "%_os";
-	if (rw.dyn[0]) {
-		/* rows of x a pass: 3 for 4-bit codes without offsets (Q4_0:
-		 * pp512 +4-7% on a Zen 5, BENCHMARKS.md "Three rows of x a pass
-		 * in the int8 products"), 2 for the others (Q8_0 the same, Q4_K_M
-		 * no better with 3) */
-		int nr = d->q.four && !d->q.mins ? 3 : 2;
-		em_ln(b, 6, "%%_rh = arith.divui %%R, %%_c%d : index", nr);
-		em_ln(b, 6, "%%_rp = arith.muli %%_rh, %%_c%d : index", nr);
-		em_ln(b, 6, "%%_ow2 = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %%_os) -> (%s) {", nr,
-		    d->st);
-		qdot_pass(b, &dt, nr);
-		em_ln(b, 6, "}");
-		from = "%_rp";
-		acc = "%_ow2";
+	/* rows of x a pass: two or three (prefill.three_rows) for 4-bit
+	 * codes without offsets (Q4_0: pp512 +4-7% with three on a Zen 5,
+	 * BENCHMARKS.md "Three rows of x a pass in the int8 products"), two
+	 * for the others (Q8_0 the same, Q4_K_M no better with three) */
+	em_row_passes(b, 6, rw, "%_os", d->st, "%_ow", d->q.four && !d->q.mins ? 0 : 2, qdot_rows, &dt);
+}
+
+/* The row passes of a product's tile or chunk over the rows [0, R) of x
+ * (rw; one row where it is static), each pass(b, arg, n) reading %_r
+ * and %_ot (type st) and yielding %_ot with rows %_r .. %_r + n - 1
+ * added: n rows a pass, then one at a time, from init into res.  n 0:
+ * two or three, as the tunable prefill.three_rows says (an
+ * scf.index_switch that llm-lower's constant folds away). */
+void
+em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, const char *st, const char *res, int n,
+    void (*pass)(struct llm_buf *, const void *, int), const void *arg)
+{
+	if (!rw.dyn[0]) {
+		em_ln(b, ind, "%s = scf.for %%_r = %%_c0 to %%_c1 step %%_c1 iter_args(%%_ot = %s) -> (%s) {", res, init, st);
+		pass(b, arg, 1);
+		em_ln(b, ind, "}");
+		return;
 	}
-	em_ln(b, 6, "%%_ow = scf.for %%_r = %s to %s step %%_c1 iter_args(%%_ot = %s) -> (%s) {", from,
-	    rw.dyn[0] ? "%R" : "%_c1", acc, d->st);
-	qdot_pass(b, &dt, 1);
-	em_ln(b, 6, "}");
+	if (n == 0) {
+		em_ln(b, ind, "%%_nr3 = arith.constant {llm.tune = \"prefill.three_rows\", llm.tune_unit = 1 : i64} 0 : index");
+		em_ln(b, ind, "%s = scf.index_switch %%_nr3 -> %s", res, st);
+		for (int c = 1; c >= 0; c--) {
+			em_ln(b, ind, c ? "case 1 {" : "default {");
+			em_row_passes(b, ind + 2, rw, init, st, "%_owc", c ? 3 : 2, pass, arg);
+			em_ln(b, ind + 2, "scf.yield %%_owc : %s", st);
+			em_ln(b, ind, "}");
+		}
+		return;
+	}
+	em_ln(b, ind, "%%_rh = arith.divui %%R, %%_c%d : index", n);
+	em_ln(b, ind, "%%_rp = arith.muli %%_rh, %%_c%d : index", n);
+	em_ln(b, ind, "%%_owm = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %s) -> (%s) {", n, init, st);
+	pass(b, arg, n);
+	em_ln(b, ind, "}");
+	em_ln(b, ind, "%s = scf.for %%_r = %%_rp to %%R step %%_c1 iter_args(%%_ot = %%_owm) -> (%s) {", res, st);
+	pass(b, arg, 1);
+	em_ln(b, ind, "}");
 }
 
 /* The body of a product over the tiles (or chunks) of nw W_i in one

@@ -98,6 +98,14 @@ llm_target_tile_kernels(const struct llm_target *t)
 	return amx ? "amx" : "tile-generic";
 }
 
+int
+llm_target_vector_registers(const struct llm_target *t)
+{
+	if (has_feature(t, "avx512f"))
+		return 32;
+	return strncmp(t->triple, "x86_64", 6) == 0 ? 16 : 0;
+}
+
 const char *
 llm_target_transforms(const struct llm_target *t)
 {

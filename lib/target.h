@@ -69,6 +69,10 @@ int llm_target_bf16_activations(const struct llm_target *t);
  * and AMX-BF16), "tile-generic" (vector arithmetic, any other target; the
  * same integers, the same sums but where AMX reads denormals as zero). */
 const char *llm_target_tile_kernels(const struct llm_target *t);
+/* The vector registers t's kernels may count on: 32 with AVX-512 F, 16
+ * on any other x86 target (AVX2's), 0 where unknown (the generic forms'
+ * targets: RVV's registers group by LMUL). */
+int llm_target_vector_registers(const struct llm_target *t);
 /* Every form of the three, NULL-terminated. */
 extern const char *const llm_target_kernel_forms[];
 /* The form of the transform scripts for t, share/llm/transforms/<form>/

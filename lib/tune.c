@@ -24,6 +24,12 @@ const struct llm_tune_param llm_tune_params[] = {
 	 * of 16 rows of W by 16 of x on the tile kernel (@llm_qtile_bf16), 0
 	 * on the bf16 kernel's row passes; -1 by the target, as above */
 	{"prefill.bf16_tiles", -1, 1},
+	/* prefill's row passes of the bf16 products and of the int8 ones
+	 * with 4-bit codes without offsets (Q4_0): 1 three rows of x a pass,
+	 * 0 two; -1 by the target: three where it has 32 vector registers
+	 * (three spill on AVX2's 16: BENCHMARKS.md "Rows of x a pass by
+	 * the target") */
+	{"prefill.three_rows", -1, 1},
 };
 /* clang-format on */
 const size_t llm_tune_nparams = LLM_NELEM(llm_tune_params);
@@ -118,12 +124,19 @@ out:
 void
 llm_tune_settle(struct llm_tune *t, const struct llm_target *tg)
 {
-	/* the parameters whose -1 means "the tiles where they are AMX's" */
-	static const char *const by_target[] = {"prefill.int8_tiles", "prefill.bf16_tiles"};
+	/* the parameters whose -1 is the target's, and its value */
+	const struct {
+		const char *name;
+		int v;
+	} by_target[] = {
+		{"prefill.int8_tiles", strcmp(llm_target_tile_kernels(tg), "amx") == 0},
+		{"prefill.bf16_tiles", strcmp(llm_target_tile_kernels(tg), "amx") == 0},
+		{"prefill.three_rows", llm_target_vector_registers(tg) >= 32},
+	};
 	for (size_t j = 0; j < LLM_NELEM(by_target); j++) {
-		int i = param_index(by_target[j], strlen(by_target[j]));
+		int i = param_index(by_target[j].name, strlen(by_target[j].name));
 		if (t->values[i] < 0)
-			t->values[i] = strcmp(llm_target_tile_kernels(tg), "amx") == 0;
+			t->values[i] = by_target[j].v;
 	}
 }
 

@@ -53,7 +53,8 @@ void llm_tune_free(struct llm_tune *t);
 
 /* Set the values the table leaves to the target (-1) from tg's
  * features: prefill.int8_tiles and prefill.bf16_tiles are 1 where the
- * tile kernels are AMX's. */
+ * tile kernels are AMX's, prefill.three_rows where the target has 32
+ * vector registers. */
 struct llm_target;
 void llm_tune_settle(struct llm_tune *t, const struct llm_target *tg);
 

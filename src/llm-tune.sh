@@ -2,9 +2,10 @@
 # llm-tune: measure the tuning table's parameters (lib/tune.h) for this
 # machine on a model built by pipelines/model.mk, and write its CPU's
 # entry.  For each prefetch distance the model's decode kernels name
-# (prefill.int8_tiles and .bf16_tiles are the target's: not measured), each
-# candidate value is lowered (only the kernels that name a parameter; the
-# build's other objects are reused) and linked into a scratch bundle;
+# (prefill.int8_tiles, .bf16_tiles and .three_rows are the target's: not
+# measured), each candidate value is lowered (only the kernels that name
+# a parameter; the build's other objects are reused) and linked into a
+# scratch bundle;
 # the bundles' decode rates are then measured in alternating rounds and
 # the value with the best median kept.  The build itself is not touched.
 # See llm-tune(1).

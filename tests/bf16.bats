@@ -34,7 +34,7 @@ build() {
 	[ "$(jq -r .dtypes.activations "$T/b/model.json")" = bf16 ]
 	grep -q "llvm.call @llm_bdot" "$T/b/decode.mlir"
 	grep -q "llvm.call @llm_bdot" "$T/b/prefill.mlir"
-	# prompts of 1 to 5 tokens (prefill rows three at a time, then one) and
+	# prompts of 1 to 5 tokens (prefill rows two or three at a time, then one) and
 	# of 19 (over the 16-row chunk), then a decode step.  refmodel rounds
 	# x from double, ours from f32: where the two straddle a bf16 rounding
 	# boundary one element rounds the other way and a logit moves by
@@ -73,6 +73,21 @@ build() {
 	else
 		echo "(this CPU has no AVX512-BF16: both are the generic kernel)" >&3
 	fi
+}
+
+@test "--activations bf16: prefill's row passes two or three rows of x at a time (prefill.three_rows) give the same logits, bit for bit" {
+	for v in 0 1; do
+		jq --argjson v $v '(.cpus[].params) |= del(."prefill.three_rows") | .cpus.generic.params."prefill.three_rows" = $v' \
+			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/rows$v.json"
+		build "$T/b$v" "--tuning $T/rows$v.json"
+	done
+	run ! cmp -s "$T/b0/libmodel.so" "$T/b1/libmodel.so"
+	for n in 1 2 3 4 5 7 19; do
+		for v in 0 1; do
+			llm-run -m "$T/b$v/model.llm" -t 2 --tokens "$(seq -s, 3 $((n + 2)))" -n 2 --logits "$T/$v.f32"
+		done
+		cmp "$T/0.f32" "$T/1.f32"
+	done
 }
 
 # amx: 1 if this machine runs AMX-BF16 code (the CPU has it and Linux

@@ -348,11 +348,17 @@ check_numbers() {
 	# prefill.int8_tiles and .bf16_tiles: generic's -1 leaves them to the
 	# target (1 where the tile kernels are AMX's); a table can set them
 	# for a CPU
+	# prefill.three_rows likewise (1 where the target has AVX-512's 32
+	# vector registers: none on another architecture)
 	run -0 llm-lower --no-cache -v --cpu x86-64-v3 -o a.o "$F/tuned.mlir"
-	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0"
+	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0 prefill.three_rows=0"
 	run -0 llm-lower --no-cache -v --cpu sapphirerapids -o s.o "$F/tuned.mlir"
 	assert_line --partial "generic's entry of $tab: decode.prefetch_bytes.g256=$g256 "
-	assert_line --partial " prefill.int8_tiles=1 prefill.bf16_tiles=1"
+	assert_line --partial " prefill.int8_tiles=1 prefill.bf16_tiles=1 prefill.three_rows=1"
+	run -0 llm-lower --no-cache -v --cpu znver4 -o s.o "$F/tuned.mlir"
+	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0 prefill.three_rows=1"
+	run -0 llm-lower --no-cache -v --cpu znver4 --features=-avx512f -o s.o "$F/tuned.mlir"
+	assert_line --partial " prefill.three_rows=0"
 	# (AMX-INT8 without AMX-BF16 is no AMX form: the kernels are one file)
 	run -0 llm-lower --no-cache -v --cpu sapphirerapids --features=-amx-bf16 -o s.o "$F/tuned.mlir"
 	assert_line --partial " prefill.int8_tiles=0 prefill.bf16_tiles=0"
@@ -379,6 +385,7 @@ check_numbers() {
 	bad 'del(.cpus.generic)' "cpus.generic: no \"params\" object"
 	bad '.cpus.generic.params."prefill.int8_tiles" = 2' "cpus.generic: prefill.int8_tiles: want an integer in [-1, 1]"
 	bad '.cpus.generic.params."prefill.bf16_tiles" = -2' "cpus.generic: prefill.bf16_tiles: want an integer in [-1, 1]"
+	bad '.cpus.generic.params."prefill.three_rows" = 3' "cpus.generic: prefill.three_rows: want an integer in [-1, 1]"
 	# a module naming a parameter the table does not know
 	sed 's/decode.prefetch_bytes.g256/decode.nosuch/' "$F/tuned.mlir" >u.mlir
 	run -1 --separate-stderr llm-lower --no-cache -o u.o u.mlir

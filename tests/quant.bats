@@ -351,6 +351,29 @@ decodes_as() {
 	cmp "$T/4.f32" "$T/5.f32"
 }
 
+@test "--activations q8, Q4_0: prefill's row passes two or three rows of x at a time (prefill.three_rows) give the same logits, bit for bit; AVX2 takes two" {
+	need_llamacpp
+	ggml-ref quantize "$(full)" "$T/q.gguf" Q4_0
+	for v in 0 1; do
+		jq --argjson v $v '(.cpus[].params) |= del(."prefill.three_rows") | .cpus.generic.params."prefill.three_rows" = $v' \
+			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/rows$v.json"
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b$v" \
+			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="--tuning $T/rows$v.json" -j2 >&2
+	done
+	run ! cmp -s "$T/b0/libmodel.so" "$T/b1/libmodel.so"
+	# prompts of 1 to 19 tokens: passes whole and cut, over the chunk
+	for n in 1 2 3 4 5 7 19; do
+		for v in 0 1; do
+			llm-run -m "$T/b$v/model.llm" -t 2 --tokens "$(seq -s, 3 $((n + 2)))" -n 2 --logits "$T/$v.f32"
+		done
+		cmp "$T/0.f32" "$T/1.f32"
+	done
+	# by the target: two on AVX2 (three spill there), three with AVX-512
+	f=$(grep -l '"prefill.three_rows"' "$T"/b0/parts/prefill/*.mlir | head -1)
+	run -0 llm-lower --no-cache -v --cpu znver3 -o "$T/z.o" "$f"
+	assert_output --partial " prefill.three_rows=0"
+}
+
 # amx: 1 if this machine runs AMX-INT8 code (the CPU has it and Linux
 # enables the tile state).
 amx() {
