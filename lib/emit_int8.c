@@ -798,13 +798,15 @@ em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, cons
     void (*pass)(struct llm_buf *, const void *, int), const void *arg)
 {
 	if (!rw.dyn[0]) {
-		em_ln(b, ind, "%s = scf.for %%_r = %%_c0 to %%_c1 step %%_c1 iter_args(%%_ot = %s) -> (%s) {", res, init, st);
+		em_ln(b, ind, "%s = scf.for %%_r = %%_c0 to %%_c1 step %%_c1 iter_args(%%_ot = %s) -> (%s) {", res,
+		    init, st);
 		pass(b, arg, 1);
 		em_ln(b, ind, "}");
 		return;
 	}
 	if (n == 0) {
-		em_ln(b, ind, "%%_nr3 = arith.constant {llm.tune = \"prefill.three_rows\", llm.tune_unit = 1 : i64} 0 : index");
+		em_ln(b, ind,
+		    "%%_nr3 = arith.constant {llm.tune = \"prefill.three_rows\", llm.tune_unit = 1 : i64} 0 : index");
 		em_ln(b, ind, "%s = scf.index_switch %%_nr3 -> %s", res, st);
 		for (int c = 1; c >= 0; c--) {
 			em_ln(b, ind, c ? "case 1 {" : "default {");
@@ -816,7 +818,8 @@ em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, cons
 	}
 	em_ln(b, ind, "%%_rh = arith.divui %%R, %%_c%d : index", n);
 	em_ln(b, ind, "%%_rp = arith.muli %%_rh, %%_c%d : index", n);
-	em_ln(b, ind, "%%_owm = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %s) -> (%s) {", n, init, st);
+	em_ln(b, ind, "%%_owm = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %s) -> (%s) {", n, init,
+	    st);
 	pass(b, arg, n);
 	em_ln(b, ind, "}");
 	em_ln(b, ind, "%s = scf.for %%_r = %%_rp to %%R step %%_c1 iter_args(%%_ot = %%_owm) -> (%s) {", res, st);
