@@ -40,7 +40,7 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
 	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/tokenizer_int.h lib/toklines.h \
 	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/stream.h lib/chatcache.h \
+	lib/stream.h lib/chatcache.h lib/chatsrc.h \
 	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
 	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h
 LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
@@ -49,7 +49,7 @@ LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/emit_bf16.o \
 	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
 	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
-	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/source.o \
+	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/chatsrc.o $(O)/lib/source.o \
 	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
 	$(O)/lib/target.o $(O)/lib/phase.o $(O)/lib/tune.o
@@ -117,6 +117,7 @@ $(O)/lib/sample.o: lib/sample.c
 $(O)/lib/chat.o: lib/chat.c
 $(O)/lib/stream.o: lib/stream.c
 $(O)/lib/chatcache.o: lib/chatcache.c
+$(O)/lib/chatsrc.o: lib/chatsrc.c
 $(O)/lib/source.o: lib/source.c
 $(O)/lib/gguf_config.o: lib/gguf_config.c
 $(O)/lib/gguf_tokenizer.o: lib/gguf_tokenizer.c

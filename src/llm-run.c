@@ -27,7 +27,6 @@
 #include <inttypes.h>
 #include <ctype.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <math.h>
 #include <poll.h>
 #include <sched.h>
@@ -35,13 +34,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../lib/bundle.h"
 #include "../lib/chat.h"
 #include "../lib/chatcache.h"
+#include "../lib/chatsrc.h"
 #include "../lib/json.h"
 #include "../lib/ppl.h"
 #include "../lib/runtime.h"
@@ -290,138 +289,17 @@ print_json(json_t *j)
 		llm_fatal("stdout: write error:");
 }
 
-/* Where the tokenizer and the chat template come from: a bundle or build
- * directory (model.json's tokenizer.chat_template, tokenizer.json,
- * tokenizer_config.json, chat_template.jinja), or a tokenizer.json file
- * with those files beside it. */
-struct source {
-	struct llm_tokenizer *tok; /* NULL: no tokenizer.json */
-	int tmpl;                  /* named or recognised; -1: none */
-	char *bos, *eos;           /* tokenizer_config.json tokens; NULL: not given */
-};
-
-/* A token of tokenizer_config.json: a string, an AddedToken object, or
- * null (""). */
-static char *
-config_token(json_t *cfg, const char *key)
-{
-	json_t *v = json_object_get(cfg, key); /* borrowed */
-	if (!v)
-		return NULL;
-	if (json_is_object(v))
-		v = json_object_get(v, "content");
-	return llm_xstrdup(json_is_string(v) ? json_string_value(v) : "");
-}
-
+/* The tokenizer and chat template of path (--tokenizer, or the model
+ * for --render and the text modes), or of the opened bundle b; a warning
+ * printed, an error fatal. */
 static void
-source_config(struct source *s, const char *text, size_t len, const char *label)
+load_chatsrc(struct llm_chatsrc *s, const char *path, const struct llm_bundle *b)
 {
-	json_t *cfg = llm_json_loadb(text, len, label), *t;
-	if (!cfg)
+	int rc = b ? llm_chatsrc_bundle(s, b) : llm_chatsrc_path(s, path);
+	if (s->warning)
+		llm_warn("%s", s->warning);
+	if (rc < 0)
 		llm_fatal("%s", llm_errmsg());
-	s->bos = config_token(cfg, "bos_token");
-	s->eos = config_token(cfg, "eos_token");
-	t = json_object_get(cfg, "chat_template"); /* borrowed */
-	if (s->tmpl < 0 && json_is_string(t))
-		s->tmpl = llm_chat_recognise(json_string_value(t));
-	json_decref(cfg);
-}
-
-static void
-source_bundle(struct source *s, const struct llm_bundle *b)
-{
-	const struct llm_member *mb;
-	char *text;
-	size_t len;
-
-	if ((mb = llm_bundle_find(b, "model.json"))) {
-		json_t *m, *t;
-		if (llm_bundle_read(b, mb, &text, &len) < 0 || !(m = llm_json_loadb(text, len, mb->label)))
-			llm_fatal("%s", llm_errmsg());
-		t = json_object_get(json_object_get(m, "tokenizer"), "chat_template"); /* borrowed */
-		if (json_is_string(t) && (s->tmpl = llm_chat_find(json_string_value(t))) < 0)
-			llm_warn("%s: unknown chat template '%s'", mb->label, json_string_value(t));
-		json_decref(m);
-		free(text);
-	}
-	if ((mb = llm_bundle_find(b, "tokenizer.json"))) {
-		if (llm_bundle_read(b, mb, &text, &len) < 0 ||
-		    !(s->tok = llm_tokenizer_load_json(text, len, mb->label)))
-			llm_fatal("%s", llm_errmsg());
-		free(text);
-	}
-	if ((mb = llm_bundle_find(b, "chat_template.jinja"))) {
-		if (llm_bundle_read(b, mb, &text, &len) < 0)
-			llm_fatal("%s", llm_errmsg());
-		if (s->tmpl < 0)
-			s->tmpl = llm_chat_recognise(text);
-		free(text);
-	}
-	if ((mb = llm_bundle_find(b, "tokenizer_config.json"))) {
-		if (llm_bundle_read(b, mb, &text, &len) < 0)
-			llm_fatal("%s", llm_errmsg());
-		source_config(s, text, len, mb->label);
-		free(text);
-	}
-}
-
-/* --tokenizer PATH: a tokenizer.json (a file starting with '{'), a bundle
- * or a directory. */
-static void
-source_path(struct source *s, const char *path)
-{
-	struct stat st;
-	/* before fopen: a FIFO would block it */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		llm_fatal("%s: not a regular file or directory", path);
-	FILE *f = fopen(path, "r");
-	int c = ' ';
-	char *dir, *p, *text;
-	size_t len;
-
-	if (f) {
-		while ((c = getc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-			;
-		fclose(f);
-	}
-	if (c != '{') {
-		struct llm_bundle b;
-		if (llm_bundle_open(&b, path) < 0)
-			llm_fatal("%s", llm_errmsg());
-		source_bundle(s, &b);
-		llm_bundle_close(&b);
-		return;
-	}
-	if (!(s->tok = llm_tokenizer_load(path)))
-		llm_fatal("%s", llm_errmsg());
-	p = llm_xstrdup(path);
-	dir = llm_xstrdup(dirname(p));
-	free(p);
-	p = llm_path_join(dir, "chat_template.jinja");
-	if (llm_file_exists(p)) {
-		if (llm_read_file(p, &text, &len) < 0)
-			llm_fatal("%s", llm_errmsg());
-		s->tmpl = llm_chat_recognise(text);
-		free(text);
-	}
-	free(p);
-	p = llm_path_join(dir, "tokenizer_config.json");
-	if (llm_file_exists(p)) {
-		if (llm_read_file(p, &text, &len) < 0)
-			llm_fatal("%s", llm_errmsg());
-		source_config(s, text, len, p);
-		free(text);
-	}
-	free(p);
-	free(dir);
-}
-
-static void
-source_free(struct source *s)
-{
-	llm_tokenizer_free(s->tok);
-	free(s->bos);
-	free(s->eos);
 }
 
 /* Everything a generation needs besides the runtime. */
@@ -1933,7 +1811,7 @@ run_verify(const char *model)
 static void
 run_text_mode(const struct args *a)
 {
-	struct source src = {NULL, -1, NULL, NULL};
+	struct llm_chatsrc src = LLM_CHATSRC_INIT;
 	struct llm_buf out = {0};
 	size_t len;
 	if (a->model && a->tokenizer_path)
@@ -1941,7 +1819,7 @@ run_text_mode(const struct args *a)
 	if (a->mode != M_RENDER && !a->model && !a->tokenizer_path)
 		usage_msg("no tokenizer (-m model or --tokenizer path)");
 	if (a->tokenizer_path || a->model)
-		source_path(&src, a->tokenizer_path ? a->tokenizer_path : a->model);
+		load_chatsrc(&src, a->tokenizer_path ? a->tokenizer_path : a->model, NULL);
 	if (a->mode != M_RENDER && !src.tok)
 		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
 	if (a->mode == M_RENDER) {
@@ -1956,8 +1834,8 @@ run_text_mode(const struct args *a)
 		char *text = read_input(a->render_path, &len);
 		if (llm_chat_parse(&conv, text, len, label) < 0)
 			llm_fatal("%s", llm_errmsg());
-		if (llm_chat_render(tmpl, &conv, !a->no_gen, src.bos ? src.bos : llm_chat_default_bos(tmpl),
-			src.eos ? src.eos : llm_chat_default_eos(tmpl), &out, NULL) < 0)
+		if (llm_chat_render(tmpl, &conv, !a->no_gen, llm_chatsrc_bos(&src, tmpl), llm_chatsrc_eos(&src, tmpl),
+			&out, NULL) < 0)
 			llm_fatal("%s: %s", label, llm_errmsg());
 		free(text);
 		llm_chat_free(&conv);
@@ -1977,13 +1855,13 @@ run_text_mode(const struct args *a)
 	write_out(out.p, out.len);
 	finish_stdout();
 	llm_buf_free(&out);
-	source_free(&src);
+	llm_chatsrc_free(&src);
 }
 
 /* Opens the model (and its tokenizer, unless benchmarking); the load time
  * in seconds. */
 static double
-open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
+open_model(struct args *a, struct llm_runtime **rtp, struct llm_chatsrc *src)
 {
 	struct llm_runtime *rt;
 	if (!a->model)
@@ -2025,10 +1903,7 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 	if (ctx && llm_runtime_set_context(rt, ctx) < 0)
 		llm_fatal("%s", llm_errmsg());
 	if (a->mode != M_BENCH) {
-		if (a->tokenizer_path)
-			source_path(src, a->tokenizer_path);
-		else
-			source_bundle(src, llm_runtime_bundle(rt));
+		load_chatsrc(src, a->tokenizer_path, a->tokenizer_path ? NULL : llm_runtime_bundle(rt));
 	}
 	t_load = llm_now() - t_load;
 	if (a->verbose) {
@@ -2046,7 +1921,7 @@ open_model(struct args *a, struct llm_runtime **rtp, struct source *src)
 
 /* -p, -f, --tokens and -i: generation. */
 static void
-run_generate(const struct args *a, struct llm_runtime *rt, const struct source *src, double t_load)
+run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chatsrc *src, double t_load)
 {
 	struct gen g = {0};
 	g.rt = rt;
@@ -2078,8 +1953,7 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct source *
 			llm_fatal("%s: no chat template recognised: give --chat-template", a->model);
 		const char *eot = llm_chat_end_of_turn(tmpl);
 		add_eos(&g, llm_tokenizer_find(g.tok, eot, strlen(eot)));
-		run_chat(&g, a->model, tmpl, src->bos ? src->bos : llm_chat_default_bos(tmpl),
-		    src->eos ? src->eos : llm_chat_default_eos(tmpl), a->system);
+		run_chat(&g, a->model, tmpl, llm_chatsrc_bos(src, tmpl), llm_chatsrc_eos(src, tmpl), a->system);
 	} else {
 		int64_t *ids = NULL;
 		size_t nids = 0, len = 0;
@@ -2131,7 +2005,7 @@ main(int argc, char **argv)
 		.mode = M_NONE,
 	};
 	struct llm_runtime *rt;
-	struct source src = {NULL, -1, NULL, NULL};
+	struct llm_chatsrc src = LLM_CHATSRC_INIT;
 
 	t_start = llm_now();
 	argv[0] = (char *)llm_setprog(argv[0]);
@@ -2158,7 +2032,7 @@ main(int argc, char **argv)
 	} else
 		run_generate(&a, rt, &src, t_load);
 	free(a.stop);
-	source_free(&src);
+	llm_chatsrc_free(&src);
 	llm_runtime_close(rt);
 	return LLM_EXIT_OK;
 }
