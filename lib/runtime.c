@@ -33,6 +33,7 @@ struct llm_runtime {
 	int prefaulting;
 	atomic_int stop_prefault;
 	struct llm_ctx *ctx; /* the runtime's own context (llm_runtime_prefill ...) */
+	char *target_cpu;    /* target.json's cpu; NULL: none */
 };
 
 struct llm_ctx {
@@ -181,9 +182,14 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 		if (rc < 0)
 			return -1;
 		rc = llm_target_check_host(&t, rt->bundle.is_dir ? tm->label : rt->bundle.path);
+		if (rc == 0)
+			rt->target_cpu = llm_xstrdup(t.cpu);
 		llm_target_free(&t);
-		if (rc < 0)
+		if (rc < 0) {
+			if (o->refused)
+				*o->refused = 1;
 			return -1;
+		}
 	}
 	if (o->threads > 0) {
 		/* libomp reads it when it starts; set before it is loaded. */
@@ -362,7 +368,14 @@ llm_runtime_close(struct llm_runtime *rt)
 	if (rt->model.root)
 		llm_model_free(&rt->model);
 	llm_bundle_close(&rt->bundle);
+	free(rt->target_cpu);
 	free(rt);
+}
+
+const char *
+llm_runtime_target_cpu(const struct llm_runtime *rt)
+{
+	return rt->target_cpu;
 }
 
 const struct llm_model *
@@ -495,6 +508,65 @@ llm_ctx_rewind(struct llm_ctx *c, int64_t pos)
 {
 	if (pos < 0 || pos > c->pos)
 		return llm_seterr("cannot rewind the context to position %" PRId64 " of %" PRId64, pos, c->pos);
+	c->pos = pos;
+	return 0;
+}
+
+/* The KV cache's blocks (layer, k/v, KV head; formats.txt "kv_cache"):
+ * their number, KV heads, head_dim, element size and positions a row. */
+struct kv_rows {
+	int64_t nrows, kvh, hd, esz, P;
+};
+
+static struct kv_rows
+kv_rows(const struct llm_ctx *c)
+{
+	const struct llm_model *m = &c->rt->model;
+	struct kv_rows r = {m->cfg.n_layers * 2 * m->cfg.n_kv_heads, m->cfg.n_kv_heads, m->cfg.head_dim,
+		(int64_t)llm_dtype_size(m->kv_dtype), llm_kv_positions(c->max_context)};
+	return r;
+}
+
+/* Each block (layer, k/v, head) is HD rows of P positions for the keys
+ * (k: even blocks), P rows of HD for the values: the first pos positions
+ * of keys are HD runs of pos elements, of values one run of pos * HD. */
+int
+llm_ctx_write_kv(const struct llm_ctx *c, FILE *f)
+{
+	struct kv_rows r = kv_rows(c);
+	size_t block = (size_t)(r.hd * r.P * r.esz);
+	for (int64_t b = 0; b < r.nrows; b++) {
+		const uint8_t *p = c->kv + (size_t)b * block;
+		int keys = (b / r.kvh) % 2 == 0;
+		if (keys) {
+			for (int64_t d = 0; d < r.hd; d++)
+				if (fwrite(p + (size_t)(d * r.P * r.esz), (size_t)r.esz, (size_t)c->pos, f) !=
+				    (size_t)c->pos)
+					return -1;
+		} else if (fwrite(p, (size_t)(r.hd * r.esz), (size_t)c->pos, f) != (size_t)c->pos)
+			return -1;
+	}
+	return 0;
+}
+
+int
+llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f)
+{
+	if (pos < 0 || pos > c->max_context)
+		return llm_seterr("%" PRId64 " positions do not fit in a context of %" PRId64, pos, c->max_context);
+	struct kv_rows r = kv_rows(c);
+	size_t block = (size_t)(r.hd * r.P * r.esz);
+	for (int64_t b = 0; b < r.nrows; b++) {
+		uint8_t *p = c->kv + (size_t)b * block;
+		int keys = (b / r.kvh) % 2 == 0;
+		if (keys) {
+			for (int64_t d = 0; d < r.hd; d++)
+				if (fread(p + (size_t)(d * r.P * r.esz), (size_t)r.esz, (size_t)pos, f) != (size_t)pos)
+					return llm_seterr("truncated");
+		} else if (fread(p, (size_t)(r.hd * r.esz), (size_t)pos, f) != (size_t)pos)
+			return llm_seterr("truncated");
+	}
+	memcpy(c->logits, logits, (size_t)c->rt->vocab * sizeof(float));
 	c->pos = pos;
 	return 0;
 }

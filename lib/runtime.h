@@ -10,6 +10,7 @@
 #define LLM_RUNTIME_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "bundle.h"
 #include "model.h"
@@ -29,6 +30,7 @@ struct llm_runtime_opts {
 	int threads;  /* OpenMP threads; 0: the OpenMP default */
 	int verbose;  /* each phase call on stderr */
 	int prefault; /* map the weights' pages in a background thread */
+	int *refused; /* not NULL: set to 1 when open fails because this CPU cannot run the bundle's target */
 };
 
 /* Opaque: read through the accessors below (an embedding program needs
@@ -47,6 +49,8 @@ const struct llm_model *llm_runtime_model(const struct llm_runtime *rt);
 const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
 uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
 int64_t llm_runtime_vocab(const struct llm_runtime *rt);
+/* target.json's CPU name, or NULL for a bundle without one. */
+const char *llm_runtime_target_cpu(const struct llm_runtime *rt);
 /* Positions the context may hold: what the KV cache was allocated for,
  * LLM_DEFAULT_CONTEXT (or the build's max_context if smaller) at open. */
 int64_t llm_runtime_context(const struct llm_runtime *rt);
@@ -96,6 +100,15 @@ int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
 int llm_ctx_decode(struct llm_ctx *c, int64_t token);
 void llm_ctx_reset(struct llm_ctx *c);
 int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
+/* The KV entries of positions [0, llm_ctx_pos) to f, in a form that does
+ * not depend on the context's size (per layer, keys then values, per KV
+ * head: the keys' head_dim runs of pos elements, the values' pos rows of
+ * head_dim); -1 on a write error (errno).  And back into c: pos
+ * positions of that form from f, and the logits (vocab floats) of the
+ * last token.  -1 with llm_errmsg for pos past c's context or a short
+ * file (c's state then undefined: rewind it to 0). */
+int llm_ctx_write_kv(const struct llm_ctx *c, FILE *f);
+int llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f);
 
 /* Index of the largest element (the first on ties; NaN never wins). */
 int64_t llm_argmax(const float *x, int64_t n);

@@ -124,7 +124,7 @@ llm_help(const char *options)
 }
 
 void
-llm_version(void)
+llm_print_version(void)
 {
 	printf("%s (llm) %s, built with MLIR/LLVM %s\n", llm_prog, LLM_VERSION, LLM_LLVM_VERSION);
 	exit_stdout();
@@ -193,11 +193,20 @@ llm_fatal(const char *fmt, ...)
 	int err = errno;
 	va_list ap;
 
+#ifdef LLM_LIBRARY
+	/* libllm (include/llm.h) never prints nor exits: only a failed
+	 * allocation comes here from its code, and it aborts, as glib does */
+	(void)err;
+	(void)ap;
+	(void)fmt;
+	abort();
+#else
 	va_start(ap, fmt);
 	vwarn(fmt, ap, err);
 	va_end(ap);
 	cleanup_tmps();
 	exit(LLM_EXIT_FAIL);
+#endif
 }
 
 int

@@ -691,7 +691,7 @@ main(int argc, char **argv)
 		case 'S': o.chunk = parse_count(optarg, "--prefill-chunk"); break;
 		case 'h': usage(stdout); return LLM_EXIT_OK;
 		case LLM_OPT_HELP: usage(stdout); llm_help(help_text);
-		case LLM_OPT_VERSION: llm_version();
+		case LLM_OPT_VERSION: llm_print_version();
 		case 'o': o.outdir = optarg; break;
 		case 'v': o.verbose = 1; break;
 		default: usage(stderr); return LLM_EXIT_USAGE;

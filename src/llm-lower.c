@@ -88,7 +88,7 @@ main(int argc, char **argv)
 			usage(stdout);
 			llm_help(help_text);
 		case LLM_OPT_VERSION:
-			llm_version();
+			llm_print_version();
 		case 'k':
 			kind = optarg;
 			break;

@@ -61,7 +61,7 @@ main(int argc, char **argv)
 			fputs(usage_text, stdout);
 			llm_help(help_text);
 		case LLM_OPT_VERSION:
-			llm_version();
+			llm_print_version();
 		case 'o':
 			outdir = optarg;
 			break;

@@ -1547,7 +1547,7 @@ parse_args(int argc, char **argv, struct args *a)
 			fputs(usage_text, stdout);
 			llm_help(help_text);
 		case LLM_OPT_VERSION:
-			llm_version();
+			llm_print_version();
 		case 'i':
 			set_mode(&a->mode, M_CHAT);
 			break;
@@ -1872,7 +1872,7 @@ open_model(struct args *a, struct llm_runtime **rtp, struct llm_chatsrc *src)
 		a->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 
 	/* Open the model. */
-	struct llm_runtime_opts ro = {(int)a->threads, a->verbose, 1};
+	struct llm_runtime_opts ro = {.threads = (int)a->threads, .verbose = a->verbose, .prefault = 1};
 	double t_load = llm_now();
 	if (!(*rtp = rt = llm_runtime_open(a->model, &ro)))
 		llm_fatal("%s", llm_errmsg());

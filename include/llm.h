@@ -1,0 +1,177 @@
+/* llm.h: the C API of libllm, for programs that run models compiled by
+ * the llm-* toolchain (a bundle, model.llm, or its build directory).
+ *
+ *   #include <llm.h>      cc app.c $(pkg-config --cflags --libs llm)
+ *
+ * Handles are opaque.  Every function that can fail returns an enum
+ * llm_status (LLM_OK, 0, on success) and leaves a one-line message for
+ * llm_errmsg(); outputs are written only on success.  The library never
+ * prints and never calls exit(); a failed allocation aborts the process,
+ * as in glib.
+ *
+ * Threads: a struct llm (an opened model) is shared; any number of
+ * threads may call the functions that take a const struct llm *, and
+ * llm_tokenize, llm_detokenize and llm_chat_apply (they lock the model's
+ * tokenizer).  A struct llm_seq (one sequence: its KV cache, tokens and
+ * sampler) is used by one thread at a time; different sequences of one
+ * model run in different threads at once.  llm_close refuses a model
+ * whose sequences are not all freed.
+ *
+ * Memory: the strings and arrays the library returns through char ** or
+ * int64_t ** are the caller's, freed with llm_free().  Pointers returned
+ * directly (llm_seq_logits, llm_chat_template, ...) belong to the handle
+ * and live until the call noted beside them. */
+#ifndef LLM_H
+#define LLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLM_API_VERSION 1
+
+enum llm_status {
+	LLM_OK = 0,
+	LLM_ERR_ARG = 1,         /* a NULL handle, a value out of range */
+	LLM_ERR_IO = 2,          /* a file that cannot be read or written */
+	LLM_ERR_FORMAT = 3,      /* a bundle, tokenizer or state file that is not what it must be */
+	LLM_ERR_TARGET = 4,      /* the model was compiled for features this CPU lacks */
+	LLM_ERR_CONTEXT = 5,     /* tokens past the sequence's context, a context too large */
+	LLM_ERR_TOKEN = 6,       /* a token id outside the vocabulary */
+	LLM_ERR_TEXT = 7,        /* text that is not valid UTF-8 */
+	LLM_ERR_UNSUPPORTED = 8, /* the model has no tokenizer, or no chat template */
+};
+
+/* The message of the last call that failed in this thread, one line
+ * ("file: what is wrong"); "" when none has. */
+const char *llm_errmsg(void);
+/* "LLM_ERR_ARG", ...; NULL for a number that is no status. */
+const char *llm_status_name(int status);
+/* The library's version, "0.7". */
+const char *llm_version(void);
+void llm_free(void *p);
+
+/* ---- A model ---------------------------------------------------------- */
+
+struct llm;
+
+struct llm_options {
+	int threads;     /* OpenMP threads of the phases; 0: all the cores (OpenMP
+	                  * reads it once: the first model opened sets it for the process) */
+	int64_t context; /* positions of a sequence made with context 0; 0: 4096, or the build's limit if smaller */
+};
+#define LLM_OPTIONS_INIT {0, 0}
+
+/* Open a bundle or build directory (o NULL: LLM_OPTIONS_INIT).  Weights
+ * are mapped in place; the model library is loaded and its plan checked
+ * against the weights; the bundle's target against this CPU. */
+int llm_open(const char *path, const struct llm_options *o, struct llm **out);
+/* Close *m and set *m to NULL (a second close sees NULL: nothing).
+ * LLM_ERR_ARG, and nothing closed, while sequences of it are alive. */
+int llm_close(struct llm **m);
+
+/* The model's facts. */
+int64_t llm_vocab_size(const struct llm *m);
+/* The most positions a sequence can hold (llm-import --max-context). */
+int64_t llm_context_limit(const struct llm *m);
+/* The id that starts a document, or -1. */
+int64_t llm_token_bos(const struct llm *m);
+/* 1 if id ends a generation (one of the model's eos ids), else 0. */
+int llm_token_is_eos(const struct llm *m, int64_t id);
+/* The CPU the model was compiled for ("znver4", ...; live until llm_close). */
+const char *llm_target_cpu(const struct llm *m);
+/* The chat template's name ("qwen2", "llama3", ...), or NULL: none. */
+const char *llm_chat_template_name(const struct llm *m);
+
+/* ---- Text ------------------------------------------------------------- */
+
+enum llm_tokenize_flags {
+	LLM_TOKENIZE_SPECIAL = 1, /* add what the tokenizer adds at the start (a BOS) */
+};
+/* text (len bytes, UTF-8) to *n ids in *ids (llm_free).  Text that spells
+ * a special token becomes that token, as in Hugging Face tokenizers. */
+int llm_tokenize(struct llm *m, const char *text, size_t len, int flags, int64_t **ids, size_t *n);
+/* ids to UTF-8 text, NUL-terminated, *len bytes (len may be NULL); bytes
+ * that do not form UTF-8 become U+FFFD. */
+int llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t *len);
+
+struct llm_message {
+	const char *role; /* "system", "user", "assistant" */
+	const char *content;
+};
+/* The conversation rendered with the model's chat template (its prompt
+ * for the next assistant turn when add_generation_prompt), *text NUL-
+ * terminated (llm_free).  LLM_ERR_UNSUPPORTED when the model has none. */
+int llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, char **text,
+    size_t *len);
+/* As llm_tokenize on a rendered conversation, where special-token text
+ * inside the messages stays text (only the template's own markers become
+ * special tokens). */
+int llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
+    size_t *nids);
+
+/* ---- Sequences -------------------------------------------------------- */
+
+struct llm_seq;
+
+/* A sequence of up to context positions (0: llm_options.context). */
+int llm_seq_new(struct llm *m, int64_t context, struct llm_seq **out);
+/* Free *s and set *s to NULL (a second free sees NULL: nothing). */
+void llm_seq_free(struct llm_seq **s);
+
+/* Append n tokens: their KV entries are computed, and the logits become
+ * the last token's.  LLM_ERR_CONTEXT when they do not fit (nothing
+ * appended). */
+int llm_seq_eval(struct llm_seq *s, const int64_t *ids, size_t n);
+/* llm_vocab_size floats: the next token's logits after the last eval
+ * (NULL before any); live until the next call on s. */
+const float *llm_seq_logits(const struct llm_seq *s);
+/* Positions filled, and the positions the sequence holds. */
+int64_t llm_seq_pos(const struct llm_seq *s);
+int64_t llm_seq_context(const struct llm_seq *s);
+/* The tokens of the sequence, llm_seq_pos of them (live until the next
+ * call on s). */
+const int64_t *llm_seq_tokens(const struct llm_seq *s);
+/* Keep the first pos positions (a prefix: the rest is forgotten, the
+ * logits too until the next eval); 0 empties it. */
+int llm_seq_rewind(struct llm_seq *s, int64_t pos);
+
+/* Write the sequence's state (tokens, KV entries, logits, context size)
+ * to path (atomically), and read one back into a sequence of the same
+ * model, whose context becomes the saved one's.  A state of another
+ * model or plan is refused (LLM_ERR_FORMAT), the sequence unchanged;
+ * one cut short in its KV entries leaves the sequence empty. */
+int llm_seq_save(const struct llm_seq *s, const char *path);
+int llm_seq_load(struct llm_seq *s, const char *path);
+
+/* ---- Sampling --------------------------------------------------------- */
+
+/* The filters run in the order of Hugging Face's generate(): repetition
+ * penalty, temperature, top-k, top-p, min-p, then one draw.  Temperature
+ * 0 is greedy.  The same seed and logits give the same tokens. */
+struct llm_sampling {
+	double temperature;    /* <= 0: greedy */
+	int64_t top_k;         /* 0: off */
+	double top_p;          /* >= 1: off */
+	double min_p;          /* 0: off */
+	double repeat_penalty; /* 1: off */
+	int64_t repeat_last_n; /* the penalty's window: 0 none, -1 the whole sequence */
+	uint64_t seed;
+};
+#define LLM_SAMPLING_GREEDY {0.0, 0, 1.0, 0.0, 1.0, 64, 0}
+/* llama-cli's defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05). */
+#define LLM_SAMPLING_DEFAULT {0.8, 40, 0.95, 0.05, 1.0, 64, 0}
+
+/* The next token from the sequence's logits, its tokens as the penalty's
+ * history.  The sampler's random state lives in s and is started afresh
+ * from p->seed when p changes.  LLM_ERR_ARG before any eval. */
+int llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,549 @@
+/* api.c: the public C API (include/llm.h) over the runtime, the
+ * tokenizer, the chat templates and the sampler. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../include/llm.h"
+#include "chat.h"
+#include "chatsrc.h"
+#include "runtime.h"
+#include "sample.h"
+#include "util.h"
+
+struct llm {
+	struct llm_runtime *rt;
+	struct llm_chatsrc src;
+	pthread_mutex_t lock; /* the tokenizer: encode keeps a cache */
+	int64_t context;      /* a sequence's default */
+	int64_t eot;          /* the template's end of turn, or -1 */
+	atomic_int nseq;      /* sequences alive */
+};
+
+struct llm_seq {
+	struct llm *m;
+	struct llm_ctx *ctx;
+	int64_t *tokens; /* the sequence's, pos of them */
+	size_t cap;
+	int logits; /* 1: the ctx's logits are the last token's */
+	struct llm_sampler *sampler;
+	struct llm_sampling sp; /* sampler's parameters */
+};
+
+/* Set the message and return the status. */
+static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int
+fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+	struct llm_buf b = {0};
+	va_start(ap, fmt);
+	llm_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	llm_seterr("%s", b.p);
+	llm_buf_free(&b);
+	return status;
+}
+
+const char *
+llm_status_name(int status)
+{
+	static const char *const names[] = {"LLM_OK", "LLM_ERR_ARG", "LLM_ERR_IO", "LLM_ERR_FORMAT", "LLM_ERR_TARGET",
+		"LLM_ERR_CONTEXT", "LLM_ERR_TOKEN", "LLM_ERR_TEXT", "LLM_ERR_UNSUPPORTED"};
+	return status >= 0 && status < (int)LLM_NELEM(names) ? names[status] : NULL;
+}
+
+const char *
+llm_version(void)
+{
+	return LLM_VERSION;
+}
+
+void
+llm_free(void *p)
+{
+	free(p);
+}
+
+/* Tokenizers load one at a time (the first fills shared tables), and
+ * the runtime sets OMP_NUM_THREADS: models open one at a time. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int open_model(const char *path, const struct llm_options *o, struct llm **out);
+
+int
+llm_open(const char *path, const struct llm_options *o, struct llm **out)
+{
+	pthread_mutex_lock(&open_lock);
+	int rc = open_model(path, o, out);
+	pthread_mutex_unlock(&open_lock);
+	return rc;
+}
+
+static int
+open_model(const char *path, const struct llm_options *o, struct llm **out)
+{
+	static const struct llm_options none = LLM_OPTIONS_INIT;
+	struct stat st;
+	int refused = 0;
+
+	if (!path || !out)
+		return fail(LLM_ERR_ARG, "llm_open: %s is NULL", path ? "out" : "path");
+	*out = NULL;
+	if (!o)
+		o = &none;
+	if (o->threads < 0 || o->context < 0)
+		return fail(LLM_ERR_ARG, "llm_open: %s %s is negative", path, o->threads < 0 ? "threads" : "context");
+	if (stat(path, &st) < 0)
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
+	struct llm_runtime_opts ro = {.threads = o->threads, .prefault = 1, .refused = &refused};
+	struct llm *m = llm_xcalloc(1, sizeof(*m));
+	m->src = (struct llm_chatsrc)LLM_CHATSRC_INIT;
+	if (!(m->rt = llm_runtime_open(path, &ro))) {
+		free(m);
+		return refused ? LLM_ERR_TARGET : LLM_ERR_FORMAT;
+	}
+	int64_t limit = llm_runtime_model(m->rt)->max_context;
+	if (o->context > limit) {
+		llm_runtime_close(m->rt);
+		free(m);
+		return fail(LLM_ERR_CONTEXT,
+		    "%s: a context of %" PRId64 " positions exceeds the one this model was built for, %" PRId64, path,
+		    o->context, limit);
+	}
+	m->context = o->context ? o->context : llm_runtime_context(m->rt);
+	/* the runtime's own context is not used: give its cache back */
+	llm_runtime_set_context(m->rt, 1);
+	pthread_mutex_init(&m->lock, NULL);
+	if (llm_chatsrc_bundle(&m->src, llm_runtime_bundle(m->rt)) < 0) {
+		llm_close(&m);
+		return LLM_ERR_FORMAT;
+	}
+	m->eot = -1;
+	if (m->src.tok && m->src.tmpl >= 0) {
+		const char *eot = llm_chat_end_of_turn(m->src.tmpl);
+		m->eot = llm_tokenizer_find(m->src.tok, eot, strlen(eot));
+	}
+	*out = m;
+	return LLM_OK;
+}
+
+int
+llm_close(struct llm **mp)
+{
+	struct llm *m = mp ? *mp : NULL;
+	if (!m)
+		return LLM_OK;
+	if (atomic_load(&m->nseq) > 0)
+		return fail(LLM_ERR_ARG, "llm_close: %d sequences of the model are alive (llm_seq_free them first)",
+		    atomic_load(&m->nseq));
+	*mp = NULL;
+	llm_chatsrc_free(&m->src);
+	llm_runtime_close(m->rt);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	return LLM_OK;
+}
+
+int64_t
+llm_vocab_size(const struct llm *m)
+{
+	return m ? llm_runtime_vocab(m->rt) : -1;
+}
+
+int64_t
+llm_context_limit(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->max_context : -1;
+}
+
+int64_t
+llm_token_bos(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->bos_id : -1;
+}
+
+int
+llm_token_is_eos(const struct llm *m, int64_t id)
+{
+	if (!m || id < 0)
+		return 0;
+	const struct llm_model *mm = llm_runtime_model(m->rt);
+	for (int i = 0; i < mm->n_eos; i++)
+		if (mm->eos_ids[i] == id)
+			return 1;
+	return id == m->eot;
+}
+
+const char *
+llm_target_cpu(const struct llm *m)
+{
+	return m ? llm_runtime_target_cpu(m->rt) : NULL;
+}
+
+const char *
+llm_chat_template_name(const struct llm *m)
+{
+	return m && m->src.tmpl >= 0 ? llm_chat_name(m->src.tmpl) : NULL;
+}
+
+static int
+need_tokenizer(const struct llm *m, const char *fn)
+{
+	if (!m)
+		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
+	if (!m->src.tok)
+		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no tokenizer.json", fn, llm_runtime_model(m->rt)->path);
+	return LLM_OK;
+}
+
+/* Encode under the lock; ranges as llm_tokenizer_encode_plain's. */
+static int
+encode(struct llm *m, const char *text, size_t len, int add_special, const size_t (*plain)[2], size_t nplain,
+    int64_t **ids, size_t *n)
+{
+	int64_t *v = NULL;
+	size_t k = 0;
+	pthread_mutex_lock(&m->lock);
+	int rc = llm_tokenizer_encode_plain(m->src.tok, text, len, add_special, plain, nplain, &v, &k);
+	pthread_mutex_unlock(&m->lock);
+	if (rc < 0) {
+		free(v);
+		return LLM_ERR_TEXT;
+	}
+	*ids = v;
+	*n = k;
+	return LLM_OK;
+}
+
+int
+llm_tokenize(struct llm *m, const char *text, size_t len, int flags, int64_t **ids, size_t *n)
+{
+	int rc = need_tokenizer(m, "llm_tokenize");
+	if (rc)
+		return rc;
+	if ((!text && len) || !ids || !n)
+		return fail(LLM_ERR_ARG, "llm_tokenize: %s is NULL", !ids ? "ids" : !n ? "n" : "text");
+	if (flags & ~LLM_TOKENIZE_SPECIAL)
+		return fail(LLM_ERR_ARG, "llm_tokenize: unknown flags %#x", (unsigned)flags);
+	return encode(m, text ? text : "", len, (flags & LLM_TOKENIZE_SPECIAL) != 0, NULL, 0, ids, n);
+}
+
+int
+llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t *len)
+{
+	int rc = need_tokenizer(m, "llm_detokenize");
+	if (rc)
+		return rc;
+	if ((!ids && n) || !text)
+		return fail(LLM_ERR_ARG, "llm_detokenize: %s is NULL", !text ? "text" : "ids");
+	struct llm_buf b = {0};
+	pthread_mutex_lock(&m->lock);
+	llm_tokenizer_decode(m->src.tok, ids, n, 0, &b);
+	pthread_mutex_unlock(&m->lock);
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
+/* The conversation rendered into out (spans: the messages' ranges). */
+static int
+render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out,
+    struct llm_chat_spans *sp, const char *fn)
+{
+	if (!m)
+		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
+	if (!msgs && n)
+		return fail(LLM_ERR_ARG, "%s: msgs is NULL", fn);
+	if (m->src.tmpl < 0)
+		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no chat template recognised", fn,
+		    llm_runtime_model(m->rt)->path);
+	struct llm_chat c = {0};
+	for (size_t i = 0; i < n; i++) {
+		if (!msgs[i].role || !msgs[i].content) {
+			llm_chat_free(&c);
+			return fail(LLM_ERR_ARG, "%s: message %zu: %s is NULL", fn, i,
+			    msgs[i].role ? "content" : "role");
+		}
+		size_t len = strlen(msgs[i].content);
+		if (!llm_utf8_valid(msgs[i].content, len)) {
+			llm_chat_free(&c);
+			return fail(LLM_ERR_TEXT, "%s: message %zu: content is not valid UTF-8", fn, i);
+		}
+		llm_chat_add(&c, msgs[i].role, msgs[i].content, len);
+	}
+	int rc = llm_chat_render(m->src.tmpl, &c, add_gen, llm_chatsrc_bos(&m->src, m->src.tmpl),
+	    llm_chatsrc_eos(&m->src, m->src.tmpl), out, sp);
+	llm_chat_free(&c);
+	return rc < 0 ? fail(LLM_ERR_ARG, "%s: %s", fn, llm_errmsg()) : LLM_OK;
+}
+
+int
+llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, char **text,
+    size_t *len)
+{
+	struct llm_buf b = {0};
+	if (!text)
+		return fail(LLM_ERR_ARG, "llm_chat_apply: text is NULL");
+	int rc = render(m, msgs, n, add_generation_prompt, &b, NULL, "llm_chat_apply");
+	if (rc) {
+		llm_buf_free(&b);
+		return rc;
+	}
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
+int
+llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
+    size_t *nids)
+{
+	struct llm_buf b = {0};
+	struct llm_chat_spans sp = {0};
+	int rc = need_tokenizer(m, "llm_chat_tokenize");
+	if (rc)
+		return rc;
+	if (!ids || !nids)
+		return fail(LLM_ERR_ARG, "llm_chat_tokenize: %s is NULL", ids ? "nids" : "ids");
+	if (!(rc = render(m, msgs, n, add_generation_prompt, &b, &sp, "llm_chat_tokenize")))
+		rc = encode(m, b.p ? b.p : "", b.len, 0, (const size_t (*)[2])sp.r, sp.n, ids, nids);
+	llm_buf_free(&b);
+	llm_chat_spans_free(&sp);
+	return rc;
+}
+
+int
+llm_seq_new(struct llm *m, int64_t context, struct llm_seq **out)
+{
+	if (!m || !out)
+		return fail(LLM_ERR_ARG, "llm_seq_new: %s is NULL", m ? "out" : "the model");
+	*out = NULL;
+	if (context < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_new: context %" PRId64 " is negative", context);
+	struct llm_ctx *c = llm_ctx_new(m->rt, context ? context : m->context);
+	if (!c)
+		return LLM_ERR_CONTEXT;
+	struct llm_seq *s = llm_xcalloc(1, sizeof(*s));
+	s->m = m;
+	s->ctx = c;
+	atomic_fetch_add(&m->nseq, 1);
+	*out = s;
+	return LLM_OK;
+}
+
+void
+llm_seq_free(struct llm_seq **sp)
+{
+	struct llm_seq *s = sp ? *sp : NULL;
+	if (!s)
+		return;
+	*sp = NULL;
+	atomic_fetch_sub(&s->m->nseq, 1);
+	llm_ctx_free(s->ctx);
+	llm_sampler_free(s->sampler);
+	free(s->tokens);
+	free(s);
+}
+
+int
+llm_seq_eval(struct llm_seq *s, const int64_t *ids, size_t n)
+{
+	if (!s || (!ids && n))
+		return fail(LLM_ERR_ARG, "llm_seq_eval: %s is NULL", s ? "ids" : "the sequence");
+	if (n == 0)
+		return LLM_OK;
+	int64_t vocab = llm_runtime_vocab(s->m->rt), pos = llm_ctx_pos(s->ctx);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return fail(LLM_ERR_TOKEN,
+			    "llm_seq_eval: token id %" PRId64 " is out of range [0, %" PRId64 ")", ids[i], vocab);
+	if ((int64_t)n > llm_ctx_context(s->ctx) - pos)
+		return fail(LLM_ERR_CONTEXT,
+		    "llm_seq_eval: %zu more tokens do not fit in the context: %" PRId64 " of %" PRId64
+		    " positions used",
+		    n, pos, llm_ctx_context(s->ctx));
+	int rc = n == 1 && pos > 0 ? llm_ctx_decode(s->ctx, ids[0]) : llm_ctx_prefill(s->ctx, ids, (int64_t)n);
+	if (rc < 0) {
+		/* a phase missing: what was computed is kept, not the rest */
+		s->logits = 0;
+		llm_ctx_rewind(s->ctx, pos);
+		return LLM_ERR_FORMAT;
+	}
+	if ((size_t)pos + n > s->cap) {
+		s->cap = ((size_t)pos + n) * 2;
+		s->tokens = llm_xreallocarray(s->tokens, s->cap, sizeof(*s->tokens));
+	}
+	memcpy(s->tokens + pos, ids, n * sizeof(*ids));
+	s->logits = 1;
+	return LLM_OK;
+}
+
+const float *
+llm_seq_logits(const struct llm_seq *s)
+{
+	return s && s->logits ? llm_ctx_logits(s->ctx) : NULL;
+}
+
+int64_t
+llm_seq_pos(const struct llm_seq *s)
+{
+	return s ? llm_ctx_pos(s->ctx) : -1;
+}
+
+int64_t
+llm_seq_context(const struct llm_seq *s)
+{
+	return s ? llm_ctx_context(s->ctx) : -1;
+}
+
+const int64_t *
+llm_seq_tokens(const struct llm_seq *s)
+{
+	return s ? s->tokens : NULL;
+}
+
+int
+llm_seq_rewind(struct llm_seq *s, int64_t pos)
+{
+	if (!s)
+		return fail(LLM_ERR_ARG, "llm_seq_rewind: the sequence is NULL");
+	if (pos == llm_ctx_pos(s->ctx))
+		return LLM_OK;
+	if (llm_ctx_rewind(s->ctx, pos) < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_rewind: %s", llm_errmsg());
+	s->logits = 0;
+	return LLM_OK;
+}
+
+/* The state file: a header of 8-byte fields, the tokens, the logits, the
+ * KV entries (llm_ctx_write_kv). */
+#define STATE_MAGIC "LLMSEQ01"
+enum { H_MAGIC, H_FINGERPRINT, H_VOCAB, H_POS, H_CONTEXT, H_KVDIM, H_COUNT };
+
+static uint64_t
+kv_dim(const struct llm *m)
+{
+	const struct llm_model *mm = llm_runtime_model(m->rt);
+	return (uint64_t)mm->cfg.n_layers << 48 | (uint64_t)mm->cfg.n_kv_heads << 32 | (uint64_t)mm->cfg.head_dim << 8 |
+	    llm_dtype_size(mm->kv_dtype);
+}
+
+int
+llm_seq_save(const struct llm_seq *s, const char *path)
+{
+	if (!s || !path)
+		return fail(LLM_ERR_ARG, "llm_seq_save: %s is NULL", s ? "path" : "the sequence");
+	if (!s->logits)
+		return fail(LLM_ERR_ARG,
+		    "llm_seq_save: %s: the sequence has no logits (nothing evaluated since its start "
+		    "or a rewind)",
+		    path);
+	struct llm_out o;
+	if (llm_out_open(&o, path) < 0)
+		return LLM_ERR_IO;
+	uint64_t h[H_COUNT];
+	memcpy(&h[H_MAGIC], STATE_MAGIC, 8);
+	h[H_FINGERPRINT] = llm_runtime_fingerprint(s->m->rt);
+	h[H_VOCAB] = (uint64_t)llm_runtime_vocab(s->m->rt);
+	h[H_POS] = (uint64_t)llm_ctx_pos(s->ctx);
+	h[H_CONTEXT] = (uint64_t)llm_ctx_context(s->ctx);
+	h[H_KVDIM] = kv_dim(s->m);
+	size_t pos = (size_t)h[H_POS], v = (size_t)h[H_VOCAB];
+	if (fwrite(h, sizeof(h), 1, o.fp) != 1 || fwrite(s->tokens, sizeof(int64_t), pos, o.fp) != pos ||
+	    fwrite(llm_ctx_logits(s->ctx), sizeof(float), v, o.fp) != v || llm_ctx_write_kv(s->ctx, o.fp) < 0) {
+		int e = errno;
+		llm_out_abort(&o);
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(e));
+	}
+	return llm_out_commit(&o) < 0 ? LLM_ERR_IO : LLM_OK;
+}
+
+int
+llm_seq_load(struct llm_seq *s, const char *path)
+{
+	if (!s || !path)
+		return fail(LLM_ERR_ARG, "llm_seq_load: %s is NULL", s ? "path" : "the sequence");
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
+	uint64_t h[H_COUNT];
+	int rc = LLM_OK;
+	int64_t vocab = llm_runtime_vocab(s->m->rt);
+	if (fread(h, sizeof(h), 1, f) != 1 || memcmp(&h[H_MAGIC], STATE_MAGIC, 8) != 0)
+		rc = fail(LLM_ERR_FORMAT, "%s: not a sequence state (llm_seq_save)", path);
+	else if (h[H_FINGERPRINT] != llm_runtime_fingerprint(s->m->rt) || h[H_VOCAB] != (uint64_t)vocab ||
+	    h[H_KVDIM] != kv_dim(s->m))
+		rc = fail(LLM_ERR_FORMAT, "%s: the state of another model or plan", path);
+	else if (h[H_CONTEXT] > (uint64_t)llm_runtime_model(s->m->rt)->max_context || h[H_POS] > h[H_CONTEXT])
+		rc = fail(LLM_ERR_FORMAT,
+		    "%s: %" PRIu64 " positions of a context of %" PRIu64 ": not one of this model", path, h[H_POS],
+		    h[H_CONTEXT]);
+	if (rc) {
+		fclose(f);
+		return rc;
+	}
+	int64_t pos = (int64_t)h[H_POS];
+	int64_t *tokens = llm_xreallocarray(NULL, (size_t)pos + 1, sizeof(*tokens));
+	float *logits = llm_xreallocarray(NULL, (size_t)vocab, sizeof(*logits));
+	if (fread(tokens, sizeof(*tokens), (size_t)pos, f) != (size_t)pos ||
+	    fread(logits, sizeof(*logits), (size_t)vocab, f) != (size_t)vocab)
+		rc = fail(LLM_ERR_FORMAT, "%s: truncated", path);
+	for (int64_t i = 0; rc == LLM_OK && i < pos; i++)
+		if (tokens[i] < 0 || tokens[i] >= vocab)
+			rc = fail(LLM_ERR_FORMAT, "%s: token %" PRId64 " is out of the vocabulary", path, i);
+	if (rc == LLM_OK && (int64_t)h[H_CONTEXT] != llm_ctx_context(s->ctx) &&
+	    llm_ctx_set_context(s->ctx, (int64_t)h[H_CONTEXT]) < 0)
+		rc = LLM_ERR_CONTEXT;
+	if (rc == LLM_OK && llm_ctx_read_kv(s->ctx, pos, logits, f) < 0) {
+		rc = fail(LLM_ERR_FORMAT, "%s: %s", path, llm_errmsg());
+		llm_ctx_rewind(s->ctx, 0);
+		s->logits = 0;
+	}
+	if (rc == LLM_OK && getc(f) != EOF) {
+		rc = fail(LLM_ERR_FORMAT, "%s: bytes after the state", path);
+		llm_ctx_rewind(s->ctx, 0);
+		s->logits = 0;
+	}
+	fclose(f);
+	if (rc == LLM_OK) {
+		free(s->tokens);
+		s->tokens = tokens;
+		s->cap = (size_t)pos + 1;
+		s->logits = 1;
+	} else
+		free(tokens);
+	free(logits);
+	return rc;
+}
+
+int
+llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
+{
+	if (!s || !p || !id)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: %s is NULL", !s ? "the sequence" : !p ? "p" : "id");
+	if (!s->logits)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: no logits (nothing evaluated since the start or a rewind)");
+	if (!s->sampler || memcmp(&s->sp, p, sizeof(*p)) != 0) {
+		struct llm_sampler_params sp = {p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
+			p->repeat_last_n, p->seed};
+		struct llm_sampler *n = llm_sampler_new(&sp, llm_runtime_vocab(s->m->rt));
+		if (!n)
+			return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
+		llm_sampler_free(s->sampler);
+		s->sampler = n;
+		s->sp = *p;
+	}
+	*id = llm_sampler_sample(s->sampler, llm_ctx_logits(s->ctx), s->tokens, (size_t)llm_ctx_pos(s->ctx));
+	return LLM_OK;
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# libllm, the public C API (include/llm.h, llm(3)): tests/tools/apicheck
+# on a compiled model (misuse, state files, threads), its logits against
+# llm-run's; make install into a temporary prefix, the example of
+# share/doc/llm/examples/ built there through pkg-config (shared and
+# static) and run; make uninstall removes exactly what install wrote.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	local d=$BATS_FILE_TMPDIR
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$d/ck" \
+		OUT="$d/out" IMPORT_FLAGS="--max-context 256 --prefill-chunk 16" >&2
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	M=$BATS_FILE_TMPDIR/out/model.llm
+	T=$BATS_TEST_TMPDIR
+}
+
+@test "the API on a model: every misuse gets its status and a message; state files; threads; llm-run's logits bit for bit (issue 43)" {
+	p=$(seq -s, 5 23)
+	echo "not a model" >"$T/text"
+	run -0 apicheck "$M" "$T/text" "$T" "$T/api.f32" "$p"
+	echo "$output" | tail -1 >&3
+	refute_output --partial FAIL
+	assert_line --regexp '^apicheck: [0-9]+ passed, 0 failed$'
+	# the prompt's logits and 4 greedy steps: llm-run's
+	llm-run -m "$M" -t 2 --tokens "$p" -n 4 --logits "$T/run.f32" >/dev/null
+	cmp "$T/api.f32" "$T/run.f32"
+}
+
+# install PREFIX [DESTDIR]
+install_to() {
+	make -s --no-print-directory -C "$PROJECT_ROOT" install PREFIX="$1" ${2:+DESTDIR="$2"} >&2
+}
+
+@test "make install: llm.h, libllm.a, libllm.so with its soname, llm.pc and llm(3); the example builds with pkg-config and chats; uninstall removes exactly those (issue 43)" {
+	P=$T/prefix
+	install_to "$P"
+	for f in include/llm.h lib/libllm.a lib/libllm.so lib/pkgconfig/llm.pc share/man/man3/llm.3 \
+		share/doc/llm/examples/chat.c bin/llm-run; do
+		[ -e "$P/$f" ]
+	done
+	[ "$(readlink "$P/lib/libllm.so")" = libllm.so.0 ]
+	objdump -p "$P/lib/libllm.so" | grep -q 'SONAME *libllm.so.0$'
+	# the shared library exports llm.h's names and nothing else
+	nm -D --defined-only "$P/lib/libllm.so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/exported"
+	sed -n 's/^[a-z].*[ *]\(llm_[a-z0-9_]*\)(.*/\1/p' "$PROJECT_ROOT/include/llm.h" | sort >"$T/declared"
+	diff "$T/declared" "$T/exported"
+	export PKG_CONFIG_PATH=$P/lib/pkgconfig
+	llm-run --version | grep -q "(llm) $(pkg-config --modversion llm),"
+	# shared, with the prefix's run path; and static
+	cc -Wall -Wextra -Werror -o "$T/chat" "$P/share/doc/llm/examples/chat.c" $(pkg-config --cflags --libs llm) \
+		-Wl,-rpath,"$P/lib"
+	cc -Wall -Wextra -Werror -o "$T/chat-static" "$P/share/doc/llm/examples/chat.c" \
+		$(pkg-config --cflags llm) "$P/lib/libllm.a" $(pkg-config --static --libs-only-l llm | sed 's/-lllm//')
+	ldd "$T/chat" | grep -q "$P/lib/libllm.so.0"
+	! ldd "$T/chat-static" | grep -q libllm
+	# one turn of 24 tokens: llm-run's chat reply (greedy)
+	run -0 --separate-stderr llm-run -m "$M" -t 2 -i -n 24 --json <<<'Hello there'
+	jq -j '.text + "\n"' <<<"$output" >"$T/want"
+	"$T/chat" "$M" 24 <<<'Hello there' >"$T/out1"
+	"$T/chat-static" "$M" 24 <<<'Hello there' >"$T/out2"
+	cmp "$T/want" "$T/out1"
+	cmp "$T/want" "$T/out2"
+	# three turns, the later prompts evaluated from the prefix the
+	# sequence shares with them: llm-run's chat replies
+	printf '%s\n' 'Hello there' 'What did I say?' 'Once more.' >"$T/in3"
+	llm-run -m "$M" -t 2 -i -n 8 --json <"$T/in3" 2>/dev/null | jq -j '.text + "\n"' >"$T/want3"
+	"$T/chat" "$M" 8 <"$T/in3" >"$T/out3"
+	cmp "$T/want3" "$T/out3"
+	# a missing model: one line, exit 1
+	run -1 --separate-stderr "$T/chat" "$T/none.llm"
+	[ "$stderr" = "chat: $T/none.llm: No such file or directory" ]
+	# uninstall leaves only folders
+	make -s --no-print-directory -C "$PROJECT_ROOT" uninstall PREFIX="$P" >&2
+	[ -z "$(find "$P" ! -type d)" ]
+	# DESTDIR: the files under it, the prefix in llm.pc
+	install_to /opt/llm "$T/stage"
+	grep -qx 'prefix=/opt/llm' "$T/stage/opt/llm/lib/pkgconfig/llm.pc"
+	make -s --no-print-directory -C "$PROJECT_ROOT" uninstall PREFIX=/opt/llm DESTDIR="$T/stage" >&2
+	[ -z "$(find "$T/stage" ! -type d)" ]
+}

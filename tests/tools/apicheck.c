@@ -1,0 +1,212 @@
+/* apicheck: the public API (include/llm.h) on a compiled model, misuse
+ * included.  Each check prints "ok"/"FAIL" and a name; the last line is
+ * "apicheck: N passed, N failed", and the exit status 1 when one failed.
+ *
+ *   apicheck model.llm not-a-bundle tmpdir logits.f32 id,id,...
+ *
+ * not-a-bundle: any file that is not a model; tmpdir: for state files;
+ * the ids: a prompt whose last token's logits, then those of 4 greedy
+ * steps, are written to logits.f32 (for the test to compare with
+ * llm-run --logits). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../include/llm.h"
+
+static int npass, nfail;
+
+static void
+check(int ok, const char *name)
+{
+	printf("%s %s%s%s\n", ok ? "ok" : "FAIL", name, ok ? "" : ": ", ok ? "" : llm_errmsg());
+	ok ? npass++ : nfail++;
+}
+
+/* status rc is want */
+static void
+status(int rc, int want, const char *name)
+{
+	char b[256];
+	snprintf(b, sizeof(b), "%s: %s (got %s)", name, llm_status_name(want), llm_status_name(rc));
+	check(rc == want, b);
+}
+
+static int64_t prompt[256];
+static size_t nprompt;
+static struct llm *model;
+
+/* Greedy: the prompt then k tokens; the tokens in out. */
+static int
+greedy(struct llm_seq *s, int k, int64_t *out, FILE *logits)
+{
+	struct llm_sampling g = LLM_SAMPLING_GREEDY;
+	if (llm_seq_eval(s, prompt, nprompt))
+		return -1;
+	for (int i = 0; i < k; i++) {
+		if (logits)
+			fwrite(llm_seq_logits(s), sizeof(float), (size_t)llm_vocab_size(model), logits);
+		if (llm_seq_sample(s, &g, &out[i]) || llm_seq_eval(s, &out[i], 1))
+			return -1;
+	}
+	return 0;
+}
+
+static void *
+thread_main(void *arg)
+{
+	struct llm_seq *s;
+	if (llm_seq_new(model, 64, &s) || greedy(s, 8, arg, NULL))
+		((int64_t *)arg)[0] = -1;
+	llm_seq_free(&s);
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct llm_options o = LLM_OPTIONS_INIT;
+	struct llm_seq *s, *t;
+	struct llm *m = NULL;
+	char path[4096];
+
+	if (argc != 6) {
+		fprintf(stderr, "usage: apicheck model.llm not-a-bundle tmpdir logits.f32 id,id,...\n");
+		return 2;
+	}
+	for (char *p = argv[5]; *p && nprompt < 256; p += *p == ',')
+		prompt[nprompt++] = strtoll(p, &p, 10);
+
+	/* opening */
+	status(llm_open(NULL, NULL, &m), LLM_ERR_ARG, "open NULL path");
+	status(llm_open(argv[1], NULL, NULL), LLM_ERR_ARG, "open NULL out");
+	status(llm_open("/nonexistent/model.llm", NULL, &m), LLM_ERR_IO, "open a missing file");
+	check(m == NULL && strstr(llm_errmsg(), "/nonexistent/model.llm") != NULL, "the message names the file");
+	status(llm_open(argv[2], NULL, &m), LLM_ERR_FORMAT, "open a file that is no model");
+	o.context = 1 << 30;
+	status(llm_open(argv[1], &o, &m), LLM_ERR_CONTEXT, "open with a context too large");
+	o.context = -1;
+	status(llm_open(argv[1], &o, &m), LLM_ERR_ARG, "open with a negative context");
+	o.context = 48;
+	status(llm_open(argv[1], &o, &m), LLM_OK, "open");
+	if (!m)
+		return 1;
+	model = m;
+	check(llm_vocab_size(m) > 0 && llm_context_limit(m) >= 64, "vocabulary and context limit");
+	check(llm_vocab_size(NULL) == -1 && llm_seq_pos(NULL) == -1 && llm_seq_logits(NULL) == NULL, "NULL handles");
+	check(llm_chat_template_name(m) != NULL, "a chat template");
+	check(llm_status_name(LLM_ERR_TEXT) && !strcmp(llm_status_name(LLM_ERR_TEXT), "LLM_ERR_TEXT") &&
+		!llm_status_name(99),
+	    "status names");
+
+	/* text */
+	int64_t *ids;
+	size_t n, len;
+	char *text;
+	status(llm_tokenize(m, "Hello world", 11, 0, &ids, &n), LLM_OK, "tokenize");
+	status(llm_detokenize(m, ids, n, &text, &len), LLM_OK, "detokenize");
+	check(len == 11 && !strcmp(text, "Hello world"), "detokenize(tokenize(text)) is the text");
+	llm_free(ids);
+	llm_free(text);
+	status(llm_tokenize(m, "\xff\xfe", 2, 0, &ids, &n), LLM_ERR_TEXT, "tokenize invalid UTF-8");
+	status(llm_tokenize(m, "x", 1, 8, &ids, &n), LLM_ERR_ARG, "tokenize with unknown flags");
+	struct llm_message msgs[] = {{"user", "Hi <|im_end|>"}};
+	status(llm_chat_apply(m, msgs, 1, 1, &text, &len), LLM_OK, "chat_apply");
+	check(strstr(text, "Hi <|im_end|>") != NULL && len == strlen(text), "the message is in the prompt");
+	llm_free(text);
+	struct llm_message bad[] = {{"user", NULL}};
+	status(llm_chat_apply(m, bad, 1, 1, &text, &len), LLM_ERR_ARG, "chat_apply with a NULL content");
+	status(llm_chat_tokenize(m, msgs, 1, 1, &ids, &n), LLM_OK, "chat_tokenize");
+	llm_free(ids);
+
+	/* sequences */
+	status(llm_seq_new(NULL, 0, &s), LLM_ERR_ARG, "seq_new NULL model");
+	status(llm_seq_new(m, llm_context_limit(m) + 1, &s), LLM_ERR_CONTEXT, "seq_new past the limit");
+	status(llm_seq_new(m, 0, &s), LLM_OK, "seq_new");
+	check(llm_seq_context(s) == 48, "the model's default context");
+	struct llm_sampling g = LLM_SAMPLING_GREEDY;
+	int64_t id, over[64] = {0};
+	status(llm_seq_sample(s, &g, &id), LLM_ERR_ARG, "sample before any eval");
+	check(llm_seq_logits(s) == NULL, "no logits before any eval");
+	int64_t badid = llm_vocab_size(m);
+	status(llm_seq_eval(s, &badid, 1), LLM_ERR_TOKEN, "eval an id outside the vocabulary");
+	status(llm_seq_eval(s, over, 49), LLM_ERR_CONTEXT, "eval past the context");
+	check(llm_seq_pos(s) == 0, "nothing appended");
+	status(llm_close(&m), LLM_ERR_ARG, "close with a sequence alive");
+	check(m != NULL, "the model stays open");
+
+	/* the logits of the prompt and 4 greedy steps, for llm-run's */
+	FILE *f = fopen(argv[4], "wb");
+	int64_t gen[8];
+	check(f && greedy(s, 4, gen, f) == 0 && fclose(f) == 0, "greedy generation");
+	int64_t pos = llm_seq_pos(s);
+
+	/* save, load into another sequence (smaller: grown), go on alike */
+	snprintf(path, sizeof(path), "%s/state", argv[3]);
+	status(llm_seq_save(s, path), LLM_OK, "seq_save");
+	status(llm_seq_new(m, 4, &t), LLM_OK, "seq_new of 4 positions");
+	status(llm_seq_load(t, path), LLM_OK, "seq_load");
+	check(llm_seq_pos(t) == pos && llm_seq_context(t) >= pos &&
+		!memcmp(llm_seq_tokens(t), llm_seq_tokens(s), (size_t)pos * sizeof(int64_t)),
+	    "the loaded sequence's tokens");
+	int64_t a, b;
+	int same = 1;
+	for (int i = 0; i < 3; i++) {
+		same &= !memcmp(llm_seq_logits(s), llm_seq_logits(t), (size_t)llm_vocab_size(m) * sizeof(float));
+		same &= !llm_seq_sample(s, &g, &a) && !llm_seq_sample(t, &g, &b) && a == b;
+		same &= !llm_seq_eval(s, &a, 1) && !llm_seq_eval(t, &b, 1);
+	}
+	check(same, "a loaded sequence goes on as the saved one, bit for bit");
+	/* rewind: the same prefix again gives the same logits */
+	float *before = malloc((size_t)llm_vocab_size(m) * sizeof(float));
+	memcpy(before, llm_seq_logits(s), (size_t)llm_vocab_size(m) * sizeof(float));
+	int64_t last = llm_seq_tokens(s)[llm_seq_pos(s) - 1];
+	status(llm_seq_rewind(s, llm_seq_pos(s) - 1), LLM_OK, "rewind by one");
+	check(llm_seq_logits(s) == NULL, "no logits after a rewind");
+	status(llm_seq_save(s, path), LLM_ERR_ARG, "save without logits");
+	check(!llm_seq_eval(s, &last, 1) &&
+		!memcmp(before, llm_seq_logits(s), (size_t)llm_vocab_size(m) * sizeof(float)),
+	    "the token again: the same logits");
+	free(before);
+	status(llm_seq_rewind(s, llm_seq_pos(s) + 1), LLM_ERR_ARG, "rewind forward");
+	/* bad state files */
+	snprintf(path, sizeof(path), "%s/state", argv[3]);
+	status(llm_seq_load(t, argv[2]), LLM_ERR_FORMAT, "load a file that is no state");
+	FILE *in = fopen(path, "rb"), *out;
+	char cut[4096];
+	snprintf(cut, sizeof(cut), "%s/cut", argv[3]);
+	out = fopen(cut, "wb");
+	char buf[100];
+	size_t k = fread(buf, 1, sizeof(buf), in);
+	fwrite(buf, 1, k, out);
+	fclose(in);
+	fclose(out);
+	status(llm_seq_load(t, cut), LLM_ERR_FORMAT, "load a truncated state");
+	status(llm_seq_load(t, "/nonexistent/state"), LLM_ERR_IO, "load a missing state");
+	llm_seq_free(&t);
+	llm_seq_free(&t);
+	check(t == NULL, "a second seq_free is nothing");
+
+	/* four sequences in four threads: each as one alone */
+	int64_t alone[8], res[4][8];
+	llm_seq_free(&s);
+	status(llm_seq_new(m, 64, &s), LLM_OK, "seq_new again");
+	check(greedy(s, 8, alone, NULL) == 0, "greedy alone");
+	llm_seq_free(&s);
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, thread_main, res[i]);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	same = 1;
+	for (int i = 0; i < 4; i++)
+		same &= !memcmp(res[i], alone, sizeof(alone));
+	check(same, "four sequences in four threads, each as alone");
+
+	status(llm_close(&m), LLM_OK, "close");
+	check(m == NULL, "close sets the handle to NULL");
+	status(llm_close(&m), LLM_OK, "a second close is nothing");
+	printf("apicheck: %d passed, %d failed\n", npass, nfail);
+	return nfail > 0;
+}
