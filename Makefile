@@ -30,6 +30,7 @@ ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl
 DEPS_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc
+MHD_LIBS = -lmicrohttpd
 
 -include config.mk
 
@@ -75,7 +76,7 @@ MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
 IRHDR = lib/ir/ir.h lib/ir/split.h lib/ir/verifypart.h
 IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
 
-PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run \
+PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
 	$(T)/dequant $(T)/ctxcheck $(T)/apicheck
@@ -200,6 +201,8 @@ $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
 $(B)/llm-run: src/llm-run.c
+$(B)/llm-serve: src/llm-serve.c
+LINK_llm-serve = $(MHD_LIBS)
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
 LINK_llm-split = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(MLIR_CAPI_LIBS)

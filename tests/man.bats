@@ -122,6 +122,16 @@ imported() {
 	llm-run -m b/model.llm --tokens 1,2,3 -n 2 >/dev/null
 }
 
+@test "llm-serve(1): the examples run" {
+	mkdir -p build/r1
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL=ckpt OUT=build/r1 \
+		IMPORT_FLAGS="--max-context 128 --prefill-chunk 16" >&2
+	run_examples llm-serve.1
+	pkill -f "llm-serve -m build/r1/model.llm --port 8080" || true
+	[ "$n" -eq 2 ]
+	assert_output --partial '"object":"chat.completion"'
+}
+
 @test "llm(7): the examples run" {
 	ln -s "$PROJECT_ROOT/pipelines" pipelines
 	ln -s "${LLM_BIN:-$PROJECT_ROOT/bin}" bin

@@ -1,0 +1,821 @@
+/* llm-serve: an OpenAI-compatible HTTP server for a compiled model, on
+ * libllm (include/llm.h) and GNU libmicrohttpd.
+ *
+ * Endpoints: POST /v1/chat/completions and /v1/completions (streamed as
+ * server-sent events with "stream": true), GET /v1/models, GET /health,
+ * POST /tokenize and /detokenize (llama-server's).  Errors are OpenAI's
+ * JSON error objects with the HTTP status that fits.
+ *
+ * Concurrency: each connection has a thread (libmicrohttpd's thread per
+ * connection); a completion takes one of --parallel sequences (slots),
+ * waiting in a queue while all are taken.  Of the free slots it takes
+ * the one whose tokens share the longest prefix with its prompt, and
+ * evaluates only the rest: a conversation that resends its history
+ * reuses its previous turn's KV entries.  Decode steps of different
+ * slots are not batched.
+ *
+ * See llm-serve(1). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../include/llm.h"
+#include "../lib/json.h"
+#include "../lib/util.h"
+
+static const char usage_text[] =
+    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--host addr] [--max-body bytes]\n"
+    "                 [--name id] [--parallel n] [--port n] -m model\n";
+
+static const char options_text[] =
+    "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
+    "                       context if smaller)\n"
+    "  -h                   print the usage line\n"
+    "      --help           print this help\n"
+    "      --api-key key    require \"Authorization: Bearer key\" (all but /health)\n"
+    "      --host addr      IPv4 address to listen on (default 127.0.0.1)\n"
+    "  -m, --model path     the bundle (model.llm) or build directory\n"
+    "      --max-body n     largest request body in bytes (default 1048576)\n"
+    "      --name id        the model's id in /v1/models and responses (default: the\n"
+    "                       file name without .llm)\n"
+    "      --parallel n     sequences served at once; more requests wait (default 1)\n"
+    "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
+    "  -t, --threads n      OpenMP threads of each slot's evaluation (default: all cores)\n"
+    "      --version        print the version\n";
+
+struct slot {
+	struct llm_seq *seq;
+	int busy;
+};
+
+static struct server {
+	struct llm *m;
+	char *name;
+	const char *api_key;
+	size_t max_body;
+	struct slot *slots;
+	int nslots;
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+	atomic_ulong next_id;
+} sv;
+
+/* One request: its body, then, for a completion, its generation. */
+struct gen {
+	struct slot *slot;
+	int chat, stream;
+	char id[48];
+	time_t created;
+	struct llm_sampling sp;
+	int64_t max_tokens; /* -1: to the end of the context */
+	char **stop;
+	size_t nstop;
+	int64_t *reply;
+	size_t nreply, prompt_tokens;
+	char *text;         /* the reply's text so far (cut at a stop string) */
+	size_t len, shown;  /* of text; bytes already sent (streaming) */
+	const char *finish; /* NULL while generating: "stop" or "length" */
+	struct llm_buf out; /* server-sent events not yet sent */
+	size_t out_pos;
+	int ended; /* [DONE] queued */
+};
+
+struct req {
+	struct llm_buf body;
+	int too_big;
+	struct gen *g; /* handed to the streaming response */
+};
+
+static void
+release(struct slot *s)
+{
+	pthread_mutex_lock(&sv.lock);
+	s->busy = 0;
+	pthread_cond_broadcast(&sv.freed);
+	pthread_mutex_unlock(&sv.lock);
+}
+
+static void
+gen_free(struct gen *g)
+{
+	if (!g)
+		return;
+	if (g->slot)
+		release(g->slot);
+	for (size_t i = 0; i < g->nstop; i++)
+		free(g->stop[i]);
+	free(g->stop);
+	free(g->reply);
+	free(g->text);
+	llm_buf_free(&g->out);
+	free(g);
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static enum MHD_Result
+send_text(struct MHD_Connection *c, unsigned status, const char *type, char *text)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", type);
+	enum MHD_Result rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result
+send_json(struct MHD_Connection *c, unsigned status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s)
+		llm_fatal("out of memory serialising JSON");
+	return send_text(c, status, "application/json", s);
+}
+
+/* OpenAI's error object: type from the status, code (may be NULL). */
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static enum MHD_Result
+send_error(struct MHD_Connection *c, unsigned status, const char *code, const char *fmt, ...)
+{
+	struct llm_buf b = {0};
+	va_list ap;
+	va_start(ap, fmt);
+	llm_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	const char *type = status == 401 ? "authentication_error" :
+	    status == 404                ? "not_found_error" :
+	    status >= 500                ? "server_error" :
+					   "invalid_request_error";
+	json_t *e = json_pack("{s:s, s:s, s:n, s:o}", "message", b.p, "type", type, "param", "code",
+	    code ? json_string(code) : json_null());
+	llm_buf_free(&b);
+	return send_json(c, status, json_pack("{s:o}", "error", e));
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* A request's field errors: the message in err, 0 or -1. */
+struct bad {
+	char msg[256];
+	const char *code;
+};
+
+static int badf(struct bad *b, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int
+badf(struct bad *b, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b->msg, sizeof(b->msg), fmt, ap);
+	va_end(ap);
+	b->code = code;
+	return -1;
+}
+
+/* A number field in [lo, hi], or its default when absent or null. */
+static int
+num(const json_t *o, const char *key, double lo, double hi, double *v, struct bad *b)
+{
+	const json_t *x = json_object_get(o, key);
+	if (!x || json_is_null(x))
+		return 0;
+	if (!json_is_number(x))
+		return badf(b, NULL, "'%s' must be a number", key);
+	double d = json_number_value(x);
+	if (!(d >= lo && d <= hi))
+		return badf(b, NULL, "'%s' must be in [%g, %g]", key, lo, hi);
+	*v = d;
+	return 0;
+}
+
+static int
+integer(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *v, struct bad *b)
+{
+	const json_t *x = json_object_get(o, key);
+	if (!x || json_is_null(x))
+		return 0;
+	if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
+		return badf(b, NULL, "'%s' must be an integer in [%" PRId64 ", %" PRId64 "]", key, lo, hi);
+	*v = json_integer_value(x);
+	return 0;
+}
+
+/* A message's content: a string, or an array of {"type": "text", "text"} parts. */
+static char *
+content_of(const json_t *c, size_t i, struct bad *b)
+{
+	if (json_is_string(c))
+		return llm_xstrdup(json_string_value(c));
+	if (!json_is_array(c)) {
+		badf(b, NULL, "messages[%zu].content must be a string or an array of text parts", i);
+		return NULL;
+	}
+	struct llm_buf t = {0};
+	size_t k;
+	json_t *p;
+	json_array_foreach (c, k, p) {
+		const json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
+		if (!json_is_string(ty) || strcmp(json_string_value(ty), "text") != 0 || !json_is_string(tx)) {
+			llm_buf_free(&t);
+			badf(b, NULL,
+			    "messages[%zu].content[%zu]: only {\"type\": \"text\", \"text\": ...} parts are read", i,
+			    k);
+			return NULL;
+		}
+		llm_buf_puts(&t, json_string_value(tx));
+	}
+	llm_buf_add(&t, "", 1);
+	return t.p;
+}
+
+/* The prompt's tokens from the request (chat: messages; else prompt). */
+static int
+prompt_of(const json_t *j, int chat, int64_t **ids, size_t *n, struct bad *b)
+{
+	int rc;
+	if (chat) {
+		const json_t *ms = json_object_get(j, "messages");
+		if (!json_is_array(ms) || json_array_size(ms) == 0)
+			return badf(b, NULL, "'messages' must be a non-empty array");
+		size_t nm = json_array_size(ms);
+		struct llm_message *msgs = llm_xcalloc(nm, sizeof(*msgs));
+		rc = 0;
+		for (size_t i = 0; i < nm && rc == 0; i++) {
+			const json_t *m = json_array_get(ms, i), *role = json_object_get(m, "role");
+			if (!json_is_object(m) || !json_is_string(role))
+				rc = badf(b, NULL, "messages[%zu] must be an object with a string 'role'", i);
+			else if (!(msgs[i].content = content_of(json_object_get(m, "content"), i, b)))
+				rc = -1;
+			else
+				msgs[i].role = json_string_value(role);
+		}
+		if (rc == 0 && (rc = llm_chat_tokenize(sv.m, msgs, nm, 1, ids, n)) != LLM_OK)
+			rc = badf(b, NULL, "%s", llm_errmsg());
+		for (size_t i = 0; i < nm; i++)
+			free((void *)msgs[i].content);
+		free(msgs);
+		return rc;
+	}
+	const json_t *p = json_object_get(j, "prompt");
+	if (json_is_array(p) && json_array_size(p) == 1)
+		p = json_array_get(p, 0);
+	if (!json_is_string(p))
+		return badf(b, NULL, "'prompt' must be a string");
+	if (llm_tokenize(sv.m, json_string_value(p), json_string_length(p), LLM_TOKENIZE_SPECIAL, ids, n) != LLM_OK)
+		return badf(b, NULL, "%s", llm_errmsg());
+	return 0;
+}
+
+/* The sampling and stopping fields. */
+static int
+params_of(const json_t *j, struct gen *g, struct bad *b)
+{
+	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
+	double temp = d.temperature, top_p = d.top_p;
+	int64_t seed = -1, n = 1, maxt = -1;
+	const json_t *x = json_object_get(j, "stream");
+	if (x && !json_is_null(x) && !json_is_boolean(x))
+		return badf(b, NULL, "'stream' must be a boolean");
+	g->stream = json_is_true(x);
+	if (num(j, "temperature", 0, 2, &temp, b) || num(j, "top_p", 0, 1, &top_p, b) ||
+	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, 1, &n, b) ||
+	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) ||
+	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b))
+		return -1;
+	d.temperature = temp;
+	d.top_p = top_p;
+	d.seed = seed < 0 ? (uint64_t)time(NULL) ^ atomic_load(&sv.next_id) : (uint64_t)seed;
+	g->sp = d;
+	g->max_tokens = maxt;
+	const json_t *st = json_object_get(j, "stop");
+	if (json_is_string(st)) {
+		g->stop = llm_xcalloc(1, sizeof(*g->stop));
+		g->stop[g->nstop++] = llm_xstrdup(json_string_value(st));
+	} else if (json_is_array(st)) {
+		if (json_array_size(st) > 4)
+			return badf(b, NULL, "'stop' holds at most 4 strings");
+		g->stop = llm_xcalloc(json_array_size(st) + 1, sizeof(*g->stop));
+		size_t i;
+		json_t *s;
+		json_array_foreach (st, i, s) {
+			if (!json_is_string(s) || json_string_length(s) == 0)
+				return badf(b, NULL, "'stop' must be a string or an array of non-empty strings");
+			g->stop[g->nstop++] = llm_xstrdup(json_string_value(s));
+		}
+	} else if (st && !json_is_null(st))
+		return badf(b, NULL, "'stop' must be a string or an array of strings");
+	return 0;
+}
+
+/* A free slot, the one sharing the longest prefix with ids, waiting
+ * while none is free; its sequence then holds ids, evaluated. */
+static int
+take_slot(struct gen *g, const int64_t *ids, size_t n)
+{
+	pthread_mutex_lock(&sv.lock);
+	struct slot *best;
+	size_t keep;
+	for (;;) {
+		best = NULL;
+		keep = 0;
+		for (int i = 0; i < sv.nslots; i++) {
+			struct slot *s = &sv.slots[i];
+			if (s->busy)
+				continue;
+			size_t k = 0, pos = (size_t)llm_seq_pos(s->seq);
+			const int64_t *t = llm_seq_tokens(s->seq);
+			while (k < pos && k + 1 < n && t[k] == ids[k])
+				k++;
+			if (!best || k > keep) {
+				best = s;
+				keep = k;
+			}
+		}
+		if (best)
+			break;
+		pthread_cond_wait(&sv.freed, &sv.lock);
+	}
+	best->busy = 1;
+	pthread_mutex_unlock(&sv.lock);
+	g->slot = best;
+	if (llm_seq_rewind(best->seq, (int64_t)keep) != LLM_OK ||
+	    llm_seq_eval(best->seq, ids + keep, n - keep) != LLM_OK) {
+		llm_seq_rewind(best->seq, 0);
+		return -1;
+	}
+	return 0;
+}
+
+/* One token more, or the end: g->text, g->len and g->finish updated. */
+static void
+step(struct gen *g)
+{
+	int64_t id;
+	struct llm_seq *s = g->slot->seq;
+	if (g->max_tokens >= 0 && (int64_t)g->nreply >= g->max_tokens) {
+		g->finish = "length";
+		return;
+	}
+	if (llm_seq_sample(s, &g->sp, &id) != LLM_OK || llm_token_is_eos(sv.m, id)) {
+		g->finish = "stop";
+		return;
+	}
+	g->reply = llm_xreallocarray(g->reply, g->nreply + 1, sizeof(*g->reply));
+	g->reply[g->nreply++] = id;
+	free(g->text);
+	if (llm_detokenize(sv.m, g->reply, g->nreply, &g->text, &g->len) != LLM_OK)
+		llm_fatal("%s", llm_errmsg());
+	for (size_t i = 0; i < g->nstop; i++) {
+		char *at = strstr(g->text, g->stop[i]);
+		if (at) {
+			*at = '\0';
+			g->len = (size_t)(at - g->text);
+			g->finish = "stop";
+		}
+	}
+	if (!g->finish && llm_seq_eval(s, &id, 1) != LLM_OK)
+		g->finish = "length"; /* the context is full */
+}
+
+/* The bytes of text that may be sent now: not a character still cut (a
+ * U+FFFD at the end) nor the start of a stop string. */
+static size_t
+releasable(const struct gen *g)
+{
+	if (g->finish)
+		return g->len;
+	size_t n = g->len;
+	if (n >= 3 && memcmp(g->text + n - 3, "\xef\xbf\xbd", 3) == 0)
+		n -= 3;
+	for (size_t i = 0; i < g->nstop; i++) {
+		size_t l = strlen(g->stop[i]);
+		for (size_t k = l - 1; k > 0; k--)
+			if (k <= n && memcmp(g->text + n - k, g->stop[i], k) == 0) {
+				n -= k;
+				break;
+			}
+	}
+	while (n > g->shown && n < g->len && (g->text[n] & 0xc0) == 0x80)
+		n--; /* not inside a character */
+	return n;
+}
+
+static json_t *
+usage_json(const struct gen *g)
+{
+	return json_pack("{s:I, s:I, s:I}", "prompt_tokens", (json_int_t)g->prompt_tokens, "completion_tokens",
+	    (json_int_t)g->nreply, "total_tokens", (json_int_t)(g->prompt_tokens + g->nreply));
+}
+
+/* A streamed chunk (delta text, or the finish) as an event into g->out. */
+static void
+chunk(struct gen *g, const char *text, size_t len, const char *finish)
+{
+	json_t *choice;
+	if (g->chat) {
+		json_t *delta = json_object();
+		if (!g->shown && !finish)
+			json_object_set_new(delta, "role", json_string("assistant"));
+		if (len)
+			json_object_set_new(delta, "content", json_stringn(text, len));
+		choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "finish_reason",
+		    finish ? json_string(finish) : json_null());
+	} else
+		choice = json_pack("{s:i, s:s%, s:o}", "index", 0, "text", text, len, "finish_reason",
+		    finish ? json_string(finish) : json_null());
+	json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", g->id, "object",
+	    g->chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
+	    "choices", choice);
+	if (finish)
+		json_object_set_new(j, "usage", usage_json(g));
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	llm_buf_printf(&g->out, "data: %s\n\n", s);
+	free(s);
+}
+
+/* libmicrohttpd's reader of a streamed completion: events as the tokens
+ * come, then [DONE].  A client that goes away ends it (gen_free). */
+static ssize_t
+stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct gen *g = cls;
+	(void)pos;
+	while (g->out_pos == g->out.len) {
+		g->out.len = g->out_pos = 0;
+		if (g->ended)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (g->finish) {
+			size_t n = g->len - g->shown;
+			chunk(g, g->text + g->shown, n, g->finish);
+			g->shown = g->len;
+			llm_buf_puts(&g->out, "data: [DONE]\n\n");
+			g->ended = 1;
+			break;
+		}
+		step(g);
+		size_t n = releasable(g);
+		if (n > g->shown || (!g->shown && g->chat && g->nreply == 1)) {
+			if (!g->finish) {
+				chunk(g, g->text + g->shown, n - g->shown, NULL);
+				g->shown = n;
+			}
+		}
+	}
+	size_t n = g->out.len - g->out_pos < max ? g->out.len - g->out_pos : max;
+	memcpy(buf, g->out.p + g->out_pos, n);
+	g->out_pos += n;
+	return (ssize_t)n;
+}
+
+static void
+stream_free(void *cls)
+{
+	gen_free(cls);
+}
+
+static enum MHD_Result
+completion(struct MHD_Connection *c, const json_t *j, int chat)
+{
+	struct bad b = {"", NULL};
+	int64_t *ids = NULL;
+	size_t n = 0;
+	const json_t *model = json_object_get(j, "model");
+	if (model && !json_is_string(model))
+		return send_error(c, 400, NULL, "'model' must be a string");
+	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
+		return send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'",
+		    json_string_value(model), sv.name);
+	struct gen *g = llm_xcalloc(1, sizeof(*g));
+	g->chat = chat;
+	g->created = time(NULL);
+	snprintf(g->id, sizeof(g->id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
+	if (params_of(j, g, &b) < 0 || prompt_of(j, chat, &ids, &n, &b) < 0) {
+		gen_free(g);
+		return send_error(c, 400, b.code, "%s", b.msg);
+	}
+	int64_t ctx = llm_seq_context(sv.slots[0].seq);
+	if (n == 0 || (int64_t)n >= ctx) {
+		free(ids);
+		gen_free(g);
+		return n == 0 ? send_error(c, 400, NULL, "the prompt is empty") :
+				send_error(c, 400, "context_length_exceeded",
+				    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, n);
+	}
+	g->prompt_tokens = n;
+	int rc = take_slot(g, ids, n);
+	free(ids);
+	if (rc < 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", llm_errmsg());
+		gen_free(g);
+		return send_error(c, 500, NULL, "%s", msg);
+	}
+	if (g->stream) {
+		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, g,
+		    stream_free);
+		MHD_add_response_header(r, "Content-Type", "text/event-stream");
+		MHD_add_response_header(r, "Cache-Control", "no-cache");
+		enum MHD_Result q = MHD_queue_response(c, 200, r);
+		MHD_destroy_response(r);
+		return q;
+	}
+	while (!g->finish)
+		step(g);
+	json_t *choice;
+	if (chat)
+		choice = json_pack("{s:i, s:{s:s, s:s%}, s:s}", "index", 0, "message", "role", "assistant", "content",
+		    g->text ? g->text : "", g->len, "finish_reason", g->finish);
+	else
+		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", g->text ? g->text : "", g->len,
+		    "finish_reason", g->finish);
+	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
+	    chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
+	    "choices", choice, "usage", usage_json(g));
+	gen_free(g);
+	return send_json(c, 200, res);
+}
+
+static enum MHD_Result
+tokenize(struct MHD_Connection *c, const json_t *j)
+{
+	const json_t *t = json_object_get(j, "content"), *sp = json_object_get(j, "add_special");
+	int64_t *ids;
+	size_t n;
+	if (!json_is_string(t))
+		return send_error(c, 400, NULL, "'content' must be a string");
+	if (sp && !json_is_boolean(sp))
+		return send_error(c, 400, NULL, "'add_special' must be a boolean");
+	if (llm_tokenize(sv.m, json_string_value(t), json_string_length(t), json_is_true(sp) ? LLM_TOKENIZE_SPECIAL : 0,
+		&ids, &n) != LLM_OK)
+		return send_error(c, 400, NULL, "%s", llm_errmsg());
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_integer(ids[i]));
+	llm_free(ids);
+	return send_json(c, 200, json_pack("{s:o}", "tokens", a));
+}
+
+static enum MHD_Result
+detokenize(struct MHD_Connection *c, const json_t *j)
+{
+	const json_t *t = json_object_get(j, "tokens");
+	if (!json_is_array(t))
+		return send_error(c, 400, NULL, "'tokens' must be an array of token ids");
+	size_t n = json_array_size(t);
+	int64_t *ids = llm_xcalloc(n + 1, sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *x = json_array_get(t, i);
+		if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= llm_vocab_size(sv.m)) {
+			free(ids);
+			return send_error(c, 400, NULL, "tokens[%zu] is not a token id of this model", i);
+		}
+		ids[i] = json_integer_value(x);
+	}
+	char *text;
+	size_t len;
+	int rc = llm_detokenize(sv.m, ids, n, &text, &len);
+	free(ids);
+	if (rc != LLM_OK)
+		return send_error(c, 500, NULL, "%s", llm_errmsg());
+	json_t *res = json_pack("{s:s%}", "content", text, len);
+	llm_free(text);
+	return send_json(c, 200, res);
+}
+
+static int
+authorized(struct MHD_Connection *c)
+{
+	if (!sv.api_key)
+		return 1;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, sv.api_key) == 0;
+}
+
+static enum MHD_Result
+handle(struct MHD_Connection *c, const char *url, const char *method, const char *body, size_t len)
+{
+	int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
+	if (strcmp(url, "/health") == 0 && get)
+		return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
+	if (!authorized(c))
+		return send_error(c, 401, "invalid_api_key", "a valid API key is required (Authorization: Bearer ...)");
+	if (strcmp(url, "/v1/models") == 0 && get)
+		return send_json(c, 200,
+		    json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id", sv.name, "object",
+			"model", "created", 0, "owned_by", "llm"));
+	static const char *const posts[] = {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"};
+	int k = -1;
+	for (int i = 0; i < 4; i++)
+		if (strcmp(url, posts[i]) == 0)
+			k = i;
+	if (k < 0 && !(strcmp(url, "/health") == 0 || strcmp(url, "/v1/models") == 0))
+		return send_error(c, 404, NULL, "no endpoint %s %s", method, url);
+	if (k < 0 || !post)
+		return send_error(c, 405, NULL, "%s %s: method not allowed", method, url);
+	json_error_t e;
+	json_t *j = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &e);
+	if (!j)
+		return send_error(c, 400, NULL, "the body is not JSON: %s (at byte %d)", e.text, e.position);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return send_error(c, 400, NULL, "the body must be a JSON object");
+	}
+	enum MHD_Result rc = k == 0 ? completion(c, j, 1) :
+	    k == 1                  ? completion(c, j, 0) :
+	    k == 2                  ? tokenize(c, j) :
+				      detokenize(c, j);
+	json_decref(j);
+	return rc;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+    const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct req *r = *con_cls;
+	(void)cls;
+	(void)version;
+	if (!r) {
+		r = llm_xcalloc(1, sizeof(*r));
+		*con_cls = r;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > sv.max_body)
+			return send_error(c, 413, NULL, "the body of %s bytes is larger than --max-body, %zu", cl,
+			    sv.max_body);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (r->body.len + *upload_size > sv.max_body)
+			r->too_big = 1;
+		else
+			llm_buf_add(&r->body, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->too_big)
+		return send_error(c, 413, NULL, "the body is larger than --max-body, %zu bytes", sv.max_body);
+	return handle(c, url, method, r->body.p, r->body.len);
+}
+
+static void
+on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct req *r = *con_cls;
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (r) {
+		llm_buf_free(&r->body);
+		free(r);
+		*con_cls = NULL;
+	}
+}
+
+enum { OPT_API_KEY = 256, OPT_HOST, OPT_MAX_BODY, OPT_NAME, OPT_PARALLEL, OPT_PORT };
+
+static _Noreturn void
+bad_usage(const char *msg)
+{
+	fprintf(stderr, "%s: %s\n%s", llm_prog, msg, usage_text);
+	exit(LLM_EXIT_USAGE);
+}
+
+static int64_t
+int_arg(const char *opt, const char *s, int64_t lo, int64_t hi)
+{
+	int64_t v;
+	if (llm_parse_i64(s, lo, hi, &v) < 0) {
+		fprintf(stderr, "%s: %s: '%s' is not an integer in [%" PRId64 ", %" PRId64 "]\n", llm_prog, opt, s, lo,
+		    hi);
+		exit(LLM_EXIT_USAGE);
+	}
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longs[] = {{"ctx-size", required_argument, NULL, 'c'},
+		{"model", required_argument, NULL, 'm'}, {"threads", required_argument, NULL, 't'}, LLM_STD_LONGOPTS,
+		{"api-key", required_argument, NULL, OPT_API_KEY}, {"host", required_argument, NULL, OPT_HOST},
+		{"max-body", required_argument, NULL, OPT_MAX_BODY}, {"name", required_argument, NULL, OPT_NAME},
+		{"parallel", required_argument, NULL, OPT_PARALLEL}, {"port", required_argument, NULL, OPT_PORT},
+		{NULL, 0, NULL, 0}};
+	const char *model = NULL, *host = "127.0.0.1", *name = NULL;
+	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
+	int o;
+
+	argv[0] = (char *)llm_setprog(argv[0]);
+	while ((o = getopt_long(argc, argv, "c:hm:t:", longs, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			ctx = int_arg("-c", optarg, 0, INT32_MAX);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case 'm':
+			model = optarg;
+			break;
+		case 't':
+			threads = int_arg("-t", optarg, -1, 4096);
+			break;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(options_text);
+		case LLM_OPT_VERSION:
+			llm_print_version();
+		case OPT_API_KEY:
+			sv.api_key = optarg;
+			break;
+		case OPT_HOST:
+			host = optarg;
+			break;
+		case OPT_MAX_BODY:
+			max_body = int_arg("--max-body", optarg, 1, INT32_MAX);
+			break;
+		case OPT_NAME:
+			name = optarg;
+			break;
+		case OPT_PARALLEL:
+			parallel = int_arg("--parallel", optarg, 1, 64);
+			break;
+		case OPT_PORT:
+			port = int_arg("--port", optarg, 0, 65535);
+			break;
+		default:
+			fputs(usage_text, stderr);
+			return LLM_EXIT_USAGE;
+		}
+	}
+	if (optind != argc)
+		bad_usage("unexpected arguments");
+	if (!model)
+		bad_usage("no model (-m model.llm)");
+	if (sv.api_key && !*sv.api_key)
+		bad_usage("--api-key: empty");
+	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
+		bad_usage("--host: not an IPv4 address");
+
+	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx};
+	if (llm_open(model, &lo, &sv.m) != LLM_OK)
+		llm_fatal("%s", llm_errmsg());
+	if (!name) {
+		const char *b = strrchr(model, '/');
+		b = b && b[1] ? b + 1 : model;
+		size_t l = strlen(b);
+		sv.name = llm_xstrndup(b, l > 4 && strcmp(b + l - 4, ".llm") == 0 ? l - 4 : l);
+	} else
+		sv.name = llm_xstrdup(name);
+	sv.max_body = (size_t)max_body;
+	sv.nslots = (int)parallel;
+	sv.slots = llm_xcalloc((size_t)parallel, sizeof(*sv.slots));
+	for (int i = 0; i < sv.nslots; i++)
+		if (llm_seq_new(sv.m, 0, &sv.slots[i].seq) != LLM_OK)
+			llm_fatal("%s", llm_errmsg());
+	pthread_mutex_init(&sv.lock, NULL);
+	pthread_cond_init(&sv.freed, NULL);
+
+	/* SIGINT and SIGTERM end the server: waited for below, blocked in
+	 * every thread; a client gone mid-write is an error, not SIGPIPE */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+		MHD_USE_ERROR_LOG,
+	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
+	if (!d)
+		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	fprintf(stderr, "%s: %s: listening on http://%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
+	    llm_prog, model, host, info ? info->port : (unsigned)port, sv.name, sv.nslots, sv.nslots > 1 ? "s" : "",
+	    llm_seq_context(sv.slots[0].seq));
+	int sig;
+	sigwait(&sigs, &sig);
+	MHD_stop_daemon(d);
+	for (int i = 0; i < sv.nslots; i++)
+		llm_seq_free(&sv.slots[i].seq);
+	llm_close(&sv.m);
+	free(sv.slots);
+	free(sv.name);
+	return 0;
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env bats
+# llm-serve on a compiled model (the tiny random Qwen2 with the
+# DeepSeek-R1-Distill tokenizer and template), started by each test on a
+# free loopback port: curl, the openai npm package, errors, many clients
+# at once, clients that go away, memory over many requests.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	ensure_tokenizer
+	local d=$BATS_FILE_TMPDIR
+	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$d/ck" \
+		OUT="$d/out" IMPORT_FLAGS="--max-context 256 --prefill-chunk 16" >&2
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	M=$BATS_FILE_TMPDIR/out/model.llm
+	T=$BATS_TEST_TMPDIR
+	PID=
+}
+
+teardown() {
+	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+}
+
+# serve [options]: start llm-serve on a free port; URL and PID set.
+serve() {
+	llm-serve -m "$M" -t 1 --port 0 "$@" 2>"$T/serve.log" &
+	PID=$!
+	for _ in $(seq 100); do
+		grep -q 'listening on' "$T/serve.log" && break
+		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
+		sleep 0.1
+	done
+	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
+	[ -n "$URL" ]
+}
+
+# post PATH JSON: the response body, then the status on a line of its own.
+post() {
+	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
+}
+
+chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 12, "temperature": 0}'
+
+@test "llm-serve usage equals the man page SYNOPSIS; --help, --version; bad options are one line" {
+	[ "$(usage_of llm-serve)" = "$(synopsis_of llm-serve)" ]
+	run -0 llm-serve --help
+	assert_output --partial "--api-key key"
+	run -0 llm-serve --version
+	assert_output --regexp '^llm-serve \(llm\) '
+	run -2 --separate-stderr llm-serve -m "$M" --port 70000
+	[ "$stderr" = "llm-serve: --port: '70000' is not an integer in [0, 65535]" ]
+	run -2 --separate-stderr llm-serve -m "$M" --host localhost
+	[ "${stderr_lines[0]}" = "llm-serve: --host: not an IPv4 address" ]
+	run -1 --separate-stderr llm-serve -m "$T/none.llm"
+	[ "$stderr" = "llm-serve: $T/none.llm: No such file or directory" ]
+}
+
+@test "curl: chat and text completions, streamed and not, as llm-run replies; models, health, tokenize, detokenize (issue 43)" {
+	serve
+	[ "$(curl -s "$URL/health")" = '{"status":"ok"}' ]
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.object, .data[0].id]')" = '["list","model"]' ]
+	# greedy: llm-run's chat reply of 12 tokens
+	want=$(llm-run -m "$M" -t 1 -i -n 12 --json <<<'Hello there' 2>/dev/null | jq -r .text)
+	run -0 post /v1/chat/completions "$chat"
+	[ "${lines[-1]}" = 200 ]
+	body=${output%$'\n'*}
+	[ "$(jq -r '.choices[0].message.content' <<<"$body")" = "$want" ]
+	[ "$(jq -c '[.object, .choices[0].message.role, .choices[0].finish_reason, .usage.completion_tokens,
+		.usage.total_tokens - .usage.prompt_tokens]' <<<"$body")" = '["chat.completion","assistant","length",12,12]' ]
+	# streamed: server-sent events whose deltas make the same text, then [DONE]
+	curl -sN "$URL/v1/chat/completions" -d "$(jq -c '.stream = true' <<<"$chat")" >"$T/sse"
+	[ "$(tail -2 "$T/sse" | head -1)" = 'data: [DONE]' ]
+	[ "$(grep '^data: {' "$T/sse" | sed 's/^data: //' | jq -j '.choices[0].delta.content // ""')" = "$want" ]
+	[ "$(grep '^data: {' "$T/sse" | tail -1 | sed 's/^data: //' | jq -r '.choices[0].finish_reason')" = length ]
+	# text completion: llm-run's continuation of the prompt
+	want=$(llm-run -m "$M" -t 1 -p 'Once upon a time' -n 6 --json 2>/dev/null | jq -r .text)
+	run -0 post /v1/completions '{"prompt": "Once upon a time", "max_tokens": 6, "temperature": 0}'
+	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "$want" ]
+	# tokenize and back
+	run -0 post /tokenize '{"content": "Hello world"}'
+	ids=$(jq -c .tokens <<<"${output%$'\n'*}")
+	[ "$ids" = "$(echo '"Hello world"' | llm-run -m "$M" --tokenize)" ]
+	run -0 post /detokenize "{\"tokens\": $ids}"
+	[ "$(jq -r .content <<<"${output%$'\n'*}")" = "Hello world" ]
+}
+
+@test "bad requests get OpenAI-shaped errors with the right status; the server goes on (issue 43)" {
+	serve --max-body 4096
+	check() { # status type PATH BODY
+		run -0 post "$3" "$4"
+		[ "${lines[-1]}" = "$1" ]
+		[ "$(jq -r .error.type <<<"${output%$'\n'*}")" = "$2" ]
+		jq -e '.error.message | length > 0' <<<"${output%$'\n'*}" >/dev/null
+	}
+	check 400 invalid_request_error /v1/chat/completions '{"messages": '
+	check 400 invalid_request_error /v1/chat/completions '[1, 2]'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": "hi"}'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": 5}]}'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "n": 2}'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}'
+	check 400 invalid_request_error /v1/completions '{"prompt": "\u0000\ud800"}'
+	check 404 not_found_error /v1/chat/completions '{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}'
+	[ "$(jq -r .error.code <<<"${output%$'\n'*}")" = model_not_found ]
+	# a prompt longer than the context (256)
+	long=$(printf 'word %.0s' $(seq 300))
+	check 400 invalid_request_error /v1/completions "{\"prompt\": \"$long\"}"
+	[ "$(jq -r .error.code <<<"${output%$'\n'*}")" = context_length_exceeded ]
+	# a body over --max-body, with and without a length announced
+	big=$(head -c 5000 /dev/zero | tr '\0' a)
+	check 413 invalid_request_error /v1/completions "{\"prompt\": \"$big\"}"
+	run -0 sh -c "printf '{\"prompt\": \"%s\"}' '$big' | curl -s -w '\n%{http_code}\n' -H 'Transfer-Encoding: chunked' --data-binary @- '$URL/v1/completions'"
+	[ "${lines[-1]}" = 413 ]
+	# no such endpoint; not its method
+	check 404 not_found_error /v1/embeddings '{}'
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/chat/completions")" = 405 ]
+	# still serving
+	run -0 post /v1/chat/completions "$chat"
+	[ "${lines[-1]}" = 200 ]
+	kill -0 "$PID"
+}
+
+@test "--api-key: a Bearer token is needed for all but /health (issue 43)" {
+	serve --api-key s3cret
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")" = 200 ]
+	run -0 post /v1/chat/completions "$chat"
+	[ "${lines[-1]}" = 401 ]
+	[ "$(jq -r .error.code <<<"${output%$'\n'*}")" = invalid_api_key ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong' "$URL/v1/models")" = 401 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret' "$URL/v1/models")" = 200 ]
+}
+
+@test "the openai npm client: plain and streamed chat, stop strings, errors (issue 43)" {
+	[ -e "$PROJECT_ROOT/tests/npm/node_modules/openai/package.json" ] ||
+		npm install --prefix "$PROJECT_ROOT/tests/npm" --no-save --no-package-lock --no-audit --no-fund \
+			--loglevel=error "openai@$(jq -r .dependencies.openai "$PROJECT_ROOT/tests/npm/package.json")" >&2
+	serve --api-key k
+	node "$PROJECT_ROOT/tests/tools/openai-check.mjs" "$URL/v1" model k >"$T/o"
+	want=$(llm-run -m "$M" -t 1 -i -n 12 --json <<<'Hello there' 2>/dev/null | jq -r .text)
+	[ "$(jq -r 'select(.check == "plain") | .content' "$T/o")" = "$want" ]
+	[ "$(jq -c 'select(.check == "plain") | [.role, .finish, .usage.completion_tokens, .object]' "$T/o")" = \
+		'["assistant","length",12,"chat.completion"]' ]
+	[ "$(jq -r 'select(.check == "stream") | .content' "$T/o")" = "$want" ]
+	[ "$(jq -r 'select(.check == "stream") | .finish' "$T/o")" = length ]
+	# the reply cut before the stop string, finish_reason stop; streamed alike
+	[ "$(jq 'select(.check == "stop") | .content == .want and .finish == "stop"' "$T/o")" = true ]
+	[ "$(jq -r 'select(.check == "stop-stream") | .content' "$T/o")" = "$(jq -r 'select(.check == "stop") | .want' "$T/o")" ]
+	[ "$(jq -c 'select(.check == "models") | .ids' "$T/o")" = '["model"]' ]
+	[ "$(jq -c 'select(.check == "unknown-model") | [.status, .code]' "$T/o")" = '[404,"model_not_found"]' ]
+	[ "$(jq -c 'select(.check == "bad-temperature") | .status' "$T/o")" = 400 ]
+	[ "$(jq -c 'select(.check == "no-messages") | .status' "$T/o")" = 400 ]
+}
+
+@test "8 clients x 20 requests at once, 2 slots: each answer is its own prompt's; clients gone mid-stream; RSS flat over 1000 requests (issue 43)" {
+	serve --parallel 2
+	# each client's prompt, and its answer alone first
+	for c in $(seq 8); do
+		jq -nc --arg p "client $c says hello" '{prompt: $p, max_tokens: 6, temperature: 0}' >"$T/req$c"
+		curl -s "$URL/v1/completions" -d @"$T/req$c" | jq -r '.choices[0].text' >"$T/alone$c"
+	done
+	pids=
+	for c in $(seq 8); do
+		(for i in $(seq 20); do
+			curl -s --max-time 60 "$URL/v1/completions" -d @"$T/req$c" | jq -r '.choices[0].text' >"$T/got$c.$i"
+		done) &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p"; done
+	for c in $(seq 8); do
+		for i in $(seq 20); do
+			cmp "$T/alone$c" "$T/got$c.$i"
+		done
+	done
+	# clients that go away mid-stream: the server frees their slots
+	for _ in 1 2 3 4; do
+		curl -sN --max-time 0.3 "$URL/v1/completions" \
+			-d '{"prompt": "Once", "max_tokens": 200, "temperature": 0, "stream": true}' >/dev/null || true
+	done
+	run -0 curl -s --max-time 60 "$URL/v1/completions" -d @"$T/req1"
+	[ "$(jq -r '.choices[0].text' <<<"$output")" = "$(cat "$T/alone1")" ]
+	# RSS after 1000 requests against after 100
+	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PID/status"; }
+	req='{"prompt": "Hello", "max_tokens": 2, "temperature": 0.7}'
+	for i in $(seq 100); do curl -s "$URL/v1/completions" -d "$req" >/dev/null; done
+	r100=$(rss)
+	for i in $(seq 900); do curl -s "$URL/v1/completions" -d "$req" >/dev/null; done
+	r1000=$(rss)
+	echo "RSS after 100 requests $r100 KiB, after 1000 $r1000 KiB" >&3
+	[ "$r1000" -le $((r100 + r100 / 20 + 1024)) ]
+}
