@@ -80,6 +80,7 @@ static struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t freed;
 	atomic_ulong next_id;
+	uint64_t tickets, serving; /* the queue, first come first served (lock) */
 } sv;
 
 /* One request: its body, then, for a completion, its generation. */
@@ -386,18 +387,19 @@ prompt_eval(void *p)
 	}
 }
 
-/* A free slot, the one sharing the longest prefix with ids, waiting
- * while none is free; its sequence then holds ids, evaluated. */
+/* A free slot, the one sharing the longest prefix with ids, waiting in
+ * the queue (first come, first served) while none is free; its sequence then holds ids, evaluated. */
 static int
 take_slot(struct gen *g, const int64_t *ids, size_t n)
 {
 	pthread_mutex_lock(&sv.lock);
+	uint64_t me = sv.tickets++;
 	struct slot *best;
 	size_t keep;
 	for (;;) {
 		best = NULL;
 		keep = 0;
-		for (int i = 0; i < sv.nslots; i++) {
+		for (int i = 0; i < sv.nslots && me == sv.serving; i++) {
 			struct slot *s = &sv.slots[i];
 			if (s->busy)
 				continue;
@@ -415,6 +417,8 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 		pthread_cond_wait(&sv.freed, &sv.lock);
 	}
 	best->busy = 1;
+	sv.serving++;
+	pthread_cond_broadcast(&sv.freed); /* the next in the queue may find a slot */
 	pthread_mutex_unlock(&sv.lock);
 	g->slot = best;
 	struct prompt_job j = {best->seq, ids, n, keep, 0, ""};
