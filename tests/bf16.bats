@@ -77,8 +77,7 @@ build() {
 
 @test "--activations bf16: prefill's row passes two or three rows of x at a time (prefill.three_rows) give the same logits, bit for bit" {
 	for v in 0 1; do
-		jq --argjson v $v '(.cpus[].params) |= del(."prefill.three_rows") | .cpus.generic.params."prefill.three_rows" = $v' \
-			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/rows$v.json"
+		tuning_with "$T/rows$v.json" prefill.three_rows $v
 		build "$T/b$v" "--tuning $T/rows$v.json"
 	done
 	run ! cmp -s "$T/b0/libmodel.so" "$T/b1/libmodel.so"
@@ -101,8 +100,7 @@ amx() {
 	# every CPU: the tiles' portable form here (the AMX one where the CPU
 	# has it, which takes the tiles by default)
 	for v in 0 1; do
-		jq --argjson v $v '(.cpus[].params) |= del(."prefill.bf16_tiles") | .cpus.generic.params."prefill.bf16_tiles" = $v' \
-			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles$v.json"
+		tuning_with "$T/tiles$v.json" prefill.bf16_tiles $v
 		build "$T/t$v" "--tuning $T/tiles$v.json"
 	done
 	grep -q "llvm.call @llm_qtile_bf16" "$T/t1/prefill.mlir"

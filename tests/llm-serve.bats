@@ -9,11 +9,7 @@ bats_require_minimum_version 1.5.0
 setup_file() {
 	load test_helper/common-setup
 	_common_setup
-	ensure_tokenizer
-	local d=$BATS_FILE_TMPDIR
-	mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$d/ck" >&2
-	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$d/ck" \
-		OUT="$d/out" IMPORT_FLAGS="--max-context 256 --prefill-chunk 16" >&2
+	tiny_build "$BATS_FILE_TMPDIR" out
 }
 
 setup() {

@@ -355,8 +355,7 @@ decodes_as() {
 	need_llamacpp
 	ggml-ref quantize "$(full)" "$T/q.gguf" Q4_0
 	for v in 0 1; do
-		jq --argjson v $v '(.cpus[].params) |= del(."prefill.three_rows") | .cpus.generic.params."prefill.three_rows" = $v' \
-			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/rows$v.json"
+		tuning_with "$T/rows$v.json" prefill.three_rows $v
 		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$T/q.gguf" OUT="$T/b$v" \
 			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="--tuning $T/rows$v.json" -j2 >&2
 	done
@@ -387,8 +386,7 @@ amx() {
 	# every CPU: the tiles' portable form here (the AMX one where the CPU
 	# has it, which takes the tiles by default)
 	for v in 0 1; do
-		jq --argjson v $v '(.cpus[].params) |= del(."prefill.int8_tiles") | .cpus.generic.params."prefill.int8_tiles" = $v' \
-			"$PROJECT_ROOT/share/llm/tuning.json" >"$T/tiles$v.json"
+		tuning_with "$T/tiles$v.json" prefill.int8_tiles $v
 	done
 	for f in Q8_0 Q4_0 Q4_K_M; do
 		ggml-ref quantize "$g" "$T/q.gguf" "$f"

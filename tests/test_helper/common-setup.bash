@@ -16,6 +16,24 @@ _common_setup() {
 	load '/usr/lib/bats/bats-assert/load'
 }
 
+# tiny_build DIR OUT [IMPORT_FLAGS]: the tiny random Qwen2 checkpoint
+# (seed 1, the DeepSeek-R1-Distill tokenizer and template) in DIR/ck,
+# built through pipelines/model.mk into DIR/OUT (default flags: context
+# 256, prefill chunk 16).
+tiny_build() {
+	ensure_tokenizer
+	[ -d "$1/ck" ] || mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o "$1/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$1/ck" \
+		OUT="$1/$2" IMPORT_FLAGS="${3:---max-context 256 --prefill-chunk 16}" >&2
+}
+
+# tuning_with OUT PARAM VALUE: share/llm/tuning.json with PARAM set to
+# VALUE for every CPU (generic's, no entry of its own), written to OUT.
+tuning_with() {
+	jq --arg p "$2" --argjson v "$3" '(.cpus[].params) |= del(.[$p]) | .cpus.generic.params[$p] = $v' \
+		"$PROJECT_ROOT/share/llm/tuning.json" >"$1"
+}
+
 # The DeepSeek-R1-Distill tokenizer fixture, when ../shared is there.
 fixture_tokenizer_dir() {
 	echo "$PROJECT_ROOT/../shared/fixtures/tokenizers/ds-r1-distill-qwen"
