@@ -347,6 +347,8 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 	g->max_tokens = maxt;
 	const json_t *st = json_object_get(j, "stop");
 	if (json_is_string(st)) {
+		if (!*json_string_value(st))
+			return badf(b, NULL, "'stop' must not be empty");
 		g->stop = llm_xcalloc(1, sizeof(*g->stop));
 		g->stop[g->nstop++] = llm_xstrdup(json_string_value(st));
 	} else if (json_is_array(st)) {
@@ -356,7 +358,7 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 		size_t i;
 		json_t *s;
 		json_array_foreach (st, i, s) {
-			if (!json_is_string(s) || json_string_length(s) == 0)
+			if (!json_is_string(s) || !*json_string_value(s)) /* "" or a leading NUL */
 				return badf(b, NULL, "'stop' must be a string or an array of non-empty strings");
 			g->stop[g->nstop++] = llm_xstrdup(json_string_value(s));
 		}

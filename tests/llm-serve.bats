@@ -103,6 +103,9 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "n": 2}'
 	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}'
 	check 400 invalid_request_error /v1/completions '{"prompt": "\u0000\ud800"}'
+	# empty stop strings (one would match everywhere)
+	check 400 invalid_request_error /v1/completions '{"prompt": "x", "stop": ""}'
+	check 400 invalid_request_error /v1/completions '{"prompt": "x", "stop": ["a", "\u0000b"]}'
 	check 404 not_found_error /v1/chat/completions '{"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}'
 	[ "$(jq -r .error.code <<<"${output%$'\n'*}")" = model_not_found ]
 	# a prompt longer than the context (256)
