@@ -391,6 +391,9 @@ transforms:
 
 # PREFIX and DESTDIR as usual; uninstall removes exactly what install
 # wrote (the folders it made stay).
+# llm(3) documents every function; each has a page that sources it
+# (man llm_seq_eval), named from its NAME section.
+MAN3_LINKS = $(shell sed -n '/^\.Sh NAME/,/^\.Nd/s/^\.Nm \(llm_[a-z0-9_]*\).*/\1/p' man/llm.3)
 install: all
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
@@ -405,6 +408,7 @@ install: all
 	  echo 'Version: $(VERSION)'; echo 'Libs: -L$${libdir} -lllm'; \
 	  echo 'Libs.private: $(API_LIBS)'; echo 'Cflags: -I$${includedir}'; } >$(DESTDIR)$(LIBDIR)/pkgconfig/llm.pc
 	for m in man/*.[1357]; do s=$${m##*.}; cp $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	for f in $(MAN3_LINKS); do echo '.so man3/llm.3' >$(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	cp -R share/llm/. $(DESTDIR)$(SHAREDIR)/llm/
 	cp -R share/doc/llm/. $(DESTDIR)$(SHAREDIR)/doc/llm/
 
@@ -413,6 +417,7 @@ uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/llm.h $(DESTDIR)$(LIBDIR)/libllm.a $(DESTDIR)$(LIBDIR)/libllm.so.$(VERSION) \
 		$(DESTDIR)$(LIBDIR)/libllm.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libllm.so $(DESTDIR)$(LIBDIR)/pkgconfig/llm.pc
 	for m in man/*.[1357]; do s=$${m##*.}; rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m#man/}; done
+	for f in $(MAN3_LINKS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm $(DESTDIR)$(SHAREDIR)/doc/llm
 
 clean:

@@ -98,6 +98,17 @@ int llm_tokenize(struct llm *m, const char *text, size_t len, int flags, int64_t
  * that do not form UTF-8 become U+FFFD. */
 int llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t *len);
 
+enum llm_piece_flags {
+	LLM_PIECE_SPECIAL = 1, /* a special token's own text ("<|im_end|>"); without it a special token is "" */
+	LLM_PIECE_FIRST = 2,   /* the first token after a context of BOS alone: the leading space that
+	                        * SentencePiece decoding strips there is stripped ("\u2581Once" is "Once") */
+};
+/* The bytes token id adds to a text streamed token by token: *len bytes
+ * in *text (llm_free), NUL-terminated.  A character may span several
+ * tokens, so a piece alone may end inside one: join the pieces (as
+ * llm-run and llm-serve do) and hold back an unfinished character. */
+int llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len);
+
 struct llm_message {
 	const char *role; /* "system", "user", "assistant" */
 	const char *content;

@@ -254,6 +254,49 @@ llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t 
 	return LLM_OK;
 }
 
+/* Whether decoding strips the leading space of piece as the first token
+ * of a document, as SentencePiece decoding does: decoded alone, id has
+ * fewer bytes and no leading space. */
+static int
+strips_first_space(struct llm_tokenizer *tok, int64_t id, const struct llm_buf *piece)
+{
+	struct llm_buf d = {0};
+	if (piece->len == 0 || piece->p[0] != ' ')
+		return 0;
+	llm_tokenizer_decode(tok, &id, 1, 1, &d);
+	int strip = d.len < piece->len && (d.len == 0 || d.p[0] != ' ');
+	llm_buf_free(&d);
+	return strip;
+}
+
+int
+llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len)
+{
+	int rc = need_tokenizer(m, "llm_token_piece");
+	if (rc)
+		return rc;
+	if (!text)
+		return fail(LLM_ERR_ARG, "llm_token_piece: text is NULL");
+	if (flags & ~(LLM_PIECE_SPECIAL | LLM_PIECE_FIRST))
+		return fail(LLM_ERR_ARG, "llm_token_piece: unknown flags %#x", (unsigned)flags);
+	if (id < 0 || id >= llm_vocab_size(m))
+		return fail(LLM_ERR_TOKEN, "llm_token_piece: token %" PRId64 " is outside the vocabulary of %" PRId64,
+		    id, llm_vocab_size(m));
+	struct llm_buf b = {0};
+	pthread_mutex_lock(&m->lock);
+	if ((flags & LLM_PIECE_SPECIAL) || !llm_tokenizer_is_special(m->src.tok, id)) {
+		llm_tokenizer_token_bytes(m->src.tok, id, &b);
+		if ((flags & LLM_PIECE_FIRST) && strips_first_space(m->src.tok, id, &b))
+			memmove(b.p, b.p + 1, --b.len);
+	}
+	pthread_mutex_unlock(&m->lock);
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
 /* The conversation rendered into out (spans: the messages' ranges). */
 static int
 render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out,

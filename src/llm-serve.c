@@ -31,6 +31,7 @@
 
 #include "../include/llm.h"
 #include "../lib/json.h"
+#include "../lib/stream.h"
 #include "../lib/util.h"
 
 static const char usage_text[] =
@@ -95,9 +96,11 @@ struct gen {
 	size_t nstop;
 	int64_t *reply;
 	size_t nreply, prompt_tokens;
-	char *text;         /* the reply's text so far (cut at a stop string) */
-	size_t len, shown;  /* of text; bytes already sent (streaming) */
-	const char *finish; /* NULL while generating: "stop" or "length" */
+	struct llm_stream
+	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
+	size_t shown; /* bytes of st.text already sent (streaming) */
+	const char *finish; /* NULL while generating: "stop", "length", or "error" (msg says why) */
+	char msg[512];
 	struct llm_buf out; /* server-sent events not yet sent */
 	size_t out_pos;
 	int ended; /* [DONE] queued */
@@ -162,7 +165,7 @@ gen_free(struct gen *g)
 		free(g->stop[i]);
 	free(g->stop);
 	free(g->reply);
-	free(g->text);
+	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
 }
@@ -430,66 +433,61 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 	return j.rc;
 }
 
-/* One token more, or the end: g->text, g->len and g->finish updated
- * (run on the slot's thread: step). */
+/* The generation ends for reason: what was held back is released. */
+static void
+finish(struct gen *g, const char *reason)
+{
+	struct llm_buf rest = {0};
+	g->finish = reason;
+	llm_stream_finish(&g->st, &rest);
+	llm_buf_free(&rest);
+}
+
+/* It ends in a failure of the library (a 500, or an error event). */
+static void
+fail(struct gen *g)
+{
+	snprintf(g->msg, sizeof(g->msg), "%s", llm_errmsg());
+	finish(g, "error");
+}
+
+/* One token more, or the end: g->st and g->finish updated (run on the
+ * slot's thread: step).  The reply's text grows by the token's bytes. */
 static void
 step_job(void *p)
 {
 	struct gen *g = p;
 	int64_t id;
 	struct llm_seq *s = g->slot->seq;
-	if (g->max_tokens >= 0 && (int64_t)g->nreply >= g->max_tokens) {
-		g->finish = "length";
-		return;
-	}
-	if (llm_seq_sample(s, &g->sp, &id) != LLM_OK || llm_token_is_eos(sv.m, id)) {
-		g->finish = "stop";
-		return;
-	}
+	if (g->max_tokens >= 0 && (int64_t)g->nreply >= g->max_tokens)
+		return finish(g, "length");
+	if (llm_seq_sample(s, &g->sp, &id) != LLM_OK)
+		return fail(g);
+	if (llm_token_is_eos(sv.m, id))
+		return finish(g, "stop");
+	int first = llm_seq_pos(s) == 1 && llm_seq_tokens(s)[0] == llm_token_bos(sv.m);
+	char *piece;
+	size_t len;
+	if (llm_token_piece(sv.m, id, first ? LLM_PIECE_FIRST : 0, &piece, &len) != LLM_OK)
+		return fail(g);
 	g->reply = llm_xreallocarray(g->reply, g->nreply + 1, sizeof(*g->reply));
 	g->reply[g->nreply++] = id;
-	free(g->text);
-	if (llm_detokenize(sv.m, g->reply, g->nreply, &g->text, &g->len) != LLM_OK)
-		llm_fatal("%s", llm_errmsg());
-	for (size_t i = 0; i < g->nstop; i++) {
-		char *at = strstr(g->text, g->stop[i]);
-		if (at) {
-			*at = '\0';
-			g->len = (size_t)(at - g->text);
-			g->finish = "stop";
-		}
-	}
-	if (!g->finish && llm_seq_eval(s, &id, 1) != LLM_OK)
-		g->finish = "length"; /* the context is full */
+	struct llm_buf out = {0};
+	int stopped = llm_stream_push(&g->st, piece, len, &out);
+	llm_buf_free(&out);
+	llm_free(piece);
+	if (stopped)
+		return finish(g, "stop");
+	if (llm_seq_pos(s) >= llm_seq_context(s))
+		return finish(g, "length"); /* the context is full */
+	if (llm_seq_eval(s, &id, 1) != LLM_OK)
+		fail(g);
 }
 
 static void
 step(struct gen *g)
 {
 	on_slot(g->slot, step_job, g);
-}
-
-/* The bytes of text that may be sent now: not a character still cut (a
- * U+FFFD at the end) nor the start of a stop string. */
-static size_t
-releasable(const struct gen *g)
-{
-	if (g->finish)
-		return g->len;
-	size_t n = g->len;
-	if (n >= 3 && memcmp(g->text + n - 3, "\xef\xbf\xbd", 3) == 0)
-		n -= 3;
-	for (size_t i = 0; i < g->nstop; i++) {
-		size_t l = strlen(g->stop[i]);
-		for (size_t k = l - 1; k > 0; k--)
-			if (k <= n && memcmp(g->text + n - k, g->stop[i], k) == 0) {
-				n -= k;
-				break;
-			}
-	}
-	while (n > g->shown && n < g->len && (g->text[n] & 0xc0) == 0x80)
-		n--; /* not inside a character */
-	return n;
 }
 
 static json_t *
@@ -537,21 +535,29 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		g->out.len = g->out_pos = 0;
 		if (g->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (g->finish && strcmp(g->finish, "error") == 0) {
+			/* the status is sent: an event with an error object, which OpenAI's clients raise */
+			json_t *e = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", g->msg, "type", "server_error",
+			    "code", 500);
+			char *t = json_dumps(e, JSON_COMPACT);
+			json_decref(e);
+			llm_buf_printf(&g->out, "data: %s\n\n", t);
+			free(t);
+			g->ended = 1;
+			break;
+		}
 		if (g->finish) {
-			size_t n = g->len - g->shown;
-			chunk(g, g->text + g->shown, n, g->finish);
-			g->shown = g->len;
+			chunk(g, g->st.text.p + g->shown, g->st.text.len - g->shown, g->finish);
+			g->shown = g->st.text.len;
 			llm_buf_puts(&g->out, "data: [DONE]\n\n");
 			g->ended = 1;
 			break;
 		}
 		step(g);
-		size_t n = releasable(g);
-		if (n > g->shown || (!g->shown && g->chat && g->nreply == 1)) {
-			if (!g->finish) {
-				chunk(g, g->text + g->shown, n - g->shown, NULL);
-				g->shown = n;
-			}
+		size_t n = g->st.text.len;
+		if (!g->finish && (n > g->shown || (!g->shown && g->chat && g->nreply == 1))) {
+			chunk(g, g->st.text.p + g->shown, n - g->shown, NULL);
+			g->shown = n;
 		}
 	}
 	size_t n = g->out.len - g->out_pos < max ? g->out.len - g->out_pos : max;
@@ -586,6 +592,7 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 		gen_free(g);
 		return send_error(c, 400, b.code, "%s", b.msg);
 	}
+	llm_stream_init(&g->st, g->stop, g->nstop);
 	int64_t ctx = llm_seq_context(sv.slots[0].seq);
 	if (n == 0 || (int64_t)n >= ctx) {
 		free(ids);
@@ -614,13 +621,19 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	}
 	while (!g->finish)
 		step(g);
+	if (strcmp(g->finish, "error") == 0) {
+		enum MHD_Result q = send_error(c, 500, NULL, "%s", g->msg);
+		gen_free(g);
+		return q;
+	}
+	const char *text = g->st.text.p ? g->st.text.p : "";
 	json_t *choice;
 	if (chat)
 		choice = json_pack("{s:i, s:{s:s, s:s%}, s:s}", "index", 0, "message", "role", "assistant", "content",
-		    g->text ? g->text : "", g->len, "finish_reason", g->finish);
+		    text, g->st.text.len, "finish_reason", g->finish);
 	else
-		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", g->text ? g->text : "", g->len,
-		    "finish_reason", g->finish);
+		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", text, g->st.text.len, "finish_reason",
+		    g->finish);
 	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
 	    chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
 	    "choices", choice, "usage", usage_json(g));

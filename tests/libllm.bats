@@ -37,18 +37,23 @@ install_to() {
 	make -s --no-print-directory -C "$PROJECT_ROOT" install PREFIX="$1" ${2:+DESTDIR="$2"} >&2
 }
 
-@test "make install: llm.h, libllm.a, libllm.so with its soname, llm.pc and llm(3); the example builds with pkg-config and chats; uninstall removes exactly those (issue 43)" {
+@test "make install: llm.h, libllm.a, libllm.so with its soname, llm.pc, llm(3) and a page per function; the example builds with pkg-config and chats; uninstall removes exactly those (issue 43)" {
 	P=$T/prefix
 	install_to "$P"
 	for f in include/llm.h lib/libllm.a lib/libllm.so lib/pkgconfig/llm.pc share/man/man3/llm.3 \
 		share/doc/llm/examples/chat.c bin/llm-run; do
 		[ -e "$P/$f" ]
 	done
+	# a page for every function of llm.h, llm(3) itself
+	sed -n 's/^[a-z].*[ *]\(llm_[a-z0-9_]*\)(.*/\1/p' "$PROJECT_ROOT/include/llm.h" | sort >"$T/declared"
+	for f in $(cat "$T/declared"); do
+		[ "$(cat "$P/share/man/man3/$f.3")" = '.so man3/llm.3' ] || { echo "no page for $f" >&2; false; }
+	done
+	(cd "$P/share/man" && mandoc -T utf8 man3/llm_token_piece.3) | col -bx | grep -q 'LLM_PIECE_FIRST'
 	[ "$(readlink "$P/lib/libllm.so")" = libllm.so.0 ]
 	objdump -p "$P/lib/libllm.so" | grep -q 'SONAME *libllm.so.0$'
 	# the shared library exports llm.h's names and nothing else
 	nm -D --defined-only "$P/lib/libllm.so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$T/exported"
-	sed -n 's/^[a-z].*[ *]\(llm_[a-z0-9_]*\)(.*/\1/p' "$PROJECT_ROOT/include/llm.h" | sort >"$T/declared"
 	diff "$T/declared" "$T/exported"
 	export PKG_CONFIG_PATH=$P/lib/pkgconfig
 	llm-run --version | grep -q "(llm) $(pkg-config --modversion llm),"

@@ -107,8 +107,32 @@ main(int argc, char **argv)
 	status(llm_tokenize(m, "Hello world", 11, 0, &ids, &n), LLM_OK, "tokenize");
 	status(llm_detokenize(m, ids, n, &text, &len), LLM_OK, "detokenize");
 	check(len == 11 && !strcmp(text, "Hello world"), "detokenize(tokenize(text)) is the text");
-	llm_free(ids);
 	llm_free(text);
+	char joined[64] = "", *piece;
+	size_t plen;
+	for (size_t i = 0; i < n && llm_token_piece(m, ids[i], 0, &piece, &plen) == LLM_OK; i++) {
+		if (strlen(joined) + plen < sizeof(joined))
+			strcat(joined, piece);
+		llm_free(piece);
+	}
+	check(!strcmp(joined, "Hello world"), "the pieces of the tokens join into the text");
+	llm_free(ids);
+	int64_t eot = llm_token_bos(m); /* a special token */
+	check(eot >= 0, "a BOS");
+	piece = NULL;
+	status(llm_token_piece(m, eot, 0, &piece, &plen), LLM_OK, "the piece of a special token");
+	check(piece && plen == 0 && !strcmp(piece, ""), "a special token's piece is empty");
+	llm_free(piece);
+	piece = NULL;
+	status(llm_token_piece(m, eot, LLM_PIECE_SPECIAL, &piece, &plen), LLM_OK, "LLM_PIECE_SPECIAL");
+	status(llm_detokenize(m, &eot, 1, &text, &len), LLM_OK, "detokenize a special token");
+	check(piece && plen > 0 && plen == len && !strcmp(piece, text), "with LLM_PIECE_SPECIAL, its text");
+	llm_free(piece);
+	llm_free(text);
+	status(llm_token_piece(m, llm_vocab_size(m), 0, &piece, &plen), LLM_ERR_TOKEN,
+	    "the piece of an id past the vocabulary");
+	status(llm_token_piece(m, 0, 4, &piece, &plen), LLM_ERR_ARG, "token_piece with unknown flags");
+	status(llm_token_piece(NULL, 0, 0, &piece, &plen), LLM_ERR_ARG, "token_piece of a NULL model");
 	status(llm_tokenize(m, "\xff\xfe", 2, 0, &ids, &n), LLM_ERR_TEXT, "tokenize invalid UTF-8");
 	status(llm_tokenize(m, "x", 1, 8, &ids, &n), LLM_ERR_ARG, "tokenize with unknown flags");
 	struct llm_message msgs[] = {{"user", "Hi <|im_end|>"}};
