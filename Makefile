@@ -200,7 +200,13 @@ $(B)/llm-import: src/llm-import.c
 $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
-$(B)/llm-run: src/llm-run.c
+# llm-run's modules (src/run/): the bench and the perplexity run on the API.
+RUNOBJ = $(O)/src/run/common.o $(O)/src/run/bench.o $(O)/src/run/perplexity.o
+$(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h
+LINK_llm-run = $(RUNOBJ)
+$(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h include/llm.h $(LIBHDR) config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 $(B)/llm-serve: src/llm-serve.c
 LINK_llm-serve = $(MHD_LIBS)
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
@@ -334,7 +340,7 @@ check-man:
 # writes, and the portable tile kernel what mktile.py writes (regenerate
 # them with `make transforms`).
 LINE_MAX = 120
-CSRC = include/*.h lib/*.[ch] lib/ir/*.[ch] src/*.c tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
+CSRC = include/*.h lib/*.[ch] lib/ir/*.[ch] src/*.c src/run/*.[ch] tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
 	share/doc/llm/examples/*.c
 CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
 	{ test -x $(LLVM_BINDIR)/clang-format && echo $(LLVM_BINDIR)/clang-format; })

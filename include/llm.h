@@ -62,8 +62,11 @@ struct llm_options {
 	int threads;     /* OpenMP threads of the phases; 0: all the cores (OpenMP
 	                  * reads it once: the first model opened sets it for the process) */
 	int64_t context; /* positions of a sequence made with context 0; 0: 4096, or the build's limit if smaller */
+	int verbose;     /* 1: report loading and each phase call on standard error (llm-run -v) */
+	const char *tokenizer; /* the tokenizer and chat template of this tokenizer.json, bundle or directory
+	                        * instead of the model's (NULL: the model's) */
 };
-#define LLM_OPTIONS_INIT {0, 0}
+#define LLM_OPTIONS_INIT {0, 0, 0, NULL}
 
 /* Open a bundle or build directory (o NULL: LLM_OPTIONS_INIT).  Weights
  * are mapped in place; the model library is loaded and its plan checked
@@ -79,12 +82,25 @@ int64_t llm_vocab_size(const struct llm *m);
 int64_t llm_context_limit(const struct llm *m);
 /* The id that starts a document, or -1. */
 int64_t llm_token_bos(const struct llm *m);
+/* 1 if the model's documents start with that id (the tokenizer adds it:
+ * LLM_TOKENIZE_SPECIAL), else 0. */
+int llm_token_add_bos(const struct llm *m);
 /* 1 if id ends a generation (one of the model's eos ids), else 0. */
 int llm_token_is_eos(const struct llm *m, int64_t id);
+/* The KV cache's element type ("f32", "f16", "bf16": llm-import --kv-dtype). */
+const char *llm_kv_type(const struct llm *m);
 /* The CPU the model was compiled for ("znver4", ...; live until llm_close). */
 const char *llm_target_cpu(const struct llm *m);
 /* The chat template's name ("qwen2", "llama3", ...), or NULL: none. */
 const char *llm_chat_template_name(const struct llm *m);
+/* As llama_model_desc: "qwen2 1.5B Q4_0" (the family, the parameters, the
+ * weights' type, or the block type that holds most of their bytes); live
+ * until llm_close. */
+const char *llm_model_desc(const struct llm *m);
+/* Bytes of the weights (as mapped), and elements of the checkpoint's
+ * tensors; 0 for a NULL model. */
+uint64_t llm_model_size(const struct llm *m);
+uint64_t llm_model_n_params(const struct llm *m);
 
 /* ---- Text ------------------------------------------------------------- */
 

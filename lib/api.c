@@ -1,5 +1,6 @@
 /* api.c: the public C API (include/llm.h) over the runtime, the
  * tokenizer, the chat templates and the sampler. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 #include "../include/llm.h"
 #include "chat.h"
 #include "chatsrc.h"
+#include "dtype.h"
 #include "runtime.h"
 #include "sample.h"
 #include "util.h"
@@ -24,6 +26,8 @@ struct llm {
 	int64_t context;      /* a sequence's default */
 	int64_t eot;          /* the template's end of turn, or -1 */
 	atomic_int nseq;      /* sequences alive */
+	char desc[96];        /* llm_model_desc */
+	uint64_t params;      /* elements of the checkpoint's tensors */
 };
 
 struct llm_seq {
@@ -77,6 +81,43 @@ static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int open_model(const char *path, const struct llm_options *o, struct llm **out);
 
+/* m->params and m->desc, as llama_model_desc words it: the family, the
+ * parameters, the type of the weights (the block type that holds most
+ * bytes names a quantized model). */
+static void
+describe(struct llm *m)
+{
+	const struct llm_model *md = llm_runtime_model(m->rt);
+	const char *qtype = NULL;
+	uint64_t qbytes = 0;
+	for (size_t i = 0; i < md->ntensors; i++) {
+		const struct llm_plan_tensor *t = &md->tensors[i];
+		if (t->nsource == 0)
+			continue; /* RoPE tables */
+		uint64_t e = 1;
+		for (int d = 0; d < t->ndim; d++)
+			e *= (uint64_t)t->shape[d];
+		m->params += e;
+		uint64_t qb = 0;
+		for (size_t j = 0; t->quant && j < md->ntensors; j++)
+			if (md->tensors[j].quant && strcmp(md->tensors[j].quant, t->quant) == 0)
+				qb += md->tensors[j].bytes;
+		if (qb > qbytes) {
+			qbytes = qb;
+			qtype = t->quant;
+		}
+	}
+	char label[32], dt[16];
+	if (m->params >= 1000000000)
+		snprintf(label, sizeof(label), "%.1fB", (double)m->params / 1e9);
+	else
+		snprintf(label, sizeof(label), "%.0fM", (double)m->params / 1e6);
+	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(md->weight_dtype));
+	for (char *c = dt; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, label, dt);
+}
+
 int
 llm_open(const char *path, const struct llm_options *o, struct llm **out)
 {
@@ -102,7 +143,7 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		return fail(LLM_ERR_ARG, "llm_open: %s %s is negative", path, o->threads < 0 ? "threads" : "context");
 	if (stat(path, &st) < 0)
 		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
-	struct llm_runtime_opts ro = {.threads = o->threads, .prefault = 1, .refused = &refused};
+	struct llm_runtime_opts ro = {.threads = o->threads, .verbose = o->verbose, .prefault = 1, .refused = &refused};
 	struct llm *m = llm_xcalloc(1, sizeof(*m));
 	m->src = (struct llm_chatsrc)LLM_CHATSRC_INIT;
 	if (!(m->rt = llm_runtime_open(path, &ro))) {
@@ -121,10 +162,12 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 	/* the runtime's own context is not used: give its cache back */
 	llm_runtime_set_context(m->rt, 1);
 	pthread_mutex_init(&m->lock, NULL);
-	if (llm_chatsrc_bundle(&m->src, llm_runtime_bundle(m->rt)) < 0) {
+	if ((o->tokenizer ? llm_chatsrc_path(&m->src, o->tokenizer) :
+			    llm_chatsrc_bundle(&m->src, llm_runtime_bundle(m->rt))) < 0) {
 		llm_close(&m);
 		return LLM_ERR_FORMAT;
 	}
+	describe(m);
 	m->eot = -1;
 	if (m->src.tok && m->src.tmpl >= 0) {
 		const char *eot = llm_chat_end_of_turn(m->src.tmpl);
@@ -167,6 +210,12 @@ int64_t
 llm_token_bos(const struct llm *m)
 {
 	return m ? llm_runtime_model(m->rt)->bos_id : -1;
+}
+
+int
+llm_token_add_bos(const struct llm *m)
+{
+	return m && llm_runtime_model(m->rt)->add_bos && llm_runtime_model(m->rt)->bos_id >= 0;
 }
 
 int
@@ -252,6 +301,30 @@ llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t 
 		*len = b.len - 1;
 	*text = b.p;
 	return LLM_OK;
+}
+
+const char *
+llm_kv_type(const struct llm *m)
+{
+	return m ? llm_dtype_name(llm_runtime_model(m->rt)->kv_dtype) : NULL;
+}
+
+const char *
+llm_model_desc(const struct llm *m)
+{
+	return m ? m->desc : NULL;
+}
+
+uint64_t
+llm_model_size(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->data_bytes : 0;
+}
+
+uint64_t
+llm_model_n_params(const struct llm *m)
+{
+	return m ? m->params : 0;
 }
 
 /* Whether decoding strips the leading space of piece as the first token

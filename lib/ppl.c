@@ -1,9 +1,9 @@
 /* ppl.c: see ppl.h.
  *
- * The runtime returns the logits of the last token of a call only, so a
- * chunk's context half goes through one prefill (its last position gives
- * the first scored distribution) and each further scored position is one
- * decode step. */
+ * A sequence gives the logits of the last token of an evaluation only
+ * (include/llm.h), so a chunk's context half goes through one prefill
+ * (its last position gives the first scored distribution) and each
+ * further scored position is one decode step. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ppl.h"
+#include "runtime.h"
 #include "util.h"
 
 #define KLD_MAGIC "LLMKLD01"
@@ -108,11 +109,11 @@ check_base(const struct llm_map *m, const char *path, int64_t vocab, int64_t n_c
 }
 
 int
-llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
+llm_perplexity(struct llm_seq *s, int64_t vocab, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
     struct llm_ppl_result *r)
 {
-	const float *lg = llm_runtime_logits(rt); /* the buffer of every call */
-	int64_t n_ctx = o->n_ctx, first = n_ctx / 2, per = n_ctx - 1 - first, vocab = llm_runtime_vocab(rt);
+	const float *lg;
+	int64_t n_ctx = o->n_ctx, first = n_ctx / 2, per = n_ctx - 1 - first;
 	struct llm_map base = {0};
 	struct llm_out out = {.fd = -1};
 	int64_t *buf = NULL;
@@ -121,9 +122,9 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (n_ctx < 4 || n_ctx > llm_runtime_context(rt))
+	if (n_ctx < 4 || n_ctx > llm_seq_context(s))
 		return llm_seterr("a context of %" PRId64 " tokens: the model takes 4 to %" PRId64, n_ctx,
-		    llm_runtime_context(rt));
+		    llm_seq_context(s));
 	if ((int64_t)n < 2 * n_ctx)
 		return llm_seterr("the text is %zu tokens; a context of %" PRId64 " needs at least %" PRId64, n, n_ctx,
 		    2 * n_ctx);
@@ -167,12 +168,12 @@ llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const st
 		memcpy(buf, tokens + c * n_ctx, (size_t)n_ctx * sizeof(*buf));
 		if (o->bos >= 0)
 			buf[0] = o->bos;
-		llm_runtime_reset(rt);
-		if (llm_runtime_prefill(rt, buf, first + 1) < 0)
+		if (llm_seq_rewind(s, 0) != LLM_OK || llm_seq_eval(s, buf, (size_t)first + 1) != LLM_OK)
 			goto out;
 		for (int64_t j = first; j <= n_ctx - 2; j++) {
-			if (j > first && llm_runtime_decode(rt, buf[j]) < 0)
+			if (j > first && llm_seq_eval(s, &buf[j], 1) != LLM_OK)
 				goto out;
+			lg = llm_seq_logits(s);
 			/* each distribution's log-sum-exp once, for its NLL and the KL */
 			double lq = log_sum_exp(lg, vocab), v = lq - (double)lg[buf[j + 1]];
 			nll += v;

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime.h"
+#include "../include/llm.h"
 
 /* -log softmax(logits)[tok], in double. */
 double llm_nll(const float *logits, int64_t n, int64_t tok);
@@ -53,10 +53,11 @@ struct llm_ppl_result {
 	double same_top; /* fraction of positions of equal argmax */
 };
 
-/* Evaluate tokens[n] on rt (which is reset) as above.  0, or -1 with
+/* Evaluate tokens[n] on s (rewound to 0), a sequence of a model of vocab
+ * ids, as above.  0, or -1 with
  * llm_errmsg (too few tokens, a base file that does not match: another
  * text, tokenizer, vocabulary or n_ctx; an unwritable save file). */
-int llm_perplexity(struct llm_runtime *rt, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
+int llm_perplexity(struct llm_seq *s, int64_t vocab, const int64_t *tokens, size_t n, const struct llm_ppl_opts *o,
     struct llm_ppl_result *r);
 
 #endif

@@ -14,10 +14,11 @@
  *
  * -i chats: each line of stdin is a user message; the conversation is
  * rendered with the model's chat template (lib/chat.c) and only the
- * tokens the KV cache lacks (lib/chatcache.c) go through prefill_kv.  --bench measures
- * prefill and decode rates on random tokens; --perplexity measures a
- * text's perplexity (and, against a base run, the KL divergence) as
- * llama-perplexity does (lib/ppl.c).  --tokenize, --detokenize
+ * tokens the KV cache lacks (lib/chatcache.c) go through prefill_kv.
+ * Modules on the public API (include/llm.h) in src/run/: --bench measures
+ * prefill and decode rates on random tokens (bench.c); --perplexity
+ * measures a text's perplexity (and, against a base run, the KL
+ * divergence) as llama-perplexity does (perplexity.c, lib/ppl.c).  --tokenize, --detokenize
  * and --render expose the tokenizer (lib/toklines.c) and the templates
  * to scripts and golden tests.  The last step of the pipeline: llm-import,
  * llm-pack-weights, llm-lower, llm-link, llm-run. */
@@ -42,7 +43,6 @@
 #include "../lib/chatcache.h"
 #include "../lib/chatsrc.h"
 #include "../lib/json.h"
-#include "../lib/ppl.h"
 #include "../lib/runtime.h"
 #include "../lib/sample.h"
 #include "../lib/stream.h"
@@ -51,6 +51,7 @@
 #include "../lib/toklines.h"
 #include "../lib/util.h"
 #include "../lib/weights.h"
+#include "run/run.h"
 
 static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
@@ -217,78 +218,6 @@ parse_int(const char *opt, const char *s, int64_t min, int64_t max)
 	return v;
 }
 
-/* A whole file, or stdin for "-". */
-static char *
-read_input(const char *path, size_t *len)
-{
-	char *data;
-
-	if (strcmp(path, "-") == 0) {
-		struct llm_buf b = {0};
-		char chunk[65536];
-		size_t n;
-		while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
-			llm_buf_add(&b, chunk, n);
-		if (ferror(stdin))
-			llm_fatal("stdin: read error:");
-		llm_buf_add(&b, "", 1);
-		*len = b.len - 1;
-		return b.p;
-	}
-	if (llm_read_file(path, &data, len) < 0)
-		llm_fatal("%s", llm_errmsg());
-	return data;
-}
-
-static void
-write_out(const void *p, size_t n)
-{
-	if (n && fwrite(p, 1, n, stdout) != n)
-		llm_fatal("stdout: write error:");
-}
-
-static void
-finish_stdout(void)
-{
-	if (fflush(stdout) != 0 || ferror(stdout))
-		llm_fatal("stdout: write error:");
-}
-
-static double
-rate(double n, double secs)
-{
-	return secs > 0 ? n / secs : 0;
-}
-
-/* Resident set size in KiB, from /proc/self/statm. */
-static long
-rss_kb(void)
-{
-	long pages = 0, rss = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-			rss = 0;
-		fclose(f);
-	}
-	return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
-/* One compact JSON value and a newline on stdout (consumes j). */
-static void
-print_json(json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (!s)
-		llm_fatal("out of memory");
-	write_out(s, strlen(s));
-	write_out("\n", 1);
-	free(s);
-	json_decref(j);
-	if (fflush(stdout) != 0)
-		llm_fatal("stdout: write error:");
-}
-
 /* The tokenizer and chat template of path (--tokenizer, or the model
  * for --render and the text modes), or of the opened bundle b; a warning
  * printed, an error fatal. */
@@ -360,7 +289,7 @@ static void
 emit(const struct gen *g, struct llm_buf *out)
 {
 	if (!g->json && out->len) {
-		write_out(out->p, out->len);
+		run_write(out->p, out->len);
 		if (fflush(stdout) != 0)
 			llm_fatal("stdout: write error:");
 	}
@@ -475,7 +404,7 @@ end_line(const struct gen *g, const struct result *r)
 	const char *t = result_text(r, &len);
 	int last = len ? (unsigned char)t[len - 1] : g->echo_end;
 	if (!g->json && last >= 0 && last != '\n')
-		write_out("\n", 1);
+		run_write("\n", 1);
 }
 
 /* load < 0: no load time (a chat turn); from_start < 0: no time to
@@ -491,11 +420,11 @@ timings_json(double load, double from_start, const struct result *r, int64_t npr
 		json_object_set_new(tm, "ttft_from_start_ms", json_real(from_start * 1e3));
 	json_object_set_new(tm, "prefill_tokens", json_integer(nprefill));
 	json_object_set_new(tm, "prefill_ms", json_real(t_prefill * 1e3));
-	json_object_set_new(tm, "prefill_tps", json_real(rate((double)nprefill, t_prefill)));
+	json_object_set_new(tm, "prefill_tps", json_real(run_rate((double)nprefill, t_prefill)));
 	json_object_set_new(tm, "decode_tokens", json_integer(r->ndecode));
 	json_object_set_new(tm, "decode_ms", json_real(r->t_decode * 1e3));
-	json_object_set_new(tm, "decode_tps", json_real(rate((double)r->ndecode, r->t_decode)));
-	json_object_set_new(tm, "rss_kb", json_integer(rss_kb()));
+	json_object_set_new(tm, "decode_tps", json_real(run_rate((double)r->ndecode, r->t_decode)));
+	json_object_set_new(tm, "rss_kb", json_integer(run_rss_kb()));
 	return tm;
 }
 
@@ -504,9 +433,9 @@ print_rates(double t_first, int64_t nprefill, double t_prefill, int64_t ndecode,
 {
 	fprintf(stderr, "%s: time to first token %.2f ms\n", llm_prog, t_first * 1e3);
 	fprintf(stderr, "%s: prefill %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, nprefill, t_prefill * 1e3,
-	    rate((double)nprefill, t_prefill));
+	    run_rate((double)nprefill, t_prefill));
 	fprintf(stderr, "%s: decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, ndecode, t_decode * 1e3,
-	    rate((double)ndecode, t_decode));
+	    run_rate((double)ndecode, t_decode));
 }
 
 /* Encode full[from, len) of a rendered conversation; under
@@ -586,8 +515,8 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
 	/* as llama-cli: the text, then what continues it */
 	if (g->echo) {
-		write_out(g->echo, g->echo_len);
-		finish_stdout();
+		run_write(g->echo, g->echo_len);
+		run_finish_stdout();
 		if (g->echo_len)
 			g->echo_end = (unsigned char)g->echo[g->echo_len - 1];
 	}
@@ -613,13 +542,13 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "timings",
 		    timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids, t_prefill));
-		print_json(o);
+		run_print_json(o);
 	} else {
 		end_line(g, &r);
-		finish_stdout();
+		run_finish_stdout();
 		print_rates(r.t_first, (int64_t)nids, t_prefill, r.ndecode, r.t_decode);
 	}
-	finish_stdout();
+	run_finish_stdout();
 	result_free(&r);
 	llm_chat_cache_free(&cache);
 }
@@ -647,8 +576,8 @@ chat_stats(const struct chat *c)
 	    "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
 	    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s",
 	    llm_prog, c->turns, c->turns == 1 ? "" : "s", c->prefill_tokens, c->prefill_s * 1e3,
-	    rate((double)c->prefill_tokens, c->prefill_s), c->decode_tokens, c->decode_s * 1e3,
-	    rate((double)c->decode_tokens, c->decode_s));
+	    run_rate((double)c->prefill_tokens, c->prefill_s), c->decode_tokens, c->decode_s * 1e3,
+	    run_rate((double)c->decode_tokens, c->decode_s));
 }
 
 /* A line that is one of the chat's commands: 1 when it was one (done),
@@ -792,10 +721,10 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "stop", json_string(r.stop));
 		json_object_set_new(o, "context_tokens", json_integer(llm_runtime_pos(rt)));
 		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
-		print_json(o);
+		run_print_json(o);
 	} else {
 		if (!rlen || reply[rlen - 1] != '\n')
-			write_out("\n", 1);
+			run_write("\n", 1);
 		if (fflush(stdout) != 0)
 			llm_fatal("stdout: write error:");
 	}
@@ -908,7 +837,7 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	catch_sigint();
 	for (;;) {
 		if (tty) {
-			write_out("> ", 2);
+			run_write("> ", 2);
 			fflush(stdout);
 		}
 		if (read_message(&msg) < 0)
@@ -924,8 +853,8 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 		chat_turn(&c, clean.p, clean.len);
 	}
 	if (tty)
-		write_out("\n", 1);
-	finish_stdout();
+		run_write("\n", 1);
+	run_finish_stdout();
 	if (!g->json) {
 		chat_stats(&c);
 		fputc('\n', stderr);
@@ -936,27 +865,7 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	llm_chat_cache_free(&c.cache);
 }
 
-/* --bench: llama-bench's tests, random tokens, no sampling and no
- * tokenizer.  The spec is llama-bench's -p/-n/-d/-r (lists of counts;
- * default pp512, tg128, 5 repetitions) or pp=N,tg=N,depth=N,reps=N.
- * pp: a prefill of N tokens at position depth (through prefill_kv when
- * depth > 0); tg: N decode steps after depth tokens, or after one prompt
- * token when depth is 0.  Each test runs reps times after one warm-up
- * run; the rate is the mean over the runs with its sample standard
- * deviation.  The depth tokens are prefilled once per depth, untimed, and
- * every run rewinds the cache to them: the phases write positions
- * [pos, pos + n) only, so the first depth positions stay as they were. */
-#define BENCH_MAX 16
-struct bench_list {
-	int n;
-	int64_t v[BENCH_MAX];
-};
-struct bench_spec {
-	struct bench_list pp, tg, depth;
-	int64_t reps;
-};
-
-/* "512" or "128,256,512" (llama-bench's lists); what names the option. */
+/* --bench's spec (src/run/bench.c runs it).  "512" or "128,256,512" (llama-bench's lists); what names the option. */
 static void
 parse_bench_list(const char *what, const char *s, struct bench_list *l)
 {
@@ -995,347 +904,6 @@ parse_bench(const char *s, struct bench_spec *b)
 		dst->v[0] = parse_int("--bench", t + k + 1, 0, 1 << 24);
 	}
 	free(copy);
-}
-
-/* n random tokens, none of them special (ids below the vocabulary). */
-static void
-bench_tokens(struct llm_rng *rng, const struct llm_runtime *rt, int64_t *tokens, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		tokens[i] = (int64_t)(llm_rng_next(rng) % (uint64_t)llm_runtime_vocab(rt));
-}
-
-/* What llama-bench's columns say of the model. */
-struct bench_model {
-	char type[96];   /* "qwen2 1.8B BF16", as llama_model_desc */
-	uint64_t size;   /* bytes of weights */
-	uint64_t params; /* elements of the checkpoint's tensors */
-	int threads;
-	char *cpu; /* the target's CPU (target.json), or NULL */
-};
-
-static void
-bench_model_init(struct bench_model *bm, const struct llm_runtime *rt, int threads)
-{
-	const struct llm_model *m = llm_runtime_model(rt);
-	const char *qtype = NULL;
-	uint64_t qbytes = 0;
-
-	memset(bm, 0, sizeof(*bm));
-	bm->size = m->data_bytes;
-	for (size_t i = 0; i < m->ntensors; i++) {
-		const struct llm_plan_tensor *t = &m->tensors[i];
-		if (t->nsource == 0)
-			continue; /* RoPE tables */
-		uint64_t e = 1;
-		for (int d = 0; d < t->ndim; d++)
-			e *= (uint64_t)t->shape[d];
-		bm->params += e;
-		/* the block type that holds most of the bytes names a quantized model */
-		uint64_t qb = 0;
-		for (size_t j = 0; t->quant && j < m->ntensors; j++)
-			if (m->tensors[j].quant && strcmp(m->tensors[j].quant, t->quant) == 0)
-				qb += m->tensors[j].bytes;
-		if (qb > qbytes) {
-			qbytes = qb;
-			qtype = t->quant;
-		}
-	}
-	char label[32], dt[16];
-	if (bm->params >= 1000000000)
-		snprintf(label, sizeof(label), "%.1fB", bm->params / 1e9);
-	else
-		snprintf(label, sizeof(label), "%.0fM", bm->params / 1e6);
-	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(m->weight_dtype));
-	for (char *c = dt; *c; c++)
-		*c = (char)toupper((unsigned char)*c);
-	snprintf(bm->type, sizeof(bm->type), "%s %s %s", m->family, label, dt);
-
-	/* OpenMP's default: the CPUs this process may run on */
-	const char *env = getenv("OMP_NUM_THREADS");
-	cpu_set_t set;
-	bm->threads = threads > 0                        ? threads :
-	    env && atoi(env) > 0                         ? atoi(env) :
-	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) :
-							   1;
-
-	const struct llm_member *tm = llm_bundle_find(llm_runtime_bundle(rt), LLM_TARGET_MEMBER);
-	char *text;
-	size_t len;
-	struct llm_target tg;
-	if (tm && llm_bundle_read(llm_runtime_bundle(rt), tm, &text, &len) == 0) {
-		if (llm_target_parse(text, len, tm->label, &tg) == 0) {
-			bm->cpu = llm_xstrdup(tg.cpu);
-			llm_target_free(&tg);
-		}
-		free(text);
-	}
-}
-
-/* llama-bench's markdown: its columns, widths and alignment. */
-/* a table, one line */
-/* clang-format off */
-static const struct {
-	const char *name;
-	int width; /* < 0: left-aligned */
-} bench_cols[] = {
-	{"model", -30}, {"size", 10}, {"params", 10}, {"backend", -10}, {"threads", 7}, {"test", 15}, {"t/s", 20},
-};
-/* clang-format on */
-
-static void
-bench_header(void)
-{
-	putchar('|');
-	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++)
-		printf(" %*s |", bench_cols[i].width, bench_cols[i].name);
-	printf("\n|");
-	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++) {
-		int w = abs(bench_cols[i].width);
-		printf(" %.*s%c |", w - 1, "------------------------------", bench_cols[i].width > 0 ? ':' : '-');
-	}
-	putchar('\n');
-}
-
-static void
-bench_row(const struct bench_model *bm, const char *test, double mean, double sd)
-{
-	char size[32], params[32], ts[64], threads[16];
-	if (bm->size < 1024ull * 1024 * 1024)
-		snprintf(size, sizeof(size), "%.2f MiB", bm->size / 1024.0 / 1024.0);
-	else
-		snprintf(size, sizeof(size), "%.2f GiB", bm->size / 1024.0 / 1024.0 / 1024.0);
-	if (bm->params < 1000000000)
-		snprintf(params, sizeof(params), "%.2f M", bm->params / 1e6);
-	else
-		snprintf(params, sizeof(params), "%.2f B", bm->params / 1e9);
-	snprintf(ts, sizeof(ts), "%.2f ± %.2f", mean, sd);
-	snprintf(threads, sizeof(threads), "%d", bm->threads);
-	const char *v[] = {bm->type, size, params, "CPU", threads, test, ts};
-	putchar('|');
-	for (size_t i = 0; i < LLM_NELEM(bench_cols); i++)
-		printf(" %*s |", bench_cols[i].width + (i == LLM_NELEM(bench_cols) - 1), v[i]); /* ± is 2 bytes */
-	putchar('\n');
-}
-
-/* One test, reps times after a warm-up: the rates. */
-static void
-bench_test(struct llm_runtime *rt, const char *model, struct llm_rng *rng, int64_t *tokens, int64_t npp, int64_t ntg,
-    int64_t d, int64_t reps, double *rates)
-{
-	int64_t n = npp > ntg + 1 ? npp : ntg + 1;
-	for (int64_t rep = -1; rep < reps; rep++) {
-		double t0, secs;
-		int64_t first = 0;
-		bench_tokens(rng, rt, tokens, n);
-		if (d == 0)
-			llm_runtime_reset(rt);
-		else if (llm_runtime_rewind(rt, d) < 0)
-			llm_fatal("%s: %s", model, llm_errmsg());
-		if (npp) {
-			t0 = llm_now();
-			if (llm_runtime_prefill(rt, tokens, npp) < 0)
-				llm_fatal("%s: %s", model, llm_errmsg());
-			secs = llm_now() - t0;
-		} else {
-			if (d == 0) {
-				if (llm_runtime_prefill(rt, tokens, 1) < 0)
-					llm_fatal("%s: %s", model, llm_errmsg());
-				first = 1;
-			}
-			t0 = llm_now();
-			for (int64_t i = 0; i < ntg; i++)
-				if (llm_runtime_decode(rt, tokens[first + i]) < 0)
-					llm_fatal("%s: %s", model, llm_errmsg());
-			secs = llm_now() - t0;
-		}
-		if (rep >= 0) /* not the warm-up */
-			rates[rep] = rate((double)(npp ? npp : ntg), secs);
-	}
-}
-
-static int64_t
-list_max(const struct bench_list *l)
-{
-	int64_t m = 0;
-	for (int i = 0; i < l->n; i++)
-		m = l->v[i] > m ? l->v[i] : m;
-	return m;
-}
-
-/* The context the largest test of b needs: its depth, then the prompt,
- * or one token and the generated ones (tg needs a token of context
- * before its first decode step). */
-static int64_t
-bench_need(const struct bench_spec *b)
-{
-	int64_t pmax = list_max(&b->pp), tmax = list_max(&b->tg), need = 0;
-	for (int i = 0; i < b->depth.n; i++) {
-		int64_t d = b->depth.v[i], p = d + pmax, t = (d > 0 ? d : 1) + tmax;
-		if (p > need)
-			need = p;
-		if (t > need)
-			need = t;
-	}
-	return need;
-}
-
-static void
-run_bench(struct llm_runtime *rt, const char *model, const struct bench_spec *b, int threads, uint64_t seed, int json)
-{
-	struct llm_rng rng;
-	struct bench_model bm;
-	int64_t pmax = list_max(&b->pp), tmax = list_max(&b->tg), dmax = list_max(&b->depth);
-	int64_t n = pmax > tmax + 1 ? pmax : tmax + 1;
-	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > dmax ? n : dmax), sizeof(*tokens));
-	double *rates = llm_xreallocarray(NULL, (size_t)b->reps, sizeof(*rates));
-	json_t *arr = json_array();
-
-	if (bench_need(b) > llm_runtime_context(rt)) {
-		char depth[32] = "";
-		if (dmax > 0)
-			snprintf(depth, sizeof(depth), ",depth=%" PRId64, dmax);
-		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit the context of %" PRId64
-			  " positions (-c)",
-		    model, pmax, tmax, depth, llm_runtime_context(rt));
-	}
-	bench_model_init(&bm, rt, threads);
-	llm_rng_seed(&rng, seed);
-	if (!json)
-		bench_header();
-	for (int i = 0; i < b->depth.n; i++) {
-		int64_t d = b->depth.v[i];
-		if (d > 0 && (pmax > 0 || tmax > 0)) {
-			bench_tokens(&rng, rt, tokens, d);
-			llm_runtime_reset(rt);
-			if (llm_runtime_prefill(rt, tokens, d) < 0)
-				llm_fatal("%s: %s", model, llm_errmsg());
-		}
-		for (int t = 0; t < b->pp.n + b->tg.n; t++) {
-			int64_t npp = t < b->pp.n ? b->pp.v[t] : 0, ntg = t < b->pp.n ? 0 : b->tg.v[t - b->pp.n];
-			if (npp == 0 && ntg == 0)
-				continue;
-			bench_test(rt, model, &rng, tokens, npp, ntg, d, b->reps, rates);
-			double sum = 0, sum2 = 0;
-			for (int64_t r = 0; r < b->reps; r++) {
-				sum += rates[r];
-				sum2 += rates[r] * rates[r];
-			}
-			double mean = sum / (double)b->reps;
-			double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
-			double sd = var > 0 ? sqrt(var) : 0;
-			char name[64];
-			int len = snprintf(name, sizeof(name), "%s%" PRId64, npp ? "pp" : "tg", npp ? npp : ntg);
-			if (d > 0)
-				snprintf(name + len, sizeof(name) - (size_t)len, " @ d%" PRId64, d);
-			if (json) {
-				json_t *samples = json_array();
-				for (int64_t r = 0; r < b->reps; r++)
-					json_array_append_new(samples, json_real(rates[r]));
-				/* ours, then llama-bench's -o json fields of the same */
-				json_array_append_new(arr,
-				    json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,"
-					      "s:I,s:I,s:I,s:f,s:f,s:o}",
-					"test", name, "depth", (json_int_t)d, "tokens_per_s", mean, "stddev", sd,
-					"model_type", bm.type, "model_size", (json_int_t)bm.size, "model_n_params",
-					(json_int_t)bm.params, "backends", "CPU", "cpu", bm.cpu, "n_threads",
-					bm.threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg, "n_depth",
-					(json_int_t)d, "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples));
-			} else
-				bench_row(&bm, name, mean, sd);
-			/* a loaded machine: say so rather than print a wide spread silently */
-			if (sd > 0.1 * mean)
-				llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more "
-					 "reps, or a quiet machine",
-				    name, 100 * sd / mean);
-		}
-	}
-	if (json)
-		print_json(arr);
-	else {
-		json_decref(arr);
-		printf("\nbuild: llm-run %s, LLVM %s%s%s\n", LLM_VERSION, LLM_LLVM_VERSION, bm.cpu ? ", code for " : "",
-		    bm.cpu ? bm.cpu : "");
-	}
-	finish_stdout();
-	free(bm.cpu);
-	free(rates);
-	free(tokens);
-}
-
-/* --perplexity FILE: the text's perplexity over windows of --ppl-context
- * tokens (default 512, or the model's context when smaller), and against
- * a base run's logits its KL divergence (lib/ppl.c). */
-static void
-ppl_progress(void *arg, int64_t chunk, int64_t n, double ppl, double seconds)
-{
-	(void)arg;
-	fprintf(stderr, "%s: chunk %" PRId64 "/%" PRId64 ": PPL %.4f, %.1f s\n", llm_prog, chunk + 1, n, ppl, seconds);
-}
-
-static void
-run_perplexity(struct llm_runtime *rt, const char *model, struct llm_tokenizer *tok, const char *path,
-    struct llm_ppl_opts *po, int json, int verbose)
-{
-	struct llm_ppl_result r;
-	int64_t *ids = NULL;
-	size_t nids = 0, len;
-	const char *label = strcmp(path, "-") == 0 ? "<stdin>" : path;
-
-	if (!tok)
-		llm_fatal("%s: no tokenizer.json: --perplexity needs the tokenizer", model);
-	char *text = read_input(path, &len);
-	if (llm_runtime_model(rt)->add_bos && llm_runtime_model(rt)->bos_id >= 0) {
-		ids = llm_xmalloc(sizeof(*ids));
-		ids[nids++] = llm_runtime_model(rt)->bos_id;
-		po->bos = llm_runtime_model(rt)->bos_id;
-	}
-	if (llm_tokenizer_encode(tok, text, len, 0, &ids, &nids) < 0)
-		llm_fatal("%s: %s", label, llm_errmsg());
-	free(text);
-	if (verbose)
-		po->progress = ppl_progress;
-	if (llm_perplexity(rt, ids, nids, po, &r) < 0)
-		llm_fatal("%s: %s", po->base && strstr(llm_errmsg(), po->base) ? model : label, llm_errmsg());
-	free(ids);
-	if (json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "chunks", json_integer(r.n_chunks));
-		json_object_set_new(o, "context", json_integer(po->n_ctx));
-		json_object_set_new(o, "scored_tokens", json_integer(r.n_scored));
-		json_object_set_new(o, "seconds", json_real(r.seconds));
-		json_object_set_new(o, "tokens_per_second", json_real(rate((double)r.n_eval, r.seconds)));
-		json_object_set_new(o, "ppl", json_real(r.ppl));
-		json_object_set_new(o, "ppl_error", json_real(r.ppl_err));
-		if (r.has_base) {
-			json_object_set_new(o, "base_ppl", json_real(r.base_ppl));
-			json_object_set_new(o, "base_ppl_error", json_real(r.base_ppl_err));
-			json_object_set_new(o, "kld_mean", json_real(r.kl_mean));
-			json_object_set_new(o, "kld_error", json_real(r.kl_err));
-			json_object_set_new(o, "kld_median", json_real(r.kl_median));
-			json_object_set_new(o, "kld_99", json_real(r.kl_p99));
-			json_object_set_new(o, "kld_max", json_real(r.kl_max));
-			json_object_set_new(o, "same_top", json_real(r.same_top));
-		}
-		char *t = llm_json_dumps(o);
-		write_out(t, strlen(t));
-		write_out("\n", 1);
-		free(t);
-		json_decref(o);
-	} else {
-		printf("perplexity: %" PRId64 " chunks of %" PRId64 " tokens, %" PRId64 " scored, %" PRId64
-		       " evaluated in %.2f s (%.2f t/s)\n",
-		    r.n_chunks, po->n_ctx, r.n_scored, r.n_eval, r.seconds, rate((double)r.n_eval, r.seconds));
-		printf("PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_err);
-		if (r.has_base) {
-			printf("PPL(base) = %.4f +/- %.5f, PPL/PPL(base) = %.5f\n", r.base_ppl, r.base_ppl_err,
-			    r.ppl / r.base_ppl);
-			printf("KLD = %.6f +/- %.6f, median %.6f, 99%% %.6f, max %.6f\n", r.kl_mean, r.kl_err,
-			    r.kl_median, r.kl_p99, r.kl_max);
-			printf("same top-1 = %.3f%%\n", 100 * r.same_top);
-		}
-	}
-	finish_stdout();
 }
 
 /* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
@@ -1377,10 +945,9 @@ set_mode(enum mode *m, enum mode to)
 struct args {
 	const char *model, *prompt, *prompt_file, *tokens_arg;
 	const char *logits_path, *tokenizer_path, *template_name, *system;
-	const char *render_path, *bench_arg, *ppl_path;
+	const char *render_path, *bench_arg;
 	const char *n_arg, *d_arg, *r_arg; /* -n, -d, -r as given */
-	struct llm_ppl_opts po;
-	int ppl_ctx_set;
+	struct ppl_args ppl;
 	struct llm_sampler_params sp;
 	struct bench_spec bench;
 	char **stop;
@@ -1610,21 +1177,20 @@ parse_args(int argc, char **argv, struct args *a)
 			a->bench_arg = optarg;
 			break;
 		case OPT_CHUNKS:
-			a->po.max_chunks = parse_int("--chunks", optarg, 1, INT32_MAX);
+			a->ppl.max_chunks = parse_int("--chunks", optarg, 1, INT32_MAX);
 			break;
 		case OPT_KLD:
-			a->po.base = optarg;
+			a->ppl.base = optarg;
 			break;
 		case OPT_KLD_BASE:
-			a->po.save_base = optarg;
+			a->ppl.save_base = optarg;
 			break;
 		case OPT_PERPLEXITY:
-			a->ppl_path = optarg;
+			a->ppl.path = optarg;
 			set_mode(&a->mode, M_PPL);
 			break;
 		case OPT_PPL_CONTEXT:
-			a->po.n_ctx = parse_int("--ppl-context", optarg, 4, INT32_MAX);
-			a->ppl_ctx_set = 1;
+			a->ppl.n_ctx = parse_int("--ppl-context", optarg, 4, INT32_MAX);
 			break;
 		case OPT_CHAT_TEMPLATE:
 			a->template_name = optarg;
@@ -1742,7 +1308,7 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
 	if (a->bench_arg)
 		parse_bench(a->bench_arg, &a->bench);
-	if (a->mode == M_BENCH && list_max(&a->bench.pp) == 0 && list_max(&a->bench.tg) == 0) {
+	if (a->mode == M_BENCH && bench_list_max(&a->bench.pp) == 0 && bench_list_max(&a->bench.tg) == 0) {
 		/* one line: an empty table would say nothing */
 		usage_line("--bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0");
 	}
@@ -1764,9 +1330,9 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--logits goes with -f, -p or --tokens");
 	if (a->system && a->mode != M_CHAT)
 		usage_msg("--system goes with -i");
-	if ((a->ppl_ctx_set || a->po.max_chunks || a->po.base || a->po.save_base) && a->mode != M_PPL)
+	if ((a->ppl.n_ctx || a->ppl.max_chunks || a->ppl.base || a->ppl.save_base) && a->mode != M_PPL)
 		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
-	if (a->po.base && a->po.save_base)
+	if (a->ppl.base && a->ppl.save_base)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
 }
 
@@ -1800,7 +1366,7 @@ run_verify(const char *model)
 	    llm_weights_verify_map(wm.p, wmb->size, wmb->label, &j) < 0)
 		llm_fatal("%s", llm_errmsg());
 	printf("%s: %zu tensors, %" PRIu64 " bytes, as %s records\n", wmb->label, j.ntensors, wmb->size, jm->label);
-	finish_stdout();
+	run_finish_stdout();
 	llm_bundle_unmap(&wm);
 	llm_weights_manifest_free(&j);
 	llm_model_free(&m);
@@ -1831,7 +1397,7 @@ run_text_mode(const struct args *a)
 			    a->tokenizer_path ? a->tokenizer_path :
 				a->model      ? a->model :
 						label);
-		char *text = read_input(a->render_path, &len);
+		char *text = run_read_input(a->render_path, &len);
 		if (llm_chat_parse(&conv, text, len, label) < 0)
 			llm_fatal("%s", llm_errmsg());
 		if (llm_chat_render(tmpl, &conv, !a->no_gen, llm_chatsrc_bos(&src, tmpl), llm_chatsrc_eos(&src, tmpl),
@@ -1840,7 +1406,7 @@ run_text_mode(const struct args *a)
 		free(text);
 		llm_chat_free(&conv);
 	} else {
-		char *text = read_input("-", &len);
+		char *text = run_read_input("-", &len);
 		int rc = a->mode == M_TOKENIZE ?
 		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>",
 			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0) |
@@ -1852,59 +1418,82 @@ run_text_mode(const struct args *a)
 			llm_fatal("%s", llm_errmsg());
 		free(text);
 	}
-	write_out(out.p, out.len);
-	finish_stdout();
+	run_write(out.p, out.len);
+	run_finish_stdout();
 	llm_buf_free(&out);
 	llm_chatsrc_free(&src);
 }
 
-/* Opens the model (and its tokenizer, unless benchmarking); the load time
- * in seconds. */
-static double
-open_model(struct args *a, struct llm_runtime **rtp, struct llm_chatsrc *src)
+/* What every run of a model needs given, and a seed when none was. */
+static void
+check_run_args(struct args *a)
 {
-	struct llm_runtime *rt;
 	if (!a->model)
 		usage_msg("no model (-m bundle or build directory)");
 	if (a->mode == M_NONE)
 		usage_msg("no prompt (-i, -f, -p, --tokens, --bench or --perplexity)");
 	if (!a->seeded)
 		a->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+}
+
+/* -c: the positions of a sequence, up to the build's max_context (maxc:
+ * llm-import --max-context sets it); 0: the default.  -ctk, -ctv: the
+ * cache's type is the build's (kv: llm-import --kv-dtype); a different
+ * one asked for is refused. */
+static int64_t
+choose_context(const struct args *a, int64_t maxc, const char *kv)
+{
+	int64_t ctx = a->ctx_model ? maxc : a->ctx_cap;
+	for (int i = 0; i < 2; i++)
+		if (a->kv_type[i] && strcmp(a->kv_type[i], kv) != 0)
+			llm_fatal("%s: %s %s: the KV cache of this build is %s, chosen at import (llm-import "
+				  "--kv-dtype)",
+			    a->model, i ? "-ctv" : "-ctk", a->kv_type[i], kv);
+	if (ctx > maxc)
+		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
+			  " (llm-import --max-context sets it)",
+		    a->model, ctx, maxc);
+	return ctx;
+}
+
+/* Opens the model through the API (--bench, --perplexity); *ctx: -c's
+ * positions, 0 for the default. */
+static struct llm *
+open_api(struct args *a, int64_t *ctx)
+{
+	struct llm *m;
+	struct llm_options o = {.threads = (int)a->threads, .verbose = a->verbose, .tokenizer = a->tokenizer_path};
+	check_run_args(a);
+	double t = llm_now();
+	if (llm_open(a->model, &o, &m) != LLM_OK)
+		llm_fatal("%s", llm_errmsg());
+	*ctx = choose_context(a, llm_context_limit(m), llm_kv_type(m));
+	if (a->verbose)
+		fprintf(stderr,
+		    "%s: %s: %s, vocab %" PRId64 ", max_context %" PRId64 ", %" PRIu64
+		    " bytes of weights mapped in place, code for %s, loaded in %.1f ms\n",
+		    llm_prog, a->model, llm_model_desc(m), llm_vocab_size(m), llm_context_limit(m), llm_model_size(m),
+		    llm_target_cpu(m) ? llm_target_cpu(m) : "this CPU", (llm_now() - t) * 1e3);
+	return m;
+}
+
+/* Opens the model and its tokenizer; the load time in seconds. */
+static double
+open_model(struct args *a, struct llm_runtime **rtp, struct llm_chatsrc *src)
+{
+	struct llm_runtime *rt;
+	check_run_args(a);
 
 	/* Open the model. */
 	struct llm_runtime_opts ro = {.threads = (int)a->threads, .verbose = a->verbose, .prefault = 1};
 	double t_load = llm_now();
 	if (!(*rtp = rt = llm_runtime_open(a->model, &ro)))
 		llm_fatal("%s", llm_errmsg());
-	/* -c: the KV cache for that many positions, up to the build's
-	 * max_context (llm-import --max-context sets it).  Without it, the
-	 * runtime's default, or what --bench needs if that is more. */
-	int64_t ctx = a->ctx_cap, maxc = llm_runtime_model(rt)->max_context;
-	if (a->ctx_model)
-		ctx = maxc;
-	for (int i = 0; i < 2; i++) {
-		/* -ctk, -ctv: the cache's type is the build's (llm-import
-		 * --kv-dtype); a different one asked for is refused */
-		const char *have = llm_dtype_name(llm_runtime_model(rt)->kv_dtype);
-		if (a->kv_type[i] && strcmp(a->kv_type[i], have) != 0)
-			llm_fatal("%s: %s %s: the KV cache of this build is %s, chosen at import (llm-import "
-				  "--kv-dtype)",
-			    a->model, i ? "-ctv" : "-ctk", a->kv_type[i], have);
-	}
-	if (!ctx && a->mode == M_BENCH) {
-		int64_t need = bench_need(&a->bench);
-		if (need > llm_runtime_context(rt) && need <= maxc)
-			ctx = need;
-	}
-	if (ctx > maxc)
-		llm_fatal("%s: -c %" PRId64 " exceeds the context this model was built for, %" PRId64
-			  " (llm-import --max-context sets it)",
-		    a->model, ctx, maxc);
+	int64_t ctx = choose_context(a, llm_runtime_model(rt)->max_context,
+	    llm_dtype_name(llm_runtime_model(rt)->kv_dtype));
 	if (ctx && llm_runtime_set_context(rt, ctx) < 0)
 		llm_fatal("%s", llm_errmsg());
-	if (a->mode != M_BENCH) {
-		load_chatsrc(src, a->tokenizer_path, a->tokenizer_path ? NULL : llm_runtime_bundle(rt));
-	}
+	load_chatsrc(src, a->tokenizer_path, a->tokenizer_path ? NULL : llm_runtime_bundle(rt));
 	t_load = llm_now() - t_load;
 	if (a->verbose) {
 		const struct llm_model *m = llm_runtime_model(rt);
@@ -1962,7 +1551,7 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chat
 		if (a->tokens_arg)
 			parse_ids(a->tokens_arg, &ids, &nids);
 		else {
-			ptext = a->prompt ? llm_xstrdup(a->prompt) : read_input(a->prompt_file, &len);
+			ptext = a->prompt ? llm_xstrdup(a->prompt) : run_read_input(a->prompt_file, &len);
 			if (a->prompt && a->escape)
 				unescape(ptext);
 			if (a->prompt)
@@ -1998,7 +1587,6 @@ int
 main(int argc, char **argv)
 {
 	struct args a = {
-		.po = {512, 0, -1, NULL, NULL, NULL, NULL},
 		.sp = LLM_SAMPLER_DEFAULTS,
 		.bench = {{1, {512}}, {1, {128}}, {1, {0}}, 5},
 		.max_new = 128,
@@ -2022,15 +1610,22 @@ main(int argc, char **argv)
 		return LLM_EXIT_OK;
 	}
 
+	if (a.mode == M_BENCH || a.mode == M_PPL) {
+		int64_t ctx;
+		struct llm *m = open_api(&a, &ctx);
+		if (a.mode == M_BENCH)
+			run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json);
+		else {
+			a.ppl.json = a.json;
+			a.ppl.verbose = a.verbose;
+			run_perplexity(m, a.model, ctx, &a.ppl);
+		}
+		llm_close(&m);
+		free(a.stop);
+		return LLM_EXIT_OK;
+	}
 	double t_load = open_model(&a, &rt, &src);
-	if (a.mode == M_BENCH)
-		run_bench(rt, a.model, &a.bench, (int)a.threads, a.sp.seed, a.json);
-	else if (a.mode == M_PPL) {
-		if (!a.ppl_ctx_set && a.po.n_ctx > llm_runtime_context(rt))
-			a.po.n_ctx = llm_runtime_context(rt);
-		run_perplexity(rt, a.model, src.tok, a.ppl_path, &a.po, a.json, a.verbose);
-	} else
-		run_generate(&a, rt, &src, t_load);
+	run_generate(&a, rt, &src, t_load);
 	free(a.stop);
 	llm_chatsrc_free(&src);
 	llm_runtime_close(rt);

@@ -34,6 +34,18 @@ tuning_with() {
 		"$PROJECT_ROOT/share/llm/tuning.json" >"$1"
 }
 
+# same_logits A B: two bundles give the same logits, bit for bit, for
+# prompts of 1 to 19 tokens (passes whole and cut, over a prefill chunk
+# of 16) and two decode steps after each.
+same_logits() {
+	local n
+	for n in 1 2 3 4 5 7 19; do
+		llm-run -m "$1" -t 2 --tokens "$(seq -s, 3 $((n + 2)))" -n 2 --logits "$BATS_TEST_TMPDIR/same-a.f32"
+		llm-run -m "$2" -t 2 --tokens "$(seq -s, 3 $((n + 2)))" -n 2 --logits "$BATS_TEST_TMPDIR/same-b.f32"
+		cmp "$BATS_TEST_TMPDIR/same-a.f32" "$BATS_TEST_TMPDIR/same-b.f32"
+	done
+}
+
 # The DeepSeek-R1-Distill tokenizer fixture, when ../shared is there.
 fixture_tokenizer_dir() {
 	echo "$PROJECT_ROOT/../shared/fixtures/tokenizers/ds-r1-distill-qwen"
