@@ -60,7 +60,7 @@ LIBOBJ = $(O)/lib/api.o $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/li
 SOVERSION = 0
 # libllm (below)
 API_SRC = api runtime chatsrc bundle model json util weights target spawn phase dtype hfconfig family hash quant gguf \
-	tokenizer tokjson tokbuild toklines chat sample
+	tokenizer tokjson tokbuild toklines chat chatcache sample
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
 APIOBJ = $(API_SRC:%=$(O)/pic/%.o)
 API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)

@@ -63,10 +63,11 @@ struct llm_options {
 	                  * reads it once: the first model opened sets it for the process) */
 	int64_t context; /* positions of a sequence made with context 0; 0: 4096, or the build's limit if smaller */
 	int verbose;     /* 1: report loading and each phase call on standard error (llm-run -v) */
-	const char *tokenizer; /* the tokenizer and chat template of this tokenizer.json, bundle or directory
+	const char *tokenizer;     /* the tokenizer and chat template of this tokenizer.json, bundle or directory
 	                        * instead of the model's (NULL: the model's) */
+	const char *chat_template; /* a template by name instead of the model's ("qwen2", ...; NULL: the model's) */
 };
-#define LLM_OPTIONS_INIT {0, 0, 0, NULL}
+#define LLM_OPTIONS_INIT {0, 0, 0, NULL, NULL}
 
 /* Open a bundle or build directory (o NULL: LLM_OPTIONS_INIT).  Weights
  * are mapped in place; the model library is loaded and its plan checked
@@ -93,6 +94,9 @@ const char *llm_kv_type(const struct llm *m);
 const char *llm_target_cpu(const struct llm *m);
 /* The chat template's name ("qwen2", "llama3", ...), or NULL: none. */
 const char *llm_chat_template_name(const struct llm *m);
+/* What opening found odd but accepted (an unknown chat template name in
+ * tokenizer_config.json), one line for the user, or NULL. */
+const char *llm_model_warning(const struct llm *m);
 /* As llama_model_desc: "qwen2 1.5B Q4_0" (the family, the parameters, the
  * weights' type, or the block type that holds most of their bytes); live
  * until llm_close. */
@@ -106,6 +110,7 @@ uint64_t llm_model_n_params(const struct llm *m);
 
 enum llm_tokenize_flags {
 	LLM_TOKENIZE_SPECIAL = 1, /* add what the tokenizer adds at the start (a BOS) */
+	LLM_TOKENIZE_PLAIN = 2,   /* text that spells a special token stays text */
 };
 /* text (len bytes, UTF-8) to *n ids in *ids (llm_free).  Text that spells
  * a special token becomes that token, as in Hugging Face tokenizers. */
@@ -165,6 +170,22 @@ const int64_t *llm_seq_tokens(const struct llm_seq *s);
 /* Keep the first pos positions (a prefix: the rest is forgotten, the
  * logits too until the next eval); 0 empties it. */
 int llm_seq_rewind(struct llm_seq *s, int64_t pos);
+
+enum llm_chat_flags {
+	LLM_CHAT_GENERATION_PROMPT = 1,  /* end with the start of the assistant's turn */
+	LLM_CHAT_SPECIAL_IN_CONTENT = 2, /* messages' text that spells a special token becomes it (else: text) */
+};
+/* A chat's next prompt for s: the conversation rendered with the model's
+ * template, compared with the text of s's tokens.  *keep: the positions
+ * of s to keep, the longest prefix whose text starts the rendering at a
+ * point where the rest can be encoded on its own (after an added token,
+ * or a token evaluated alone as a generated one is: so a reply's tokens
+ * are kept as they were generated).  *ids, *nids (llm_free): the rest,
+ * at least one token.  Nothing is evaluated: llm_seq_rewind(s, *keep)
+ * then llm_seq_eval(s, *ids, *nids) do it, the prompt's text recorded
+ * for the next turn. */
+int llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids);
 
 /* Write the sequence's state (tokens, KV entries, logits, context size)
  * to path (atomically), and read one back into a sequence of the same

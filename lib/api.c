@@ -13,6 +13,7 @@
 
 #include "../include/llm.h"
 #include "chat.h"
+#include "chatcache.h"
 #include "chatsrc.h"
 #include "dtype.h"
 #include "runtime.h"
@@ -28,6 +29,7 @@ struct llm {
 	atomic_int nseq;      /* sequences alive */
 	char desc[96];        /* llm_model_desc */
 	uint64_t params;      /* elements of the checkpoint's tensors */
+	unsigned char *added; /* (vocab) 1: an added token (a chat's cut point may follow it) */
 };
 
 struct llm_seq {
@@ -38,6 +40,13 @@ struct llm_seq {
 	int logits; /* 1: the ctx's logits are the last token's */
 	struct llm_sampler *sampler;
 	struct llm_sampling sp; /* sampler's parameters */
+	/* The text of the tokens, for llm_seq_chat (lib/chatcache.h), and
+	 * its last plan: the rendering whose text from plan_from its tokens
+	 * plan_ids encode, evaluated at plan_keep. */
+	struct llm_chat_cache cache;
+	struct llm_buf plan_text;
+	size_t plan_from, plan_n;
+	int64_t *plan_ids, plan_keep; /* plan_keep -1: no plan */
 };
 
 /* Set the message and return the status. */
@@ -168,6 +177,22 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		return LLM_ERR_FORMAT;
 	}
 	describe(m);
+	if (o->chat_template) {
+		int t = llm_chat_find(o->chat_template);
+		if (t < 0) {
+			llm_close(&m);
+			return fail(LLM_ERR_ARG, "llm_open: chat template '%s': not one of the known ones",
+			    o->chat_template);
+		}
+		m->src.tmpl = t;
+	}
+	int64_t vocab = llm_runtime_vocab(m->rt);
+	m->added = llm_xcalloc((size_t)vocab, 1);
+	for (size_t i = 0; m->src.tok && i < llm_tokenizer_n_added(m->src.tok); i++) {
+		int64_t id = llm_tokenizer_added_id(m->src.tok, i);
+		if (id >= 0 && id < vocab)
+			m->added[id] = 1;
+	}
 	m->eot = -1;
 	if (m->src.tok && m->src.tmpl >= 0) {
 		const char *eot = llm_chat_end_of_turn(m->src.tmpl);
@@ -188,6 +213,7 @@ llm_close(struct llm **mp)
 		    atomic_load(&m->nseq));
 	*mp = NULL;
 	llm_chatsrc_free(&m->src);
+	free(m->added);
 	llm_runtime_close(m->rt);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -279,9 +305,11 @@ llm_tokenize(struct llm *m, const char *text, size_t len, int flags, int64_t **i
 		return rc;
 	if ((!text && len) || !ids || !n)
 		return fail(LLM_ERR_ARG, "llm_tokenize: %s is NULL", !ids ? "ids" : !n ? "n" : "text");
-	if (flags & ~LLM_TOKENIZE_SPECIAL)
+	if (flags & ~(LLM_TOKENIZE_SPECIAL | LLM_TOKENIZE_PLAIN))
 		return fail(LLM_ERR_ARG, "llm_tokenize: unknown flags %#x", (unsigned)flags);
-	return encode(m, text ? text : "", len, (flags & LLM_TOKENIZE_SPECIAL) != 0, NULL, 0, ids, n);
+	const size_t all[1][2] = {{0, len}};
+	return encode(m, text ? text : "", len, (flags & LLM_TOKENIZE_SPECIAL) != 0, all,
+	    (flags & LLM_TOKENIZE_PLAIN) && len > 0, ids, n);
 }
 
 int
@@ -307,6 +335,12 @@ const char *
 llm_kv_type(const struct llm *m)
 {
 	return m ? llm_dtype_name(llm_runtime_model(m->rt)->kv_dtype) : NULL;
+}
+
+const char *
+llm_model_warning(const struct llm *m)
+{
+	return m ? m->src.warning : NULL;
 }
 
 const char *
@@ -440,6 +474,70 @@ llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int a
 }
 
 int
+llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids)
+{
+	struct llm_buf b = {0};
+	struct llm_chat_spans sp = {0};
+	if (!s || !keep || !ids || !nids)
+		return fail(LLM_ERR_ARG, "llm_seq_chat: %s is NULL",
+		    !s ? "the sequence" :
+			!keep ? "keep" :
+			!ids  ? "ids" :
+				"nids");
+	int rc = need_tokenizer(s->m, "llm_seq_chat");
+	if (rc)
+		return rc;
+	if (flags & ~(LLM_CHAT_GENERATION_PROMPT | LLM_CHAT_SPECIAL_IN_CONTENT))
+		return fail(LLM_ERR_ARG, "llm_seq_chat: unknown flags %#x", (unsigned)flags);
+	if ((rc = render(s->m, msgs, n, (flags & LLM_CHAT_GENERATION_PROMPT) != 0, &b, &sp, "llm_seq_chat")))
+		goto out;
+	/* The longest cached prefix at a cut point whose text starts the
+	 * rendering; at least one token must be new, for its logits. */
+	size_t k = llm_chat_cache_reuse(&s->cache, b.p, b.len), from;
+	size_t (*r)[2] = llm_xreallocarray(NULL, sp.n + 1, sizeof(*r));
+	int64_t *v;
+	size_t nv;
+	for (;;) {
+		from = k ? s->cache.end[k - 1] : 0;
+		size_t nr = 0;
+		for (size_t i = 0; !(flags & LLM_CHAT_SPECIAL_IN_CONTENT) && i < sp.n; i++) {
+			size_t lo = sp.r[i][0] > from ? sp.r[i][0] : from, hi = sp.r[i][1];
+			if (lo < hi) {
+				r[nr][0] = lo - from;
+				r[nr][1] = hi - from;
+				nr++;
+			}
+		}
+		if ((rc = encode(s->m, b.p + from, b.len - from, 0, (const size_t (*)[2])r, nr, &v, &nv)))
+			break;
+		if (nv > 0 || k == 0)
+			break;
+		free(v);
+		k = llm_chat_cache_prev_cut(&s->cache, k);
+	}
+	free(r);
+	if (rc)
+		goto out;
+	llm_buf_free(&s->plan_text);
+	s->plan_text = b;
+	b = (struct llm_buf){0};
+	free(s->plan_ids);
+	s->plan_ids = llm_xreallocarray(NULL, nv + 1, sizeof(*v));
+	memcpy(s->plan_ids, v, nv * sizeof(*v));
+	s->plan_n = nv;
+	s->plan_from = from;
+	s->plan_keep = (int64_t)k;
+	*keep = (int64_t)k;
+	*ids = v;
+	*nids = nv;
+out:
+	llm_buf_free(&b);
+	llm_chat_spans_free(&sp);
+	return rc;
+}
+
+int
 llm_seq_new(struct llm *m, int64_t context, struct llm_seq **out)
 {
 	if (!m || !out)
@@ -453,6 +551,7 @@ llm_seq_new(struct llm *m, int64_t context, struct llm_seq **out)
 	struct llm_seq *s = llm_xcalloc(1, sizeof(*s));
 	s->m = m;
 	s->ctx = c;
+	s->plan_keep = -1;
 	atomic_fetch_add(&m->nseq, 1);
 	*out = s;
 	return LLM_OK;
@@ -469,7 +568,49 @@ llm_seq_free(struct llm_seq **sp)
 	llm_ctx_free(s->ctx);
 	llm_sampler_free(s->sampler);
 	free(s->tokens);
+	llm_chat_cache_free(&s->cache);
+	llm_buf_free(&s->plan_text);
+	free(s->plan_ids);
 	free(s);
+}
+
+/* The text of tokens ids[n] evaluated at pos into s->cache: those of
+ * s's plan as llm_seq_chat encoded them (cut points after the added
+ * tokens when their bytes spell the text, and after the last), others as
+ * their bytes (cut points after the added tokens and the last: a
+ * generated token is one). */
+static void
+record(struct llm_seq *s, int64_t pos, const int64_t *ids, size_t n)
+{
+	struct llm *m = s->m;
+	struct llm_buf bytes = {0};
+	size_t *ends = llm_xreallocarray(NULL, n, sizeof(*ends));
+	llm_chat_cache_truncate(&s->cache, (size_t)pos);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (m->src.tok)
+			llm_tokenizer_token_bytes(m->src.tok, ids[i], &bytes);
+		ends[i] = bytes.len;
+	}
+	pthread_mutex_unlock(&m->lock);
+	const char *text = bytes.p;
+	size_t len = bytes.len;
+	if (pos == s->plan_keep && n == s->plan_n && memcmp(ids, s->plan_ids, n * sizeof(*ids)) == 0) {
+		text = s->plan_text.p + s->plan_from;
+		len = s->plan_text.len - s->plan_from;
+	}
+	int exact = bytes.len == len && (len == 0 || memcmp(bytes.p, text, len) == 0);
+	for (size_t i = 0, prev = 0; i < n; i++) {
+		int last = i + 1 == n;
+		if (exact) {
+			llm_chat_cache_push(&s->cache, ids[i], text + prev, ends[i] - prev, last || m->added[ids[i]]);
+			prev = ends[i];
+		} else
+			llm_chat_cache_push(&s->cache, ids[i], text, last ? len : 0, last);
+	}
+	s->plan_keep = -1;
+	free(ends);
+	llm_buf_free(&bytes);
 }
 
 int
@@ -502,6 +643,7 @@ llm_seq_eval(struct llm_seq *s, const int64_t *ids, size_t n)
 	}
 	memcpy(s->tokens + pos, ids, n * sizeof(*ids));
 	s->logits = 1;
+	record(s, pos, ids, n);
 	return LLM_OK;
 }
 
@@ -538,6 +680,7 @@ llm_seq_rewind(struct llm_seq *s, int64_t pos)
 		return LLM_OK;
 	if (llm_ctx_rewind(s->ctx, pos) < 0)
 		return fail(LLM_ERR_ARG, "llm_seq_rewind: %s", llm_errmsg());
+	llm_chat_cache_truncate(&s->cache, (size_t)pos);
 	s->logits = 0;
 	return LLM_OK;
 }
@@ -637,6 +780,8 @@ llm_seq_load(struct llm_seq *s, const char *path)
 		s->tokens = tokens;
 		s->cap = (size_t)pos + 1;
 		s->logits = 1;
+		s->plan_keep = -1;
+		record(s, 0, tokens, (size_t)pos);
 	} else
 		free(tokens);
 	free(logits);

@@ -1,32 +1,33 @@
 /* llm-run: run a compiled model: generate text, chat, benchmark, and the
  * scriptable tokenizer and chat-template modes.
  *
- * Reads a bundle (model.llm, from llm-link) or a build directory: the
- * weights are mapped in place, the model library is loaded and checked
- * against the weights' plan fingerprint, the KV cache is allocated.  A
- * prompt (text through the tokenizer, or ids) goes through prefill and
- * prefill_kv in chunks, then decode generates one token at a time, each
- * chosen by the sampler (lib/sample.c: greedy unless --temp), until -n
- * tokens, an end-of-sequence id, a stop string, a full context or Ctrl-C.
- * The text streams to stdout in whole UTF-8 characters (lib/stream.c);
- * time to first token and the prefill and decode rates go to stderr, or
- * everything to stdout as one JSON object with --json.
+ * Models run through the public API (include/llm.h, libllm) alone:
+ * llm_open maps a bundle (model.llm, from llm-link) or a build directory
+ * in place and checks the model library against the weights' plan; a
+ * sequence (llm_seq_new) holds the KV cache of -c positions.  A prompt
+ * (text through the tokenizer, or ids) is evaluated in prefill chunks,
+ * then each token is drawn by llm_seq_sample (greedy unless --temp) and
+ * fed back, until -n tokens, an end-of-sequence id, a stop string, a full
+ * context or Ctrl-C.  The text streams to stdout in whole UTF-8
+ * characters (llm_token_piece through lib/stream.c); time to first token
+ * and the prefill and decode rates go to stderr, or everything to stdout
+ * as one JSON object with --json.
  *
- * -i chats: each line of stdin is a user message; the conversation is
- * rendered with the model's chat template (lib/chat.c) and only the
- * tokens the KV cache lacks (lib/chatcache.c) go through prefill_kv.
- * Modules on the public API (include/llm.h) in src/run/: --bench measures
- * prefill and decode rates on random tokens (bench.c); --perplexity
- * measures a text's perplexity (and, against a base run, the KL
- * divergence) as llama-perplexity does (perplexity.c, lib/ppl.c).  --tokenize, --detokenize
- * and --render expose the tokenizer (lib/toklines.c) and the templates
- * to scripts and golden tests.  The last step of the pipeline: llm-import,
- * llm-pack-weights, llm-lower, llm-link, llm-run. */
+ * -i chats: each line of stdin is a user message; llm_seq_chat renders
+ * the conversation with the model's chat template and gives the tokens
+ * the sequence lacks.  Modules in src/run/: --bench measures prefill and
+ * decode rates on random tokens (bench.c); --perplexity measures a text's
+ * perplexity (and, against a base run, the KL divergence) as
+ * llama-perplexity does (perplexity.c, lib/ppl.c).  --tokenize,
+ * --detokenize and --render run no model: they expose the tokenizer
+ * (lib/toklines.c) and the templates (lib/chat.c) to scripts and golden
+ * tests, and --verify reads the weights against weights.json.  The last
+ * step of the pipeline: llm-import, llm-pack-weights, llm-lower,
+ * llm-link, llm-run. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
@@ -40,13 +41,9 @@
 
 #include "../lib/bundle.h"
 #include "../lib/chat.h"
-#include "../lib/chatcache.h"
 #include "../lib/chatsrc.h"
 #include "../lib/json.h"
-#include "../lib/runtime.h"
-#include "../lib/sample.h"
 #include "../lib/stream.h"
-#include "../lib/target.h"
 #include "../lib/tokenizer.h"
 #include "../lib/toklines.h"
 #include "../lib/util.h"
@@ -231,20 +228,18 @@ load_chatsrc(struct llm_chatsrc *s, const char *path, const struct llm_bundle *b
 		llm_fatal("%s", llm_errmsg());
 }
 
-/* Everything a generation needs besides the runtime. */
+/* Everything a generation needs besides the sequence. */
 struct gen {
-	struct llm_runtime *rt;
-	struct llm_tokenizer *tok; /* NULL: print ids */
-	struct llm_sampler *sampler;
+	struct llm *m;
+	const char *model; /* -m, for messages */
+	int tok;           /* the model has a tokenizer (else: print ids) */
+	struct llm_sampling sp;
 	int64_t max_new;
-	int64_t eos[16];
-	int neos;
 	char **stop;
 	size_t nstop;
 	int json, verbose;
 	int plain_input;        /* --no-special-in-input */
 	struct llm_out *logits; /* --logits, or NULL */
-	unsigned char *added;   /* (vocab) 1: an added token */
 	const char *echo;       /* the prompt text to print before the reply, or NULL */
 	size_t echo_len;
 	int echo_end; /* the last byte of the prompt printed, or -1 */
@@ -261,27 +256,11 @@ struct result {
 };
 
 static void
-write_logits(struct gen *g)
+write_logits(struct gen *g, const struct llm_seq *s)
 {
-	size_t v = (size_t)llm_runtime_vocab(g->rt);
-	if (g->logits && fwrite(llm_runtime_logits(g->rt), sizeof(float), v, g->logits->fp) != v)
+	size_t v = (size_t)llm_vocab_size(g->m);
+	if (g->logits && fwrite(llm_seq_logits(s), sizeof(float), v, g->logits->fp) != v)
 		llm_fatal("%s: write error:", g->logits->path);
-}
-
-static int
-is_eos(const struct gen *g, int64_t id)
-{
-	for (int i = 0; i < g->neos; i++)
-		if (g->eos[i] == id)
-			return 1;
-	return 0;
-}
-
-static void
-add_eos(struct gen *g, int64_t id)
-{
-	if (id >= 0 && !is_eos(g, id) && g->neos < (int)LLM_NELEM(g->eos))
-		g->eos[g->neos++] = id;
 }
 
 /* Print released text (unless --json). */
@@ -296,60 +275,55 @@ emit(const struct gen *g, struct llm_buf *out)
 	out->len = 0;
 }
 
-/* Whether the first generated token starts the text (the context is BOS
- * alone) with a space that the tokenizer's decoder strips there, as
- * SentencePiece decoding does ("▁Once" after BOS is "Once"): llama.cpp,
- * llama2.c and Hugging Face print the story without it. */
-static int
-starts_document(const struct gen *g, int64_t id, const struct llm_buf *piece)
+/* The bytes token id adds to the reply (the n-th token of it, after a
+ * context of pos tokens): its piece, without the space SentencePiece
+ * decoding strips from the first token of a document; its id without a
+ * tokenizer. */
+static void
+piece_of(const struct gen *g, int64_t id, size_t n, int64_t pos, struct llm_buf *out)
 {
-	struct llm_buf d = {0};
-	int strip;
-
-	if (piece->len == 0 || piece->p[0] != ' ')
-		return 0;
-	llm_tokenizer_decode(g->tok, &id, 1, 1, &d);
-	strip = d.len < piece->len && (d.len == 0 || d.p[0] != ' ');
-	llm_buf_free(&d);
-	return strip;
+	char *p;
+	size_t len;
+	out->len = 0;
+	if (!g->tok) {
+		llm_buf_printf(out, "%s%" PRId64, n > 1 ? " " : "", id);
+		return;
+	}
+	if (llm_token_piece(g->m, id, n == 1 && pos == 1 ? LLM_PIECE_FIRST : 0, &p, &len) != LLM_OK)
+		llm_fatal("%s: %s", g->model, llm_errmsg());
+	llm_buf_add(out, p, len);
+	llm_free(p);
 }
 
-/* Generate from llm_runtime_logits(rt) (those of the last context token) until a
- * stop.  Every token fed through decode is recorded in cache with its
- * bytes (its ids are the repetition penalty's history).  t0 is when the
- * prompt started, for the time to first token. */
+/* Generate from the logits of s's last token until a stop; every token
+ * fed back joins s (its tokens are the repetition penalty's history).
+ * t0 is when the prompt started, for the time to first token. */
 static void
-generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *r)
+generate(struct gen *g, struct llm_seq *s, double t0, struct result *r)
 {
-	struct llm_runtime *rt = g->rt;
 	struct llm_buf piece = {0}, out = {0};
+	int64_t next;
 
 	memset(r, 0, sizeof(*r));
 	llm_stream_init(&r->stream, g->stop, g->nstop);
 	r->stop = "length";
 	r->t_first = llm_now() - t0;
 	if (g->max_new > 0) {
-		int64_t next = llm_sampler_sample(g->sampler, llm_runtime_logits(rt), cache->ids, cache->n);
+		if (llm_seq_sample(s, &g->sp, &next) != LLM_OK)
+			llm_fatal("%s: %s", g->model, llm_errmsg());
 		r->t_first = llm_now() - t0;
 		for (;;) {
 			if (interrupted) {
 				r->stop = "interrupt";
 				break;
 			}
-			if (is_eos(g, next)) {
+			if (llm_token_is_eos(g->m, next)) {
 				r->stop = "eos";
 				break;
 			}
 			r->ids = llm_xreallocarray(r->ids, r->n + 1, sizeof(*r->ids));
 			r->ids[r->n++] = next;
-			piece.len = 0;
-			if (!g->tok)
-				llm_buf_printf(&piece, "%s%" PRId64, r->n > 1 ? " " : "", next);
-			else if (!llm_tokenizer_is_special(g->tok, next)) {
-				llm_tokenizer_token_bytes(g->tok, next, &piece);
-				if (r->n == 1 && cache->n == 1 && starts_document(g, next, &piece))
-					memmove(piece.p, piece.p + 1, --piece.len);
-			}
+			piece_of(g, next, r->n, llm_seq_pos(s), &piece);
 			int stopped = llm_stream_push(&r->stream, piece.p, piece.len, &out);
 			emit(g, &out);
 			if (stopped) {
@@ -358,21 +332,18 @@ generate(struct gen *g, struct llm_chat_cache *cache, double t0, struct result *
 			}
 			if ((int64_t)r->n == g->max_new)
 				break;
-			if (llm_runtime_pos(rt) >= llm_runtime_context(rt)) {
+			if (llm_seq_pos(s) >= llm_seq_context(s)) {
 				r->stop = "context";
 				break;
 			}
 			double td = llm_now();
-			if (llm_runtime_decode(rt, next) < 0)
-				llm_fatal("%s: %s", llm_runtime_bundle(rt)->path, llm_errmsg());
+			if (llm_seq_eval(s, &next, 1) != LLM_OK)
+				llm_fatal("%s: %s", g->model, llm_errmsg());
 			r->t_decode += llm_now() - td;
 			r->ndecode++;
-			piece.len = 0;
-			if (g->tok)
-				llm_tokenizer_token_bytes(g->tok, next, &piece);
-			llm_chat_cache_push(cache, next, piece.p, piece.len, 1);
-			write_logits(g);
-			next = llm_sampler_sample(g->sampler, llm_runtime_logits(rt), cache->ids, cache->n);
+			write_logits(g, s);
+			if (llm_seq_sample(s, &g->sp, &next) != LLM_OK)
+				llm_fatal("%s: %s", g->model, llm_errmsg());
 		}
 	}
 	llm_stream_finish(&r->stream, &out);
@@ -438,81 +409,21 @@ print_rates(double t_first, int64_t nprefill, double t_prefill, int64_t ndecode,
 	    run_rate((double)ndecode, t_decode));
 }
 
-/* Encode full[from, len) of a rendered conversation; under
- * --no-special-in-input its messages' text (sp) stays text. */
-static int
-encode_from(struct gen *g, const char *full, size_t from, size_t len, const struct llm_chat_spans *sp, int64_t **ids,
-    size_t *n)
-{
-	size_t (*r)[2] = NULL, nr = 0;
-	int rc;
-
-	if (g->plain_input && sp->n) {
-		r = llm_xreallocarray(NULL, sp->n, sizeof(*r));
-		for (size_t i = 0; i < sp->n; i++) {
-			size_t b = sp->r[i][0] > from ? sp->r[i][0] : from, e = sp->r[i][1] < len ? sp->r[i][1] : len;
-			if (b < e) {
-				r[nr][0] = b - from;
-				r[nr][1] = e - from;
-				nr++;
-			}
-		}
-	}
-	rc = llm_tokenizer_encode_plain(g->tok, full + from, len - from, 0, (const size_t (*)[2])r, nr, ids, n);
-	free(r);
-	return rc;
-}
-
-/* Encode full[from, len) (as encode_from) and record it in the cache: cut
- * points after its added tokens when its token bytes spell the text
- * exactly, and after its last token. */
+/* -f, -p or --tokens: one generation on s. */
 static void
-encode_piece(struct gen *g, const char *full, size_t from, size_t len, const struct llm_chat_spans *sp, int64_t **ids,
-    size_t *n, struct llm_chat_cache *c, const char *model)
+run_once(struct gen *g, struct llm_seq *s, double t_load, int64_t *ids, size_t nids)
 {
-	size_t n0 = *n;
-	struct llm_buf bytes = {0};
-	size_t *ends;
-	const char *text = full + from;
-
-	if (encode_from(g, full, from, len, sp, ids, n) < 0)
-		llm_fatal("%s: %s", model, llm_errmsg());
-	len -= from;
-	ends = llm_xreallocarray(NULL, *n - n0 + 1, sizeof(*ends));
-	for (size_t i = n0; i < *n; i++) {
-		llm_tokenizer_token_bytes(g->tok, (*ids)[i], &bytes);
-		ends[i - n0] = bytes.len;
-	}
-	int exact = bytes.len == len && (len == 0 || memcmp(bytes.p, text, len) == 0);
-	for (size_t i = n0, prev = 0; i < *n; i++) {
-		int last = i + 1 == *n;
-		if (exact) {
-			llm_chat_cache_push(c, (*ids)[i], text + prev, ends[i - n0] - prev,
-			    last || g->added[(*ids)[i]]);
-			prev = ends[i - n0];
-		} else {
-			llm_chat_cache_push(c, (*ids)[i], text, last ? len : 0, last);
-		}
-	}
-	free(ends);
-	llm_buf_free(&bytes);
-}
-
-/* -f, -p or --tokens: one generation. */
-static void
-run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t nids)
-{
-	struct llm_runtime *rt = g->rt;
-	struct llm_chat_cache cache = {0};
 	struct result r;
 
 	if (nids == 0)
-		llm_fatal("%s: empty prompt", model);
-	if ((int64_t)nids > llm_runtime_context(rt))
-		llm_fatal("%s: prompt of %zu tokens does not fit the context of %" PRId64 " positions (-c)", model,
-		    nids, llm_runtime_context(rt));
+		llm_fatal("%s: empty prompt", g->model);
 	for (size_t i = 0; i < nids; i++)
-		llm_chat_cache_push(&cache, ids[i], NULL, 0, 0);
+		if (ids[i] < 0 || ids[i] >= llm_vocab_size(g->m))
+			llm_fatal("%s: token id %" PRId64 " is out of range [0, %" PRId64 ")", g->model, ids[i],
+			    llm_vocab_size(g->m));
+	if ((int64_t)nids > llm_seq_context(s))
+		llm_fatal("%s: prompt of %zu tokens does not fit the context of %" PRId64 " positions (-c)", g->model,
+		    nids, llm_seq_context(s));
 	/* as llama-cli: the text, then what continues it */
 	if (g->echo) {
 		run_write(g->echo, g->echo_len);
@@ -523,11 +434,11 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 
 	catch_sigint();
 	double t0 = llm_now();
-	if (llm_runtime_prefill(rt, ids, (int64_t)nids) < 0)
-		llm_fatal("%s: %s", model, llm_errmsg());
+	if (llm_seq_eval(s, ids, nids) != LLM_OK)
+		llm_fatal("%s: %s", g->model, llm_errmsg());
 	double t_prefill = llm_now() - t0;
-	write_logits(g);
-	generate(g, &cache, t0, &r);
+	write_logits(g, s);
+	generate(g, s, t0, &r);
 	if (g->logits && llm_out_commit(g->logits) < 0)
 		llm_fatal("%s", llm_errmsg());
 
@@ -535,7 +446,7 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 		size_t len;
 		const char *text = result_text(&r, &len);
 		json_t *o = json_object();
-		json_object_set_new(o, "model", json_string(model));
+		json_object_set_new(o, "model", json_string(g->model));
 		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
 		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(text, len));
@@ -550,23 +461,44 @@ run_once(struct gen *g, const char *model, double t_load, int64_t *ids, size_t n
 	}
 	run_finish_stdout();
 	result_free(&r);
-	llm_chat_cache_free(&cache);
 }
 
 /* The chat. */
 struct chat {
 	struct gen *g;
-	const char *model;
-	int tmpl;
-	const char *bos, *eos;
-	struct llm_chat conv;
-	size_t nsystem; /* leading system messages, kept on /reset */
-	struct llm_chat_cache cache;
+	struct llm_seq *s;
+	struct llm_message *msgs; /* the conversation (role and content owned) */
+	size_t n, cap;
+	size_t nsystem;  /* leading system messages, kept on /reset */
 	int64_t reserve; /* positions kept free for the reply */
 	int turns;
 	int64_t prefill_tokens, decode_tokens;
 	double prefill_s, decode_s;
 };
+
+static void
+chat_add(struct chat *c, const char *role, const char *content, size_t len)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 16;
+		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
+	}
+	c->msgs[c->n].role = llm_xstrdup(role);
+	c->msgs[c->n].content = llm_xstrndup(content, len);
+	c->n++;
+}
+
+/* Remove messages [i, i + k). */
+static void
+chat_remove(struct chat *c, size_t i, size_t k)
+{
+	for (size_t j = i; j < i + k; j++) {
+		free((char *)c->msgs[j].role);
+		free((char *)c->msgs[j].content);
+	}
+	memmove(c->msgs + i, c->msgs + i + k, (c->n - i - k) * sizeof(*c->msgs));
+	c->n -= k;
+}
 
 /* The totals of the chat so far, on standard error. */
 static void
@@ -602,14 +534,14 @@ chat_command(struct chat *c, const char *line, size_t len)
 	case 2:
 		return -1;
 	case 3:
-		llm_chat_remove(&c->conv, c->nsystem, c->conv.n - c->nsystem);
-		llm_chat_cache_truncate(&c->cache, 0);
-		llm_runtime_reset(c->g->rt);
+		chat_remove(c, c->nsystem, c->n - c->nsystem);
+		if (llm_seq_rewind(c->s, 0) != LLM_OK)
+			llm_fatal("%s: %s", c->g->model, llm_errmsg());
 		return 1;
 	case 4:
 		chat_stats(c);
-		fprintf(stderr, ", context %" PRId64 " of %" PRId64 " positions\n", llm_runtime_pos(c->g->rt),
-		    llm_runtime_context(c->g->rt));
+		fprintf(stderr, ", context %" PRId64 " of %" PRId64 " positions\n", llm_seq_pos(c->s),
+		    llm_seq_context(c->s));
 		return 1;
 	}
 	return 0;
@@ -621,13 +553,13 @@ static size_t
 drop_oldest(struct chat *c)
 {
 	size_t s = c->nsystem, u;
-	if (s + 1 >= c->conv.n)
+	if (s + 1 >= c->n)
 		return 0;
-	for (u = s + 1; u < c->conv.n && strcmp(c->conv.msgs[u].role, "user") != 0; u++)
+	for (u = s + 1; u < c->n && strcmp(c->msgs[u].role, "user") != 0; u++)
 		;
-	if (u >= c->conv.n)
+	if (u >= c->n)
 		return 0;
-	llm_chat_remove(&c->conv, s, u - s);
+	chat_remove(c, s, u - s);
 	return u - s;
 }
 
@@ -635,76 +567,55 @@ static void
 chat_turn(struct chat *c, const char *line, size_t len)
 {
 	struct gen *g = c->g;
-	struct llm_runtime *rt = g->rt;
-	struct llm_buf full = {0};
-	struct llm_chat_spans sp = {0};
-	int64_t *ids = NULL;
-	size_t nids = 0, keep, dropped = 0;
-	size_t from;
+	struct llm_seq *s = c->s;
+	int64_t *ids = NULL, keep, ctx = llm_seq_context(s);
+	size_t nids = 0, dropped = 0;
+	int flags = LLM_CHAT_GENERATION_PROMPT | (g->plain_input ? 0 : LLM_CHAT_SPECIAL_IN_CONTENT);
 
-	llm_chat_add(&c->conv, "user", line, len);
+	chat_add(c, "user", line, len);
 	for (;;) {
-		full.len = 0;
-		if (llm_chat_render(c->tmpl, &c->conv, 1, c->bos, c->eos, &full, &sp) < 0) {
-			llm_warn("%s: %s", c->model, llm_errmsg());
-			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
-			llm_buf_free(&full);
-			llm_chat_spans_free(&sp);
+		/* what the sequence keeps of the rendered conversation (at least
+		 * one token is new, for its logits), and the rest */
+		if (llm_seq_chat(s, c->msgs, c->n, flags, &keep, &ids, &nids) != LLM_OK) {
+			llm_warn("%s: %s", g->model, llm_errmsg());
+			chat_remove(c, c->n - 1, 1);
 			return;
-		}
-		/* Keep the longest cached prefix of the new context; at least
-		 * one token must be new, for its logits. */
-		keep = llm_chat_cache_reuse(&c->cache, full.p, full.len);
-		for (;;) {
-			from = keep ? c->cache.end[keep - 1] : 0;
-			nids = 0;
-			if (encode_from(g, full.p, from, full.len, &sp, &ids, &nids) < 0)
-				llm_fatal("%s: %s", c->model, llm_errmsg());
-			if (nids > 0 || keep == 0)
-				break;
-			keep = llm_chat_cache_prev_cut(&c->cache, keep);
 		}
 		/* Once something must go, the prompt goes down to half the
 		 * context, so that the next turns fit again without another
 		 * re-prefill. */
-		int64_t prompt = (int64_t)(keep + nids);
-		int fits = nids > 0 && prompt + c->reserve <= llm_runtime_context(rt);
-		if (fits && (!dropped || prompt <= llm_runtime_context(rt) / 2))
+		int64_t prompt = keep + (int64_t)nids;
+		int fits = nids > 0 && prompt + c->reserve <= ctx;
+		if (fits && (!dropped || prompt <= ctx / 2))
 			break;
 		size_t d = drop_oldest(c);
 		if (d == 0 && fits)
 			break;
 		if (d == 0) {
-			llm_warn("%s: the message does not fit in the context: %zu prompt tokens and %" PRId64
+			llm_warn("%s: the message does not fit in the context: %" PRId64 " prompt tokens and %" PRId64
 				 " for the reply, a context of %" PRId64 " positions (-c)",
-			    c->model, keep + nids, c->reserve, llm_runtime_context(rt));
-			llm_chat_remove(&c->conv, c->conv.n - 1, 1);
-			llm_buf_free(&full);
-			llm_chat_spans_free(&sp);
-			free(ids);
+			    g->model, prompt, c->reserve, ctx);
+			chat_remove(c, c->n - 1, 1);
+			llm_free(ids);
 			return;
 		}
 		dropped += d;
+		llm_free(ids);
 	}
 
 	/* Rewind to what is kept and send the rest. */
-	if (llm_runtime_rewind(rt, (int64_t)keep) < 0)
-		llm_fatal("%s: %s", c->model, llm_errmsg());
-	llm_chat_cache_truncate(&c->cache, keep);
-	nids = 0;
-	encode_piece(g, full.p, from, full.len, &sp, &ids, &nids, &c->cache, c->model);
 	double t0 = llm_now();
-	if (llm_runtime_prefill(rt, ids, (int64_t)nids) < 0)
-		llm_fatal("%s: %s", c->model, llm_errmsg());
+	if (llm_seq_rewind(s, keep) != LLM_OK || llm_seq_eval(s, ids, nids) != LLM_OK)
+		llm_fatal("%s: %s", g->model, llm_errmsg());
 	double t_prefill = llm_now() - t0;
 
 	struct result r;
-	generate(g, &c->cache, t0, &r);
+	generate(g, s, t0, &r);
 	/* A Ctrl-C that stopped the reply does not end the chat. */
 	interrupted = 0;
 	size_t rlen;
 	const char *reply = result_text(&r, &rlen);
-	llm_chat_add(&c->conv, "assistant", reply, rlen);
+	chat_add(c, "assistant", reply, rlen);
 	c->turns++;
 	c->prefill_tokens += (int64_t)nids;
 	c->prefill_s += t_prefill;
@@ -719,7 +630,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
 		json_object_set_new(o, "text", json_stringn(reply, rlen));
 		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "context_tokens", json_integer(llm_runtime_pos(rt)));
+		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(s)));
 		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
 		run_print_json(o);
 	} else {
@@ -730,14 +641,12 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	}
 	if (g->verbose)
 		fprintf(stderr,
-		    "%s: turn %d: reused %zu tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
+		    "%s: turn %d: reused %" PRId64 " tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
 		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n",
 		    llm_prog, c->turns, keep, dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop,
-		    llm_runtime_pos(rt));
+		    llm_seq_pos(s));
 	result_free(&r);
-	llm_buf_free(&full);
-	llm_chat_spans_free(&sp);
-	free(ids);
+	llm_free(ids);
 }
 
 /* Standard input of a chat, read without stdio so that Ctrl-C is never
@@ -818,20 +727,17 @@ read_message(struct llm_buf *msg)
 }
 
 static void
-run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char *eos, const char *system)
+run_chat(struct gen *g, struct llm_seq *s, const char *system)
 {
 	struct chat c = {0};
 	struct llm_buf msg = {0}, clean = {0};
 	int tty = isatty(0) && !g->json;
 
 	c.g = g;
-	c.model = model;
-	c.tmpl = tmpl;
-	c.bos = bos;
-	c.eos = eos;
-	c.reserve = g->max_new < llm_runtime_context(g->rt) / 2 ? g->max_new : llm_runtime_context(g->rt) / 2;
+	c.s = s;
+	c.reserve = g->max_new < llm_seq_context(s) / 2 ? g->max_new : llm_seq_context(s) / 2;
 	if (system) {
-		llm_chat_add(&c.conv, "system", system, strlen(system));
+		chat_add(&c, "system", system, strlen(system));
 		c.nsystem = 1;
 	}
 	catch_sigint();
@@ -847,6 +753,10 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 			break;
 		if (cmd > 0 || msg.len == 0)
 			continue;
+		if (memchr(msg.p, '\0', msg.len)) {
+			llm_warn("<stdin>: a message with a NUL byte: not sent");
+			continue;
+		}
 		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
 		clean.len = 0;
 		llm_utf8_lossy(msg.p, msg.len, &clean);
@@ -861,8 +771,8 @@ run_chat(struct gen *g, const char *model, int tmpl, const char *bos, const char
 	}
 	llm_buf_free(&msg);
 	llm_buf_free(&clean);
-	llm_chat_free(&c.conv);
-	llm_chat_cache_free(&c.cache);
+	chat_remove(&c, 0, c.n);
+	free(c.msgs);
 }
 
 /* --bench's spec (src/run/bench.c runs it).  "512" or "128,256,512" (llama-bench's lists); what names the option. */
@@ -948,7 +858,7 @@ struct args {
 	const char *render_path, *bench_arg;
 	const char *n_arg, *d_arg, *r_arg; /* -n, -d, -r as given */
 	struct ppl_args ppl;
-	struct llm_sampler_params sp;
+	struct llm_sampling sp;
 	struct bench_spec bench;
 	char **stop;
 	size_t nstop;
@@ -1245,7 +1155,7 @@ parse_args(int argc, char **argv, struct args *a)
 			a->system = optarg;
 			break;
 		case OPT_TEMP:
-			a->sp.temp = parse_num("--temp", optarg, 0, 1e6);
+			a->sp.temperature = parse_num("--temp", optarg, 0, 1e6);
 			break;
 		case OPT_TOKENIZE:
 			set_mode(&a->mode, M_TOKENIZE);
@@ -1456,65 +1366,47 @@ choose_context(const struct args *a, int64_t maxc, const char *kv)
 	return ctx;
 }
 
-/* Opens the model through the API (--bench, --perplexity); *ctx: -c's
- * positions, 0 for the default. */
+/* Opens the model through the API; *ctx: -c's positions, 0 for the
+ * default; *t_load: the seconds it took. */
 static struct llm *
-open_api(struct args *a, int64_t *ctx)
+open_model(struct args *a, int64_t *ctx, double *t_load)
 {
 	struct llm *m;
-	struct llm_options o = {.threads = (int)a->threads, .verbose = a->verbose, .tokenizer = a->tokenizer_path};
+	struct llm_options o = {.threads = (int)a->threads,
+		.verbose = a->verbose,
+		.tokenizer = a->tokenizer_path,
+		.chat_template = a->template_name};
 	check_run_args(a);
 	double t = llm_now();
 	if (llm_open(a->model, &o, &m) != LLM_OK)
 		llm_fatal("%s", llm_errmsg());
+	if (llm_model_warning(m))
+		llm_warn("%s", llm_model_warning(m));
 	*ctx = choose_context(a, llm_context_limit(m), llm_kv_type(m));
+	*t_load = llm_now() - t;
 	if (a->verbose)
 		fprintf(stderr,
 		    "%s: %s: %s, vocab %" PRId64 ", max_context %" PRId64 ", %" PRIu64
 		    " bytes of weights mapped in place, code for %s, loaded in %.1f ms\n",
 		    llm_prog, a->model, llm_model_desc(m), llm_vocab_size(m), llm_context_limit(m), llm_model_size(m),
-		    llm_target_cpu(m) ? llm_target_cpu(m) : "this CPU", (llm_now() - t) * 1e3);
+		    llm_target_cpu(m) ? llm_target_cpu(m) : "this CPU", *t_load * 1e3);
 	return m;
 }
 
-/* Opens the model and its tokenizer; the load time in seconds. */
-static double
-open_model(struct args *a, struct llm_runtime **rtp, struct llm_chatsrc *src)
-{
-	struct llm_runtime *rt;
-	check_run_args(a);
-
-	/* Open the model. */
-	struct llm_runtime_opts ro = {.threads = (int)a->threads, .verbose = a->verbose, .prefault = 1};
-	double t_load = llm_now();
-	if (!(*rtp = rt = llm_runtime_open(a->model, &ro)))
-		llm_fatal("%s", llm_errmsg());
-	int64_t ctx = choose_context(a, llm_runtime_model(rt)->max_context,
-	    llm_dtype_name(llm_runtime_model(rt)->kv_dtype));
-	if (ctx && llm_runtime_set_context(rt, ctx) < 0)
-		llm_fatal("%s", llm_errmsg());
-	load_chatsrc(src, a->tokenizer_path, a->tokenizer_path ? NULL : llm_runtime_bundle(rt));
-	t_load = llm_now() - t_load;
-	if (a->verbose) {
-		const struct llm_model *m = llm_runtime_model(rt);
-		char fp[17];
-		llm_hex64(llm_runtime_fingerprint(rt), fp);
-		fprintf(stderr,
-		    "%s: %s: %s, %" PRId64 " layers, vocab %" PRId64 ", context %" PRId64 " of max_context %" PRId64
-		    ", chunk %" PRId64 ", %" PRIu64 " bytes of weights mapped in place, plan %s, loaded in %.1f ms\n",
-		    llm_prog, a->model, m->family, m->cfg.n_layers, llm_runtime_vocab(rt), llm_runtime_context(rt),
-		    m->max_context, m->prefill_chunk, m->data_bytes, fp, t_load * 1e3);
-	}
-	return t_load;
-}
-
-/* -p, -f, --tokens and -i: generation. */
+/* -p, -f, --tokens and -i: generation on a sequence of ctx positions. */
 static void
-run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chatsrc *src, double t_load)
+run_generate(const struct args *a, struct llm *m, int64_t ctx, double t_load)
 {
 	struct gen g = {0};
-	g.rt = rt;
-	g.tok = src->tok;
+	struct llm_seq *s;
+	int64_t *probe = NULL;
+	size_t nprobe;
+
+	g.m = m;
+	g.model = a->model;
+	g.tok = llm_tokenize(m, "", 0, 0, &probe, &nprobe) != LLM_ERR_UNSUPPORTED;
+	llm_free(probe);
+	g.sp = a->sp;
 	g.max_new = a->max_new;
 	g.stop = a->stop;
 	g.nstop = a->nstop;
@@ -1522,30 +1414,21 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chat
 	g.echo_end = -1;
 	g.verbose = a->verbose;
 	g.plain_input = a->plain_input;
-	if (!(g.sampler = llm_sampler_new(&a->sp, llm_runtime_vocab(rt))))
-		usage_msg(llm_errmsg());
-	for (int i = 0; i < llm_runtime_model(rt)->n_eos; i++)
-		add_eos(&g, llm_runtime_model(rt)->eos_ids[i]);
-	g.added = llm_xcalloc((size_t)llm_runtime_vocab(rt), 1);
-	if (g.tok)
-		for (size_t i = 0; i < llm_tokenizer_n_added(g.tok); i++) {
-			int64_t id = llm_tokenizer_added_id(g.tok, i);
-			if (id >= 0 && id < llm_runtime_vocab(rt))
-				g.added[id] = 1;
-		}
+	if (llm_seq_new(m, ctx, &s) != LLM_OK)
+		llm_fatal("%s: %s", a->model, llm_errmsg());
+	if (a->verbose)
+		fprintf(stderr, "%s: %s: context %" PRId64 " of max_context %" PRId64 " positions\n", llm_prog,
+		    a->model, llm_seq_context(s), llm_context_limit(m));
 
 	if (a->mode == M_CHAT) {
-		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src->tmpl;
 		if (!g.tok)
 			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", a->model);
-		if (tmpl < 0)
+		if (!llm_chat_template_name(m))
 			llm_fatal("%s: no chat template recognised: give --chat-template", a->model);
-		const char *eot = llm_chat_end_of_turn(tmpl);
-		add_eos(&g, llm_tokenizer_find(g.tok, eot, strlen(eot)));
-		run_chat(&g, a->model, tmpl, llm_chatsrc_bos(src, tmpl), llm_chatsrc_eos(src, tmpl), a->system);
+		run_chat(&g, s, a->system);
 	} else {
-		int64_t *ids = NULL;
-		size_t nids = 0, len = 0;
+		int64_t *ids = NULL, *text_ids;
+		size_t nids = 0, ntext, len = 0;
 		char *ptext = NULL;
 		struct llm_out lo;
 		if (a->tokens_arg)
@@ -1558,14 +1441,15 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chat
 				len = strlen(ptext);
 			if (!g.tok)
 				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", a->model);
-			if (llm_runtime_model(rt)->add_bos && llm_runtime_model(rt)->bos_id >= 0) {
-				ids = llm_xmalloc(sizeof(*ids));
-				ids[nids++] = llm_runtime_model(rt)->bos_id;
-			}
-			const size_t all[1][2] = {{0, len}};
-			if (llm_tokenizer_encode_plain(g.tok, ptext, len, 0, all, a->plain_input && len > 0, &ids,
-				&nids) < 0)
+			if (llm_tokenize(m, ptext, len, a->plain_input ? LLM_TOKENIZE_PLAIN : 0, &text_ids, &ntext) !=
+			    LLM_OK)
 				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
+			ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
+			if (llm_token_add_bos(m))
+				ids[nids++] = llm_token_bos(m);
+			memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
+			nids += ntext;
+			llm_free(text_ids);
 		}
 		if (a->logits_path) {
 			if (llm_out_open(&lo, a->logits_path) < 0)
@@ -1574,26 +1458,22 @@ run_generate(const struct args *a, struct llm_runtime *rt, const struct llm_chat
 		}
 		if (ptext && !a->json && !a->no_echo)
 			g.echo = ptext, g.echo_len = len;
-		run_once(&g, a->model, t_load, ids, nids);
+		run_once(&g, s, t_load, ids, nids);
 		free(ptext);
 		free(ids);
 	}
-
-	llm_sampler_free(g.sampler);
-	free(g.added);
+	llm_seq_free(&s);
 }
 
 int
 main(int argc, char **argv)
 {
 	struct args a = {
-		.sp = LLM_SAMPLER_DEFAULTS,
+		.sp = LLM_SAMPLING_GREEDY,
 		.bench = {{1, {512}}, {1, {128}}, {1, {0}}, 5},
 		.max_new = 128,
 		.mode = M_NONE,
 	};
-	struct llm_runtime *rt;
-	struct llm_chatsrc src = LLM_CHATSRC_INIT;
 
 	t_start = llm_now();
 	argv[0] = (char *)llm_setprog(argv[0]);
@@ -1610,24 +1490,19 @@ main(int argc, char **argv)
 		return LLM_EXIT_OK;
 	}
 
-	if (a.mode == M_BENCH || a.mode == M_PPL) {
-		int64_t ctx;
-		struct llm *m = open_api(&a, &ctx);
-		if (a.mode == M_BENCH)
-			run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json);
-		else {
-			a.ppl.json = a.json;
-			a.ppl.verbose = a.verbose;
-			run_perplexity(m, a.model, ctx, &a.ppl);
-		}
-		llm_close(&m);
-		free(a.stop);
-		return LLM_EXIT_OK;
-	}
-	double t_load = open_model(&a, &rt, &src);
-	run_generate(&a, rt, &src, t_load);
+	int64_t ctx;
+	double t_load;
+	struct llm *m = open_model(&a, &ctx, &t_load);
+	if (a.mode == M_BENCH)
+		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json);
+	else if (a.mode == M_PPL) {
+		a.ppl.json = a.json;
+		a.ppl.verbose = a.verbose;
+		run_perplexity(m, a.model, ctx, &a.ppl);
+	} else
+		run_generate(&a, m, ctx, t_load);
+	if (llm_close(&m) != LLM_OK)
+		llm_fatal("%s: %s", a.model, llm_errmsg());
 	free(a.stop);
-	llm_chatsrc_free(&src);
-	llm_runtime_close(rt);
 	return LLM_EXIT_OK;
 }

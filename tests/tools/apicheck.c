@@ -8,6 +8,7 @@
  * the ids: a prompt whose last token's logits, then those of 4 greedy
  * steps, are written to logits.f32 (for the test to compare with
  * llm-run --logits). */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,9 @@ main(int argc, char **argv)
 	status(llm_open(argv[1], &o, &m), LLM_ERR_CONTEXT, "open with a context too large");
 	o.context = -1;
 	status(llm_open(argv[1], &o, &m), LLM_ERR_ARG, "open with a negative context");
+	o.chat_template = "nope";
+	status(llm_open(argv[1], &o, &m), LLM_ERR_ARG, "open with an unknown chat template");
+	o.chat_template = NULL;
 	o.context = 48;
 	status(llm_open(argv[1], &o, &m), LLM_OK, "open");
 	if (!m)
@@ -211,6 +215,50 @@ main(int argc, char **argv)
 	llm_seq_free(&t);
 	llm_seq_free(&t);
 	check(t == NULL, "a second seq_free is nothing");
+
+	/* a chat: the second turn keeps what the first shares with it */
+	struct llm_seq *u;
+	int64_t keep, *cids, reply[3];
+	size_t ncids, n1;
+	status(llm_seq_new(m, 0, &u), LLM_OK, "seq_new for a chat");
+	struct llm_message turn1[] = {{"user", "Hi"}};
+	status(llm_seq_chat(u, turn1, 1, LLM_CHAT_GENERATION_PROMPT, &keep, &cids, &ncids), LLM_OK, "seq_chat");
+	check(keep == 0 && ncids > 0, "the first turn: nothing kept");
+	n1 = ncids;
+	check(!llm_seq_rewind(u, keep) && !llm_seq_eval(u, cids, ncids), "its prompt evaluated");
+	llm_free(cids);
+	char rtext[256] = "";
+	for (int i = 0; i < 3; i++) {
+		char *p;
+		size_t pl;
+		check(!llm_seq_sample(u, &g, &reply[i]) && !llm_seq_eval(u, &reply[i], 1) &&
+			!llm_token_piece(m, reply[i], 0, &p, &pl),
+		    "a reply token");
+		if (strlen(rtext) + pl < sizeof(rtext))
+			strcat(rtext, p);
+		llm_free(p);
+	}
+	struct llm_message turn2[] = {{"user", "Hi"}, {"assistant", rtext}, {"user", "Again"}};
+	status(llm_seq_chat(u, turn2, 3, LLM_CHAT_GENERATION_PROMPT, &keep, &cids, &ncids), LLM_OK, "seq_chat again");
+	/* (deepseek-r1 renders a past reply without the generation prompt's
+	 * "<think>\n": the text parts after <｜Assistant｜>) */
+	check(keep > 0 && keep < (int64_t)n1 && ncids > 0, "the second turn keeps the start of the first");
+	check(!llm_seq_rewind(u, keep) && !llm_seq_eval(u, cids, ncids), "the second prompt evaluated");
+	llm_free(cids);
+	status(llm_seq_chat(u, turn2, 3, 8, &keep, &cids, &ncids), LLM_ERR_ARG, "seq_chat with unknown flags");
+	status(llm_seq_chat(u, turn2, 3, 0, NULL, &cids, &ncids), LLM_ERR_ARG, "seq_chat with a NULL keep");
+	llm_seq_free(&u);
+	check(llm_model_warning(m) == NULL, "no warning");
+	/* special-token text stays text with LLM_TOKENIZE_PLAIN */
+	int64_t bos = llm_token_bos(m);
+	status(llm_detokenize(m, &bos, 1, &text, &len), LLM_OK, "BOS's text");
+	status(llm_tokenize(m, text, len, 0, &ids, &n), LLM_OK, "tokenize BOS's text");
+	check(n == 1 && ids[0] == bos, "it is BOS");
+	llm_free(ids);
+	status(llm_tokenize(m, text, len, LLM_TOKENIZE_PLAIN, &ids, &n), LLM_OK, "tokenize it as plain text");
+	check(n > 1, "with LLM_TOKENIZE_PLAIN it is text");
+	llm_free(ids);
+	llm_free(text);
 
 	/* four sequences in four threads: each as one alone */
 	int64_t alone[8], res[4][8];
