@@ -200,8 +200,9 @@ $(B)/llm-import: src/llm-import.c
 $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
-# llm-run's modules (src/run/): the bench and the perplexity run on the API.
-RUNOBJ = $(O)/src/run/common.o $(O)/src/run/bench.o $(O)/src/run/perplexity.o
+# llm-run's modules (src/run/, run.h): models run through the API alone.
+RUNOBJ = $(O)/src/run/common.o $(O)/src/run/generate.o $(O)/src/run/chat.o $(O)/src/run/bench.o \
+	$(O)/src/run/perplexity.o $(O)/src/run/text.o
 $(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h
 LINK_llm-run = $(RUNOBJ)
 $(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h include/llm.h $(LIBHDR) config.mk

@@ -24,30 +24,16 @@
  * tests, and --verify reads the weights against weights.json.  The last
  * step of the pipeline: llm-import, llm-pack-weights, llm-lower,
  * llm-link, llm-run. */
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <jansson.h>
-#include <math.h>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/bundle.h"
 #include "../lib/chat.h"
-#include "../lib/chatsrc.h"
-#include "../lib/json.h"
-#include "../lib/stream.h"
-#include "../lib/tokenizer.h"
-#include "../lib/toklines.h"
 #include "../lib/util.h"
-#include "../lib/weights.h"
 #include "run/run.h"
 
 static const char usage_text[] =
@@ -139,27 +125,6 @@ usage_msg(const char *msg)
  * start of the process. */
 static double t_start;
 
-/* Ctrl-C: generation stops after the current step. */
-static volatile sig_atomic_t interrupted;
-
-static void
-on_sigint(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-/* No SA_RESTART: a read of stdin waiting for a chat line returns EINTR. */
-static void
-catch_sigint(void)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sigint;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-}
-
 /* "1,2,3" -> ids. */
 /* --tokens: ids separated by single commas, nothing empty ("1,,2" and
  * "1," are errors, as is an id outside the vocabulary later). */
@@ -215,566 +180,6 @@ parse_int(const char *opt, const char *s, int64_t min, int64_t max)
 	return v;
 }
 
-/* The tokenizer and chat template of path (--tokenizer, or the model
- * for --render and the text modes), or of the opened bundle b; a warning
- * printed, an error fatal. */
-static void
-load_chatsrc(struct llm_chatsrc *s, const char *path, const struct llm_bundle *b)
-{
-	int rc = b ? llm_chatsrc_bundle(s, b) : llm_chatsrc_path(s, path);
-	if (s->warning)
-		llm_warn("%s", s->warning);
-	if (rc < 0)
-		llm_fatal("%s", llm_errmsg());
-}
-
-/* Everything a generation needs besides the sequence. */
-struct gen {
-	struct llm *m;
-	const char *model; /* -m, for messages */
-	int tok;           /* the model has a tokenizer (else: print ids) */
-	struct llm_sampling sp;
-	int64_t max_new;
-	char **stop;
-	size_t nstop;
-	int json, verbose;
-	int plain_input;        /* --no-special-in-input */
-	struct llm_out *logits; /* --logits, or NULL */
-	const char *echo;       /* the prompt text to print before the reply, or NULL */
-	size_t echo_len;
-	int echo_end; /* the last byte of the prompt printed, or -1 */
-};
-
-/* The result of one generation. */
-struct result {
-	int64_t *ids;
-	size_t n;
-	struct llm_stream stream;
-	const char *stop;
-	double t_first, t_decode;
-	int64_t ndecode;
-};
-
-static void
-write_logits(struct gen *g, const struct llm_seq *s)
-{
-	size_t v = (size_t)llm_vocab_size(g->m);
-	if (g->logits && fwrite(llm_seq_logits(s), sizeof(float), v, g->logits->fp) != v)
-		llm_fatal("%s: write error:", g->logits->path);
-}
-
-/* Print released text (unless --json). */
-static void
-emit(const struct gen *g, struct llm_buf *out)
-{
-	if (!g->json && out->len) {
-		run_write(out->p, out->len);
-		if (fflush(stdout) != 0)
-			llm_fatal("stdout: write error:");
-	}
-	out->len = 0;
-}
-
-/* The bytes token id adds to the reply (the n-th token of it, after a
- * context of pos tokens): its piece, without the space SentencePiece
- * decoding strips from the first token of a document; its id without a
- * tokenizer. */
-static void
-piece_of(const struct gen *g, int64_t id, size_t n, int64_t pos, struct llm_buf *out)
-{
-	char *p;
-	size_t len;
-	out->len = 0;
-	if (!g->tok) {
-		llm_buf_printf(out, "%s%" PRId64, n > 1 ? " " : "", id);
-		return;
-	}
-	if (llm_token_piece(g->m, id, n == 1 && pos == 1 ? LLM_PIECE_FIRST : 0, &p, &len) != LLM_OK)
-		llm_fatal("%s: %s", g->model, llm_errmsg());
-	llm_buf_add(out, p, len);
-	llm_free(p);
-}
-
-/* Generate from the logits of s's last token until a stop; every token
- * fed back joins s (its tokens are the repetition penalty's history).
- * t0 is when the prompt started, for the time to first token. */
-static void
-generate(struct gen *g, struct llm_seq *s, double t0, struct result *r)
-{
-	struct llm_buf piece = {0}, out = {0};
-	int64_t next;
-
-	memset(r, 0, sizeof(*r));
-	llm_stream_init(&r->stream, g->stop, g->nstop);
-	r->stop = "length";
-	r->t_first = llm_now() - t0;
-	if (g->max_new > 0) {
-		if (llm_seq_sample(s, &g->sp, &next) != LLM_OK)
-			llm_fatal("%s: %s", g->model, llm_errmsg());
-		r->t_first = llm_now() - t0;
-		for (;;) {
-			if (interrupted) {
-				r->stop = "interrupt";
-				break;
-			}
-			if (llm_token_is_eos(g->m, next)) {
-				r->stop = "eos";
-				break;
-			}
-			r->ids = llm_xreallocarray(r->ids, r->n + 1, sizeof(*r->ids));
-			r->ids[r->n++] = next;
-			piece_of(g, next, r->n, llm_seq_pos(s), &piece);
-			int stopped = llm_stream_push(&r->stream, piece.p, piece.len, &out);
-			emit(g, &out);
-			if (stopped) {
-				r->stop = "stop";
-				break;
-			}
-			if ((int64_t)r->n == g->max_new)
-				break;
-			if (llm_seq_pos(s) >= llm_seq_context(s)) {
-				r->stop = "context";
-				break;
-			}
-			double td = llm_now();
-			if (llm_seq_eval(s, &next, 1) != LLM_OK)
-				llm_fatal("%s: %s", g->model, llm_errmsg());
-			r->t_decode += llm_now() - td;
-			r->ndecode++;
-			write_logits(g, s);
-			if (llm_seq_sample(s, &g->sp, &next) != LLM_OK)
-				llm_fatal("%s: %s", g->model, llm_errmsg());
-		}
-	}
-	llm_stream_finish(&r->stream, &out);
-	emit(g, &out);
-	llm_buf_free(&piece);
-	llm_buf_free(&out);
-}
-
-static void
-result_free(struct result *r)
-{
-	free(r->ids);
-	llm_stream_free(&r->stream);
-}
-
-static const char *
-result_text(const struct result *r, size_t *len)
-{
-	*len = r->stream.text.len;
-	return r->stream.text.p ? r->stream.text.p : "";
-}
-
-/* End the printed text (the echoed prompt and what follows) with a
- * newline when it has none. */
-static void
-end_line(const struct gen *g, const struct result *r)
-{
-	size_t len;
-	const char *t = result_text(r, &len);
-	int last = len ? (unsigned char)t[len - 1] : g->echo_end;
-	if (!g->json && last >= 0 && last != '\n')
-		run_write("\n", 1);
-}
-
-/* load < 0: no load time (a chat turn); from_start < 0: no time to
- * first token from the start of the process. */
-static json_t *
-timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill)
-{
-	json_t *tm = json_object();
-	if (load >= 0)
-		json_object_set_new(tm, "load_ms", json_real(load * 1e3));
-	json_object_set_new(tm, "ttft_ms", json_real(r->t_first * 1e3));
-	if (from_start >= 0)
-		json_object_set_new(tm, "ttft_from_start_ms", json_real(from_start * 1e3));
-	json_object_set_new(tm, "prefill_tokens", json_integer(nprefill));
-	json_object_set_new(tm, "prefill_ms", json_real(t_prefill * 1e3));
-	json_object_set_new(tm, "prefill_tps", json_real(run_rate((double)nprefill, t_prefill)));
-	json_object_set_new(tm, "decode_tokens", json_integer(r->ndecode));
-	json_object_set_new(tm, "decode_ms", json_real(r->t_decode * 1e3));
-	json_object_set_new(tm, "decode_tps", json_real(run_rate((double)r->ndecode, r->t_decode)));
-	json_object_set_new(tm, "rss_kb", json_integer(run_rss_kb()));
-	return tm;
-}
-
-static void
-print_rates(double t_first, int64_t nprefill, double t_prefill, int64_t ndecode, double t_decode)
-{
-	fprintf(stderr, "%s: time to first token %.2f ms\n", llm_prog, t_first * 1e3);
-	fprintf(stderr, "%s: prefill %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, nprefill, t_prefill * 1e3,
-	    run_rate((double)nprefill, t_prefill));
-	fprintf(stderr, "%s: decode %" PRId64 " tokens in %.2f ms, %.2f t/s\n", llm_prog, ndecode, t_decode * 1e3,
-	    run_rate((double)ndecode, t_decode));
-}
-
-/* -f, -p or --tokens: one generation on s. */
-static void
-run_once(struct gen *g, struct llm_seq *s, double t_load, int64_t *ids, size_t nids)
-{
-	struct result r;
-
-	if (nids == 0)
-		llm_fatal("%s: empty prompt", g->model);
-	for (size_t i = 0; i < nids; i++)
-		if (ids[i] < 0 || ids[i] >= llm_vocab_size(g->m))
-			llm_fatal("%s: token id %" PRId64 " is out of range [0, %" PRId64 ")", g->model, ids[i],
-			    llm_vocab_size(g->m));
-	if ((int64_t)nids > llm_seq_context(s))
-		llm_fatal("%s: prompt of %zu tokens does not fit the context of %" PRId64 " positions (-c)", g->model,
-		    nids, llm_seq_context(s));
-	/* as llama-cli: the text, then what continues it */
-	if (g->echo) {
-		run_write(g->echo, g->echo_len);
-		run_finish_stdout();
-		if (g->echo_len)
-			g->echo_end = (unsigned char)g->echo[g->echo_len - 1];
-	}
-
-	catch_sigint();
-	double t0 = llm_now();
-	if (llm_seq_eval(s, ids, nids) != LLM_OK)
-		llm_fatal("%s: %s", g->model, llm_errmsg());
-	double t_prefill = llm_now() - t0;
-	write_logits(g, s);
-	generate(g, s, t0, &r);
-	if (g->logits && llm_out_commit(g->logits) < 0)
-		llm_fatal("%s", llm_errmsg());
-
-	if (g->json) {
-		size_t len;
-		const char *text = result_text(&r, &len);
-		json_t *o = json_object();
-		json_object_set_new(o, "model", json_string(g->model));
-		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
-		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
-		json_object_set_new(o, "text", json_stringn(text, len));
-		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "timings",
-		    timings_json(t_load, t0 + r.t_first - t_start, &r, (int64_t)nids, t_prefill));
-		run_print_json(o);
-	} else {
-		end_line(g, &r);
-		run_finish_stdout();
-		print_rates(r.t_first, (int64_t)nids, t_prefill, r.ndecode, r.t_decode);
-	}
-	run_finish_stdout();
-	result_free(&r);
-}
-
-/* The chat. */
-struct chat {
-	struct gen *g;
-	struct llm_seq *s;
-	struct llm_message *msgs; /* the conversation (role and content owned) */
-	size_t n, cap;
-	size_t nsystem;  /* leading system messages, kept on /reset */
-	int64_t reserve; /* positions kept free for the reply */
-	int turns;
-	int64_t prefill_tokens, decode_tokens;
-	double prefill_s, decode_s;
-};
-
-static void
-chat_add(struct chat *c, const char *role, const char *content, size_t len)
-{
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 16;
-		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
-	}
-	c->msgs[c->n].role = llm_xstrdup(role);
-	c->msgs[c->n].content = llm_xstrndup(content, len);
-	c->n++;
-}
-
-/* Remove messages [i, i + k). */
-static void
-chat_remove(struct chat *c, size_t i, size_t k)
-{
-	for (size_t j = i; j < i + k; j++) {
-		free((char *)c->msgs[j].role);
-		free((char *)c->msgs[j].content);
-	}
-	memmove(c->msgs + i, c->msgs + i + k, (c->n - i - k) * sizeof(*c->msgs));
-	c->n -= k;
-}
-
-/* The totals of the chat so far, on standard error. */
-static void
-chat_stats(const struct chat *c)
-{
-	fprintf(stderr,
-	    "%s: chat: %d turn%s, prefill %" PRId64 " tokens in %.2f ms, %.2f t/s, "
-	    "decode %" PRId64 " tokens in %.2f ms, %.2f t/s",
-	    llm_prog, c->turns, c->turns == 1 ? "" : "s", c->prefill_tokens, c->prefill_s * 1e3,
-	    run_rate((double)c->prefill_tokens, c->prefill_s), c->decode_tokens, c->decode_s * 1e3,
-	    run_rate((double)c->decode_tokens, c->decode_s));
-}
-
-/* A line that is one of the chat's commands: 1 when it was one (done),
- * -1 for /exit and /quit, 0 for a message.  Their output goes to standard
- * error, so that standard output stays the replies (or --json's lines). */
-static int
-chat_command(struct chat *c, const char *line, size_t len)
-{
-	static const char *const cmds[] = {"/help", "/exit", "/quit", "/reset", "/stats"};
-	size_t i = 0;
-	while (i < LLM_NELEM(cmds) && (strlen(cmds[i]) != len || memcmp(line, cmds[i], len) != 0))
-		i++;
-	switch (i) {
-	case 0:
-		fprintf(stderr,
-		    "/help    this list\n/exit, /quit  end the chat (as the end of the input does)\n"
-		    "/reset   forget the conversation (not the system prompt) and the cache\n"
-		    "/stats   the tokens and rates so far, and how much of the context is used\n"
-		    "any other line is a message (a line ending in \\ goes on)\n");
-		return 1;
-	case 1:
-	case 2:
-		return -1;
-	case 3:
-		chat_remove(c, c->nsystem, c->n - c->nsystem);
-		if (llm_seq_rewind(c->s, 0) != LLM_OK)
-			llm_fatal("%s: %s", c->g->model, llm_errmsg());
-		return 1;
-	case 4:
-		chat_stats(c);
-		fprintf(stderr, ", context %" PRId64 " of %" PRId64 " positions\n", llm_seq_pos(c->s),
-		    llm_seq_context(c->s));
-		return 1;
-	}
-	return 0;
-}
-
-/* Drop the oldest exchange after the system prompt: its first message up
- * to the next user message.  0 when only the new message is left. */
-static size_t
-drop_oldest(struct chat *c)
-{
-	size_t s = c->nsystem, u;
-	if (s + 1 >= c->n)
-		return 0;
-	for (u = s + 1; u < c->n && strcmp(c->msgs[u].role, "user") != 0; u++)
-		;
-	if (u >= c->n)
-		return 0;
-	chat_remove(c, s, u - s);
-	return u - s;
-}
-
-static void
-chat_turn(struct chat *c, const char *line, size_t len)
-{
-	struct gen *g = c->g;
-	struct llm_seq *s = c->s;
-	int64_t *ids = NULL, keep, ctx = llm_seq_context(s);
-	size_t nids = 0, dropped = 0;
-	int flags = LLM_CHAT_GENERATION_PROMPT | (g->plain_input ? 0 : LLM_CHAT_SPECIAL_IN_CONTENT);
-
-	chat_add(c, "user", line, len);
-	for (;;) {
-		/* what the sequence keeps of the rendered conversation (at least
-		 * one token is new, for its logits), and the rest */
-		if (llm_seq_chat(s, c->msgs, c->n, flags, &keep, &ids, &nids) != LLM_OK) {
-			llm_warn("%s: %s", g->model, llm_errmsg());
-			chat_remove(c, c->n - 1, 1);
-			return;
-		}
-		/* Once something must go, the prompt goes down to half the
-		 * context, so that the next turns fit again without another
-		 * re-prefill. */
-		int64_t prompt = keep + (int64_t)nids;
-		int fits = nids > 0 && prompt + c->reserve <= ctx;
-		if (fits && (!dropped || prompt <= ctx / 2))
-			break;
-		size_t d = drop_oldest(c);
-		if (d == 0 && fits)
-			break;
-		if (d == 0) {
-			llm_warn("%s: the message does not fit in the context: %" PRId64 " prompt tokens and %" PRId64
-				 " for the reply, a context of %" PRId64 " positions (-c)",
-			    g->model, prompt, c->reserve, ctx);
-			chat_remove(c, c->n - 1, 1);
-			llm_free(ids);
-			return;
-		}
-		dropped += d;
-		llm_free(ids);
-	}
-
-	/* Rewind to what is kept and send the rest. */
-	double t0 = llm_now();
-	if (llm_seq_rewind(s, keep) != LLM_OK || llm_seq_eval(s, ids, nids) != LLM_OK)
-		llm_fatal("%s: %s", g->model, llm_errmsg());
-	double t_prefill = llm_now() - t0;
-
-	struct result r;
-	generate(g, s, t0, &r);
-	/* A Ctrl-C that stopped the reply does not end the chat. */
-	interrupted = 0;
-	size_t rlen;
-	const char *reply = result_text(&r, &rlen);
-	chat_add(c, "assistant", reply, rlen);
-	c->turns++;
-	c->prefill_tokens += (int64_t)nids;
-	c->prefill_s += t_prefill;
-	c->decode_tokens += r.ndecode;
-	c->decode_s += r.t_decode;
-	if (g->json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "turn", json_integer(c->turns));
-		json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
-		json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
-		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
-		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
-		json_object_set_new(o, "text", json_stringn(reply, rlen));
-		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(s)));
-		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
-		run_print_json(o);
-	} else {
-		if (!rlen || reply[rlen - 1] != '\n')
-			run_write("\n", 1);
-		if (fflush(stdout) != 0)
-			llm_fatal("stdout: write error:");
-	}
-	if (g->verbose)
-		fprintf(stderr,
-		    "%s: turn %d: reused %" PRId64 " tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
-		    "decode %" PRId64 " tokens in %.2f ms, stop %s, context %" PRId64 "\n",
-		    llm_prog, c->turns, keep, dropped, nids, t_prefill * 1e3, r.ndecode, r.t_decode * 1e3, r.stop,
-		    llm_seq_pos(s));
-	result_free(&r);
-	llm_free(ids);
-}
-
-/* Standard input of a chat, read without stdio so that Ctrl-C is never
- * lost: SIGINT is blocked except inside ppoll, which returns at once when
- * it comes. */
-static struct {
-	char buf[65536];
-	size_t start, end;
-	int eof;
-} in;
-
-/* Append the next line of stdin (without its newline) to line: 1, or 0 at
- * the end of the input, -1 on Ctrl-C. */
-static int
-read_line(struct llm_buf *line)
-{
-	sigset_t block, old;
-	size_t len0 = line->len;
-	int rc;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	for (;;) {
-		char *p = in.buf + in.start, *nl = memchr(p, '\n', in.end - in.start);
-		if (nl) {
-			llm_buf_add(line, p, (size_t)(nl - p));
-			in.start += (size_t)(nl - p) + 1;
-			rc = 1;
-			break;
-		}
-		llm_buf_add(line, p, in.end - in.start);
-		in.start = in.end = 0;
-		if (in.eof) {
-			rc = line->len > len0;
-			break;
-		}
-		if (interrupted) {
-			rc = -1;
-			break;
-		}
-		struct pollfd pf = {0, POLLIN, 0};
-		if (ppoll(&pf, 1, NULL, &old) < 0) {
-			if (errno == EINTR)
-				continue;
-			llm_fatal("stdin: poll:");
-		}
-		ssize_t n = read(0, in.buf, sizeof(in.buf));
-		if (n < 0 && errno != EINTR && errno != EAGAIN)
-			llm_fatal("stdin: read error:");
-		if (n == 0)
-			in.eof = 1;
-		in.end = n > 0 ? (size_t)n : 0;
-	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/* One message: a line, continued on the next one while it ends with a
- * backslash.  -1 at the end of the input or on Ctrl-C. */
-static int
-read_message(struct llm_buf *msg)
-{
-	msg->len = 0;
-	for (;;) {
-		size_t start = msg->len;
-		int rc = read_line(msg);
-		if (rc < 0 || (rc == 0 && msg->len == 0))
-			return -1;
-		if (rc == 0)
-			return 0;
-		if (msg->len > start && msg->p[msg->len - 1] == '\\') {
-			msg->p[msg->len - 1] = '\n';
-			continue;
-		}
-		return 0;
-	}
-}
-
-static void
-run_chat(struct gen *g, struct llm_seq *s, const char *system)
-{
-	struct chat c = {0};
-	struct llm_buf msg = {0}, clean = {0};
-	int tty = isatty(0) && !g->json;
-
-	c.g = g;
-	c.s = s;
-	c.reserve = g->max_new < llm_seq_context(s) / 2 ? g->max_new : llm_seq_context(s) / 2;
-	if (system) {
-		chat_add(&c, "system", system, strlen(system));
-		c.nsystem = 1;
-	}
-	catch_sigint();
-	for (;;) {
-		if (tty) {
-			run_write("> ", 2);
-			fflush(stdout);
-		}
-		if (read_message(&msg) < 0)
-			break;
-		int cmd = chat_command(&c, msg.p, msg.len);
-		if (cmd < 0)
-			break;
-		if (cmd > 0 || msg.len == 0)
-			continue;
-		if (memchr(msg.p, '\0', msg.len)) {
-			llm_warn("<stdin>: a message with a NUL byte: not sent");
-			continue;
-		}
-		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
-		clean.len = 0;
-		llm_utf8_lossy(msg.p, msg.len, &clean);
-		chat_turn(&c, clean.p, clean.len);
-	}
-	if (tty)
-		run_write("\n", 1);
-	run_finish_stdout();
-	if (!g->json) {
-		chat_stats(&c);
-		fputc('\n', stderr);
-	}
-	llm_buf_free(&msg);
-	llm_buf_free(&clean);
-	chat_remove(&c, 0, c.n);
-	free(c.msgs);
-}
-
 /* --bench's spec (src/run/bench.c runs it).  "512" or "128,256,512" (llama-bench's lists); what names the option. */
 static void
 parse_bench_list(const char *what, const char *s, struct bench_list *l)
@@ -814,30 +219,6 @@ parse_bench(const char *s, struct bench_spec *b)
 		dst->v[0] = parse_int("--bench", t + k + 1, 0, 1 << 24);
 	}
 	free(copy);
-}
-
-/* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
-static void
-unescape(char *s)
-{
-	char *o = s;
-	for (; *s; s++) {
-		if (*s != '\\' || !s[1]) {
-			*o++ = *s;
-			continue;
-		}
-		/* one escape a line */
-		/* clang-format off */
-		switch (*++s) {
-		case 'n': *o++ = '\n'; break;
-		case 'r': *o++ = '\r'; break;
-		case 't': *o++ = '\t'; break;
-		case '\'': case '"': case '\\': *o++ = *s; break;
-		default: *o++ = '\\'; *o++ = *s; break;
-		}
-		/* clang-format on */
-	}
-	*o = 0;
 }
 
 enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER, M_VERIFY };
@@ -1246,94 +627,6 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
 }
 
-/* --verify: every tensor of weights.bin against weights.json, and both
- * against model.json's plan; no model library. */
-static void
-run_verify(const char *model)
-{
-	struct llm_bundle b;
-	struct llm_bundle_map wm;
-	struct llm_weights_manifest j;
-	struct llm_model m;
-	const struct llm_member *jm, *mm, *wmb;
-	char *text;
-	size_t len;
-	json_t *root;
-
-	if (llm_bundle_open(&b, model) < 0 || !(mm = llm_bundle_get(&b, "model.json")) ||
-	    llm_bundle_read(&b, mm, &text, &len) < 0)
-		llm_fatal("%s", llm_errmsg());
-	if (!(root = llm_json_loadb(text, len, mm->label)) || llm_model_parse(&m, root, mm->label) < 0)
-		llm_fatal("%s", llm_errmsg());
-	free(text);
-	if (!(jm = llm_bundle_get(&b, LLM_WEIGHTS_JSON)) || llm_bundle_read(&b, jm, &text, &len) < 0 ||
-	    llm_weights_manifest_loadb(&j, text, len, jm->label) < 0)
-		llm_fatal("%s", llm_errmsg());
-	free(text);
-	if (j.fingerprint != m.fingerprint || strcmp(j.file, m.weights_file) != 0)
-		llm_fatal("%s: not the weights of %s's plan", jm->label, mm->label);
-	if (!(wmb = llm_bundle_get(&b, m.weights_file)) || llm_bundle_map(&b, wmb, &wm) < 0 ||
-	    llm_weights_verify_map(wm.p, wmb->size, wmb->label, &j) < 0)
-		llm_fatal("%s", llm_errmsg());
-	printf("%s: %zu tensors, %" PRIu64 " bytes, as %s records\n", wmb->label, j.ntensors, wmb->size, jm->label);
-	run_finish_stdout();
-	llm_bundle_unmap(&wm);
-	llm_weights_manifest_free(&j);
-	llm_model_free(&m);
-	llm_bundle_close(&b);
-}
-
-/* --tokenize, --detokenize and --render: no model library. */
-static void
-run_text_mode(const struct args *a)
-{
-	struct llm_chatsrc src = LLM_CHATSRC_INIT;
-	struct llm_buf out = {0};
-	size_t len;
-	if (a->model && a->tokenizer_path)
-		usage_msg("give one of -m and --tokenizer");
-	if (a->mode != M_RENDER && !a->model && !a->tokenizer_path)
-		usage_msg("no tokenizer (-m model or --tokenizer path)");
-	if (a->tokenizer_path || a->model)
-		load_chatsrc(&src, a->tokenizer_path ? a->tokenizer_path : a->model, NULL);
-	if (a->mode != M_RENDER && !src.tok)
-		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
-	if (a->mode == M_RENDER) {
-		struct llm_chat conv = {0};
-		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src.tmpl;
-		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
-		if (tmpl < 0)
-			llm_fatal("%s: no chat template recognised: give --chat-template",
-			    a->tokenizer_path ? a->tokenizer_path :
-				a->model      ? a->model :
-						label);
-		char *text = run_read_input(a->render_path, &len);
-		if (llm_chat_parse(&conv, text, len, label) < 0)
-			llm_fatal("%s", llm_errmsg());
-		if (llm_chat_render(tmpl, &conv, !a->no_gen, llm_chatsrc_bos(&src, tmpl), llm_chatsrc_eos(&src, tmpl),
-			&out, NULL) < 0)
-			llm_fatal("%s: %s", label, llm_errmsg());
-		free(text);
-		llm_chat_free(&conv);
-	} else {
-		char *text = run_read_input("-", &len);
-		int rc = a->mode == M_TOKENIZE ?
-		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>",
-			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0) |
-			    (a->plain_input ? LLM_TOK_PLAIN : 0),
-			&out) :
-		    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
-			(a->skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
-		if (rc < 0)
-			llm_fatal("%s", llm_errmsg());
-		free(text);
-	}
-	run_write(out.p, out.len);
-	run_finish_stdout();
-	llm_buf_free(&out);
-	llm_chatsrc_free(&src);
-}
-
 /* What every run of a model needs given, and a seed when none was. */
 static void
 check_run_args(struct args *a)
@@ -1384,85 +677,7 @@ open_model(struct args *a, int64_t *ctx, double *t_load)
 		llm_warn("%s", llm_model_warning(m));
 	*ctx = choose_context(a, llm_context_limit(m), llm_kv_type(m));
 	*t_load = llm_now() - t;
-	if (a->verbose)
-		fprintf(stderr,
-		    "%s: %s: %s, vocab %" PRId64 ", max_context %" PRId64 ", %" PRIu64
-		    " bytes of weights mapped in place, code for %s, loaded in %.1f ms\n",
-		    llm_prog, a->model, llm_model_desc(m), llm_vocab_size(m), llm_context_limit(m), llm_model_size(m),
-		    llm_target_cpu(m) ? llm_target_cpu(m) : "this CPU", *t_load * 1e3);
 	return m;
-}
-
-/* -p, -f, --tokens and -i: generation on a sequence of ctx positions. */
-static void
-run_generate(const struct args *a, struct llm *m, int64_t ctx, double t_load)
-{
-	struct gen g = {0};
-	struct llm_seq *s;
-	int64_t *probe = NULL;
-	size_t nprobe;
-
-	g.m = m;
-	g.model = a->model;
-	g.tok = llm_tokenize(m, "", 0, 0, &probe, &nprobe) != LLM_ERR_UNSUPPORTED;
-	llm_free(probe);
-	g.sp = a->sp;
-	g.max_new = a->max_new;
-	g.stop = a->stop;
-	g.nstop = a->nstop;
-	g.json = a->json;
-	g.echo_end = -1;
-	g.verbose = a->verbose;
-	g.plain_input = a->plain_input;
-	if (llm_seq_new(m, ctx, &s) != LLM_OK)
-		llm_fatal("%s: %s", a->model, llm_errmsg());
-	if (a->verbose)
-		fprintf(stderr, "%s: %s: context %" PRId64 " of max_context %" PRId64 " positions\n", llm_prog,
-		    a->model, llm_seq_context(s), llm_context_limit(m));
-
-	if (a->mode == M_CHAT) {
-		if (!g.tok)
-			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", a->model);
-		if (!llm_chat_template_name(m))
-			llm_fatal("%s: no chat template recognised: give --chat-template", a->model);
-		run_chat(&g, s, a->system);
-	} else {
-		int64_t *ids = NULL, *text_ids;
-		size_t nids = 0, ntext, len = 0;
-		char *ptext = NULL;
-		struct llm_out lo;
-		if (a->tokens_arg)
-			parse_ids(a->tokens_arg, &ids, &nids);
-		else {
-			ptext = a->prompt ? llm_xstrdup(a->prompt) : run_read_input(a->prompt_file, &len);
-			if (a->prompt && a->escape)
-				unescape(ptext);
-			if (a->prompt)
-				len = strlen(ptext);
-			if (!g.tok)
-				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", a->model);
-			if (llm_tokenize(m, ptext, len, a->plain_input ? LLM_TOKENIZE_PLAIN : 0, &text_ids, &ntext) !=
-			    LLM_OK)
-				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
-			ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
-			if (llm_token_add_bos(m))
-				ids[nids++] = llm_token_bos(m);
-			memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
-			nids += ntext;
-			llm_free(text_ids);
-		}
-		if (a->logits_path) {
-			if (llm_out_open(&lo, a->logits_path) < 0)
-				llm_fatal("%s", llm_errmsg());
-			g.logits = &lo;
-		}
-		if (ptext && !a->json && !a->no_echo)
-			g.echo = ptext, g.echo_len = len;
-		run_once(&g, s, t_load, ids, nids);
-		free(ptext);
-		free(ids);
-	}
-	llm_seq_free(&s);
 }
 
 int
@@ -1480,7 +695,16 @@ main(int argc, char **argv)
 	argv = llama_cli_spellings(&argc, argv);
 	parse_args(argc, argv, &a);
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
-		run_text_mode(&a);
+		if (a.model && a.tokenizer_path)
+			usage_msg("give one of -m and --tokenizer");
+		if (a.mode != M_RENDER && !a.model && !a.tokenizer_path)
+			usage_msg("no tokenizer (-m model or --tokenizer path)");
+		struct text_opts t = {a.mode == M_TOKENIZE ? TEXT_TOKENIZE :
+			    a.mode == M_DETOKENIZE         ? TEXT_DETOKENIZE :
+							     TEXT_RENDER,
+			a.model, a.tokenizer_path, a.template_name, a.render_path, a.add_special, a.raw, a.plain_input,
+			a.skip_special, a.no_gen};
+		run_text(&t);
 		return LLM_EXIT_OK;
 	}
 	if (a.mode == M_VERIFY) {
@@ -1494,13 +718,23 @@ main(int argc, char **argv)
 	double t_load;
 	struct llm *m = open_model(&a, &ctx, &t_load);
 	if (a.mode == M_BENCH)
-		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json);
+		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json, a.verbose, t_load);
 	else if (a.mode == M_PPL) {
 		a.ppl.json = a.json;
 		a.ppl.verbose = a.verbose;
+		a.ppl.t_load = t_load;
 		run_perplexity(m, a.model, ctx, &a.ppl);
-	} else
-		run_generate(&a, m, ctx, t_load);
+	} else {
+		int64_t *ids = NULL;
+		size_t nids = 0;
+		if (a.tokens_arg)
+			parse_ids(a.tokens_arg, &ids, &nids);
+		struct gen_opts g = {a.prompt, a.prompt_file, a.escape, ids, nids, a.mode == M_CHAT, a.system,
+			a.logits_path, a.sp, a.max_new, a.stop, a.nstop, a.json, a.verbose, a.plain_input, a.no_echo,
+			t_start};
+		run_generate(m, a.model, ctx, t_load, &g);
+		free(ids);
+	}
 	if (llm_close(&m) != LLM_OK)
 		llm_fatal("%s: %s", a.model, llm_errmsg());
 	free(a.stop);

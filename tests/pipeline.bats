@@ -75,7 +75,7 @@ logits() {
 	done
 	[ "$(stat -c %s "$T/c.f32")" -eq $((16 * V * 4)) ]
 	run -0 --separate-stderr llm-run -v -m "$T/out/model.llm" -c 57 --tokens 1,2,3 -n 1
-	assert_regex "$stderr" ": context 57 of max_context 128 positions"
+	assert_regex "$stderr" ", context 57 of max_context 128, "
 	# a context of 50 ends the reply at the 50th position: 11 rows
 	llm-run -m "$T/out/model.llm" -c 50 --tokens "$(seq -s, 100 139)" -n 16 --logits "$T/short.f32" >/dev/null 2>&1
 	[ "$(stat -c %s "$T/short.f32")" -eq $((11 * V * 4)) ]

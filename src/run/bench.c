@@ -182,7 +182,7 @@ test_json(const struct bench_model *bm, const char *name, int64_t npp, int64_t n
 
 void
 run_bench(struct llm *m, const char *model, int64_t context, const struct bench_spec *b, int threads, uint64_t seed,
-    int json)
+    int json, int verbose, double t_load)
 {
 	struct drand48_data rng;
 	struct bench_model bm;
@@ -199,6 +199,8 @@ run_bench(struct llm *m, const char *model, int64_t context, const struct bench_
 			llm_fatal("%s: %s", model, llm_errmsg());
 	}
 	context = llm_seq_context(s);
+	if (verbose)
+		run_describe(model, m, s, t_load);
 	if (bench_need(b) > context) {
 		char depth[32] = "";
 		if (dmax > 0)

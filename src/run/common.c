@@ -1,4 +1,6 @@
 /* common.c: the output helpers of llm-run and its modules (run.h). */
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,16 @@ run_rss_kb(void)
 	return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+void
+run_describe(const char *model, const struct llm *m, const struct llm_seq *s, double t_load)
+{
+	fprintf(stderr,
+	    "%s: %s: %s, vocab %" PRId64 ", context %" PRId64 " of max_context %" PRId64 ", %" PRIu64
+	    " bytes of weights mapped in place, code for %s, loaded in %.1f ms\n",
+	    llm_prog, model, llm_model_desc(m), llm_vocab_size(m), llm_seq_context(s), llm_context_limit(m),
+	    llm_model_size(m), llm_target_cpu(m) ? llm_target_cpu(m) : "this CPU", t_load * 1e3);
+}
+
 char *
 run_read_input(const char *path, size_t *len)
 {
@@ -75,4 +87,23 @@ run_read_input(const char *path, size_t *len)
 	if (llm_read_file(path, &data, len) < 0)
 		llm_fatal("%s", llm_errmsg());
 	return data;
+}
+
+volatile sig_atomic_t run_interrupted;
+
+static void
+on_sigint(int sig)
+{
+	(void)sig;
+	run_interrupted = 1;
+}
+
+void
+run_catch_sigint(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigint;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
 }

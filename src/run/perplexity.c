@@ -93,6 +93,8 @@ run_perplexity(struct llm *m, const char *model, int64_t context, const struct p
 		po.progress = progress;
 	if (llm_seq_new(m, context, &s) != LLM_OK)
 		llm_fatal("%s: %s", model, llm_errmsg());
+	if (a->verbose)
+		run_describe(model, m, s, a->t_load);
 	if (po.n_ctx == 0)
 		po.n_ctx = llm_seq_context(s) < 512 ? llm_seq_context(s) : 512;
 	if (llm_perplexity(s, llm_vocab_size(m), ids, nids, &po, &r) < 0)

@@ -1,14 +1,18 @@
-/* run.h: llm-run's modules (src/run/): the bench and the perplexity run
- * on the public API (include/llm.h), and the output helpers the command
- * line (src/llm-run.c) shares with them. */
+/* run.h: llm-run's modules (src/run/), which run models through the
+ * public API (include/llm.h) alone: generation and the chat, the bench,
+ * the perplexity; the text modes, which run none; and the helpers the
+ * command line (src/llm-run.c) shares with them. */
 #ifndef LLM_RUN_H
 #define LLM_RUN_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../../include/llm.h"
+#include "../../lib/stream.h"
+#include "../../lib/util.h"
 
 /* ---- output (common.c) ------------------------------------------------ */
 
@@ -21,8 +25,87 @@ void run_print_json(json_t *j);
 double run_rate(double n, double secs);
 /* Resident set size in KiB. */
 long run_rss_kb(void);
+/* llm-run -v's line on the model and its sequence, loaded in t_load seconds. */
+void run_describe(const char *model, const struct llm *m, const struct llm_seq *s, double t_load);
 /* A whole file, or stdin for "-" (NUL-terminated; fatal on an error). */
 char *run_read_input(const char *path, size_t *len);
+
+/* Ctrl-C: set by the handler run_catch_sigint installs (no SA_RESTART:
+ * a read of stdin waiting for a chat line returns EINTR); a generation
+ * stops after the current step. */
+extern volatile sig_atomic_t run_interrupted;
+void run_catch_sigint(void);
+
+/* ---- -p, -f, --tokens (generate.c) and -i (chat.c) -------------------- */
+
+struct gen_opts {
+	const char *prompt, *prompt_file; /* -p, -f (or ids) */
+	int escape;                       /* -e: llama-cli's escapes in -p */
+	const int64_t *ids;               /* --tokens */
+	size_t nids;
+	int chat;           /* -i */
+	const char *system; /* -i's system prompt, or NULL */
+	const char *logits_path;
+	struct llm_sampling sp;
+	int64_t max_new;
+	char **stop;
+	size_t nstop;
+	int json, verbose, plain_input, no_echo;
+	double t_start; /* when the process started */
+};
+/* One generation, or the chat, on a sequence of m of ctx positions (0: the default). */
+void run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
+
+/* Everything a generation needs besides the sequence. */
+struct gen {
+	struct llm *m;
+	const char *model; /* -m, for messages */
+	int tok;           /* the model has a tokenizer (else: print ids) */
+	struct llm_sampling sp;
+	int64_t max_new;
+	char **stop;
+	size_t nstop;
+	int json, verbose;
+	int plain_input;        /* --no-special-in-input */
+	struct llm_out *logits; /* --logits, or NULL */
+	const char *echo;       /* the prompt text to print before the reply, or NULL */
+	size_t echo_len;
+	int echo_end;   /* the last byte of the prompt printed, or -1 */
+	double t_start; /* when the process started (the time to first token from it) */
+};
+
+/* The result of one generation. */
+struct result {
+	int64_t *ids;
+	size_t n;
+	struct llm_stream stream;
+	const char *stop;
+	double t_first, t_decode;
+	int64_t ndecode;
+};
+
+/* Generate from the logits of s's last token until a stop (generate.c);
+ * t0 is when the prompt started. */
+void generate(struct gen *g, struct llm_seq *s, double t0, struct result *r);
+void result_free(struct result *r);
+const char *result_text(const struct result *r, size_t *len);
+/* load < 0: no load time (a chat turn); from_start < 0: no time to
+ * first token from the start of the process. */
+json_t *timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill);
+void run_chat(struct gen *g, struct llm_seq *s, const char *system);
+
+/* ---- --tokenize, --detokenize, --render, --verify (text.c) ------------ */
+
+enum text_mode { TEXT_TOKENIZE, TEXT_DETOKENIZE, TEXT_RENDER };
+struct text_opts {
+	enum text_mode mode;
+	const char *model, *tokenizer_path; /* one of them (--render: neither is needed) */
+	const char *template_name, *render_path;
+	int add_special, raw, plain_input, skip_special, no_gen;
+};
+void run_text(const struct text_opts *o);
+/* Every tensor of the weights against weights.json, and both against model.json's plan. */
+void run_verify(const char *model);
 
 /* ---- --bench (bench.c) ------------------------------------------------ */
 
@@ -43,7 +126,7 @@ int64_t bench_need(const struct bench_spec *b);
  * or what the tests need when that is more, up to the model's limit);
  * print llama-bench's table (or JSON). */
 void run_bench(struct llm *m, const char *model, int64_t context, const struct bench_spec *b, int threads,
-    uint64_t seed, int json);
+    uint64_t seed, int json, int verbose, double t_load);
 
 /* ---- --perplexity (perplexity.c) -------------------------------------- */
 
@@ -54,6 +137,7 @@ struct ppl_args {
 	const char *save_base; /* --kl-divergence-base */
 	const char *base;      /* --kl-divergence */
 	int json, verbose;
+	double t_load; /* seconds the model took to open (-v) */
 };
 /* On a sequence of m of context positions (0: the default). */
 void run_perplexity(struct llm *m, const char *model, int64_t context, const struct ppl_args *a);

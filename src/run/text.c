@@ -1,0 +1,115 @@
+/* text.c: llm-run's modes that run no model: --tokenize, --detokenize
+ * and --render expose the tokenizer (lib/toklines.c) and the chat
+ * templates (lib/chat.c) to scripts and golden tests; --verify reads the
+ * weights against weights.json. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/bundle.h"
+#include "../../lib/chat.h"
+#include "../../lib/chatsrc.h"
+#include "../../lib/json.h"
+#include "../../lib/model.h"
+#include "../../lib/toklines.h"
+#include "../../lib/util.h"
+#include "../../lib/weights.h"
+#include "run.h"
+
+/* The tokenizer and chat template of path (--tokenizer, or the model
+ * for --render and the text modes), or of the opened bundle b; a warning
+ * printed, an error fatal. */
+static void
+load_chatsrc(struct llm_chatsrc *s, const char *path, const struct llm_bundle *b)
+{
+	int rc = b ? llm_chatsrc_bundle(s, b) : llm_chatsrc_path(s, path);
+	if (s->warning)
+		llm_warn("%s", s->warning);
+	if (rc < 0)
+		llm_fatal("%s", llm_errmsg());
+}
+
+/* --verify: every tensor of weights.bin against weights.json, and both
+ * against model.json's plan; no model library. */
+void
+run_verify(const char *model)
+{
+	struct llm_bundle b;
+	struct llm_bundle_map wm;
+	struct llm_weights_manifest j;
+	struct llm_model m;
+	const struct llm_member *jm, *mm, *wmb;
+	char *text;
+	size_t len;
+	json_t *root;
+
+	if (llm_bundle_open(&b, model) < 0 || !(mm = llm_bundle_get(&b, "model.json")) ||
+	    llm_bundle_read(&b, mm, &text, &len) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (!(root = llm_json_loadb(text, len, mm->label)) || llm_model_parse(&m, root, mm->label) < 0)
+		llm_fatal("%s", llm_errmsg());
+	free(text);
+	if (!(jm = llm_bundle_get(&b, LLM_WEIGHTS_JSON)) || llm_bundle_read(&b, jm, &text, &len) < 0 ||
+	    llm_weights_manifest_loadb(&j, text, len, jm->label) < 0)
+		llm_fatal("%s", llm_errmsg());
+	free(text);
+	if (j.fingerprint != m.fingerprint || strcmp(j.file, m.weights_file) != 0)
+		llm_fatal("%s: not the weights of %s's plan", jm->label, mm->label);
+	if (!(wmb = llm_bundle_get(&b, m.weights_file)) || llm_bundle_map(&b, wmb, &wm) < 0 ||
+	    llm_weights_verify_map(wm.p, wmb->size, wmb->label, &j) < 0)
+		llm_fatal("%s", llm_errmsg());
+	printf("%s: %zu tensors, %" PRIu64 " bytes, as %s records\n", wmb->label, j.ntensors, wmb->size, jm->label);
+	run_finish_stdout();
+	llm_bundle_unmap(&wm);
+	llm_weights_manifest_free(&j);
+	llm_model_free(&m);
+	llm_bundle_close(&b);
+}
+
+/* --tokenize, --detokenize and --render: no model library. */
+void
+run_text(const struct text_opts *a)
+{
+	struct llm_chatsrc src = LLM_CHATSRC_INIT;
+	struct llm_buf out = {0};
+	size_t len;
+	if (a->tokenizer_path || a->model)
+		load_chatsrc(&src, a->tokenizer_path ? a->tokenizer_path : a->model, NULL);
+	if (a->mode != TEXT_RENDER && !src.tok)
+		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
+	if (a->mode == TEXT_RENDER) {
+		struct llm_chat conv = {0};
+		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src.tmpl;
+		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
+		if (tmpl < 0)
+			llm_fatal("%s: no chat template recognised: give --chat-template",
+			    a->tokenizer_path ? a->tokenizer_path :
+				a->model      ? a->model :
+						label);
+		char *text = run_read_input(a->render_path, &len);
+		if (llm_chat_parse(&conv, text, len, label) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (llm_chat_render(tmpl, &conv, !a->no_gen, llm_chatsrc_bos(&src, tmpl), llm_chatsrc_eos(&src, tmpl),
+			&out, NULL) < 0)
+			llm_fatal("%s: %s", label, llm_errmsg());
+		free(text);
+		llm_chat_free(&conv);
+	} else {
+		char *text = run_read_input("-", &len);
+		int rc = a->mode == TEXT_TOKENIZE ?
+		    llm_tokenizer_tokenize_lines(src.tok, text, len, "<stdin>",
+			(a->add_special ? LLM_TOK_ADD_SPECIAL : 0) | (a->raw ? LLM_TOK_RAW : 0) |
+			    (a->plain_input ? LLM_TOK_PLAIN : 0),
+			&out) :
+		    llm_tokenizer_detokenize_lines(src.tok, text, len, "<stdin>",
+			(a->skip_special ? LLM_DETOK_SKIP_SPECIAL : 0) | LLM_DETOK_STRICT, &out);
+		if (rc < 0)
+			llm_fatal("%s", llm_errmsg());
+		free(text);
+	}
+	run_write(out.p, out.len);
+	run_finish_stdout();
+	llm_buf_free(&out);
+	llm_chatsrc_free(&src);
+}
