@@ -81,7 +81,7 @@ build() {
 		build "$T/b$v" "--tuning $T/rows$v.json"
 	done
 	run ! cmp -s "$T/b0/libmodel.so" "$T/b1/libmodel.so"
-	same_logits "$T/b0/model.llm" "$T/b1/model.llm"
+	identical_logits "$T/b0/model.llm" "$T/b1/model.llm"
 }
 
 # amx: 1 if this machine runs AMX-BF16 code (the CPU has it and Linux

@@ -360,7 +360,7 @@ decodes_as() {
 			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" LOWER_FLAGS="--tuning $T/rows$v.json" -j2 >&2
 	done
 	run ! cmp -s "$T/b0/libmodel.so" "$T/b1/libmodel.so"
-	same_logits "$T/b0/model.llm" "$T/b1/model.llm"
+	identical_logits "$T/b0/model.llm" "$T/b1/model.llm"
 	# by the target: two on AVX2 (three spill there), three with AVX-512
 	f=$(grep -l '"prefill.three_rows"' "$T"/b0/parts/prefill/*.mlir | head -1)
 	run -0 llm-lower --no-cache -v --cpu znver3 -o "$T/z.o" "$f"

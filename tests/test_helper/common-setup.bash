@@ -34,10 +34,10 @@ tuning_with() {
 		"$PROJECT_ROOT/share/llm/tuning.json" >"$1"
 }
 
-# same_logits A B: two bundles give the same logits, bit for bit, for
+# identical_logits A B: two bundles give the same logits, bit for bit, for
 # prompts of 1 to 19 tokens (passes whole and cut, over a prefill chunk
 # of 16) and two decode steps after each.
-same_logits() {
+identical_logits() {
 	local n
 	for n in 1 2 3 4 5 7 19; do
 		llm-run -m "$1" -t 2 --tokens "$(seq -s, 3 $((n + 2)))" -n 2 --logits "$BATS_TEST_TMPDIR/same-a.f32"
