@@ -39,42 +39,37 @@ O = build$(SANITIZE:1=/san)
 B = bin$(SANITIZE:1=/san)
 T = tests/tools$(SANITIZE:1=/san)
 
-LIBHDR = lib/util.h lib/dtype.h lib/json.h lib/spawn.h lib/safetensors.h lib/hfconfig.h \
-	lib/model.h lib/lower.h lib/weights.h lib/pack.h lib/family.h lib/emit.h \
-	lib/bundle.h lib/runtime.h lib/tokenizer.h lib/tokenizer_int.h lib/toklines.h \
-	lib/hash.h lib/gguf.h lib/sample.h lib/chat.h \
-	lib/stream.h lib/chatcache.h lib/chatsrc.h \
-	lib/source.h lib/gguf_config.h lib/gguf_tokenizer.h lib/quant.h lib/qmix.h lib/ppl.h \
-	lib/target.h lib/phase.h lib/tune.h lib/emit_int.h include/llm.h
-LIBOBJ = $(O)/lib/api.o $(O)/lib/util.o $(O)/lib/dtype.o $(O)/lib/json.o $(O)/lib/spawn.o \
-	$(O)/lib/safetensors.o $(O)/lib/hfconfig.o $(O)/lib/model.o \
-	$(O)/lib/lower.o $(O)/lib/weights.o $(O)/lib/pack.o $(O)/lib/family.o $(O)/lib/emit.o $(O)/lib/emit_int8.o $(O)/lib/emit_tile.o \
-	$(O)/lib/emit_bf16.o \
-	$(O)/lib/bundle.o $(O)/lib/runtime.o $(O)/lib/tokenizer.o $(O)/lib/tokjson.o \
-	$(O)/lib/tokbuild.o $(O)/lib/toklines.o $(O)/lib/hash.o $(O)/lib/gguf.o \
-	$(O)/lib/sample.o $(O)/lib/chat.o $(O)/lib/stream.o $(O)/lib/chatcache.o $(O)/lib/chatsrc.o $(O)/lib/source.o \
-	$(O)/lib/gguf_config.o $(O)/lib/gguf_tokenizer.o \
-	$(O)/lib/quant.o $(O)/lib/quantize.o $(O)/lib/qmix.o $(O)/lib/ppl.o \
-	$(O)/lib/target.o $(O)/lib/phase.o $(O)/lib/tune.o
+# lib/, in layers (README): base; formats over it; the compiler and the
+# runtime over those; the API over the runtime.  libllm.a holds them all
+# but lib/compiler/ir/ (the MLIR C API, two programs only).
+LIB_BASE = util json hash dtype spawn utf8
+LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
+LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
+LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer chat chatsrc chatcache stream sample
+LIB_API = api ppl
+LIBSRC = $(LIB_BASE:%=lib/base/%.c) $(LIB_FORMATS:%=lib/formats/%.c) $(LIB_COMPILER:%=lib/compiler/%.c) \
+	$(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
+LIBHDR = $(wildcard lib/*/*.h) include/llm.h
+LIBOBJ = $(LIBSRC:%.c=$(O)/%.o)
 
 SOVERSION = 0
 # libllm (below)
-API_SRC = api runtime chatsrc bundle model json util weights target spawn phase dtype hfconfig family hash quant gguf \
-	tokenizer tokjson tokbuild toklines chat chatcache sample
+API_SRC = api runtime chatsrc bundle model json util utf8 weights target spawn phase dtype hfconfig family hash quant \
+	gguf tokenizer tokjson tokbuild toklines chat chatcache sample
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
-APIOBJ = $(API_SRC:%=$(O)/pic/%.o)
+APIOBJ = $(patsubst lib/%.c,$(O)/pic/%.o,$(filter $(API_SRC:%=\%/%.c),$(LIBSRC)))
 API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
-# their objects (IROBJ, from lib/ir/, outside libllm.a) need its headers,
+# their objects (IROBJ, from lib/compiler/ir/, outside libllm.a) need its headers,
 # and only these two programs link its static CAPI archives, libMLIR and
 # libLLVM.
 MLIR_CAPI_CFLAGS = -I$(LLVM_INCDIR)
 MLIR_CAPI_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -Wl,--start-group \
 	$(LLVM_LIBDIR)/libMLIRCAPIIR.a $(LLVM_LIBDIR)/libMLIRCAPIRegisterEverything.a \
 	-Wl,--end-group -lMLIR -lLLVM-22 -lstdc++
-IRHDR = lib/ir/ir.h lib/ir/split.h lib/ir/verifypart.h
-IROBJ = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(O)/lib/ir/verifypart.o
+IRHDR = lib/compiler/ir/ir.h lib/compiler/ir/split.h lib/compiler/ir/verifypart.h
+IROBJ = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(O)/lib/compiler/ir/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
@@ -97,49 +92,9 @@ $(O)/lib/libllm.a: $(LIBOBJ)
 	rm -f $@
 	ar rcs $@ $(LIBOBJ)
 
-$(LIBOBJ): $(LIBHDR) config.mk
-	@mkdir -p $(O)/lib
-	$(CC) $(ALL_CFLAGS) -c -o $@ lib/$(@F:.o=.c)
-
-$(O)/lib/api.o: lib/api.c
-$(O)/lib/util.o: lib/util.c
-$(O)/lib/dtype.o: lib/dtype.c
-$(O)/lib/model.o: lib/model.c
-$(O)/lib/family.o: lib/family.c
-$(O)/lib/emit.o: lib/emit.c
-$(O)/lib/emit_int8.o: lib/emit_int8.c
-$(O)/lib/emit_tile.o: lib/emit_tile.c
-$(O)/lib/emit_bf16.o: lib/emit_bf16.c
-$(O)/lib/json.o: lib/json.c
-$(O)/lib/spawn.o: lib/spawn.c
-$(O)/lib/safetensors.o: lib/safetensors.c
-$(O)/lib/hfconfig.o: lib/hfconfig.c
-$(O)/lib/weights.o: lib/weights.c
-$(O)/lib/pack.o: lib/pack.c
-$(O)/lib/bundle.o: lib/bundle.c
-$(O)/lib/runtime.o: lib/runtime.c
-$(O)/lib/tokenizer.o: lib/tokenizer.c
-$(O)/lib/tokjson.o: lib/tokjson.c
-$(O)/lib/tokbuild.o: lib/tokbuild.c
-$(O)/lib/toklines.o: lib/toklines.c
-$(O)/lib/hash.o: lib/hash.c
-$(O)/lib/lower.o: lib/lower.c
-$(O)/lib/gguf.o: lib/gguf.c
-$(O)/lib/sample.o: lib/sample.c
-$(O)/lib/chat.o: lib/chat.c
-$(O)/lib/stream.o: lib/stream.c
-$(O)/lib/chatcache.o: lib/chatcache.c
-$(O)/lib/chatsrc.o: lib/chatsrc.c
-$(O)/lib/source.o: lib/source.c
-$(O)/lib/gguf_config.o: lib/gguf_config.c
-$(O)/lib/gguf_tokenizer.o: lib/gguf_tokenizer.c
-$(O)/lib/quant.o: lib/quant.c
-$(O)/lib/quantize.o: lib/quantize.c
-$(O)/lib/qmix.o: lib/qmix.c
-$(O)/lib/ppl.o: lib/ppl.c
-$(O)/lib/target.o: lib/target.c
-$(O)/lib/phase.o: lib/phase.c
-$(O)/lib/tune.o: lib/tune.c
+$(LIBOBJ): $(O)/%.o: %.c $(LIBHDR) config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # libllm, what applications link (include/llm.h, llm(3)): the API and
 # the runtime under it, no compiler, as an archive and a shared library
@@ -148,32 +103,9 @@ $(O)/lib/tune.o: lib/tune.c
 # its pkg-config file.  Position-independent objects of their own, in
 # $(O)/pic, built with LLM_LIBRARY: llm_fatal (a failed allocation)
 # aborts, silently.
-$(APIOBJ): $(LIBHDR) config.mk
-	@mkdir -p $(O)/pic
-	$(CC) $(ALL_CFLAGS) -fPIC -DLLM_LIBRARY -c -o $@ lib/$(@F:.o=.c)
-$(O)/pic/api.o: lib/api.c
-$(O)/pic/runtime.o: lib/runtime.c
-$(O)/pic/chatsrc.o: lib/chatsrc.c
-$(O)/pic/bundle.o: lib/bundle.c
-$(O)/pic/model.o: lib/model.c
-$(O)/pic/json.o: lib/json.c
-$(O)/pic/util.o: lib/util.c
-$(O)/pic/weights.o: lib/weights.c
-$(O)/pic/target.o: lib/target.c
-$(O)/pic/spawn.o: lib/spawn.c
-$(O)/pic/family.o: lib/family.c
-$(O)/pic/quant.o: lib/quant.c
-$(O)/pic/gguf.o: lib/gguf.c
-$(O)/pic/phase.o: lib/phase.c
-$(O)/pic/dtype.o: lib/dtype.c
-$(O)/pic/hfconfig.o: lib/hfconfig.c
-$(O)/pic/hash.o: lib/hash.c
-$(O)/pic/tokenizer.o: lib/tokenizer.c
-$(O)/pic/tokjson.o: lib/tokjson.c
-$(O)/pic/tokbuild.o: lib/tokbuild.c
-$(O)/pic/toklines.o: lib/toklines.c
-$(O)/pic/chat.o: lib/chat.c
-$(O)/pic/sample.o: lib/sample.c
+$(APIOBJ): $(O)/pic/%.o: lib/%.c $(LIBHDR) config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -DLLM_LIBRARY -c -o $@ $<
 $(O)/pic/libllm.a: $(APIOBJ)
 	rm -f $@
 	ar rcs $@ $(APIOBJ)
@@ -212,15 +144,12 @@ $(B)/llm-serve: src/llm-serve.c
 LINK_llm-serve = $(MHD_LIBS)
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
-LINK_llm-split = $(O)/lib/ir/ir.o $(O)/lib/ir/split.o $(MLIR_CAPI_LIBS)
-LINK_llm-verify-partition = $(O)/lib/ir/ir.o $(O)/lib/ir/verifypart.o $(MLIR_CAPI_LIBS)
+LINK_llm-split = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(MLIR_CAPI_LIBS)
+LINK_llm-verify-partition = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/verifypart.o $(MLIR_CAPI_LIBS)
 
-$(IROBJ): $(IRHDR) $(LIBHDR) config.mk
-	@mkdir -p $(O)/lib/ir
-	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ lib/ir/$(@F:.o=.c)
-$(O)/lib/ir/ir.o: lib/ir/ir.c
-$(O)/lib/ir/split.o: lib/ir/split.c
-$(O)/lib/ir/verifypart.o: lib/ir/verifypart.c
+$(IROBJ): $(O)/%.o: %.c $(IRHDR) $(LIBHDR) config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(MLIR_CAPI_CFLAGS) -c -o $@ $<
 
 $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	@mkdir -p $(T)
@@ -269,7 +198,7 @@ FUZZ_CC = clang-22
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPFLAGS) $(DEPS_CFLAGS) \
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
-FUZZ_LIB_SRC = $(LIBOBJ:$(O)/lib/%.o=lib/%.c)
+FUZZ_LIB_SRC = $(LIBSRC)
 FUZZ_NAMES = gguf manifest chat tokjson safetensors hfconfig tokenize bundle weights
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # The JSON readers share one dictionary; the bundle has the tar one.
@@ -341,7 +270,7 @@ check-man:
 # writes, and the portable tile kernel what mktile.py writes (regenerate
 # them with `make transforms`).
 LINE_MAX = 120
-CSRC = include/*.h lib/*.[ch] lib/ir/*.[ch] src/*.c src/run/*.[ch] tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
+CSRC = include/*.h lib/*/*.[ch] lib/compiler/ir/*.[ch] src/*.c src/run/*.[ch] tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
 	share/doc/llm/examples/*.c
 CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
 	{ test -x $(LLVM_BINDIR)/clang-format && echo $(LLVM_BINDIR)/clang-format; })
@@ -369,6 +298,7 @@ check-style:
 	done; \
 	python3 share/llm/kernels/mktile.py | cmp -s - share/llm/kernels/tile-generic.mlir || \
 		{ echo "share/llm/kernels/tile-generic.mlir: not what mktile.py writes: make transforms"; fail=1; }; \
+	tests/tools/check-layers || fail=1; \
 	exit $$fail
 
 check-bats: all

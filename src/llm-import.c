@@ -18,21 +18,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lib/chat.h"
-#include "../lib/emit.h"
-#include "../lib/family.h"
-#include "../lib/gguf_config.h"
-#include "../lib/gguf_tokenizer.h"
-#include "../lib/hfconfig.h"
-#include "../lib/json.h"
-#include "../lib/model.h"
-#include "../lib/qmix.h"
-#include "../lib/quant.h"
-#include "../lib/source.h"
-#include "../lib/spawn.h"
-#include "../lib/target.h"
-#include "../lib/tokenizer.h"
-#include "../lib/util.h"
+#include "../lib/runtime/chat.h"
+#include "../lib/compiler/emit.h"
+#include "../lib/formats/family.h"
+#include "../lib/formats/gguf_config.h"
+#include "../lib/runtime/gguf_tokenizer.h"
+#include "../lib/formats/hfconfig.h"
+#include "../lib/base/json.h"
+#include "../lib/formats/model.h"
+#include "../lib/formats/qmix.h"
+#include "../lib/formats/quant.h"
+#include "../lib/formats/source.h"
+#include "../lib/base/spawn.h"
+#include "../lib/formats/target.h"
+#include "../lib/runtime/tokenizer.h"
+#include "../lib/base/util.h"
 
 /* The most RoPE rows (and the largest KV cache llm-run -c may ask for)
  * by default: 16 MiB of tables at head_dim 128.  llm-run allocates the

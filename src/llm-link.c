@@ -23,17 +23,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lib/bundle.h"
-#include "../lib/json.h"
-#include "../lib/model.h"
-#include "../lib/spawn.h"
-#include "../lib/target.h"
-#include "../lib/util.h"
-#include "../lib/ir/verifypart.h"
+#include "../lib/formats/bundle.h"
+#include "../lib/base/json.h"
+#include "../lib/formats/model.h"
+#include "../lib/base/spawn.h"
+#include "../lib/formats/target.h"
+#include "../lib/base/util.h"
+#include "../lib/compiler/ir/verifypart.h"
 
 /* The LLVM release whose runtime helpers are linked in. */
 #define LLM_LLVM_MAJOR 22
-#include "../lib/weights.h"
+#include "../lib/formats/weights.h"
 
 #define TIMEOUT 600.0
 

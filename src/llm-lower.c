@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/lower.h"
-#include "../lib/spawn.h"
-#include "../lib/util.h"
+#include "../lib/compiler/lower.h"
+#include "../lib/base/spawn.h"
+#include "../lib/base/util.h"
 
 #ifndef LLM_SHAREDIR
 #define LLM_SHAREDIR "/usr/local/share/llm"

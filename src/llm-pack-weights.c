@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../lib/model.h"
-#include "../lib/pack.h"
-#include "../lib/util.h"
+#include "../lib/formats/model.h"
+#include "../lib/compiler/pack.h"
+#include "../lib/base/util.h"
 
 static const char usage_text[] = "usage: llm-pack-weights [-v] [--no-reuse] [-o outdir] [-t threads] model.json\n";
 

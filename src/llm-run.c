@@ -9,7 +9,7 @@
  * then each token is drawn by llm_seq_sample (greedy unless --temp) and
  * fed back, until -n tokens, an end-of-sequence id, a stop string, a full
  * context or Ctrl-C.  The text streams to stdout in whole UTF-8
- * characters (llm_token_piece through lib/stream.c); time to first token
+ * characters (llm_token_piece through lib/runtime/stream.c); time to first token
  * and the prefill and decode rates go to stderr, or everything to stdout
  * as one JSON object with --json.
  *
@@ -18,9 +18,9 @@
  * the sequence lacks.  Modules in src/run/: --bench measures prefill and
  * decode rates on random tokens (bench.c); --perplexity measures a text's
  * perplexity (and, against a base run, the KL divergence) as
- * llama-perplexity does (perplexity.c, lib/ppl.c).  --tokenize,
+ * llama-perplexity does (perplexity.c, lib/api/ppl.c).  --tokenize,
  * --detokenize and --render run no model: they expose the tokenizer
- * (lib/toklines.c) and the templates (lib/chat.c) to scripts and golden
+ * (lib/runtime/toklines.c) and the templates (lib/runtime/chat.c) to scripts and golden
  * tests, and --verify reads the weights against weights.json.  The last
  * step of the pipeline: llm-import, llm-pack-weights, llm-lower,
  * llm-link, llm-run. */
@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lib/chat.h"
-#include "../lib/util.h"
+#include "../lib/runtime/chat.h"
+#include "../lib/base/util.h"
 #include "run/run.h"
 
 static const char usage_text[] =

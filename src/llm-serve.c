@@ -30,9 +30,9 @@
 #include <time.h>
 
 #include "../include/llm.h"
-#include "../lib/json.h"
-#include "../lib/stream.h"
-#include "../lib/util.h"
+#include "../lib/base/json.h"
+#include "../lib/runtime/stream.h"
+#include "../lib/base/util.h"
 
 static const char usage_text[] =
     "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--host addr] [--max-body bytes]\n"

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../lib/model.h"
-#include "../lib/ir/split.h"
-#include "../lib/util.h"
+#include "../lib/formats/model.h"
+#include "../lib/compiler/ir/split.h"
+#include "../lib/base/util.h"
 
 static const char usage_text[] = "usage: llm-split [-v] [-o partsdir] [-s none|layer|stage] model.json\n";
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# llm-tune: measure the tuning table's parameters (lib/tune.h) for this
+# llm-tune: measure the tuning table's parameters (lib/compiler/tune.h) for this
 # machine on a model built by pipelines/model.mk, and write its CPU's
 # entry.  For each prefetch distance the model's decode kernels name
 # (prefill.int8_tiles, .bf16_tiles and .three_rows are the target's: not

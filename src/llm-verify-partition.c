@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../lib/json.h"
-#include "../lib/util.h"
-#include "../lib/ir/verifypart.h"
+#include "../lib/base/json.h"
+#include "../lib/base/util.h"
+#include "../lib/compiler/ir/verifypart.h"
 
 static const char usage_text[] = "usage: llm-verify-partition [-q] [--report file.json] partition.json\n";
 

@@ -258,10 +258,10 @@ check_numbers() {
 	[ "$stderr" = "llm-lower: missing-dir/x.o: No such file or directory" ]
 }
 
-@test "class gemv's chunk in lib/emit_int.h is mkscript.py's GV_NC (make check-style checks the scripts are its output)" {
+@test "class gemv's chunk in lib/compiler/emit_int.h is mkscript.py's GV_NC (make check-style checks the scripts are its output)" {
 	local tr="$PROJECT_ROOT/share/llm/transforms"
-	chunk=$(sed -n 's/^#define GEMV_CHUNK \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit_int.h")
-	stream=$(sed -n 's/^#define GEMV_STREAM \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/emit_int.h")
+	chunk=$(sed -n 's/^#define GEMV_CHUNK \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/compiler/emit_int.h")
+	stream=$(sed -n 's/^#define GEMV_STREAM \([0-9][0-9]*\)$/\1/p' "$PROJECT_ROOT/lib/compiler/emit_int.h")
 	nc=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\1/p' "$tr/mkscript.py")
 	nr=$(sed -n 's/^P = dict(GV_NC=\([0-9][0-9]*\), GV_NR=\([0-9][0-9]*\),.*/\2/p' "$tr/mkscript.py")
 	[ -n "$chunk" ] && [ -n "$stream" ] && [ -n "$nc" ] && [ -n "$nr" ]

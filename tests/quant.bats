@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Block-quantized GGUF files (Q8_0, Q4_0, Q4_K_M, ...): llm-import takes
-# them and llm-pack-weights decodes their tensors (lib/quant.c).  The
+# them and llm-pack-weights decodes their tensors (lib/formats/quant.c).  The
 # oracle is llama.cpp itself, the build the npm package node-llama-cpp
 # ships, through tests/tools/ggml-ref: its dequantize_row_* for the bits
 # of every block type, its llama_model_quantize for the test files (made

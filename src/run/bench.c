@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 #include "run.h"
 
 /* What llama-bench's columns say of the model. */

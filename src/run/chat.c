@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/json.h"
-#include "../../lib/tokenizer.h" /* llm_utf8_lossy */
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/base/utf8.h"
+#include "../../lib/base/util.h"
 #include "run.h"
 
 /* The chat. */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 #include "run.h"
 
 void

@@ -1,6 +1,6 @@
 /* generate.c: llm-run's generation (-p, -f, --tokens) on the public
  * API: the prompt evaluated on a sequence, then tokens drawn and fed back
- * until a stop, the text streamed as it comes (lib/stream.c); -i goes on
+ * until a stop, the text streamed as it comes (lib/runtime/stream.c); -i goes on
  * in chat.c with the same generate(). */
 #include <inttypes.h>
 #include <signal.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/json.h"
-#include "../../lib/stream.h"
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/runtime/stream.h"
+#include "../../lib/base/util.h"
 #include "run.h"
 
 static void

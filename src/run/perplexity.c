@@ -1,15 +1,15 @@
 /* perplexity.c: llm-run --perplexity FILE, on the public API: the text's
  * perplexity over windows of --ppl-context tokens (default 512, or the
  * sequence's context when smaller), and against a base run's logits its
- * KL divergence (lib/ppl.c has the method and the base file). */
+ * KL divergence (lib/api/ppl.c has the method and the base file). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/json.h"
-#include "../../lib/ppl.h"
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/api/ppl.h"
+#include "../../lib/base/util.h"
 #include "run.h"
 
 static void

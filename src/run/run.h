@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "../../include/llm.h"
-#include "../../lib/stream.h"
-#include "../../lib/util.h"
+#include "../../lib/runtime/stream.h"
+#include "../../lib/base/util.h"
 
 /* ---- output (common.c) ------------------------------------------------ */
 

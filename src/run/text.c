@@ -1,20 +1,20 @@
 /* text.c: llm-run's modes that run no model: --tokenize, --detokenize
- * and --render expose the tokenizer (lib/toklines.c) and the chat
- * templates (lib/chat.c) to scripts and golden tests; --verify reads the
+ * and --render expose the tokenizer (lib/runtime/toklines.c) and the chat
+ * templates (lib/runtime/chat.c) to scripts and golden tests; --verify reads the
  * weights against weights.json. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/bundle.h"
-#include "../../lib/chat.h"
-#include "../../lib/chatsrc.h"
-#include "../../lib/json.h"
-#include "../../lib/model.h"
-#include "../../lib/toklines.h"
-#include "../../lib/util.h"
-#include "../../lib/weights.h"
+#include "../../lib/formats/bundle.h"
+#include "../../lib/runtime/chat.h"
+#include "../../lib/runtime/chatsrc.h"
+#include "../../lib/base/json.h"
+#include "../../lib/formats/model.h"
+#include "../../lib/runtime/toklines.h"
+#include "../../lib/base/util.h"
+#include "../../lib/formats/weights.h"
 #include "run.h"
 
 /* The tokenizer and chat template of path (--tokenizer, or the model

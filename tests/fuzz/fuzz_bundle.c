@@ -1,4 +1,4 @@
-/* fuzz_bundle.c: libFuzzer target for the bundle reader (lib/bundle.c,
+/* fuzz_bundle.c: libFuzzer target for the bundle reader (lib/formats/bundle.c,
  * llm_bundle_open on a model.llm: ustar and pax headers, checksums, base-256
  * sizes, member names).  A bundle that opens keeps bundle.h's promises:
  * members with relative names (no empty, "." or ".." component), no
@@ -6,8 +6,8 @@
  * 64 KiB are read, so ASan would catch a read outside); a refused one
  * leaves one line naming the bundle.  Build and run: see
  * tests/fuzz/README. */
-#include "../../lib/bundle.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/bundle.h"
+#include "../../lib/base/util.h"
 #include "fuzzfile.h"
 
 /* A relative name whose components are neither empty, "." nor "..". */

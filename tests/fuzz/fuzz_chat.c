@@ -1,4 +1,4 @@
-/* fuzz_chat.c: libFuzzer target for a conversation (lib/chat.c,
+/* fuzz_chat.c: libFuzzer target for a conversation (lib/runtime/chat.c,
  * llm_chat_parse: the JSON llm-run --render reads) rendered with every
  * built-in template.  A parsed conversation renders, or is refused with a
  * message, under each template, and the ranges of the messages' text are
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/chat.h"
-#include "../../lib/util.h"
+#include "../../lib/runtime/chat.h"
+#include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 

@@ -1,18 +1,18 @@
-/* fuzz_gguf.c: libFuzzer target for lib/gguf.c.
+/* fuzz_gguf.c: libFuzzer target for lib/formats/gguf.c.
  *
  * Each input is parsed from memory by llm_gguf_open_mem, the code path
  * llm_gguf_open uses after mapping a file.  A successful open must hand
  * out only values and tensors inside the input (every byte is read, so
  * ASan catches an escape) and satisfy the invariants gguf.h promises; a
  * failed one must leave a one-line message naming the input.  Nothing is
- * written.  Tensors of a block type lib/quant.c decodes have their first
+ * written.  Tensors of a block type lib/formats/quant.c decodes have their first
  * blocks decoded.  Build and run: see tests/fuzz/README. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/gguf.h"
-#include "../../lib/quant.h"
+#include "../../lib/formats/gguf.h"
+#include "../../lib/formats/quant.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 

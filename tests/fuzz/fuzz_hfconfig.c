@@ -1,13 +1,13 @@
 /* fuzz_hfconfig.c: libFuzzer target for config.json and
- * generation_config.json (lib/hfconfig.c, llm_hfconfig_load on a
+ * generation_config.json (lib/formats/hfconfig.c, llm_hfconfig_load on a
  * directory).  The input up to its first NUL byte is config.json; what
  * follows, when there is a NUL, is generation_config.json.  A config that
  * loads keeps hfconfig.h's promises (sizes positive, heads dividing as the
  * family needs, token ids inside the vocabulary, at most LLM_MAX_EOS end
  * ids); a refused one leaves one line naming the file at fault.  Build
  * and run: see tests/fuzz/README. */
-#include "../../lib/hfconfig.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/hfconfig.h"
+#include "../../lib/base/util.h"
 #include "fuzzfile.h"
 
 int

@@ -1,5 +1,5 @@
 /* fuzz_manifest.c: libFuzzer target for the model.json reader
- * (lib/model.c, llm_model_parse after lib/json.c's llm_json_loadb), the
+ * (lib/formats/model.c, llm_model_parse after lib/base/json.c's llm_json_loadb), the
  * manifest every program after llm-import trusts.  An input that loads
  * must keep what model.h promises (tensors inside data_bytes, phases
  * named, strings borrowed from the document); one that fails must leave
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/json.h"
-#include "../../lib/model.h"
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/formats/model.h"
+#include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 

@@ -1,5 +1,5 @@
 /* fuzz_safetensors.c: libFuzzer target for the safetensors reader
- * (lib/safetensors.c, llm_st_open).  An input that starts with '{' is a
+ * (lib/formats/safetensors.c, llm_st_open).  An input that starts with '{' is a
  * model.safetensors.index.json beside one valid shard; any other input is
  * a model.safetensors file (length, JSON header, data).  A checkpoint that
  * opens must keep safetensors.h's promises: every tensor's bytes inside
@@ -7,8 +7,8 @@
  * tensors overlapping (the target reads every byte, so ASan catches an
  * escape); a refused one leaves one line naming the file at fault.
  * Build and run: see tests/fuzz/README. */
-#include "../../lib/safetensors.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/safetensors.h"
+#include "../../lib/base/util.h"
 #include "fuzzfile.h"
 
 /* The shard an index may name: two f32 tensors "a" [2] and "b" [1]. */

@@ -1,11 +1,11 @@
-/* fuzz_weights.c: libFuzzer target for weights.json (lib/weights.c,
+/* fuzz_weights.c: libFuzzer target for weights.json (lib/formats/weights.c,
  * llm_weights_manifest_load, which llm-pack-weights' reuse check and
  * llm-link read) and for the weights.bin header decoder on the same
  * bytes.  A manifest that loads keeps weights.h's promises (every tensor
  * named, of 1 to 4 dimensions, inside data_bytes); a refused one leaves
  * one line naming the file.  Build and run: see tests/fuzz/README. */
-#include "../../lib/weights.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/weights.h"
+#include "../../lib/base/util.h"
 #include "fuzzfile.h"
 
 int

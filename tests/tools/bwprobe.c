@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 #include "probe.h"
 
 struct part {

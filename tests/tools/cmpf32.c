@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 
 static const char usage_text[] = "usage: cmpf32 [-g] [-a abstol] [-c cols] [-r reltol] file1 file2\n";
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime.h"
-#include "../../lib/util.h"
+#include "../../lib/runtime/runtime.h"
+#include "../../lib/base/util.h"
 
 struct job {
 	const struct llm_runtime *rt;

@@ -1,5 +1,5 @@
 /* dequant: decode a file of ggml blocks to little-endian f32 with
- * lib/quant.c, for tests/quant.bats, which compares the result with
+ * lib/formats/quant.c, for tests/quant.bats, which compares the result with
  * ggml's own decoder (tests/tools/ggml-ref check).
  *
  *   dequant TYPE BLOCKS OUT
@@ -14,7 +14,7 @@
  * row-major f32, so that a
  * test can compare llm-pack-weights' tiles with ggml's decoding.  With
  * --quantize, the little-endian f32 VALUES (whole blocks of TYPE) are
- * quantized by lib/quantize.c into blocks in OUT, for a comparison with
+ * quantized by lib/formats/quantize.c into blocks in OUT, for a comparison with
  * ggml's quantizer (tests/tools/ggml-ref blocks).  Exit
  * status: 0 success, 1 bad input or a write error, 2 usage. */
 #include <inttypes.h>
@@ -23,10 +23,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../lib/dtype.h"
-#include "../../lib/gguf.h"
-#include "../../lib/quant.h"
-#include "../../lib/util.h"
+#include "../../lib/base/dtype.h"
+#include "../../lib/formats/gguf.h"
+#include "../../lib/formats/quant.h"
+#include "../../lib/base/util.h"
 
 static void
 write_f32(const char *path, const float *v, size_t n)

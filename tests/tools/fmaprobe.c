@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 #include "probe.h"
 
 #define ITERS 20000000L

@@ -33,7 +33,7 @@
  *       of N_CTX tokens, each evaluated from an empty cache with BOS as its
  *       first token, the second half scored (positions N_CTX/2 .. N_CTX-2
  *       predict the next token); prints "chunks C scored S PPL P +/- E".
- *       With BASE (a file of llm-run --kl-divergence-base, lib/ppl.h, made
+ *       With BASE (a file of llm-run --kl-divergence-base, lib/api/ppl.h, made
  *       from the same tokens; its chunk count caps the chunks), also "KLD mean K median M p99 Q max X
  *       same_top F" of the base's distributions against llama.cpp's.
  *

@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/dtype.h"
-#include "../../lib/util.h"
+#include "../../lib/base/dtype.h"
+#include "../../lib/base/util.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "mkmodel writes the host's floats: little-endian hosts only"

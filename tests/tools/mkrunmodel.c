@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/json.h"
-#include "../../lib/model.h"
-#include "../../lib/util.h"
-#include "../../lib/weights.h"
+#include "../../lib/base/json.h"
+#include "../../lib/formats/model.h"
+#include "../../lib/base/util.h"
+#include "../../lib/formats/weights.h"
 
 #define V 258
 #define BOS 256

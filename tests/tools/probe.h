@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 
 struct probe_opts {
 	int64_t threads, reps, mib; /* mib: < 0 when the probe takes no -m */

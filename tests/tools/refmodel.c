@@ -33,10 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/dtype.h"
-#include "../../lib/hfconfig.h"
-#include "../../lib/safetensors.h"
-#include "../../lib/util.h"
+#include "../../lib/base/dtype.h"
+#include "../../lib/formats/hfconfig.h"
+#include "../../lib/formats/safetensors.h"
+#include "../../lib/base/util.h"
 
 static const char usage_text[] =
     "usage: refmodel [--all] [--q8-activations | --bf16-activations] [-o output] --tokens ids dir\n";

@@ -116,7 +116,7 @@ function loadConfig(dir) {
 
 // ---- safetensors --------------------------------------------------------
 
-// Decoders written from the IEEE 754 layouts, not from lib/dtype.c.
+// Decoders written from the IEEE 754 layouts, not from lib/base/dtype.c.
 function f16ToNumber(h) {
   const sign = h & 0x8000 ? -1 : 1;
   const e = (h >> 10) & 0x1f, m = h & 0x3ff;

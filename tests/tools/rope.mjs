@@ -3,7 +3,7 @@
 // theta^(-2i/dim), and with rope_scaling llama3 (Llama 3.1/3.2) the long
 // wavelengths divided by factor, the short ones kept and the band between
 // interpolated by smooth_factor.  Written from the transformers source,
-// apart from the C code (lib/pack.c, tests/tools/refmodel.c).
+// apart from the C code (lib/compiler/pack.c, tests/tools/refmodel.c).
 
 // The rope_scaling of a config.json or model.json: null (none), or the
 // llama3 object; anything else throws.

@@ -1,4 +1,4 @@
-/* test_bundle: model.llm writing and reading (lib/bundle.c): member
+/* test_bundle: model.llm writing and reading (lib/formats/bundle.c): member
  * offsets and alignment, pax headers for long names, deterministic bytes,
  * in-place mapping, memfd copies, directories, and the refusal of
  * truncated, damaged and unsafe archives. */
@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/bundle.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/bundle.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 static char *

@@ -1,12 +1,12 @@
-/* Unit tests for lib/chat.c, lib/stream.c and lib/chatcache.c: the
+/* Unit tests for lib/runtime/chat.c, lib/runtime/stream.c and lib/runtime/chatcache.c: the
  * JavaScript corners of the templates (the golden suite in
  * tests/llm-run-chat.bats covers whole conversations), the generation
  * stream (UTF-8 characters and stop strings split across tokens), and the
  * KV cache record. */
-#include "../../lib/chat.h"
-#include "../../lib/chatcache.h"
-#include "../../lib/stream.h"
-#include "../../lib/util.h"
+#include "../../lib/runtime/chat.h"
+#include "../../lib/runtime/chatcache.h"
+#include "../../lib/runtime/stream.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 static char *

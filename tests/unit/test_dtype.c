@@ -1,4 +1,4 @@
-/* Unit tests for lib/dtype.c: dtype names and sizes, and the f16/bf16 <->
+/* Unit tests for lib/base/dtype.c: dtype names and sizes, and the f16/bf16 <->
  * f32 conversions.
  *
  * The conversions are checked three ways: exhaustively over all 65,536
@@ -13,8 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../../lib/dtype.h"
-#include "../../lib/util.h"
+#include "../../lib/base/dtype.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 _Static_assert(LDBL_MANT_DIG >= 64, "the reference needs x87 long double");

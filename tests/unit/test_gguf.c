@@ -1,4 +1,4 @@
-/* Unit tests for lib/gguf.c: hand-built GGUF files with every metadata
+/* Unit tests for lib/formats/gguf.c: hand-built GGUF files with every metadata
  * type, every validation, truncations and random corruption (which must
  * fail cleanly or yield only in-bounds tensors, never crash), the
  * smallest headers, and the stories260K model from ../shared/fixtures
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/gguf.h"
+#include "../../lib/formats/gguf.h"
 #include "t.h"
 
 #define STORIES "../shared/fixtures/stories260K/stories260K.gguf"

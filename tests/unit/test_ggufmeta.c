@@ -1,13 +1,13 @@
-/* Unit tests for lib/gguf_config.c and lib/gguf_tokenizer.c on GGUF files
+/* Unit tests for lib/formats/gguf_config.c and lib/runtime/gguf_tokenizer.c on GGUF files
  * built here in memory: the hyperparameters and their defaults, the SentencePiece merges derived from
  * scores in transformers' order (ties included, which the trained fixture
  * does not have), the tokenizer.json and tokenizer_config.json written, and
  * the refusals. */
 #include <math.h>
 
-#include "../../lib/gguf_config.h"
-#include "../../lib/gguf_tokenizer.h"
-#include "../../lib/json.h"
+#include "../../lib/formats/gguf_config.h"
+#include "../../lib/runtime/gguf_tokenizer.h"
+#include "../../lib/base/json.h"
 #include "t.h"
 
 enum { U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STR = 8, ARR = 9 };

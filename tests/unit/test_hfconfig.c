@@ -1,11 +1,11 @@
-/* Unit tests for lib/hfconfig.c: Qwen2 and Llama config.json files,
+/* Unit tests for lib/formats/hfconfig.c: Qwen2 and Llama config.json files,
  * transformers' defaults, every rejection, and the generation_config.json
  * merge of special token ids. */
 #include <ftw.h>
 #include <unistd.h>
 
-#include "../../lib/hfconfig.h"
-#include "../../lib/util.h"
+#include "../../lib/formats/hfconfig.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 static int ndir;

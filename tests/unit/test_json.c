@@ -1,10 +1,10 @@
-/* Unit tests for lib/json.c: load errors with line:col, typed getters,
+/* Unit tests for lib/base/json.c: load errors with line:col, typed getters,
  * missing keys, integral reals, reproducible output. */
 #include <dirent.h>
 #include <ftw.h>
 
-#include "../../lib/json.h"
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 static char *

@@ -1,9 +1,9 @@
-/* Unit tests for lib/model.c: model.json loading and validation. */
+/* Unit tests for lib/formats/model.c: model.json loading and validation. */
 #include <jansson.h>
 
-#include "../../lib/json.h"
-#include "../../lib/model.h"
-#include "../../lib/util.h"
+#include "../../lib/base/json.h"
+#include "../../lib/formats/model.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 /* A small valid manifest; tests mutate it. */

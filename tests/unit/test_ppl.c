@@ -1,10 +1,10 @@
-/* Unit tests for lib/ppl.c: the negative log-likelihood and the KL
+/* Unit tests for lib/api/ppl.c: the negative log-likelihood and the KL
  * divergence of logits against closed forms (tests/quant.bats compares
  * whole perplexities with llama.cpp's). */
 #include <math.h>
 #include <stdint.h>
 
-#include "../../lib/ppl.h"
+#include "../../lib/api/ppl.h"
 #include "t.h"
 
 T_TEST(nll_of_known_distributions)

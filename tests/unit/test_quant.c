@@ -1,4 +1,4 @@
-/* Unit tests for lib/quant.c and lib/quantize.c: block layouts decoded by
+/* Unit tests for lib/formats/quant.c and lib/formats/quantize.c: block layouts decoded by
  * hand-built blocks whose values are known, and quantized values that come
  * back exactly or within their bits (tests/quant.bats checks every type
  * against ggml's own decoder and quantizer byte for byte). */
@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../lib/dtype.h"
-#include "../../lib/gguf.h"
-#include "../../lib/quant.h"
-#include "../../lib/util.h"
+#include "../../lib/base/dtype.h"
+#include "../../lib/formats/gguf.h"
+#include "../../lib/formats/quant.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 #define F16_ONE 0x3c00  /* 1.0 */

@@ -1,11 +1,11 @@
-/* Unit tests for lib/safetensors.c: valid single and sharded checkpoints,
+/* Unit tests for lib/formats/safetensors.c: valid single and sharded checkpoints,
  * every header validation, and truncated or corrupted files (which must
  * fail cleanly or yield only in-bounds tensors, never crash). */
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../lib/safetensors.h"
+#include "../../lib/formats/safetensors.h"
 #include "t.h"
 
 static int nfile;

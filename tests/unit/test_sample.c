@@ -1,10 +1,10 @@
-/* Unit tests for lib/sample.c: each filter on small hand-made logits, the
+/* Unit tests for lib/runtime/sample.c: each filter on small hand-made logits, the
  * filters against a brute-force sorted reference on a large vocabulary,
  * the draw's distribution, and seed determinism. */
 #include <math.h>
 
-#include "../../lib/sample.h"
-#include "../../lib/util.h"
+#include "../../lib/runtime/sample.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-9)

@@ -1,4 +1,4 @@
-/* Unit tests for lib/spawn.c: exit status, stderr kept, timeouts kill the
+/* Unit tests for lib/base/spawn.c: exit status, stderr kept, timeouts kill the
  * whole process group, missing programs, stdout redirection, and the
  * child's group dying with the parent. */
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/spawn.h"
+#include "../../lib/base/spawn.h"
 #include "t.h"
 
 #define SH(cmd) ((char *const[]){"sh", "-c", cmd, NULL})

@@ -1,4 +1,4 @@
-/* Unit tests for lib/util.c: errors, numbers, buffers, atomic output. */
+/* Unit tests for lib/base/util.c: errors, numbers, buffers, atomic output. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../lib/util.h"
+#include "../../lib/base/util.h"
 #include "t.h"
 
 static int

@@ -1,11 +1,11 @@
 /* test_weights.c: weights.bin header and mapping, weights.json loading and
- * verification (lib/weights.c), and the RoPE rows of lib/pack.c. */
+ * verification (lib/formats/weights.c), and the RoPE rows of lib/compiler/pack.c. */
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/pack.h"
-#include "../../lib/weights.h"
+#include "../../lib/compiler/pack.h"
+#include "../../lib/formats/weights.h"
 #include "t.h"
 
 #define DATA 256

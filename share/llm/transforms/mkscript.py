@@ -9,7 +9,7 @@ comments of each sequence):
   GV_NC, GV_NR, GV_KV  GEMV: W rows per scf.forall chunk, W rows per register
                        tile, k lanes (vector accumulators kept over the whole row);
                        class gemv has its chunks of GV_NC rows (8 streams of 8)
-                       in its IR: GV_NC is lib/emit_int.h's GEMV_CHUNK and GV_NR
+                       in its IR: GV_NC is lib/compiler/emit_int.h's GEMV_CHUNK and GV_NR
                        must divide its GEMV_STREAM, which tests/llm-lower.bats
                        checks (with the scripts being this program's output)
   GM_NC, GM_NR, GM_MR, GM_KV, GM_KC  GEMM: W rows per chunk, W rows and x rows
@@ -27,7 +27,7 @@ comments of each sequence):
 
 ISA=NAME (first of the parameters) starts from the parameters of that ISA's form
 in the table ISA below; llm-lower reads share/llm/transforms/<form>/KIND.mlir
-for a target of that form (lib/target.c's llm_target_transforms) and the
+for a target of that form (lib/formats/target.c's llm_target_transforms) and the
 top-level scripts (AVX2's) for every other target."""
 import sys
 kind = sys.argv[1]

@@ -1,0 +1,810 @@
+/* api.c: the public C API (include/llm.h) over the runtime, the
+ * tokenizer, the chat templates and the sampler. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../include/llm.h"
+#include "../runtime/chat.h"
+#include "../runtime/chatcache.h"
+#include "../runtime/chatsrc.h"
+#include "../base/dtype.h"
+#include "../runtime/runtime.h"
+#include "../runtime/sample.h"
+#include "../base/util.h"
+
+struct llm {
+	struct llm_runtime *rt;
+	struct llm_chatsrc src;
+	pthread_mutex_t lock; /* the tokenizer: encode keeps a cache */
+	int64_t context;      /* a sequence's default */
+	int64_t eot;          /* the template's end of turn, or -1 */
+	atomic_int nseq;      /* sequences alive */
+	char desc[96];        /* llm_model_desc */
+	uint64_t params;      /* elements of the checkpoint's tensors */
+	unsigned char *added; /* (vocab) 1: an added token (a chat's cut point may follow it) */
+};
+
+struct llm_seq {
+	struct llm *m;
+	struct llm_ctx *ctx;
+	int64_t *tokens; /* the sequence's, pos of them */
+	size_t cap;
+	int logits; /* 1: the ctx's logits are the last token's */
+	struct llm_sampler *sampler;
+	struct llm_sampling sp; /* sampler's parameters */
+	/* The text of the tokens, for llm_seq_chat (lib/runtime/chatcache.h), and
+	 * its last plan: the rendering whose text from plan_from its tokens
+	 * plan_ids encode, evaluated at plan_keep. */
+	struct llm_chat_cache cache;
+	struct llm_buf plan_text;
+	size_t plan_from, plan_n;
+	int64_t *plan_ids, plan_keep; /* plan_keep -1: no plan */
+};
+
+/* Set the message and return the status. */
+static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int
+fail(int status, const char *fmt, ...)
+{
+	va_list ap;
+	struct llm_buf b = {0};
+	va_start(ap, fmt);
+	llm_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	llm_seterr("%s", b.p);
+	llm_buf_free(&b);
+	return status;
+}
+
+const char *
+llm_status_name(int status)
+{
+	static const char *const names[] = {"LLM_OK", "LLM_ERR_ARG", "LLM_ERR_IO", "LLM_ERR_FORMAT", "LLM_ERR_TARGET",
+		"LLM_ERR_CONTEXT", "LLM_ERR_TOKEN", "LLM_ERR_TEXT", "LLM_ERR_UNSUPPORTED"};
+	return status >= 0 && status < (int)LLM_NELEM(names) ? names[status] : NULL;
+}
+
+const char *
+llm_version(void)
+{
+	return LLM_VERSION;
+}
+
+void
+llm_free(void *p)
+{
+	free(p);
+}
+
+/* Tokenizers load one at a time (the first fills shared tables), and
+ * the runtime sets OMP_NUM_THREADS: models open one at a time. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int open_model(const char *path, const struct llm_options *o, struct llm **out);
+
+/* m->params and m->desc, as llama_model_desc words it: the family, the
+ * parameters, the type of the weights (the block type that holds most
+ * bytes names a quantized model). */
+static void
+describe(struct llm *m)
+{
+	const struct llm_model *md = llm_runtime_model(m->rt);
+	const char *qtype = NULL;
+	uint64_t qbytes = 0;
+	for (size_t i = 0; i < md->ntensors; i++) {
+		const struct llm_plan_tensor *t = &md->tensors[i];
+		if (t->nsource == 0)
+			continue; /* RoPE tables */
+		uint64_t e = 1;
+		for (int d = 0; d < t->ndim; d++)
+			e *= (uint64_t)t->shape[d];
+		m->params += e;
+		uint64_t qb = 0;
+		for (size_t j = 0; t->quant && j < md->ntensors; j++)
+			if (md->tensors[j].quant && strcmp(md->tensors[j].quant, t->quant) == 0)
+				qb += md->tensors[j].bytes;
+		if (qb > qbytes) {
+			qbytes = qb;
+			qtype = t->quant;
+		}
+	}
+	char label[32], dt[16];
+	if (m->params >= 1000000000)
+		snprintf(label, sizeof(label), "%.1fB", (double)m->params / 1e9);
+	else
+		snprintf(label, sizeof(label), "%.0fM", (double)m->params / 1e6);
+	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(md->weight_dtype));
+	for (char *c = dt; *c; c++)
+		*c = (char)toupper((unsigned char)*c);
+	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, label, dt);
+}
+
+int
+llm_open(const char *path, const struct llm_options *o, struct llm **out)
+{
+	pthread_mutex_lock(&open_lock);
+	int rc = open_model(path, o, out);
+	pthread_mutex_unlock(&open_lock);
+	return rc;
+}
+
+static int
+open_model(const char *path, const struct llm_options *o, struct llm **out)
+{
+	static const struct llm_options none = LLM_OPTIONS_INIT;
+	struct stat st;
+	int refused = 0;
+
+	if (!path || !out)
+		return fail(LLM_ERR_ARG, "llm_open: %s is NULL", path ? "out" : "path");
+	*out = NULL;
+	if (!o)
+		o = &none;
+	if (o->threads < 0 || o->context < 0)
+		return fail(LLM_ERR_ARG, "llm_open: %s %s is negative", path, o->threads < 0 ? "threads" : "context");
+	if (stat(path, &st) < 0)
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
+	struct llm_runtime_opts ro = {.threads = o->threads, .verbose = o->verbose, .prefault = 1, .refused = &refused};
+	struct llm *m = llm_xcalloc(1, sizeof(*m));
+	m->src = (struct llm_chatsrc)LLM_CHATSRC_INIT;
+	if (!(m->rt = llm_runtime_open(path, &ro))) {
+		free(m);
+		return refused ? LLM_ERR_TARGET : LLM_ERR_FORMAT;
+	}
+	int64_t limit = llm_runtime_model(m->rt)->max_context;
+	if (o->context > limit) {
+		llm_runtime_close(m->rt);
+		free(m);
+		return fail(LLM_ERR_CONTEXT,
+		    "%s: a context of %" PRId64 " positions exceeds the one this model was built for, %" PRId64, path,
+		    o->context, limit);
+	}
+	m->context = o->context ? o->context : llm_runtime_context(m->rt);
+	/* the runtime's own context is not used: give its cache back */
+	llm_runtime_set_context(m->rt, 1);
+	pthread_mutex_init(&m->lock, NULL);
+	if ((o->tokenizer ? llm_chatsrc_path(&m->src, o->tokenizer) :
+			    llm_chatsrc_bundle(&m->src, llm_runtime_bundle(m->rt))) < 0) {
+		llm_close(&m);
+		return LLM_ERR_FORMAT;
+	}
+	describe(m);
+	if (o->chat_template) {
+		int t = llm_chat_find(o->chat_template);
+		if (t < 0) {
+			llm_close(&m);
+			return fail(LLM_ERR_ARG, "llm_open: chat template '%s': not one of the known ones",
+			    o->chat_template);
+		}
+		m->src.tmpl = t;
+	}
+	int64_t vocab = llm_runtime_vocab(m->rt);
+	m->added = llm_xcalloc((size_t)vocab, 1);
+	for (size_t i = 0; m->src.tok && i < llm_tokenizer_n_added(m->src.tok); i++) {
+		int64_t id = llm_tokenizer_added_id(m->src.tok, i);
+		if (id >= 0 && id < vocab)
+			m->added[id] = 1;
+	}
+	m->eot = -1;
+	if (m->src.tok && m->src.tmpl >= 0) {
+		const char *eot = llm_chat_end_of_turn(m->src.tmpl);
+		m->eot = llm_tokenizer_find(m->src.tok, eot, strlen(eot));
+	}
+	*out = m;
+	return LLM_OK;
+}
+
+int
+llm_close(struct llm **mp)
+{
+	struct llm *m = mp ? *mp : NULL;
+	if (!m)
+		return LLM_OK;
+	if (atomic_load(&m->nseq) > 0)
+		return fail(LLM_ERR_ARG, "llm_close: %d sequences of the model are alive (llm_seq_free them first)",
+		    atomic_load(&m->nseq));
+	*mp = NULL;
+	llm_chatsrc_free(&m->src);
+	free(m->added);
+	llm_runtime_close(m->rt);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	return LLM_OK;
+}
+
+int64_t
+llm_vocab_size(const struct llm *m)
+{
+	return m ? llm_runtime_vocab(m->rt) : -1;
+}
+
+int64_t
+llm_context_limit(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->max_context : -1;
+}
+
+int64_t
+llm_token_bos(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->bos_id : -1;
+}
+
+int
+llm_token_add_bos(const struct llm *m)
+{
+	return m && llm_runtime_model(m->rt)->add_bos && llm_runtime_model(m->rt)->bos_id >= 0;
+}
+
+int
+llm_token_is_eos(const struct llm *m, int64_t id)
+{
+	if (!m || id < 0)
+		return 0;
+	const struct llm_model *mm = llm_runtime_model(m->rt);
+	for (int i = 0; i < mm->n_eos; i++)
+		if (mm->eos_ids[i] == id)
+			return 1;
+	return id == m->eot;
+}
+
+const char *
+llm_target_cpu(const struct llm *m)
+{
+	return m ? llm_runtime_target_cpu(m->rt) : NULL;
+}
+
+const char *
+llm_chat_template_name(const struct llm *m)
+{
+	return m && m->src.tmpl >= 0 ? llm_chat_name(m->src.tmpl) : NULL;
+}
+
+static int
+need_tokenizer(const struct llm *m, const char *fn)
+{
+	if (!m)
+		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
+	if (!m->src.tok)
+		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no tokenizer.json", fn, llm_runtime_model(m->rt)->path);
+	return LLM_OK;
+}
+
+/* Encode under the lock; ranges as llm_tokenizer_encode_plain's. */
+static int
+encode(struct llm *m, const char *text, size_t len, int add_special, const size_t (*plain)[2], size_t nplain,
+    int64_t **ids, size_t *n)
+{
+	int64_t *v = NULL;
+	size_t k = 0;
+	pthread_mutex_lock(&m->lock);
+	int rc = llm_tokenizer_encode_plain(m->src.tok, text, len, add_special, plain, nplain, &v, &k);
+	pthread_mutex_unlock(&m->lock);
+	if (rc < 0) {
+		free(v);
+		return LLM_ERR_TEXT;
+	}
+	*ids = v;
+	*n = k;
+	return LLM_OK;
+}
+
+int
+llm_tokenize(struct llm *m, const char *text, size_t len, int flags, int64_t **ids, size_t *n)
+{
+	int rc = need_tokenizer(m, "llm_tokenize");
+	if (rc)
+		return rc;
+	if ((!text && len) || !ids || !n)
+		return fail(LLM_ERR_ARG, "llm_tokenize: %s is NULL", !ids ? "ids" : !n ? "n" : "text");
+	if (flags & ~(LLM_TOKENIZE_SPECIAL | LLM_TOKENIZE_PLAIN))
+		return fail(LLM_ERR_ARG, "llm_tokenize: unknown flags %#x", (unsigned)flags);
+	const size_t all[1][2] = {{0, len}};
+	return encode(m, text ? text : "", len, (flags & LLM_TOKENIZE_SPECIAL) != 0, all,
+	    (flags & LLM_TOKENIZE_PLAIN) && len > 0, ids, n);
+}
+
+int
+llm_detokenize(struct llm *m, const int64_t *ids, size_t n, char **text, size_t *len)
+{
+	int rc = need_tokenizer(m, "llm_detokenize");
+	if (rc)
+		return rc;
+	if ((!ids && n) || !text)
+		return fail(LLM_ERR_ARG, "llm_detokenize: %s is NULL", !text ? "text" : "ids");
+	struct llm_buf b = {0};
+	pthread_mutex_lock(&m->lock);
+	llm_tokenizer_decode(m->src.tok, ids, n, 0, &b);
+	pthread_mutex_unlock(&m->lock);
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
+const char *
+llm_kv_type(const struct llm *m)
+{
+	return m ? llm_dtype_name(llm_runtime_model(m->rt)->kv_dtype) : NULL;
+}
+
+const char *
+llm_model_warning(const struct llm *m)
+{
+	return m ? m->src.warning : NULL;
+}
+
+const char *
+llm_model_desc(const struct llm *m)
+{
+	return m ? m->desc : NULL;
+}
+
+uint64_t
+llm_model_size(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->data_bytes : 0;
+}
+
+uint64_t
+llm_model_n_params(const struct llm *m)
+{
+	return m ? m->params : 0;
+}
+
+/* Whether decoding strips the leading space of piece as the first token
+ * of a document, as SentencePiece decoding does: decoded alone, id has
+ * fewer bytes and no leading space. */
+static int
+strips_first_space(struct llm_tokenizer *tok, int64_t id, const struct llm_buf *piece)
+{
+	struct llm_buf d = {0};
+	if (piece->len == 0 || piece->p[0] != ' ')
+		return 0;
+	llm_tokenizer_decode(tok, &id, 1, 1, &d);
+	int strip = d.len < piece->len && (d.len == 0 || d.p[0] != ' ');
+	llm_buf_free(&d);
+	return strip;
+}
+
+int
+llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len)
+{
+	int rc = need_tokenizer(m, "llm_token_piece");
+	if (rc)
+		return rc;
+	if (!text)
+		return fail(LLM_ERR_ARG, "llm_token_piece: text is NULL");
+	if (flags & ~(LLM_PIECE_SPECIAL | LLM_PIECE_FIRST))
+		return fail(LLM_ERR_ARG, "llm_token_piece: unknown flags %#x", (unsigned)flags);
+	if (id < 0 || id >= llm_vocab_size(m))
+		return fail(LLM_ERR_TOKEN, "llm_token_piece: token %" PRId64 " is outside the vocabulary of %" PRId64,
+		    id, llm_vocab_size(m));
+	struct llm_buf b = {0};
+	pthread_mutex_lock(&m->lock);
+	if ((flags & LLM_PIECE_SPECIAL) || !llm_tokenizer_is_special(m->src.tok, id)) {
+		llm_tokenizer_token_bytes(m->src.tok, id, &b);
+		if ((flags & LLM_PIECE_FIRST) && strips_first_space(m->src.tok, id, &b))
+			memmove(b.p, b.p + 1, --b.len);
+	}
+	pthread_mutex_unlock(&m->lock);
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
+/* The conversation rendered into out (spans: the messages' ranges). */
+static int
+render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out,
+    struct llm_chat_spans *sp, const char *fn)
+{
+	if (!m)
+		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
+	if (!msgs && n)
+		return fail(LLM_ERR_ARG, "%s: msgs is NULL", fn);
+	if (m->src.tmpl < 0)
+		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no chat template recognised", fn,
+		    llm_runtime_model(m->rt)->path);
+	struct llm_chat c = {0};
+	for (size_t i = 0; i < n; i++) {
+		if (!msgs[i].role || !msgs[i].content) {
+			llm_chat_free(&c);
+			return fail(LLM_ERR_ARG, "%s: message %zu: %s is NULL", fn, i,
+			    msgs[i].role ? "content" : "role");
+		}
+		size_t len = strlen(msgs[i].content);
+		if (!llm_utf8_valid(msgs[i].content, len)) {
+			llm_chat_free(&c);
+			return fail(LLM_ERR_TEXT, "%s: message %zu: content is not valid UTF-8", fn, i);
+		}
+		llm_chat_add(&c, msgs[i].role, msgs[i].content, len);
+	}
+	int rc = llm_chat_render(m->src.tmpl, &c, add_gen, llm_chatsrc_bos(&m->src, m->src.tmpl),
+	    llm_chatsrc_eos(&m->src, m->src.tmpl), out, sp);
+	llm_chat_free(&c);
+	return rc < 0 ? fail(LLM_ERR_ARG, "%s: %s", fn, llm_errmsg()) : LLM_OK;
+}
+
+int
+llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, char **text,
+    size_t *len)
+{
+	struct llm_buf b = {0};
+	if (!text)
+		return fail(LLM_ERR_ARG, "llm_chat_apply: text is NULL");
+	int rc = render(m, msgs, n, add_generation_prompt, &b, NULL, "llm_chat_apply");
+	if (rc) {
+		llm_buf_free(&b);
+		return rc;
+	}
+	llm_buf_add(&b, "", 1);
+	if (len)
+		*len = b.len - 1;
+	*text = b.p;
+	return LLM_OK;
+}
+
+int
+llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
+    size_t *nids)
+{
+	struct llm_buf b = {0};
+	struct llm_chat_spans sp = {0};
+	int rc = need_tokenizer(m, "llm_chat_tokenize");
+	if (rc)
+		return rc;
+	if (!ids || !nids)
+		return fail(LLM_ERR_ARG, "llm_chat_tokenize: %s is NULL", ids ? "nids" : "ids");
+	if (!(rc = render(m, msgs, n, add_generation_prompt, &b, &sp, "llm_chat_tokenize")))
+		rc = encode(m, b.p ? b.p : "", b.len, 0, (const size_t (*)[2])sp.r, sp.n, ids, nids);
+	llm_buf_free(&b);
+	llm_chat_spans_free(&sp);
+	return rc;
+}
+
+int
+llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids)
+{
+	struct llm_buf b = {0};
+	struct llm_chat_spans sp = {0};
+	if (!s || !keep || !ids || !nids)
+		return fail(LLM_ERR_ARG, "llm_seq_chat: %s is NULL",
+		    !s ? "the sequence" :
+			!keep ? "keep" :
+			!ids  ? "ids" :
+				"nids");
+	int rc = need_tokenizer(s->m, "llm_seq_chat");
+	if (rc)
+		return rc;
+	if (flags & ~(LLM_CHAT_GENERATION_PROMPT | LLM_CHAT_SPECIAL_IN_CONTENT))
+		return fail(LLM_ERR_ARG, "llm_seq_chat: unknown flags %#x", (unsigned)flags);
+	if ((rc = render(s->m, msgs, n, (flags & LLM_CHAT_GENERATION_PROMPT) != 0, &b, &sp, "llm_seq_chat")))
+		goto out;
+	/* The longest cached prefix at a cut point whose text starts the
+	 * rendering; at least one token must be new, for its logits. */
+	size_t k = llm_chat_cache_reuse(&s->cache, b.p, b.len), from;
+	size_t (*r)[2] = llm_xreallocarray(NULL, sp.n + 1, sizeof(*r));
+	int64_t *v;
+	size_t nv;
+	for (;;) {
+		from = k ? s->cache.end[k - 1] : 0;
+		size_t nr = 0;
+		for (size_t i = 0; !(flags & LLM_CHAT_SPECIAL_IN_CONTENT) && i < sp.n; i++) {
+			size_t lo = sp.r[i][0] > from ? sp.r[i][0] : from, hi = sp.r[i][1];
+			if (lo < hi) {
+				r[nr][0] = lo - from;
+				r[nr][1] = hi - from;
+				nr++;
+			}
+		}
+		if ((rc = encode(s->m, b.p + from, b.len - from, 0, (const size_t (*)[2])r, nr, &v, &nv)))
+			break;
+		if (nv > 0 || k == 0)
+			break;
+		free(v);
+		k = llm_chat_cache_prev_cut(&s->cache, k);
+	}
+	free(r);
+	if (rc)
+		goto out;
+	llm_buf_free(&s->plan_text);
+	s->plan_text = b;
+	b = (struct llm_buf){0};
+	free(s->plan_ids);
+	s->plan_ids = llm_xreallocarray(NULL, nv + 1, sizeof(*v));
+	memcpy(s->plan_ids, v, nv * sizeof(*v));
+	s->plan_n = nv;
+	s->plan_from = from;
+	s->plan_keep = (int64_t)k;
+	*keep = (int64_t)k;
+	*ids = v;
+	*nids = nv;
+out:
+	llm_buf_free(&b);
+	llm_chat_spans_free(&sp);
+	return rc;
+}
+
+int
+llm_seq_new(struct llm *m, int64_t context, struct llm_seq **out)
+{
+	if (!m || !out)
+		return fail(LLM_ERR_ARG, "llm_seq_new: %s is NULL", m ? "out" : "the model");
+	*out = NULL;
+	if (context < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_new: context %" PRId64 " is negative", context);
+	struct llm_ctx *c = llm_ctx_new(m->rt, context ? context : m->context);
+	if (!c)
+		return LLM_ERR_CONTEXT;
+	struct llm_seq *s = llm_xcalloc(1, sizeof(*s));
+	s->m = m;
+	s->ctx = c;
+	s->plan_keep = -1;
+	atomic_fetch_add(&m->nseq, 1);
+	*out = s;
+	return LLM_OK;
+}
+
+void
+llm_seq_free(struct llm_seq **sp)
+{
+	struct llm_seq *s = sp ? *sp : NULL;
+	if (!s)
+		return;
+	*sp = NULL;
+	atomic_fetch_sub(&s->m->nseq, 1);
+	llm_ctx_free(s->ctx);
+	llm_sampler_free(s->sampler);
+	free(s->tokens);
+	llm_chat_cache_free(&s->cache);
+	llm_buf_free(&s->plan_text);
+	free(s->plan_ids);
+	free(s);
+}
+
+/* The text of tokens ids[n] evaluated at pos into s->cache: those of
+ * s's plan as llm_seq_chat encoded them (cut points after the added
+ * tokens when their bytes spell the text, and after the last), others as
+ * their bytes (cut points after the added tokens and the last: a
+ * generated token is one). */
+static void
+record(struct llm_seq *s, int64_t pos, const int64_t *ids, size_t n)
+{
+	struct llm *m = s->m;
+	struct llm_buf bytes = {0};
+	size_t *ends = llm_xreallocarray(NULL, n, sizeof(*ends));
+	llm_chat_cache_truncate(&s->cache, (size_t)pos);
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (m->src.tok)
+			llm_tokenizer_token_bytes(m->src.tok, ids[i], &bytes);
+		ends[i] = bytes.len;
+	}
+	pthread_mutex_unlock(&m->lock);
+	const char *text = bytes.p;
+	size_t len = bytes.len;
+	if (pos == s->plan_keep && n == s->plan_n && memcmp(ids, s->plan_ids, n * sizeof(*ids)) == 0) {
+		text = s->plan_text.p + s->plan_from;
+		len = s->plan_text.len - s->plan_from;
+	}
+	int exact = bytes.len == len && (len == 0 || memcmp(bytes.p, text, len) == 0);
+	for (size_t i = 0, prev = 0; i < n; i++) {
+		int last = i + 1 == n;
+		if (exact) {
+			llm_chat_cache_push(&s->cache, ids[i], text + prev, ends[i] - prev, last || m->added[ids[i]]);
+			prev = ends[i];
+		} else
+			llm_chat_cache_push(&s->cache, ids[i], text, last ? len : 0, last);
+	}
+	s->plan_keep = -1;
+	free(ends);
+	llm_buf_free(&bytes);
+}
+
+int
+llm_seq_eval(struct llm_seq *s, const int64_t *ids, size_t n)
+{
+	if (!s || (!ids && n))
+		return fail(LLM_ERR_ARG, "llm_seq_eval: %s is NULL", s ? "ids" : "the sequence");
+	if (n == 0)
+		return LLM_OK;
+	int64_t vocab = llm_runtime_vocab(s->m->rt), pos = llm_ctx_pos(s->ctx);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return fail(LLM_ERR_TOKEN,
+			    "llm_seq_eval: token id %" PRId64 " is out of range [0, %" PRId64 ")", ids[i], vocab);
+	if ((int64_t)n > llm_ctx_context(s->ctx) - pos)
+		return fail(LLM_ERR_CONTEXT,
+		    "llm_seq_eval: %zu more tokens do not fit in the context: %" PRId64 " of %" PRId64
+		    " positions used",
+		    n, pos, llm_ctx_context(s->ctx));
+	int rc = n == 1 && pos > 0 ? llm_ctx_decode(s->ctx, ids[0]) : llm_ctx_prefill(s->ctx, ids, (int64_t)n);
+	if (rc < 0) {
+		/* a phase missing: what was computed is kept, not the rest */
+		s->logits = 0;
+		llm_ctx_rewind(s->ctx, pos);
+		return LLM_ERR_FORMAT;
+	}
+	if ((size_t)pos + n > s->cap) {
+		s->cap = ((size_t)pos + n) * 2;
+		s->tokens = llm_xreallocarray(s->tokens, s->cap, sizeof(*s->tokens));
+	}
+	memcpy(s->tokens + pos, ids, n * sizeof(*ids));
+	s->logits = 1;
+	record(s, pos, ids, n);
+	return LLM_OK;
+}
+
+const float *
+llm_seq_logits(const struct llm_seq *s)
+{
+	return s && s->logits ? llm_ctx_logits(s->ctx) : NULL;
+}
+
+int64_t
+llm_seq_pos(const struct llm_seq *s)
+{
+	return s ? llm_ctx_pos(s->ctx) : -1;
+}
+
+int64_t
+llm_seq_context(const struct llm_seq *s)
+{
+	return s ? llm_ctx_context(s->ctx) : -1;
+}
+
+const int64_t *
+llm_seq_tokens(const struct llm_seq *s)
+{
+	return s ? s->tokens : NULL;
+}
+
+int
+llm_seq_rewind(struct llm_seq *s, int64_t pos)
+{
+	if (!s)
+		return fail(LLM_ERR_ARG, "llm_seq_rewind: the sequence is NULL");
+	if (pos == llm_ctx_pos(s->ctx))
+		return LLM_OK;
+	if (llm_ctx_rewind(s->ctx, pos) < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_rewind: %s", llm_errmsg());
+	llm_chat_cache_truncate(&s->cache, (size_t)pos);
+	s->logits = 0;
+	return LLM_OK;
+}
+
+/* The state file: a header of 8-byte fields, the tokens, the logits, the
+ * KV entries (llm_ctx_write_kv). */
+#define STATE_MAGIC "LLMSEQ01"
+enum { H_MAGIC, H_FINGERPRINT, H_VOCAB, H_POS, H_CONTEXT, H_KVDIM, H_COUNT };
+
+static uint64_t
+kv_dim(const struct llm *m)
+{
+	const struct llm_model *mm = llm_runtime_model(m->rt);
+	return (uint64_t)mm->cfg.n_layers << 48 | (uint64_t)mm->cfg.n_kv_heads << 32 | (uint64_t)mm->cfg.head_dim << 8 |
+	    llm_dtype_size(mm->kv_dtype);
+}
+
+int
+llm_seq_save(const struct llm_seq *s, const char *path)
+{
+	if (!s || !path)
+		return fail(LLM_ERR_ARG, "llm_seq_save: %s is NULL", s ? "path" : "the sequence");
+	if (!s->logits)
+		return fail(LLM_ERR_ARG,
+		    "llm_seq_save: %s: the sequence has no logits (nothing evaluated since its start "
+		    "or a rewind)",
+		    path);
+	struct llm_out o;
+	if (llm_out_open(&o, path) < 0)
+		return LLM_ERR_IO;
+	uint64_t h[H_COUNT];
+	memcpy(&h[H_MAGIC], STATE_MAGIC, 8);
+	h[H_FINGERPRINT] = llm_runtime_fingerprint(s->m->rt);
+	h[H_VOCAB] = (uint64_t)llm_runtime_vocab(s->m->rt);
+	h[H_POS] = (uint64_t)llm_ctx_pos(s->ctx);
+	h[H_CONTEXT] = (uint64_t)llm_ctx_context(s->ctx);
+	h[H_KVDIM] = kv_dim(s->m);
+	size_t pos = (size_t)h[H_POS], v = (size_t)h[H_VOCAB];
+	if (fwrite(h, sizeof(h), 1, o.fp) != 1 || fwrite(s->tokens, sizeof(int64_t), pos, o.fp) != pos ||
+	    fwrite(llm_ctx_logits(s->ctx), sizeof(float), v, o.fp) != v || llm_ctx_write_kv(s->ctx, o.fp) < 0) {
+		int e = errno;
+		llm_out_abort(&o);
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(e));
+	}
+	return llm_out_commit(&o) < 0 ? LLM_ERR_IO : LLM_OK;
+}
+
+int
+llm_seq_load(struct llm_seq *s, const char *path)
+{
+	if (!s || !path)
+		return fail(LLM_ERR_ARG, "llm_seq_load: %s is NULL", s ? "path" : "the sequence");
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
+	uint64_t h[H_COUNT];
+	int rc = LLM_OK;
+	int64_t vocab = llm_runtime_vocab(s->m->rt);
+	if (fread(h, sizeof(h), 1, f) != 1 || memcmp(&h[H_MAGIC], STATE_MAGIC, 8) != 0)
+		rc = fail(LLM_ERR_FORMAT, "%s: not a sequence state (llm_seq_save)", path);
+	else if (h[H_FINGERPRINT] != llm_runtime_fingerprint(s->m->rt) || h[H_VOCAB] != (uint64_t)vocab ||
+	    h[H_KVDIM] != kv_dim(s->m))
+		rc = fail(LLM_ERR_FORMAT, "%s: the state of another model or plan", path);
+	else if (h[H_CONTEXT] > (uint64_t)llm_runtime_model(s->m->rt)->max_context || h[H_POS] > h[H_CONTEXT])
+		rc = fail(LLM_ERR_FORMAT,
+		    "%s: %" PRIu64 " positions of a context of %" PRIu64 ": not one of this model", path, h[H_POS],
+		    h[H_CONTEXT]);
+	if (rc) {
+		fclose(f);
+		return rc;
+	}
+	int64_t pos = (int64_t)h[H_POS];
+	int64_t *tokens = llm_xreallocarray(NULL, (size_t)pos + 1, sizeof(*tokens));
+	float *logits = llm_xreallocarray(NULL, (size_t)vocab, sizeof(*logits));
+	if (fread(tokens, sizeof(*tokens), (size_t)pos, f) != (size_t)pos ||
+	    fread(logits, sizeof(*logits), (size_t)vocab, f) != (size_t)vocab)
+		rc = fail(LLM_ERR_FORMAT, "%s: truncated", path);
+	for (int64_t i = 0; rc == LLM_OK && i < pos; i++)
+		if (tokens[i] < 0 || tokens[i] >= vocab)
+			rc = fail(LLM_ERR_FORMAT, "%s: token %" PRId64 " is out of the vocabulary", path, i);
+	if (rc == LLM_OK && (int64_t)h[H_CONTEXT] != llm_ctx_context(s->ctx) &&
+	    llm_ctx_set_context(s->ctx, (int64_t)h[H_CONTEXT]) < 0)
+		rc = LLM_ERR_CONTEXT;
+	if (rc == LLM_OK && llm_ctx_read_kv(s->ctx, pos, logits, f) < 0) {
+		rc = fail(LLM_ERR_FORMAT, "%s: %s", path, llm_errmsg());
+		llm_ctx_rewind(s->ctx, 0);
+		s->logits = 0;
+	}
+	if (rc == LLM_OK && getc(f) != EOF) {
+		rc = fail(LLM_ERR_FORMAT, "%s: bytes after the state", path);
+		llm_ctx_rewind(s->ctx, 0);
+		s->logits = 0;
+	}
+	fclose(f);
+	if (rc == LLM_OK) {
+		free(s->tokens);
+		s->tokens = tokens;
+		s->cap = (size_t)pos + 1;
+		s->logits = 1;
+		s->plan_keep = -1;
+		record(s, 0, tokens, (size_t)pos);
+	} else
+		free(tokens);
+	free(logits);
+	return rc;
+}
+
+int
+llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
+{
+	if (!s || !p || !id)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: %s is NULL", !s ? "the sequence" : !p ? "p" : "id");
+	if (!s->logits)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: no logits (nothing evaluated since the start or a rewind)");
+	if (!s->sampler || memcmp(&s->sp, p, sizeof(*p)) != 0) {
+		struct llm_sampler_params sp = {p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
+			p->repeat_last_n, p->seed};
+		struct llm_sampler *n = llm_sampler_new(&sp, llm_runtime_vocab(s->m->rt));
+		if (!n)
+			return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
+		llm_sampler_free(s->sampler);
+		s->sampler = n;
+		s->sp = *p;
+	}
+	*id = llm_sampler_sample(s->sampler, llm_ctx_logits(s->ctx), s->tokens, (size_t)llm_ctx_pos(s->ctx));
+	return LLM_OK;
+}

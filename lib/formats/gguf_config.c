@@ -1,0 +1,271 @@
+/* gguf_config.c: see gguf_config.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family.h"
+#include "gguf_config.h"
+#include "../base/json.h"
+#include "../base/util.h"
+
+#define NO_ID 0xffffffffu /* llama.cpp's "none" for token ids */
+
+int
+llm_gguf_token_id(const struct llm_gguf *g, const char *key, uint64_t n, int64_t *out)
+{
+	uint64_t v;
+	int rc;
+
+	*out = -1;
+	if ((rc = llm_gguf_get_u64(g, key, &v)) < 0)
+		return -1;
+	if (rc == 1 || v == NO_ID)
+		return 0;
+	if (v >= n)
+		return llm_seterr("%s: key '%s': token id %" PRIu64 " is outside the vocabulary of %" PRIu64 " tokens",
+		    g->path, key, v, n);
+	*out = (int64_t)v;
+	return 0;
+}
+
+void
+llm_gguf_add_stop_id(int64_t *ids, int *n, int64_t id)
+{
+	if (id < 0)
+		return;
+	for (int i = 0; i < *n; i++)
+		if (ids[i] == id)
+			return;
+	if (*n < LLM_MAX_EOS)
+		ids[(*n)++] = id;
+}
+
+#define MAX_SIZE (INT64_C(1) << 24) /* a sanity bound for sizes and counts */
+
+/* ---- hyperparameters ---- */
+
+/* A positive integer A.key (def when absent and def > 0; required when def
+ * is 0) of at most MAX_SIZE. */
+static int
+get_size(const struct llm_gguf *g, const char *arch, const char *key, int64_t def, int64_t *out)
+{
+	char k[160];
+	uint64_t v;
+	int rc;
+
+	snprintf(k, sizeof(k), "%s.%s", arch, key);
+	if ((rc = llm_gguf_get_u64(g, k, &v)) < 0)
+		return -1;
+	if (rc == 1) {
+		if (!def)
+			return -1; /* "missing key" is set */
+		*out = def;
+		return 0;
+	}
+	if (v == 0 || v > (uint64_t)MAX_SIZE)
+		return llm_seterr("%s: key '%s': %" PRIu64 " is out of range (1 to %" PRId64 ")", g->path, k, v,
+		    MAX_SIZE);
+	*out = (int64_t)v;
+	return 0;
+}
+
+/* A float A.key: 1 when absent; an F32 value becomes the shortest decimal
+ * that reads back as the same f32. */
+static int
+get_real(const struct llm_gguf *g, const char *arch, const char *key, double *out)
+{
+	char k[160], buf[64];
+	const struct llm_gguf_kv *kv;
+	double v;
+	int rc;
+
+	snprintf(k, sizeof(k), "%s.%s", arch, key);
+	if ((rc = llm_gguf_get_f64(g, k, &v)) != 0)
+		return rc;
+	if (!isfinite(v))
+		return llm_seterr("%s: key '%s': %g is not a finite number", g->path, k, v);
+	kv = llm_gguf_find_kv(g, k);
+	if (kv->value.type == LLM_GGUF_F32) {
+		for (int p = 1; p <= 9; p++) {
+			snprintf(buf, sizeof(buf), "%.*g", p, v);
+			if ((float)strtod(buf, NULL) == (float)v) {
+				v = strtod(buf, NULL);
+				break;
+			}
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+int
+llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
+{
+	char *arch = NULL, *scaling = NULL, k[160];
+	const struct llm_family_spec *fs;
+	const struct llm_gguf_tensor *e;
+	int64_t v, vocab;
+	uint64_t nt = 0;
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->bos_id = -1;
+	if (llm_gguf_get_strdup(g, "general.architecture", &arch) != 0)
+		goto out;
+	c->family = llm_family_by_name(arch);
+	if (c->family == LLM_FAMILY_NONE) {
+		llm_seterr("%s: unsupported architecture '%s' (llama, qwen2 and qwen3 are supported)", g->path, arch);
+		goto out;
+	}
+	fs = llm_family_spec(c->family);
+	snprintf(c->family_name, sizeof(c->family_name), "%s", fs->name);
+	snprintf(c->architecture, sizeof(c->architecture), "%s", fs->architectures[0]);
+	c->qk_norm = fs->qk_norm;
+
+	if (get_size(g, arch, "block_count", 0, &c->n_layers) < 0 ||
+	    get_size(g, arch, "embedding_length", 0, &c->hidden_size) < 0 ||
+	    get_size(g, arch, "feed_forward_length", 0, &c->intermediate_size) < 0 ||
+	    get_size(g, arch, "attention.head_count", 0, &c->n_heads) < 0 ||
+	    get_size(g, arch, "attention.head_count_kv", c->n_heads, &c->n_kv_heads) < 0 ||
+	    get_size(g, arch, "context_length", 0, &c->max_position_embeddings) < 0)
+		goto out;
+	if (get_real(g, arch, "attention.layer_norm_rms_epsilon", &c->rms_norm_eps) != 0)
+		goto out;
+	if (c->rms_norm_eps <= 0) {
+		llm_seterr("%s: key '%s.attention.layer_norm_rms_epsilon': %g is not positive", g->path, arch,
+		    c->rms_norm_eps);
+		goto out;
+	}
+	c->rope_theta = 10000.0;
+	if (get_real(g, arch, "rope.freq_base", &c->rope_theta) < 0)
+		goto out;
+	if (c->rope_theta <= 0) {
+		llm_seterr("%s: key '%s.rope.freq_base': %g is not positive", g->path, arch, c->rope_theta);
+		goto out;
+	}
+	if (c->n_heads % c->n_kv_heads) {
+		llm_seterr("%s: key '%s.attention.head_count' %" PRId64 " is not a multiple of "
+			   "'%s.attention.head_count_kv' %" PRId64,
+		    g->path, arch, c->n_heads, arch, c->n_kv_heads);
+		goto out;
+	}
+	if (c->hidden_size % c->n_heads == 0)
+		c->head_dim = c->hidden_size / c->n_heads;
+	if (get_size(g, arch, "attention.key_length", c->head_dim ? c->head_dim : 0, &c->head_dim) < 0) {
+		if (!c->head_dim)
+			llm_seterr("%s: key '%s.embedding_length' %" PRId64 " is not a multiple of "
+				   "'%s.attention.head_count' %" PRId64 " and there is no '%s.attention.key_length'",
+			    g->path, arch, c->hidden_size, arch, c->n_heads, arch);
+		goto out;
+	}
+	if (get_size(g, arch, "attention.value_length", c->head_dim, &v) < 0)
+		goto out;
+	if (v != c->head_dim) {
+		llm_seterr("%s: key '%s.attention.value_length' %" PRId64 " differs from the key length %" PRId64
+			   " (not supported)",
+		    g->path, arch, v, c->head_dim);
+		goto out;
+	}
+	if (c->head_dim % 2) {
+		llm_seterr("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", g->path,
+		    c->head_dim);
+		goto out;
+	}
+	if (get_size(g, arch, "rope.dimension_count", c->head_dim, &v) < 0)
+		goto out;
+	if (v != c->head_dim) {
+		llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " differs from head_dim %" PRId64
+			   " (partial rotary embedding is not supported)",
+		    g->path, arch, v, c->head_dim);
+		goto out;
+	}
+	snprintf(k, sizeof(k), "%s.rope.scaling.type", arch);
+	if ((rc = llm_gguf_get_strdup(g, k, &scaling)) < 0)
+		goto out;
+	rc = -1;
+	if (scaling && strcmp(scaling, "none") != 0) {
+		llm_seterr("%s: key '%s': rope scaling '%s' is not supported", g->path, k, scaling);
+		goto out;
+	}
+	/* llama.cpp's converter writes rope_scaling llama3 as the factors
+	 * that divide each inv_freq, f32 [head_dim / 2] */
+	const struct llm_gguf_tensor *rf = llm_gguf_find_tensor(g, LLM_GGUF_ROPE_FREQS);
+	if (rf) {
+		if (rf->ggml_type != LLM_GGML_F32 || rf->n_dims != 1 || rf->shape[0] != c->head_dim / 2 ||
+		    rf->shape[0] > LLM_MAX_ROPE_FACTORS) {
+			llm_seterr("%s: tensor '%s' is not f32 [%" PRId64 "] (head_dim / 2)", g->path, rf->name,
+			    c->head_dim / 2);
+			goto out;
+		}
+		for (int64_t i = 0; i < rf->shape[0]; i++) {
+			float f;
+			memcpy(&f, (const char *)rf->data + 4 * i, 4);
+			if (!(f > 0 && isfinite(f))) {
+				llm_seterr("%s: tensor '%s': factor %" PRId64 " is %g, not a positive number", g->path,
+				    rf->name, i, (double)f);
+				goto out;
+			}
+			c->rope_scaling.factors[i] = f;
+		}
+		c->rope_scaling.nfactors = (int)rf->shape[0];
+	}
+	snprintf(k, sizeof(k), "%s.expert_count", arch);
+	if (llm_gguf_get_u64(g, k, &nt) < 0)
+		goto out;
+	if (nt > 0) {
+		llm_seterr("%s: key '%s': mixture-of-experts models are not supported", g->path, k);
+		goto out;
+	}
+
+	/* The vocabulary is what the embedding has rows for. */
+	e = llm_gguf_find_tensor(g, fs->gguf[LLM_ROLE_EMBED]);
+	if (!e) {
+		llm_seterr("%s: missing tensor '%s'", g->path, fs->gguf[LLM_ROLE_EMBED]);
+		goto out;
+	}
+	if (e->n_dims != 2 || e->shape[1] != c->hidden_size) {
+		llm_seterr("%s: tensor '%s' is not [vocab, %" PRId64 "] ('%s.embedding_length')", g->path, e->name,
+		    c->hidden_size, arch);
+		goto out;
+	}
+	c->vocab_size = e->shape[0];
+	if (get_size(g, arch, "vocab_size", c->vocab_size, &vocab) < 0)
+		goto out;
+	if (vocab != c->vocab_size) {
+		llm_seterr("%s: key '%s.vocab_size' %" PRId64 " differs from the %" PRId64 " rows of '%s'", g->path,
+		    arch, vocab, c->vocab_size, e->name);
+		goto out;
+	}
+	const struct llm_gguf_kv *tk = llm_gguf_find_kv(g, "tokenizer.ggml.tokens");
+	if (tk && tk->value.type == LLM_GGUF_ARRAY && tk->value.len > (uint64_t)c->vocab_size) {
+		llm_seterr("%s: key 'tokenizer.ggml.tokens': %" PRIu64 " tokens, more than the %" PRId64
+			   " rows of '%s'",
+		    g->path, tk->value.len, c->vocab_size, e->name);
+		goto out;
+	}
+	c->torch_dtype = llm_dtype_is_float_weight(e->dtype) ? e->dtype : LLM_DT_NONE;
+	c->tie_word_embeddings = !llm_gguf_find_tensor(g, fs->gguf[LLM_ROLE_LM_HEAD]);
+	snprintf(k, sizeof(k), fs->gguf[LLM_ROLE_BQ], 0);
+	c->attention_bias = fs->qkv_bias || llm_gguf_find_tensor(g, k) != NULL;
+
+	int64_t id;
+	if (llm_gguf_token_id(g, "tokenizer.ggml.bos_token_id", (uint64_t)c->vocab_size, &c->bos_id) < 0)
+		goto out;
+	static const char *const eos_keys[] = {
+		"tokenizer.ggml.eos_token_id",
+		"tokenizer.ggml.eot_token_id",
+		"tokenizer.ggml.eom_token_id",
+	};
+	for (size_t i = 0; i < LLM_NELEM(eos_keys); i++) {
+		if (llm_gguf_token_id(g, eos_keys[i], (uint64_t)c->vocab_size, &id) < 0)
+			goto out;
+		llm_gguf_add_stop_id(c->eos_ids, &c->n_eos, id);
+	}
+	rc = 0;
+out:
+	free(arch);
+	free(scaling);
+	return rc;
+}

@@ -1,0 +1,326 @@
+/* hfconfig.c: see hfconfig.h.
+ *
+ * Defaults follow transformers' Qwen2Config and LlamaConfig, so a config.json
+ * that omits a key means what it means to Hugging Face.  The five sizes
+ * without which no checkpoint makes sense are required, although
+ * transformers has defaults for them: a config.json without them is broken,
+ * and guessing a 7B shape would only move the error to the weights.
+ * Anything that changes the model's arithmetic in a way llm-* does not
+ * implement (RoPE scaling, sliding windows, MLP biases, other activations)
+ * is rejected here rather than silently computed wrong later. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hfconfig.h"
+#include "../base/json.h"
+#include "../base/util.h"
+
+/* Sizes beyond this are corrupt, and would overflow products later. */
+#define MAX_SIZE INT32_MAX
+
+static int
+size_key(const json_t *j, const char *key, const char *ctx, int required, int64_t *out)
+{
+	int rc = required ? llm_json_int(j, key, ctx, out) : llm_json_int_opt(j, key, ctx, out);
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && !required)
+		return 0; /* absent: the caller's default stands */
+	if (*out <= 0)
+		return llm_seterr("%s: %s must be positive (got %lld)", ctx, key, (long long)*out);
+	if (*out > MAX_SIZE)
+		return llm_seterr("%s: %s %lld is too large", ctx, key, (long long)*out);
+	return 0;
+}
+
+static int
+positive_num(const json_t *j, const char *key, const char *ctx, double *out)
+{
+	if (llm_json_num_opt(j, key, ctx, out) < 0)
+		return -1;
+	if (!(*out > 0) || !isfinite(*out))
+		return llm_seterr("%s: %s must be positive (got %g)", ctx, key, *out);
+	return 0;
+}
+
+/* A token id key: absent or null (0 ids), an integer, or an array of them. */
+static int
+token_ids(const json_t *j, const char *key, const char *ctx, int64_t vocab, int64_t *ids, int *n, int max)
+{
+	const json_t *v = json_object_get(j, key); /* borrowed */
+	size_t count = 0;
+
+	*n = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_array(v))
+		count = json_array_size(v);
+	else if (json_is_integer(v))
+		count = 1;
+	else
+		return llm_seterr("%s: key '%s': expected an integer or an array of integers", ctx, key);
+	if (count > (size_t)max)
+		return llm_seterr("%s: %s has %zu ids (at most %d supported)", ctx, key, count, max);
+	for (size_t i = 0; i < count; i++) {
+		const json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+		if (!json_is_integer(e))
+			return llm_seterr("%s: key '%s': expected an integer or an array of integers", ctx, key);
+		int64_t id = json_integer_value(e);
+		if (id < 0 || id >= vocab)
+			return llm_seterr("%s: %s %lld is outside the vocabulary [0, %lld)", ctx, key, (long long)id,
+			    (long long)vocab);
+		ids[(*n)++] = id;
+	}
+	return 0;
+}
+
+static int
+add_eos(struct llm_hfconfig *c, const int64_t *ids, int n, const char *ctx)
+{
+	for (int i = 0; i < n; i++) {
+		int seen = 0;
+		for (int k = 0; k < c->n_eos; k++)
+			seen |= c->eos_ids[k] == ids[i];
+		if (seen)
+			continue;
+		if (c->n_eos == LLM_MAX_EOS)
+			return llm_seterr("%s: more than %d distinct eos ids", ctx, LLM_MAX_EOS);
+		c->eos_ids[c->n_eos++] = ids[i];
+	}
+	return 0;
+}
+
+/* The families' architectures ("Qwen2ForCausalLM, LlamaForCausalLM") or,
+ * model_types 1, their model types ("qwen2, llama"), for a message. */
+static const char *
+supported(int model_types, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT; f++) {
+		const struct llm_family_spec *fs = llm_family_spec(f);
+		for (size_t i = 0; i < LLM_NELEM(fs->architectures) && fs->architectures[i]; i++) {
+			len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%s", len ? ", " : "",
+			    model_types ? fs->name : fs->architectures[i]);
+			if (model_types)
+				break;
+		}
+	}
+	return buf;
+}
+
+static int
+decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struct llm_family_spec **out)
+{
+	const json_t *archs = json_object_get(j, "architectures"); /* borrowed */
+	const char *arch = NULL, *mt = NULL;
+	const struct llm_family_spec *fs = NULL;
+	char list[256];
+
+	if (archs && !json_is_null(archs)) {
+		if (!json_is_array(archs) || (json_array_size(archs) > 0 && !json_is_string(json_array_get(archs, 0))))
+			return llm_seterr("%s: key 'architectures': expected an array of strings", ctx);
+		if (json_array_size(archs) > 0)
+			arch = json_string_value(json_array_get(archs, 0));
+	}
+	if (llm_json_str_opt(j, "model_type", ctx, &mt) < 0)
+		return -1;
+	if (arch) {
+		for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT && !fs; f++) {
+			const struct llm_family_spec *s = llm_family_spec(f);
+			for (size_t i = 0; i < LLM_NELEM(s->architectures) && s->architectures[i]; i++)
+				if (strcmp(arch, s->architectures[i]) == 0)
+					fs = s;
+		}
+		if (!fs)
+			return llm_seterr("%s: unsupported architecture '%s' (supported: %s)", ctx,
+			    llm_json_shown(arch), supported(0, list, sizeof(list)));
+		if (mt && strcmp(mt, fs->name) != 0)
+			return llm_seterr("%s: model_type '%s' does not match architecture '%s'", ctx,
+			    llm_json_shown(mt), arch);
+	} else if (mt) {
+		fs = llm_family_spec(llm_family_by_name(mt));
+		if (!fs)
+			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)", ctx, llm_json_shown(mt),
+			    supported(1, list, sizeof(list)));
+	} else
+		return llm_seterr("%s: neither 'architectures' nor 'model_type' given", ctx);
+	c->family = fs->family;
+	snprintf(c->family_name, sizeof(c->family_name), "%s", fs->name);
+	snprintf(c->architecture, sizeof(c->architecture), "%s", arch ? arch : fs->architectures[0]);
+	c->max_position_embeddings = fs->max_position_embeddings;
+	*out = fs;
+	return 0;
+}
+
+static int
+parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	const struct llm_family_spec *fs = NULL;
+	const char *s;
+	int b;
+
+	if (!json_is_object(j))
+		return llm_seterr("%s: not a JSON object", ctx);
+	if (decide_family(c, j, ctx, &fs) < 0)
+		return -1;
+	if (size_key(j, "hidden_size", ctx, 1, &c->hidden_size) < 0 ||
+	    size_key(j, "num_hidden_layers", ctx, 1, &c->n_layers) < 0 ||
+	    size_key(j, "num_attention_heads", ctx, 1, &c->n_heads) < 0 ||
+	    size_key(j, "intermediate_size", ctx, 1, &c->intermediate_size) < 0 ||
+	    size_key(j, "vocab_size", ctx, 1, &c->vocab_size) < 0)
+		return -1;
+	c->n_kv_heads = c->n_heads;
+	if (size_key(j, "num_key_value_heads", ctx, 0, &c->n_kv_heads) < 0)
+		return -1;
+	if (c->n_heads % c->n_kv_heads != 0)
+		return llm_seterr("%s: num_attention_heads %lld is not a multiple of "
+				  "num_key_value_heads %lld",
+		    ctx, (long long)c->n_heads, (long long)c->n_kv_heads);
+	c->head_dim = fs->head_dim;
+	c->qk_norm = fs->qk_norm;
+	if (size_key(j, "head_dim", ctx, 0, &c->head_dim) < 0)
+		return -1;
+	if (!c->head_dim) {
+		if (c->hidden_size % c->n_heads != 0)
+			return llm_seterr("%s: hidden_size %lld is not divisible by "
+					  "num_attention_heads %lld",
+			    ctx, (long long)c->hidden_size, (long long)c->n_heads);
+		c->head_dim = c->hidden_size / c->n_heads;
+	}
+	if (c->head_dim % 2 != 0)
+		return llm_seterr("%s: head_dim %lld is odd (rotary embeddings need pairs)", ctx,
+		    (long long)c->head_dim);
+	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
+		return -1;
+	c->rms_norm_eps = 1e-6;
+	c->rope_theta = 10000;
+	if (positive_num(j, "rms_norm_eps", ctx, &c->rms_norm_eps) < 0 ||
+	    positive_num(j, "rope_theta", ctx, &c->rope_theta) < 0)
+		return -1;
+	if (llm_json_bool_opt(j, "tie_word_embeddings", ctx, &c->tie_word_embeddings) < 0)
+		return -1;
+	if (llm_rope_scaling_load(json_object_get(j, "rope_scaling"), ctx, &c->rope_scaling) < 0)
+		return -1;
+	if (c->rope_scaling.nfactors)
+		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default' and 'llama3')",
+		    ctx);
+	s = "silu";
+	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
+		return -1;
+	if (strcmp(s, "silu") != 0)
+		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, llm_json_shown(s));
+
+	if (fs->qkv_bias) {
+		/* Qwen2Attention has q/k/v biases whatever the config says. */
+		c->attention_bias = 1;
+	} else {
+		if (llm_json_bool_opt(j, "attention_bias", ctx, &c->attention_bias) < 0 ||
+		    llm_json_bool_opt(j, "mlp_bias", ctx, &c->mlp_bias) < 0)
+			return -1;
+		if (c->mlp_bias)
+			return llm_seterr("%s: mlp_bias true is not supported", ctx);
+	}
+	if (fs->sliding_window) {
+		b = 0;
+		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
+			return -1;
+		if (b)
+			return llm_seterr("%s: use_sliding_window true is not supported", ctx);
+	}
+
+	/* Newer transformers write "dtype", older ones "torch_dtype". */
+	s = NULL;
+	if (llm_json_str_opt(j, "torch_dtype", ctx, &s) < 0)
+		return -1;
+	if (!s && llm_json_str_opt(j, "dtype", ctx, &s) < 0)
+		return -1;
+	if (s) {
+		if (strcmp(s, "float32") == 0)
+			c->torch_dtype = LLM_DT_F32;
+		else if (strcmp(s, "float16") == 0)
+			c->torch_dtype = LLM_DT_F16;
+		else if (strcmp(s, "bfloat16") == 0)
+			c->torch_dtype = LLM_DT_BF16;
+		else
+			return llm_seterr("%s: torch_dtype '%s' is not supported "
+					  "(float32, float16, bfloat16)",
+			    ctx, llm_json_shown(s));
+	}
+	return 0;
+}
+
+/* Special token ids: config.json's, then generation_config.json's, whose
+ * bos wins and whose eos ids come first (transformers' generate() uses
+ * generation_config). */
+static int
+parse_tokens(struct llm_hfconfig *c, const json_t *j, const char *ctx, const json_t *g, const char *gctx)
+{
+	int64_t ids[LLM_MAX_EOS];
+	int n;
+
+	c->bos_id = -1;
+	c->n_eos = 0;
+	if (g) {
+		if (!json_is_object(g))
+			return llm_seterr("%s: not a JSON object", gctx);
+		if (token_ids(g, "bos_token_id", gctx, c->vocab_size, ids, &n, 1) < 0)
+			return -1;
+		if (n)
+			c->bos_id = ids[0];
+		if (token_ids(g, "eos_token_id", gctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 ||
+		    add_eos(c, ids, n, gctx) < 0)
+			return -1;
+	}
+	if (token_ids(j, "bos_token_id", ctx, c->vocab_size, ids, &n, 1) < 0)
+		return -1;
+	if (n && c->bos_id < 0)
+		c->bos_id = ids[0];
+	if (token_ids(j, "eos_token_id", ctx, c->vocab_size, ids, &n, LLM_MAX_EOS) < 0 || add_eos(c, ids, n, ctx) < 0)
+		return -1;
+	return 0;
+}
+
+int
+llm_hfconfig_load(struct llm_hfconfig *c, const char *path)
+{
+	struct stat sb;
+	char *cpath, *gpath, *dir;
+	json_t *j = NULL, *g = NULL; /* owned */
+	int rc = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->bos_id = -1;
+	if (stat(path, &sb) < 0)
+		return llm_seterr("%s:", path);
+	if (S_ISDIR(sb.st_mode)) {
+		dir = llm_xstrdup(path);
+		cpath = llm_path_join(path, "config.json");
+	} else {
+		const char *slash = strrchr(path, '/');
+		dir = slash ? llm_xasprintf("%.*s", (int)(slash - path + 1), path) : llm_xstrdup(".");
+		cpath = llm_xstrdup(path);
+	}
+	gpath = llm_path_join(dir, "generation_config.json");
+	if (!(j = llm_json_load(cpath)) || parse_config(c, j, cpath) < 0)
+		goto out;
+	if (llm_file_exists(gpath) && !(g = llm_json_load(gpath)))
+		goto out;
+	if (parse_tokens(c, j, cpath, g, gpath) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0) {
+		memset(c, 0, sizeof(*c));
+		c->bos_id = -1;
+	}
+	json_decref(j);
+	json_decref(g);
+	free(cpath);
+	free(gpath);
+	free(dir);
+	return rc;
+}

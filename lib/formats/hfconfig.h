@@ -1,0 +1,55 @@
+/* hfconfig.h: the facts llm-* needs from a Hugging Face config.json (and
+ * generation_config.json beside it), for the families it supports.
+ *
+ * Family is decided by model_type / architectures, as the family specs
+ * (family.h) name them: "qwen2" (Qwen2ForCausalLM, including
+ * DeepSeek-R1-Distill-Qwen), "llama" (LlamaForCausalLM) or "qwen3"
+ * (Qwen3ForCausalLM).  Anything else is rejected with a clear error. */
+#ifndef LLM_HFCONFIG_H
+#define LLM_HFCONFIG_H
+
+#include <stdint.h>
+
+#include "../base/dtype.h"
+#include "family.h"
+
+#define LLM_MAX_EOS 8
+
+struct llm_hfconfig {
+	enum llm_family family;
+	char family_name[16];  /* "qwen2", "llama" or "qwen3" */
+	char architecture[64]; /* architectures[0] */
+	int64_t hidden_size;   /* d */
+	int64_t n_layers;      /* num_hidden_layers */
+	int64_t n_heads;       /* num_attention_heads */
+	int64_t n_kv_heads;    /* num_key_value_heads (default n_heads) */
+	int64_t head_dim;      /* head_dim, default hidden_size / n_heads */
+	int64_t intermediate_size;
+	int64_t vocab_size;
+	int64_t max_position_embeddings;
+	double rms_norm_eps;
+	double rope_theta;
+	struct llm_rope_scaling rope_scaling;
+	int tie_word_embeddings;    /* default: false */
+	int attention_bias;         /* q/k/v biases: always for a family with qkv_bias,
+	                           * else config.json attention_bias */
+	int mlp_bias;               /* llama mlp_bias (rejected if true for now) */
+	int qk_norm;                /* the family's q_norm and k_norm (qwen3) */
+	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
+	int64_t bos_id;             /* -1 if none; generation_config wins */
+	int n_eos;                  /* union of config and generation_config eos ids */
+	int64_t eos_ids[LLM_MAX_EOS];
+};
+
+/* Read DIR/config.json and, when present, DIR/generation_config.json.
+ * PATH may also name config.json itself.  0, or -1 with llm_errmsg (and *c
+ * zeroed, bos_id -1).  Defaults are transformers': max_position_embeddings
+ * 32768 (qwen2) or 2048 (llama), rms_norm_eps 1e-6, rope_theta 10000.
+ * (the family spec's for max_position_embeddings).
+ * Rejected: a missing or non-positive size, heads not a multiple of KV
+ * heads, an odd head_dim, rope_scaling other than "default" and "llama3", mlp_bias,
+ * hidden_act other than silu, use_sliding_window, torch_dtype other than
+ * float32/float16/bfloat16, token ids outside [0, vocab_size). */
+int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);
+
+#endif

@@ -1,0 +1,681 @@
+/* model.c: see model.h. */
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../base/json.h"
+#include "model.h"
+#include "../base/util.h"
+
+void
+llm_hex64(uint64_t v, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, v);
+}
+
+int
+llm_parse_hex64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (strlen(s) != 16)
+		return -1;
+	for (int i = 0; i < 16; i++) {
+		int c = s[i], d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+uint64_t
+llm_plan_fingerprint(json_t *dtypes, json_t *config, json_t *limits, json_t *tensors)
+{
+	json_t *o = json_object();
+	json_object_set(o, "dtypes", dtypes);
+	json_object_set(o, "config", config);
+	json_object_set(o, "limits", limits);
+	json_object_set(o, "tensors", tensors);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+	if (!s)
+		llm_fatal("out of memory serialising JSON");
+	uint64_t h = llm_fnv1a(LLM_FNV_INIT, s, strlen(s));
+	free(s);
+	json_decref(o);
+	return h;
+}
+
+static int
+get_obj(json_t *o, const char *key, const char *ctx, json_t **out)
+{
+	*out = json_object_get(o, key); /* borrowed */
+	if (!json_is_object(*out))
+		return llm_seterr("%s: key '%s': expected an object", ctx, key);
+	return 0;
+}
+
+static int
+get_arr(json_t *o, const char *key, const char *ctx, json_t **out)
+{
+	*out = json_object_get(o, key); /* borrowed */
+	if (!json_is_array(*out))
+		return llm_seterr("%s: key '%s': expected an array", ctx, key);
+	return 0;
+}
+
+/* A float dtype, or (codes, int8 = 1) i8. */
+static int
+get_dtype_of(json_t *o, const char *key, const char *ctx, int int8, enum llm_dtype *out)
+{
+	const char *s;
+	if (llm_json_str(o, key, ctx, &s) < 0)
+		return -1;
+	*out = llm_dtype_from_name(s);
+	if (*out != LLM_DT_F32 && *out != LLM_DT_F16 && *out != LLM_DT_BF16 && !(int8 && *out == LLM_DT_I8))
+		return llm_seterr("%s: key '%s': unsupported dtype '%s'", ctx, key, s);
+	return 0;
+}
+
+static int
+get_dtype(json_t *o, const char *key, const char *ctx, enum llm_dtype *out)
+{
+	return get_dtype_of(o, key, ctx, 0, out);
+}
+
+/* dtypes.activations: "f32", "q8" (f32, quantized to int8 for the
+ * products with quantized weights: model.h) or "bf16" (f32, rounded to
+ * bf16 for the products with bf16 weights). */
+static int
+get_activations(json_t *o, const char *ctx, struct llm_model *m)
+{
+	const char *s;
+	if (llm_json_str(o, "activations", ctx, &s) < 0)
+		return -1;
+	m->act_dtype = LLM_DT_F32;
+	m->act_q8 = strcmp(s, "q8") == 0;
+	m->act_bf16 = strcmp(s, "bf16") == 0;
+	if (!m->act_q8 && !m->act_bf16 && strcmp(s, "f32") != 0)
+		return llm_seterr("%s: key 'activations': '%s' is not f32, q8 or bf16", ctx, s);
+	return 0;
+}
+
+static int
+get_pos(json_t *o, const char *key, const char *ctx, int64_t *out)
+{
+	if (llm_json_int(o, key, ctx, out) < 0)
+		return -1;
+	if (*out <= 0)
+		return llm_seterr("%s: key '%s': must be positive", ctx, key);
+	return 0;
+}
+
+static int
+str_array(json_t *a, const char *ctx, const char *key, const char ***out, size_t *n)
+{
+	*n = json_array_size(a);
+	*out = llm_xcalloc(*n, sizeof(**out));
+	for (size_t i = 0; i < *n; i++) {
+		json_t *s = json_array_get(a, i);
+		if (!json_is_string(s))
+			return llm_seterr("%s: '%s'[%zu]: expected a string", ctx, key, i);
+		(*out)[i] = json_string_value(s);
+	}
+	return 0;
+}
+
+int
+llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s)
+{
+	const char *type = NULL;
+	char c[512];
+
+	*s = (struct llm_rope_scaling){0};
+	if (!rs || json_is_null(rs))
+		return 0;
+	if (!json_is_object(rs))
+		return llm_seterr("%s: key 'rope_scaling': expected an object or null", ctx);
+	/* transformers reads "rope_type", and "type" from older configs. */
+	if (llm_json_str_opt(rs, "rope_type", ctx, &type) < 0)
+		return -1;
+	if (!type && llm_json_str_opt(rs, "type", ctx, &type) < 0)
+		return -1;
+	if (!type)
+		return llm_seterr("%s: rope_scaling without 'rope_type' is not supported", ctx);
+	if (strcmp(type, "default") == 0)
+		return 0;
+	snprintf(c, sizeof(c), "%s: rope_scaling", ctx);
+	if (strcmp(type, "freq_factors") == 0) {
+		const json_t *f = json_object_get(rs, "factors"); /* borrowed */
+		size_t n = json_array_size(f);
+		if (!json_is_array(f) || n == 0 || n > LLM_MAX_ROPE_FACTORS)
+			return llm_seterr("%s: 'factors': expected an array of 1 to %d numbers", c,
+			    LLM_MAX_ROPE_FACTORS);
+		for (size_t i = 0; i < n; i++) {
+			const json_t *v = json_array_get(f, i);
+			s->factors[i] = json_is_number(v) ? json_number_value(v) : 0;
+			if (!(s->factors[i] > 0 && isfinite(s->factors[i])))
+				return llm_seterr("%s: factors[%zu]: expected a positive number", c, i);
+		}
+		s->nfactors = (int)n;
+		return 0;
+	}
+	if (strcmp(type, "llama3") != 0)
+		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx,
+		    llm_json_shown(type));
+	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
+	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
+	    llm_json_num(rs, "high_freq_factor", c, &s->high_freq_factor) < 0 ||
+	    llm_json_num(rs, "original_max_position_embeddings", c, &s->original_max_position_embeddings) < 0)
+		return -1;
+	/* transformers' own checks (_validate_llama3_parameters), and a
+	 * context that is a whole number of positions */
+	if (!(s->factor > 0 && s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor))
+		return llm_seterr("%s: llama3 needs factor > 0 and 0 < low_freq_factor < high_freq_factor", c);
+	if (!(s->original_max_position_embeddings >= 1 && s->original_max_position_embeddings <= (double)INT32_MAX &&
+		s->original_max_position_embeddings == floor(s->original_max_position_embeddings)))
+		return llm_seterr("%s: original_max_position_embeddings %g is not a positive whole number", c,
+		    s->original_max_position_embeddings);
+	s->llama3 = 1;
+	return 0;
+}
+
+json_t *
+llm_rope_scaling_json(const struct llm_rope_scaling *s)
+{
+	if (!s->llama3 && !s->nfactors)
+		return json_null();
+	json_t *o = json_object();
+	if (s->nfactors) {
+		json_t *f = json_array();
+		for (int i = 0; i < s->nfactors; i++)
+			json_array_append_new(f, json_real(s->factors[i]));
+		json_object_set_new(o, "rope_type", json_string("freq_factors"));
+		json_object_set_new(o, "factors", f);
+		return o;
+	}
+	json_object_set_new(o, "rope_type", json_string("llama3"));
+	json_object_set_new(o, "factor", json_real(s->factor));
+	json_object_set_new(o, "low_freq_factor", json_real(s->low_freq_factor));
+	json_object_set_new(o, "high_freq_factor", json_real(s->high_freq_factor));
+	json_object_set_new(o, "original_max_position_embeddings",
+	    json_integer((json_int_t)s->original_max_position_embeddings));
+	return o;
+}
+
+static int
+load_config(struct llm_model *m, json_t *c, const char *ctx)
+{
+	struct llm_model_config *k = &m->cfg;
+	if (get_pos(c, "hidden_size", ctx, &k->hidden_size) < 0 || get_pos(c, "n_layers", ctx, &k->n_layers) < 0 ||
+	    get_pos(c, "n_heads", ctx, &k->n_heads) < 0 || get_pos(c, "n_kv_heads", ctx, &k->n_kv_heads) < 0 ||
+	    get_pos(c, "head_dim", ctx, &k->head_dim) < 0 ||
+	    get_pos(c, "intermediate_size", ctx, &k->intermediate_size) < 0 ||
+	    get_pos(c, "vocab_size", ctx, &k->vocab_size) < 0 ||
+	    get_pos(c, "max_position_embeddings", ctx, &k->max_position_embeddings) < 0 ||
+	    llm_json_num(c, "rms_norm_eps", ctx, &k->rms_norm_eps) < 0 ||
+	    llm_json_num(c, "rope_theta", ctx, &k->rope_theta) < 0 ||
+	    llm_json_bool(c, "tie_word_embeddings", ctx, &k->tie_word_embeddings) < 0 ||
+	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0 ||
+	    llm_json_bool_opt(c, "qk_norm", ctx, &k->qk_norm) < 0 ||
+	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
+		return -1;
+	if (k->n_heads % k->n_kv_heads)
+		return llm_seterr("%s: n_heads %" PRId64 " is not a multiple of n_kv_heads %" PRId64, ctx, k->n_heads,
+		    k->n_kv_heads);
+	if (k->head_dim % 2)
+		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
+	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->head_dim / 2)
+		return llm_seterr("%s: rope_scaling: %d factors, not head_dim / 2 = %" PRId64, ctx,
+		    k->rope_scaling.nfactors, k->head_dim / 2);
+	return 0;
+}
+
+static int
+load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
+{
+	struct llm_plan_tensor *p = &m->tensors[i];
+	json_t *src, *shape;
+	char c[512];
+
+	snprintf(c, sizeof(c), "%s: weights.tensors[%zu]", ctx, i);
+	if (llm_json_str(t, "name", c, &p->name) < 0)
+		return -1;
+	snprintf(c, sizeof(c), "%s: tensor '%s'", ctx, p->name);
+	if (get_arr(t, "source", c, &src) < 0 || get_arr(t, "shape", c, &shape) < 0 ||
+	    llm_json_str(t, "transform", c, &p->transform) < 0 || get_dtype_of(t, "dtype", c, 1, &p->dtype) < 0 ||
+	    llm_json_u64(t, "offset", c, &p->offset) < 0 || llm_json_u64(t, "bytes", c, &p->bytes) < 0)
+		return -1;
+	if (json_array_size(src) > LLM_MAX_SOURCES)
+		return llm_seterr("%s: too many sources", c);
+	json_t *qt = json_object_get(t, "quant");
+	if (qt && (!json_is_string(qt) || json_array_size(src) != 1))
+		return llm_seterr("%s: 'quant' must be a string, on a tensor with one source", c);
+	p->quant = qt ? json_string_value(qt) : NULL;
+	json_t *lt = json_object_get(t, "layout");
+	if (lt && (!json_is_string(lt) || llm_qlayout_parse(json_string_value(lt), &p->ql) < 0))
+		return llm_seterr("%s: 'layout' must be a tiled layout name such as \"i4-r8-g32\"", c);
+	p->layout = lt ? json_string_value(lt) : NULL;
+	json_t *ht = json_object_get(t, "heads"); /* borrowed; checked by llm-pack-weights */
+	p->heads = json_is_integer(ht) ? json_integer_value(ht) : 0;
+	p->nsource = (int)json_array_size(src);
+	for (int j = 0; j < p->nsource; j++) {
+		json_t *s = json_array_get(src, (size_t)j);
+		if (!json_is_string(s))
+			return llm_seterr("%s: source[%d]: expected a string", c, j);
+		p->source[j] = json_string_value(s);
+	}
+	if (json_array_size(shape) < 1 || json_array_size(shape) > 4)
+		return llm_seterr("%s: shape must have 1 to 4 dimensions", c);
+	p->ndim = (int)json_array_size(shape);
+	uint64_t n = llm_dtype_size(p->dtype);
+	for (int j = 0; j < p->ndim; j++) {
+		json_t *d = json_array_get(shape, (size_t)j);
+		if (!json_is_integer(d) || json_integer_value(d) <= 0 || json_integer_value(d) > (1LL << 40))
+			return llm_seterr("%s: shape[%d]: expected a positive integer", c, j);
+		p->shape[j] = json_integer_value(d);
+		if (n > UINT64_MAX / (uint64_t)p->shape[j])
+			return llm_seterr("%s: size overflows", c);
+		n *= (uint64_t)p->shape[j];
+	}
+	if (p->layout) {
+		if (p->dtype != LLM_DT_I8 || p->ndim != 2 || !p->quant ||
+		    !llm_qlayout_fits(&p->ql, p->shape[0], p->shape[1]))
+			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a "
+					  "matrix of whole %d-row tiles and %d-column groups",
+			    c, p->layout, p->ql.rows, p->ql.group);
+		if (p->ql.sub && !m->act_q8)
+			return llm_seterr("%s: layout %s is read by the int8 kernels only: it needs dtypes.activations "
+					  "\"q8\"",
+			    c, p->layout);
+		if (n > UINT64_MAX / 2)
+			return llm_seterr("%s: size overflows", c);
+		n = llm_qlayout_bytes(&p->ql, p->shape[0], p->shape[1]);
+		if (n != p->bytes)
+			return llm_seterr("%s: bytes %" PRIu64 " != the size of layout %s, %" PRIu64, c, p->bytes,
+			    p->layout, n);
+	} else if (p->dtype == LLM_DT_I8)
+		return llm_seterr("%s: dtype i8 needs a 'layout'", c);
+	else if (n != p->bytes)
+		return llm_seterr("%s: bytes %" PRIu64 " != shape x dtype size %" PRIu64, c, p->bytes, n);
+	if (p->offset % m->alignment)
+		return llm_seterr("%s: offset %" PRIu64 " is not %" PRIu64 "-byte aligned", c, p->offset, m->alignment);
+	if (p->offset > m->data_bytes || p->bytes > m->data_bytes - p->offset)
+		return llm_seterr("%s: extends past data_bytes", c);
+	if (i > 0) {
+		const struct llm_plan_tensor *q = &m->tensors[i - 1];
+		if (p->offset < q->offset + q->bytes)
+			return llm_seterr("%s: overlaps '%s' or is out of offset order", c, q->name);
+	}
+	return 0;
+}
+
+/* kv_cache.bytes of a config: layers x (k, v) x KV heads x positions x
+ * head_dim elements of dt.  In double, so that an edited config that
+ * overflows int64 is told apart (exact below 2^53). */
+static double
+kv_cache_bytes(const struct llm_model_config *c, int64_t max_context, enum llm_dtype dt)
+{
+	return (double)c->n_layers * 2 * (double)c->n_kv_heads * (double)llm_kv_positions(max_context) *
+	    (double)c->head_dim * (double)llm_dtype_size(dt);
+}
+
+/* model.json from a struct llm_model, in the order of formats.txt: what
+ * llm_model_parse reads back. */
+
+static json_t *
+str_array_json(const char *const *v, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *
+tensor_json(const struct llm_plan_tensor *p)
+{
+	json_t *t = json_object();
+	json_object_set_new(t, "name", json_string(p->name));
+	json_object_set_new(t, "source", str_array_json(p->source, (size_t)p->nsource));
+	if (p->quant)
+		json_object_set_new(t, "quant", json_string(p->quant));
+	json_object_set_new(t, "transform", json_string(p->transform));
+	if (p->heads)
+		json_object_set_new(t, "heads", json_integer(p->heads));
+	if (p->layout)
+		json_object_set_new(t, "layout", json_string(p->layout));
+	json_object_set_new(t, "dtype", json_string(llm_dtype_name(p->dtype)));
+	json_object_set_new(t, "shape", llm_json_i64_array(p->shape, (size_t)(p->ndim)));
+	json_object_set_new(t, "offset", json_integer((json_int_t)p->offset));
+	json_object_set_new(t, "bytes", json_integer((json_int_t)p->bytes));
+	return t;
+}
+
+static json_t *
+config_json(const struct llm_model_config *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+	json_object_set_new(o, "n_layers", json_integer(c->n_layers));
+	json_object_set_new(o, "n_heads", json_integer(c->n_heads));
+	json_object_set_new(o, "n_kv_heads", json_integer(c->n_kv_heads));
+	json_object_set_new(o, "head_dim", json_integer(c->head_dim));
+	json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+	json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+	json_object_set_new(o, "rms_norm_eps", json_real(c->rms_norm_eps));
+	json_object_set_new(o, "rope_theta", json_real(c->rope_theta));
+	json_object_set_new(o, "rope_scaling", llm_rope_scaling_json(&c->rope_scaling));
+	json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
+	json_object_set_new(o, "attention_bias", json_boolean(c->attention_bias));
+	json_object_set_new(o, "qk_norm", json_boolean(c->qk_norm));
+	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+	return o;
+}
+
+static json_t *
+tokenizer_json(const struct llm_model *m)
+{
+	json_t *t = json_object();
+
+	json_object_set_new(t, "files", str_array_json(m->tokenizer_files, m->ntokenizer_files));
+	json_object_set_new(t, "bos_id", m->bos_id >= 0 ? json_integer(m->bos_id) : json_null());
+	json_object_set_new(t, "eos_ids", llm_json_i64_array(m->eos_ids, (size_t)m->n_eos));
+	json_object_set_new(t, "add_bos", json_boolean(m->add_bos && m->bos_id >= 0));
+	json_object_set_new(t, "chat_template", m->chat_template ? json_string(m->chat_template) : json_null());
+	return t;
+}
+
+/* The phases of phase.h, each with the argument list of the ABI. */
+static json_t *
+phases_json(int64_t chunk)
+{
+	json_t *phases = json_array();
+
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		const struct llm_phase_spec *s = &llm_phase_specs[i];
+		json_t *p = json_object(), *args = json_array();
+		for (int j = 0; j < LLM_PHASE_NARGS; j++) {
+			json_t *a = json_object();
+			json_object_set_new(a, "name", json_string(llm_phase_args[j].name));
+			json_object_set_new(a, "type", json_string(llm_phase_args[j].type));
+			json_array_append_new(args, a);
+		}
+		json_object_set_new(p, "name", json_string(s->name));
+		json_object_set_new(p, "entry", json_string(s->entry));
+		char *file = llm_xasprintf("%s.mlir", s->name);
+		json_object_set_new(p, "file", json_string(file));
+		free(file);
+		json_object_set_new(p, "tokens", json_integer(llm_phase_tokens(s, chunk)));
+		json_object_set_new(p, "args", args);
+		json_array_append_new(phases, p);
+	}
+	return phases;
+}
+
+void
+llm_model_init(struct llm_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->weights_file = "weights.bin";
+	m->header_bytes = LLM_WEIGHTS_HEADER_BYTES;
+	m->alignment = LLM_WEIGHTS_ALIGN;
+	m->act_dtype = LLM_DT_F32;
+	m->bos_id = -1;
+}
+
+json_t *
+llm_model_build(const struct llm_model *m)
+{
+	const struct llm_model_config *c = &m->cfg;
+	json_t *root = json_object(), *src = json_object(), *dtypes = json_object(), *limits = json_object();
+	json_t *kvc = json_object(), *weights = json_object(), *tensors = json_array(), *config = config_json(c);
+	char fph[17];
+
+	json_object_set_new(src, "kind", json_string(m->source_kind));
+	json_object_set_new(src, "dir", json_string(m->source_dir));
+	json_object_set_new(src, "files", str_array_json(m->source_files, m->nsource_files));
+	json_object_set_new(dtypes, "weights", json_string(llm_dtype_name(m->weight_dtype)));
+	const char *act = m->act_q8 ? "q8" : m->act_bf16 ? "bf16" : llm_dtype_name(m->act_dtype);
+	json_object_set_new(dtypes, "activations", json_string(act));
+	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
+	json_object_set_new(limits, "max_context", json_integer(m->max_context));
+	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
+	for (size_t i = 0; i < m->ntensors; i++)
+		json_array_append_new(tensors, tensor_json(&m->tensors[i]));
+	llm_hex64(llm_plan_fingerprint(dtypes, config, limits, tensors), fph);
+
+	json_object_set_new(kvc, "layout",
+	    json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
+	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(m->kv_dtype)));
+	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(m->max_context)));
+	json_object_set_new(kvc, "bytes", json_integer((json_int_t)kv_cache_bytes(c, m->max_context, m->kv_dtype)));
+	json_object_set_new(weights, "file", json_string(m->weights_file));
+	json_object_set_new(weights, "header_bytes", json_integer((json_int_t)m->header_bytes));
+	json_object_set_new(weights, "alignment", json_integer((json_int_t)m->alignment));
+	json_object_set_new(weights, "data_bytes", json_integer((json_int_t)m->data_bytes));
+	json_object_set_new(weights, "fingerprint", json_string(fph));
+	json_object_set_new(weights, "tensors", tensors);
+
+	json_object_set_new(root, "format", json_string(LLM_MODEL_FORMAT));
+	json_object_set_new(root, "family", json_string(m->family));
+	json_object_set_new(root, "architecture", json_string(m->architecture));
+	json_object_set_new(root, "source", src);
+	json_object_set_new(root, "config", config);
+	json_object_set_new(root, "dtypes", dtypes);
+	json_object_set_new(root, "limits", limits);
+	json_object_set_new(root, "tokenizer", tokenizer_json(m));
+	json_object_set_new(root, "kv_cache", kvc);
+	json_object_set_new(root, "weights", weights);
+	json_object_set_new(root, "phases", phases_json(m->prefill_chunk));
+	return root;
+}
+
+int
+llm_model_load(struct llm_model *m, const char *path)
+{
+	json_t *r;
+
+	memset(m, 0, sizeof(*m));
+	if (!(r = llm_json_load(path)))
+		return -1;
+	return llm_model_parse(m, r, path);
+}
+
+int
+llm_model_parse(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o, *a;
+	const char *fmt, *fp;
+	char *tmp;
+
+	memset(m, 0, sizeof(*m));
+	m->bos_id = -1;
+	m->root = r;
+	m->path = llm_xstrdup(path);
+	tmp = llm_xstrdup(path);
+	m->dir = llm_xstrdup(dirname(tmp));
+	free(tmp);
+
+	if (!json_is_object(r))
+		goto bad_top;
+	if (llm_json_str(r, "format", path, &fmt) < 0)
+		goto fail;
+	if (strncmp(fmt, "llm-model/", 10) != 0) {
+		llm_seterr("%s: not a model manifest (format '%s')", path, fmt);
+		goto fail;
+	}
+	if (strcmp(fmt, LLM_MODEL_FORMAT) != 0) {
+		llm_seterr("%s: unsupported format version '%s' (this program reads %s; build the model again)", path,
+		    fmt, LLM_MODEL_FORMAT);
+		goto fail;
+	}
+	if (llm_json_str(r, "family", path, &m->family) < 0 ||
+	    llm_json_str(r, "architecture", path, &m->architecture) < 0)
+		goto fail;
+
+	if (get_obj(r, "source", path, &o) < 0 || llm_json_str(o, "kind", path, &m->source_kind) < 0 ||
+	    llm_json_str(o, "dir", path, &m->source_dir) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "source.files", &m->source_files, &m->nsource_files) < 0)
+		goto fail;
+
+	if (get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0)
+		goto fail;
+	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
+	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0)
+		goto fail;
+	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
+	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
+		goto fail;
+
+	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
+	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 || llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
+	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 || get_arr(o, "eos_ids", path, &a) < 0)
+		goto fail;
+	if (json_array_size(a) > LLM_NELEM(m->eos_ids)) {
+		llm_seterr("%s: too many eos_ids", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *e = json_array_get(a, i);
+		if (!json_is_integer(e)) {
+			llm_seterr("%s: eos_ids[%zu]: expected an integer", path, i);
+			goto fail;
+		}
+		m->eos_ids[m->n_eos++] = json_integer_value(e);
+	}
+
+	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
+		goto fail;
+	{
+		/* The runtime allocates and the kernels index the cache by the
+		 * config (not covered by the fingerprint: derived, so checked) */
+		const struct llm_model_config *c = &m->cfg;
+		double want = kv_cache_bytes(c, m->max_context, m->kv_dtype);
+		json_t *pos = json_object_get(o, "positions"); /* borrowed */
+		if ((double)m->kv_bytes != want) {
+			llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,
+			    m->kv_bytes, want);
+			goto fail;
+		}
+		if (pos && (!json_is_integer(pos) || json_integer_value(pos) != llm_kv_positions(m->max_context))) {
+			llm_seterr("%s: kv_cache.positions must be %" PRId64 " for max_context %" PRId64, path,
+			    llm_kv_positions(m->max_context), m->max_context);
+			goto fail;
+		}
+	}
+
+	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
+	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
+	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
+	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 || llm_json_str(o, "fingerprint", path, &fp) < 0 ||
+	    get_arr(o, "tensors", path, &a) < 0)
+		goto fail;
+	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {
+		llm_seterr("%s: weights.alignment must be a power of two", path);
+		goto fail;
+	}
+	if (llm_parse_hex64(fp, &m->fingerprint) < 0) {
+		llm_seterr("%s: weights.fingerprint: expected 16 hex digits", path);
+		goto fail;
+	}
+	m->ntensors = json_array_size(a);
+	m->tensors = llm_xcalloc(m->ntensors, sizeof(*m->tensors));
+	for (size_t i = 0; i < m->ntensors; i++) {
+		json_t *t = json_array_get(a, i);
+		if (!json_is_object(t)) {
+			llm_seterr("%s: weights.tensors[%zu]: expected an object", path, i);
+			goto fail;
+		}
+		if (load_tensor(m, t, i, path) < 0)
+			goto fail;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(m->tensors[j].name, m->tensors[i].name) == 0) {
+				llm_seterr("%s: tensor '%s' appears twice in the plan", path, m->tensors[i].name);
+				goto fail;
+			}
+	}
+	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
+	    json_object_get(r, "limits"), a);
+	if (want != m->fingerprint) {
+		llm_seterr("%s: weights.fingerprint does not match the plan (edited by hand?)", path);
+		goto fail;
+	}
+
+	if (get_arr(r, "phases", path, &a) < 0)
+		goto fail;
+	if (json_array_size(a) > LLM_MAX_PHASES) {
+		llm_seterr("%s: too many phases", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		struct llm_phase *ph = &m->phases[m->nphases++];
+		json_t *p = json_array_get(a, i);
+		char c[256];
+		snprintf(c, sizeof(c), "%s: phases[%zu]", path, i);
+		if (!json_is_object(p)) {
+			llm_seterr("%s: expected an object", c);
+			goto fail;
+		}
+		if (llm_json_str(p, "name", c, &ph->name) < 0 || llm_json_str(p, "entry", c, &ph->entry) < 0 ||
+		    llm_json_str(p, "file", c, &ph->file) < 0 || get_pos(p, "tokens", c, &ph->tokens) < 0)
+			goto fail;
+	}
+	return 0;
+
+bad_top:
+	llm_seterr("%s: expected a JSON object", path);
+fail:
+	llm_model_free(m);
+	return -1;
+}
+
+int64_t
+llm_kv_positions(int64_t max_context)
+{
+	return (max_context + 15) / 16 * 16 + 16;
+}
+
+uint64_t
+llm_kv_bytes(const struct llm_model *m, int64_t context)
+{
+	return m->kv_bytes / (uint64_t)llm_kv_positions(m->max_context) * (uint64_t)llm_kv_positions(context);
+}
+
+void
+llm_model_free(struct llm_model *m)
+{
+	free(m->source_files);
+	free(m->tokenizer_files);
+	free(m->tensors);
+	free(m->path);
+	free(m->dir);
+	json_decref(m->root);
+	memset(m, 0, sizeof(*m));
+}
+
+const struct llm_plan_tensor *
+llm_model_tensor(const struct llm_model *m, const char *name)
+{
+	for (size_t i = 0; i < m->ntensors; i++)
+		if (strcmp(m->tensors[i].name, name) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+const struct llm_phase *
+llm_model_phase(const struct llm_model *m, const char *name)
+{
+	for (int i = 0; i < m->nphases; i++)
+		if (strcmp(m->phases[i].name, name) == 0)
+			return &m->phases[i];
+	return NULL;
+}

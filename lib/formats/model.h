@@ -1,0 +1,151 @@
+/* model.h: model.json (format llm-model/2, see share/doc/llm/formats.txt),
+ * the manifest llm-import writes and every later program reads. */
+#ifndef LLM_MODEL_H
+#define LLM_MODEL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../base/dtype.h"
+#include "phase.h"
+#include "quant.h"
+
+#define LLM_MODEL_FORMAT "llm-model/2"
+#define LLM_WEIGHTS_HEADER_BYTES 4096
+#define LLM_WEIGHTS_ALIGN 64
+#define LLM_MAX_SOURCES 4
+#define LLM_MAX_PHASES LLM_PH_COUNT
+
+#define LLM_MAX_ROPE_FACTORS 512 /* head_dim / 2 */
+
+/* The RoPE scaling of a config (transformers' rope_scaling, in config.json
+ * and model.json alike): none (null, absent or rope_type "default"), or
+ * rope_type "llama3" (Llama 3.1/3.2) with its four numbers; in model.json
+ * only, rope_type "freq_factors" with the factors that divide each
+ * inv_freq (what llama.cpp's GGUF files hold for llama3: rope_freqs.weight).
+ * llm_rope_inv_freq() applies either. */
+struct llm_rope_scaling {
+	int llama3;
+	double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+	int nfactors; /* freq_factors: head_dim / 2 of them; else 0 */
+	double factors[LLM_MAX_ROPE_FACTORS];
+};
+
+struct llm_model_config {
+	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
+	int64_t intermediate_size, vocab_size, max_position_embeddings;
+	double rms_norm_eps, rope_theta;
+	int tie_word_embeddings, attention_bias;
+	int qk_norm; /* q and k normed per head (qwen3; absent: false) */
+	struct llm_rope_scaling rope_scaling;
+};
+
+/* rope_scaling rs (borrowed; NULL for absent) into *s: 0, or -1 with
+ * llm_errmsg naming ctx and a rope type it does not support. */
+int llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s);
+/* s as model.json's config.rope_scaling: null, or the object. */
+json_t *llm_rope_scaling_json(const struct llm_rope_scaling *s);
+
+struct llm_plan_tensor {
+	const char *name; /* borrowed from root */
+	int nsource;
+	const char *source[LLM_MAX_SOURCES];
+	const char *transform; /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
+	int64_t heads;         /* unpermute_qk: the heads of the rows; else 0
+	                         * (llm-pack-weights reads and checks it) */
+	const char *quant;     /* the source's ggml block type ("Q4_K"), when
+	                         * it is block-quantized; else NULL */
+	const char *layout;    /* NULL: dense, dtype elements in row-major
+	                         * order; else the tiled layout (quant.h,
+	                         * "i8-r8-g32"), dtype i8, ndim 2 */
+	struct llm_qlayout ql; /* the layout parsed (when layout is set) */
+	enum llm_dtype dtype;
+	int ndim;
+	int64_t shape[4];
+	uint64_t offset, bytes; /* offset into the data area */
+};
+
+struct llm_phase {
+	const char *name, *entry, *file;
+	int64_t tokens; /* rows per call: S, or 1 for decode */
+};
+
+struct llm_model {
+	json_t *root; /* owned; the strings below borrow from it */
+	char *path;   /* model.json as given */
+	char *dir;    /* its directory */
+	const char *family, *architecture;
+	const char *source_kind, *source_dir;
+	size_t nsource_files;
+	const char **source_files;
+	struct llm_model_config cfg;
+	enum llm_dtype weight_dtype, act_dtype, kv_dtype;
+	int act_q8;   /* dtypes.activations "q8": the products with
+	                         * quantized weights quantize x to int8 in blocks
+	                         * of 32 (as llama.cpp does) and run on the int8
+	                         * kernels (ir.txt "Kernels"); else f32 */
+	int act_bf16; /* dtypes.activations "bf16": the products with
+	                         * bf16 weights round x to bf16 and sum the
+	                         * products in f32 (vdpbf16ps where the target
+	                         * has it: ir.txt "Kernels") */
+	int64_t max_context, prefill_chunk;
+	size_t ntokenizer_files;
+	const char **tokenizer_files;
+	int64_t bos_id; /* -1: none */
+	int n_eos;
+	int64_t eos_ids[8];
+	int add_bos;
+	const char *chat_template; /* NULL: none */
+	uint64_t kv_bytes;
+	const char *weights_file;
+	uint64_t header_bytes, alignment, data_bytes, fingerprint;
+	size_t ntensors;
+	struct llm_plan_tensor *tensors;
+	int nphases;
+	struct llm_phase phases[LLM_MAX_PHASES];
+};
+
+/* Positions in a row of the KV cache for max_context C: C rounded up to
+ * 16 and 16 more, so that the rows of a head (HD of them for the
+ * transposed keys) are not a power of two apart and a tile of keys read
+ * down the head dim does not fall into one set of the caches. */
+int64_t llm_kv_positions(int64_t max_context);
+/* The bytes of a KV cache whose rows hold llm_kv_positions(context)
+ * positions (context <= m->max_context; m->kv_bytes is the one for
+ * max_context): what the runtime allocates and passes as %kv. */
+uint64_t llm_kv_bytes(const struct llm_model *m, int64_t context);
+/* The context llm-run allocates when not told: llama.cpp's default, or
+ * the build's max_context when that is smaller. */
+#define LLM_DEFAULT_CONTEXT 4096
+
+/* A model to be described by llm_model_build: zeroed but for the fixed
+ * facts of the format (weights.bin, its header size and alignment, f32
+ * activations, no bos). */
+void llm_model_init(struct llm_model *m);
+/* model.json for m, as llm_model_parse reads it.  Written from m: the
+ * top, source, config, dtypes, limits, tokenizer (add_bos only with a
+ * bos) and weights (the tensors in plan order, offsets and bytes as
+ * given).  Derived: kv_cache, the fingerprint and the phases (phase.h,
+ * tokens from prefill_chunk).  Not read: root, path, dir, the tensors'
+ * ql, kv_bytes, fingerprint, nphases and phases.  A new reference. */
+json_t *llm_model_build(const struct llm_model *m);
+
+/* Load and validate (format, types, offsets aligned, inside data_bytes and
+ * not overlapping, byte sizes equal shape x dtype, fingerprint equal to
+ * the recomputed one).  0, or -1 with llm_errmsg "path: ...". */
+int llm_model_load(struct llm_model *m, const char *path);
+/* The same from a parsed document; takes the reference to root (freed by
+ * llm_model_free, or on failure); path names it in messages. */
+int llm_model_parse(struct llm_model *m, json_t *root, const char *path);
+void llm_model_free(struct llm_model *m);
+const struct llm_plan_tensor *llm_model_tensor(const struct llm_model *m, const char *name);
+const struct llm_phase *llm_model_phase(const struct llm_model *m, const char *name);
+
+/* The plan fingerprint (formats.txt): FNV-1a 64 over the compact JSON of
+ * {"dtypes", "config", "limits", "tensors"}.  The arguments are borrowed. */
+uint64_t llm_plan_fingerprint(json_t *dtypes, json_t *config, json_t *limits, json_t *tensors);
+/* 16 lowercase hex digits, and back (-1 on a malformed string). */
+void llm_hex64(uint64_t v, char out[17]);
+int llm_parse_hex64(const char *s, uint64_t *out);
+
+#endif

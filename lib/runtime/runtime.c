@@ -1,0 +1,630 @@
+/* runtime.c: see runtime.h. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../base/json.h"
+#include "runtime.h"
+#include "../formats/target.h"
+#include "../base/util.h"
+#include "../formats/weights.h"
+
+struct llm_runtime {
+	struct llm_bundle bundle;
+	struct llm_model model;
+	struct llm_bundle_map wmap; /* weights.bin, in place */
+	const uint8_t *weights;     /* its data area (data_bytes) */
+	void *lib;                  /* the model library */
+	const char *lib_label;      /* for messages */
+	llm_phase_fn *phase[LLM_PH_COUNT];
+	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
+	uint64_t lib_fingerprint;
+	int64_t vocab, tokens_cap; /* tokens_cap: phase_tokens max */
+	int verbose;
+	pthread_t prefault; /* joined by llm_runtime_close */
+	int prefaulting;
+	atomic_int stop_prefault;
+	struct llm_ctx *ctx; /* the runtime's own context (llm_runtime_prefill ...) */
+	char *target_cpu;    /* target.json's cpu; NULL: none */
+};
+
+struct llm_ctx {
+	const struct llm_runtime *rt;
+	uint8_t *kv; /* kv_bytes, zeroed, page aligned */
+	size_t kv_map;
+	uint64_t kv_bytes;   /* what the phases get as %kv */
+	int64_t *tokens;     /* the tokens argument: tokens_cap */
+	float *logits;       /* vocab_size: the last call's logits */
+	int64_t max_context; /* positions the cache holds */
+	int64_t pos;         /* positions filled in the cache */
+};
+
+/* model.json of a build directory, or the member of a bundle: the
+ * messages name the member ("model.llm: model.json"). */
+static int
+load_model(struct llm_runtime *rt)
+{
+	struct llm_bundle *b = &rt->bundle;
+	const struct llm_member *mb = llm_bundle_get(b, "model.json");
+	char *text;
+	size_t len;
+	json_t *root;
+
+	if (!mb)
+		return -1;
+	if (b->is_dir)
+		return llm_model_load(&rt->model, mb->label);
+	if (llm_bundle_read(b, mb, &text, &len) < 0)
+		return -1;
+	root = llm_json_loadb(text, len, mb->label);
+	free(text);
+	if (!root || llm_model_parse(&rt->model, root, mb->label) < 0)
+		return -1;
+	free(rt->model.dir);
+	rt->model.dir = llm_xstrdup(b->path);
+	return 0;
+}
+
+/* weights.bin against weights.json, when the bundle or directory has it
+ * (llm-link puts it in): the cheap check, a few hundred KiB of reads
+ * (weights.h), so that another checkpoint's weights of the same plan or a
+ * damaged header are refused before the first token.  llm-run --verify
+ * reads everything. */
+static int
+check_weights(struct llm_runtime *rt, const struct llm_member *wm)
+{
+	const struct llm_member *jm = llm_bundle_find(&rt->bundle, LLM_WEIGHTS_JSON);
+	struct llm_weights_manifest j;
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!jm)
+		return 0;
+	if (llm_bundle_read(&rt->bundle, jm, &text, &len) < 0)
+		return -1;
+	rc = llm_weights_manifest_loadb(&j, text, len, jm->label);
+	free(text);
+	if (rc < 0)
+		return -1;
+	rc = llm_weights_check(rt->wmap.p, wm->size, wm->label, &j);
+	llm_weights_manifest_free(&j);
+	return rc;
+}
+
+/* weights.bin in place, its header checked against the plan. */
+static int
+map_weights(struct llm_runtime *rt)
+{
+	const struct llm_model *m = &rt->model;
+	const struct llm_member *mb;
+	struct llm_weights_header h;
+	char a[17], b[17];
+
+	if (strchr(m->weights_file, '/') || !(mb = llm_bundle_get(&rt->bundle, m->weights_file)))
+		return strchr(m->weights_file, '/') ?
+		    llm_seterr("%s: weights.file '%s' is not a plain name", m->path, m->weights_file) :
+		    -1;
+	if (mb->size < LLM_WEIGHTS_HEADER_BYTES)
+		return llm_seterr("%s: truncated header (%" PRIu64 " bytes)", mb->label, mb->size);
+	if (llm_bundle_map(&rt->bundle, mb, &rt->wmap) < 0)
+		return -1;
+	if (llm_weights_header_decode(rt->wmap.p, rt->wmap.len, mb->label, &h) < 0)
+		return -1;
+	if (h.fingerprint != m->fingerprint) {
+		llm_hex64(h.fingerprint, a);
+		llm_hex64(m->fingerprint, b);
+		return llm_seterr("%s: weights are plan %s, model.json is plan %s", mb->label, a, b);
+	}
+	if (h.header_bytes != m->header_bytes || h.data_bytes != m->data_bytes)
+		return llm_seterr("%s: layout (header %" PRIu32 ", data %" PRIu64 " bytes) differs from "
+				  "model.json (header %" PRIu64 ", data %" PRIu64 ")",
+		    mb->label, h.header_bytes, h.data_bytes, m->header_bytes, m->data_bytes);
+	if (mb->size != h.header_bytes + h.data_bytes)
+		return llm_seterr("%s: size %" PRIu64 " bytes, header says %" PRIu64 " (truncated?)", mb->label,
+		    mb->size, h.header_bytes + h.data_bytes);
+	rt->weights = rt->wmap.p + h.header_bytes;
+	if ((uintptr_t)rt->weights % LLM_WEIGHTS_ALIGN)
+		return llm_seterr("%s: data area is not %d-byte aligned in %s", mb->label, LLM_WEIGHTS_ALIGN,
+		    rt->bundle.path);
+	return check_weights(rt, mb);
+}
+
+/* The weights' pages, mapped before the first phase needs them: the
+ * first prefill of a fresh process would otherwise take a page fault per
+ * 64 KiB of weights (0.15 s for 3.5 GB here).  Runs beside the tokenizer
+ * load; a read per page, the kernel's fault-around maps the rest. */
+static void *
+prefault_main(void *arg)
+{
+	struct llm_runtime *rt = arg;
+	const volatile uint8_t *p = rt->weights;
+	size_t n = (size_t)rt->model.data_bytes, step = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned sum = 0;
+
+	for (size_t i = 0; i < n; i += step) {
+		if ((i & ((1u << 24) - 1)) == 0 && atomic_load_explicit(&rt->stop_prefault, memory_order_relaxed))
+			break;
+		sum += p[i];
+	}
+	return (void *)(uintptr_t)sum;
+}
+
+static int
+load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
+{
+	const struct llm_member *mb = llm_bundle_get(&rt->bundle, "libmodel.so");
+	int64_t (*fp)(void);
+	char a[17], b[17];
+
+	if (!mb)
+		return -1;
+	rt->lib_label = rt->bundle.is_dir ? mb->label : rt->bundle.path;
+	/* The machine the code is for (target.h): checked before it is loaded,
+	 * so that a bundle of another ISA is refused, not killed by SIGILL. */
+	const struct llm_member *tm = llm_bundle_find(&rt->bundle, LLM_TARGET_MEMBER);
+	if (tm) {
+		char *text;
+		size_t len;
+		struct llm_target t;
+		if (llm_bundle_read(&rt->bundle, tm, &text, &len) < 0)
+			return -1;
+		int rc = llm_target_parse(text, len, tm->label, &t);
+		free(text);
+		if (rc < 0)
+			return -1;
+		rc = llm_target_check_host(&t, rt->bundle.is_dir ? tm->label : rt->bundle.path);
+		if (rc == 0)
+			rt->target_cpu = llm_xstrdup(t.cpu);
+		llm_target_free(&t);
+		if (rc < 0) {
+			if (o->refused)
+				*o->refused = 1;
+			return -1;
+		}
+	}
+	if (o->threads > 0) {
+		/* libomp reads it when it starts; set before it is loaded. */
+		char n[32];
+		snprintf(n, sizeof(n), "%d", o->threads);
+		setenv("OMP_NUM_THREADS", n, 1);
+	}
+	if (!(rt->lib = llm_bundle_dlopen(&rt->bundle, mb, RTLD_NOW | RTLD_LOCAL)))
+		return -1;
+	if (o->threads > 0) {
+		void (*set)(int) = (void (*)(int))dlsym(rt->lib, "omp_set_num_threads");
+		if (set)
+			set(o->threads);
+	}
+	for (int i = 0; i < LLM_PH_COUNT; i++) {
+		const struct llm_phase_spec *ps = &llm_phase_specs[i];
+		const struct llm_phase *ph = llm_model_phase(&rt->model, ps->name);
+		char sym[256], fsym[256];
+		if (!ph) {
+			if (ps->optional)
+				continue;
+			return llm_seterr("%s: no phase '%s'", rt->model.path, ps->name);
+		}
+		if (ps->single && ph->tokens != 1)
+			return llm_seterr("%s: phase '%s' takes %" PRId64 " tokens, expected 1", rt->model.path,
+			    ps->name, ph->tokens);
+		snprintf(sym, sizeof(sym), "_mlir_ciface_%s", ph->entry);
+		snprintf(fsym, sizeof(fsym), "_mlir_ciface_%s_fingerprint", ph->entry);
+		if (!(rt->phase[i] = (llm_phase_fn *)dlsym(rt->lib, sym)))
+			return llm_seterr("%s: missing symbol '%s' (phase '%s')", mb->label, sym, ph->name);
+		if (!(fp = (int64_t (*)(void))dlsym(rt->lib, fsym)))
+			return llm_seterr("%s: missing symbol '%s' (phase '%s')", mb->label, fsym, ph->name);
+		rt->phase_tokens[i] = ph->tokens;
+		/* Every phase carries the plan it was generated for. */
+		rt->lib_fingerprint = (uint64_t)fp();
+		if (rt->lib_fingerprint != rt->model.fingerprint) {
+			llm_hex64(rt->lib_fingerprint, a);
+			llm_hex64(rt->model.fingerprint, b);
+			return llm_seterr("%s: library built for plan %s, weights are plan %s", rt->lib_label, a, b);
+		}
+	}
+	return 0;
+}
+
+/* A KV cache of zeros for n positions (anonymous pages, touched only as
+ * used), in place of the one there was: the phases take the positions of
+ * its rows from the size of %kv. */
+static int
+alloc_kv(struct llm_ctx *c, int64_t n)
+{
+	const struct llm_model *m = &c->rt->model;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (n < 1 || n > m->max_context)
+		return llm_seterr("%s: a context of %" PRId64
+				  " positions exceeds the one this model was built for, %" PRId64
+				  " (llm-import --max-context sets it)",
+		    m->path, n, m->max_context);
+	uint64_t bytes = llm_kv_bytes(m, n);
+	if (bytes == 0 || bytes > SIZE_MAX - page || bytes > INT64_MAX)
+		return llm_seterr("%s: bad kv_cache.bytes", m->path);
+	size_t len = (size_t)LLM_ALIGN_UP(bytes, page);
+	void *kv = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (kv == MAP_FAILED)
+		return llm_seterr("%s: cannot allocate the KV cache of %" PRIu64 " bytes (%" PRId64 " positions):",
+		    m->path, bytes, n);
+#ifdef MADV_HUGEPAGE
+	/* Only a hint (THP may be off).  A tile of the transposed keys reads
+	 * HD rows a cache row apart (16 KiB at f32, 4096 positions): with 4 KiB
+	 * pages each row is a page of its own, more than the L1 TLB holds. */
+	madvise(kv, len, MADV_HUGEPAGE);
+#endif
+	if (c->kv)
+		munmap(c->kv, c->kv_map);
+	c->kv = kv;
+	c->kv_map = len;
+	c->kv_bytes = bytes;
+	c->max_context = n;
+	c->pos = 0;
+	return 0;
+}
+
+struct llm_ctx *
+llm_ctx_new(const struct llm_runtime *rt, int64_t n)
+{
+	struct llm_ctx *c = llm_xcalloc(1, sizeof(*c));
+	c->rt = rt;
+	if (n == 0)
+		n = rt->model.max_context < LLM_DEFAULT_CONTEXT ? rt->model.max_context : LLM_DEFAULT_CONTEXT;
+	if (alloc_kv(c, n) < 0) {
+		free(c);
+		return NULL;
+	}
+	c->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->tokens_cap * sizeof(int64_t), 64));
+	c->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
+	if (!c->tokens || !c->logits)
+		llm_fatal("out of memory");
+	return c;
+}
+
+void
+llm_ctx_free(struct llm_ctx *c)
+{
+	if (!c)
+		return;
+	if (c->kv)
+		munmap(c->kv, c->kv_map);
+	free(c->tokens);
+	free(c->logits);
+	free(c);
+}
+
+struct llm_runtime *
+llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
+{
+	static const struct llm_runtime_opts none;
+	const struct llm_model *m;
+	struct llm_runtime *rt = llm_xcalloc(1, sizeof(*rt));
+
+	if (!o)
+		o = &none;
+#ifdef M_MMAP_MAX
+	/* The generated code allocates its temporaries with malloc at every
+	 * call, some of them tens of megabytes (a prefill decodes each
+	 * quantized matrix to f32).  glibc would map each one afresh and
+	 * unmap it on free, so every call page-faulted its temporaries in
+	 * again (4.8 million faults for 128 tokens of a 1.5B Q8_0 model):
+	 * take them from the heap, and keep the heap's free memory for the
+	 * next call. */
+	mallopt(M_MMAP_MAX, 0);
+	mallopt(M_TRIM_THRESHOLD, INT_MAX);
+#endif
+	rt->verbose = o->verbose;
+	if (llm_bundle_open(&rt->bundle, path) < 0) {
+		free(rt);
+		return NULL;
+	}
+	if (load_model(rt) < 0)
+		goto fail;
+	m = &rt->model;
+	rt->vocab = m->cfg.vocab_size;
+	if (map_weights(rt) < 0 || load_library(rt, o) < 0)
+		goto fail;
+	rt->tokens_cap = 1;
+	for (int i = 0; i < LLM_PH_COUNT; i++)
+		if (rt->phase_tokens[i] > rt->tokens_cap)
+			rt->tokens_cap = rt->phase_tokens[i];
+	if (!(rt->ctx = llm_ctx_new(rt, 0)))
+		goto fail;
+	/* Best effort: without the thread the first phase faults them in. */
+	if (o->prefault && pthread_create(&rt->prefault, NULL, prefault_main, rt) == 0)
+		rt->prefaulting = 1;
+	return rt;
+fail:
+	llm_runtime_close(rt);
+	return NULL;
+}
+
+void
+llm_runtime_close(struct llm_runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->prefaulting) {
+		atomic_store(&rt->stop_prefault, 1);
+		pthread_join(rt->prefault, NULL);
+	}
+	llm_ctx_free(rt->ctx);
+	/* Stop libomp's worker threads (OpenMP 5 omp_pause_hard = 2), so
+	 * that nothing runs past this point; the library stays loaded. */
+	if (rt->lib) {
+		int (*pause)(int) = (int (*)(int))dlsym(rt->lib, "omp_pause_resource_all");
+		if (pause)
+			pause(2);
+	}
+	llm_bundle_unmap(&rt->wmap);
+	if (rt->model.root)
+		llm_model_free(&rt->model);
+	llm_bundle_close(&rt->bundle);
+	free(rt->target_cpu);
+	free(rt);
+}
+
+const char *
+llm_runtime_target_cpu(const struct llm_runtime *rt)
+{
+	return rt->target_cpu;
+}
+
+const struct llm_model *
+llm_runtime_model(const struct llm_runtime *rt)
+{
+	return &rt->model;
+}
+
+const struct llm_bundle *
+llm_runtime_bundle(const struct llm_runtime *rt)
+{
+	return &rt->bundle;
+}
+
+uint64_t
+llm_runtime_fingerprint(const struct llm_runtime *rt)
+{
+	return rt->lib_fingerprint;
+}
+
+int64_t
+llm_runtime_vocab(const struct llm_runtime *rt)
+{
+	return rt->vocab;
+}
+
+/* A context's operations; the runtime's own context takes the same
+ * through the llm_runtime_ wrappers below. */
+int64_t
+llm_ctx_context(const struct llm_ctx *c)
+{
+	return c->max_context;
+}
+
+int
+llm_ctx_set_context(struct llm_ctx *c, int64_t n)
+{
+	return alloc_kv(c, n);
+}
+
+int64_t
+llm_ctx_pos(const struct llm_ctx *c)
+{
+	return c->pos;
+}
+
+const float *
+llm_ctx_logits(const struct llm_ctx *c)
+{
+	return c->logits;
+}
+
+static int
+check_ids(const struct llm_ctx *c, const int64_t *tokens, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= c->rt->vocab)
+			return llm_seterr("token id %" PRId64 " is out of range [0, %" PRId64 ")", tokens[i],
+			    c->rt->vocab);
+	if (n > c->max_context - c->pos)
+		return llm_seterr("%" PRId64 " more tokens do not fit in the context: %" PRId64 " of %" PRId64
+				  " positions used (-c)",
+		    n, c->pos, c->max_context);
+	return 0;
+}
+
+/* One phase call on c: reads only the runtime (the weights, the library),
+ * writes only c, so that contexts of one runtime run in different threads
+ * at once. */
+static void
+call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
+{
+	const struct llm_runtime *rt = c->rt;
+	int64_t cap = rt->phase_tokens[ph];
+	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->model.data_bytes, 1};
+	struct llm_memref1 kv = {c->kv, c->kv, 0, (int64_t)c->kv_bytes, 1};
+	struct llm_memref1 tk = {c->tokens, c->tokens, 0, cap, 1};
+	struct llm_memref1 lg = {c->logits, c->logits, 0, rt->vocab, 1};
+
+	/* Rows past n are valid ids (0), so code that reads all S is safe. */
+	memcpy(c->tokens, tokens, (size_t)n * sizeof(*tokens));
+	memset(c->tokens + n, 0, (size_t)(cap - n) * sizeof(*tokens));
+	if (rt->verbose)
+		fprintf(stderr, "%s: %s pos %" PRId64 " n_tokens %" PRId64 "\n", llm_prog, llm_phase_specs[ph].name,
+		    c->pos, n);
+	rt->phase[ph](&w, &kv, &tk, c->pos, n, &lg);
+	c->pos += n;
+}
+
+int
+llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n)
+{
+	const struct llm_runtime *rt = c->rt;
+	if (n <= 0)
+		return llm_seterr("no tokens to prefill");
+	if (check_ids(c, tokens, n) < 0)
+		return -1;
+	while (n > 0) {
+		int ph = c->pos == 0 ? LLM_PH_PREFILL : LLM_PH_PREFILL_KV;
+		if (!rt->phase[ph])
+			return llm_seterr("%s: no phase '%s' for %" PRId64 " more tokens at position %" PRId64,
+			    rt->model.path, llm_phase_specs[ph].name, n, c->pos);
+		int64_t k = n < rt->phase_tokens[ph] ? n : rt->phase_tokens[ph];
+		call(c, ph, tokens, k);
+		tokens += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int
+llm_ctx_decode(struct llm_ctx *c, int64_t token)
+{
+	if (c->pos == 0)
+		return llm_ctx_prefill(c, &token, 1);
+	if (check_ids(c, &token, 1) < 0)
+		return -1;
+	call(c, LLM_PH_DECODE, &token, 1);
+	return 0;
+}
+
+void
+llm_ctx_reset(struct llm_ctx *c)
+{
+	c->pos = 0;
+}
+
+int
+llm_ctx_rewind(struct llm_ctx *c, int64_t pos)
+{
+	if (pos < 0 || pos > c->pos)
+		return llm_seterr("cannot rewind the context to position %" PRId64 " of %" PRId64, pos, c->pos);
+	c->pos = pos;
+	return 0;
+}
+
+/* The KV cache's blocks (layer, k/v, KV head; formats.txt "kv_cache"):
+ * their number, KV heads, head_dim, element size and positions a row. */
+struct kv_rows {
+	int64_t nrows, kvh, hd, esz, P;
+};
+
+static struct kv_rows
+kv_rows(const struct llm_ctx *c)
+{
+	const struct llm_model *m = &c->rt->model;
+	struct kv_rows r = {m->cfg.n_layers * 2 * m->cfg.n_kv_heads, m->cfg.n_kv_heads, m->cfg.head_dim,
+		(int64_t)llm_dtype_size(m->kv_dtype), llm_kv_positions(c->max_context)};
+	return r;
+}
+
+/* Each block (layer, k/v, head) is HD rows of P positions for the keys
+ * (k: even blocks), P rows of HD for the values: the first pos positions
+ * of keys are HD runs of pos elements, of values one run of pos * HD. */
+int
+llm_ctx_write_kv(const struct llm_ctx *c, FILE *f)
+{
+	struct kv_rows r = kv_rows(c);
+	size_t block = (size_t)(r.hd * r.P * r.esz);
+	for (int64_t b = 0; b < r.nrows; b++) {
+		const uint8_t *p = c->kv + (size_t)b * block;
+		int keys = (b / r.kvh) % 2 == 0;
+		if (keys) {
+			for (int64_t d = 0; d < r.hd; d++)
+				if (fwrite(p + (size_t)(d * r.P * r.esz), (size_t)r.esz, (size_t)c->pos, f) !=
+				    (size_t)c->pos)
+					return -1;
+		} else if (fwrite(p, (size_t)(r.hd * r.esz), (size_t)c->pos, f) != (size_t)c->pos)
+			return -1;
+	}
+	return 0;
+}
+
+int
+llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f)
+{
+	if (pos < 0 || pos > c->max_context)
+		return llm_seterr("%" PRId64 " positions do not fit in a context of %" PRId64, pos, c->max_context);
+	struct kv_rows r = kv_rows(c);
+	size_t block = (size_t)(r.hd * r.P * r.esz);
+	for (int64_t b = 0; b < r.nrows; b++) {
+		uint8_t *p = c->kv + (size_t)b * block;
+		int keys = (b / r.kvh) % 2 == 0;
+		if (keys) {
+			for (int64_t d = 0; d < r.hd; d++)
+				if (fread(p + (size_t)(d * r.P * r.esz), (size_t)r.esz, (size_t)pos, f) != (size_t)pos)
+					return llm_seterr("truncated");
+		} else if (fread(p, (size_t)(r.hd * r.esz), (size_t)pos, f) != (size_t)pos)
+			return llm_seterr("truncated");
+	}
+	memcpy(c->logits, logits, (size_t)c->rt->vocab * sizeof(float));
+	c->pos = pos;
+	return 0;
+}
+
+int64_t
+llm_runtime_context(const struct llm_runtime *rt)
+{
+	return llm_ctx_context(rt->ctx);
+}
+
+int
+llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
+{
+	return llm_ctx_set_context(rt->ctx, n);
+}
+
+int64_t
+llm_runtime_pos(const struct llm_runtime *rt)
+{
+	return llm_ctx_pos(rt->ctx);
+}
+
+const float *
+llm_runtime_logits(const struct llm_runtime *rt)
+{
+	return llm_ctx_logits(rt->ctx);
+}
+
+int
+llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
+{
+	return llm_ctx_prefill(rt->ctx, tokens, n);
+}
+
+int
+llm_runtime_decode(struct llm_runtime *rt, int64_t token)
+{
+	return llm_ctx_decode(rt->ctx, token);
+}
+
+void
+llm_runtime_reset(struct llm_runtime *rt)
+{
+	llm_ctx_reset(rt->ctx);
+}
+
+int
+llm_runtime_rewind(struct llm_runtime *rt, int64_t pos)
+{
+	return llm_ctx_rewind(rt->ctx, pos);
+}
+
+int64_t
+llm_argmax(const float *x, int64_t n)
+{
+	int64_t best = 0;
+	for (int64_t i = 1; i < n; i++)
+		if (x[i] > x[best] || (x[best] != x[best] && x[i] == x[i]))
+			best = i;
+	return best;
+}

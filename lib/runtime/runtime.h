@@ -1,0 +1,116 @@
+/* runtime.h: a compiled model opened for inference, the core of llm-run.
+ *
+ * Opens a bundle (model.llm) or a build directory: model.json, weights.bin
+ * mapped in place (header checked against the plan), the model library
+ * (dlopen; its plan fingerprint must equal the weights'), the KV cache
+ * (zeros, for the context asked for: llm_kv_bytes), and calls the three phases through the ABI of
+ * share/doc/llm/formats.txt.  Nothing here knows a model's shapes beyond
+ * model.json: vocab_size, max_context and the phases' token counts. */
+#ifndef LLM_RUNTIME_H
+#define LLM_RUNTIME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../formats/bundle.h"
+#include "../formats/model.h"
+
+/* A rank-1 memref descriptor, as llvm.emit_c_interface passes it. */
+struct llm_memref1 {
+	void *allocated, *aligned;
+	int64_t offset, size, stride;
+};
+
+/* _mlir_ciface_<entry> of every phase: the arguments of llm_phase_args
+ * (phase.h), in its order. */
+typedef void llm_phase_fn(struct llm_memref1 *weights, struct llm_memref1 *kv, struct llm_memref1 *tokens, int64_t pos,
+    int64_t n_tokens, struct llm_memref1 *logits);
+
+struct llm_runtime_opts {
+	int threads;  /* OpenMP threads; 0: the OpenMP default */
+	int verbose;  /* each phase call on stderr */
+	int prefault; /* map the weights' pages in a background thread */
+	int *refused; /* not NULL: set to 1 when open fails because this CPU cannot run the bundle's target */
+};
+
+/* Opaque: read through the accessors below (an embedding program needs
+ * nothing else). */
+struct llm_runtime;
+
+/* The runtime of a bundle or build directory, or NULL with llm_errmsg
+ * naming the file at fault. */
+struct llm_runtime *llm_runtime_open(const char *path, const struct llm_runtime_opts *o);
+/* Frees it (NULL: nothing). */
+void llm_runtime_close(struct llm_runtime *rt);
+
+/* The manifest, the bundle (its members: tokenizer files, target.json)
+ * and the library's plan fingerprint. */
+const struct llm_model *llm_runtime_model(const struct llm_runtime *rt);
+const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
+uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
+int64_t llm_runtime_vocab(const struct llm_runtime *rt);
+/* target.json's CPU name, or NULL for a bundle without one. */
+const char *llm_runtime_target_cpu(const struct llm_runtime *rt);
+/* Positions the context may hold: what the KV cache was allocated for,
+ * LLM_DEFAULT_CONTEXT (or the build's max_context if smaller) at open. */
+int64_t llm_runtime_context(const struct llm_runtime *rt);
+/* A new KV cache for n positions (1 <= n <= the build's max_context), in
+ * place of the old; the context is forgotten (position 0).  -1 with
+ * llm_errmsg otherwise, the old cache kept. */
+int llm_runtime_set_context(struct llm_runtime *rt, int64_t n);
+/* Positions filled in the cache. */
+int64_t llm_runtime_pos(const struct llm_runtime *rt);
+/* The logits of the last token of the last prefill or decode
+ * (llm_runtime_vocab of them). */
+const float *llm_runtime_logits(const struct llm_runtime *rt);
+
+/* Append n prompt tokens at position llm_runtime_pos: prefill for a
+ * chunk at position 0, prefill_kv for chunks after it, each of at most its
+ * phase's tokens; llm_runtime_logits are then the last token's.  -1 with llm_errmsg
+ * for an id outside the vocabulary or a context overflow. */
+int llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n);
+/* Append one token at llm_runtime_pos > 0 through decode. */
+int llm_runtime_decode(struct llm_runtime *rt, int64_t token);
+/* Forget the context: the next prefill starts at position 0.  The cache
+ * is not cleared: attention reads [0, pos + n_tokens) only. */
+void llm_runtime_reset(struct llm_runtime *rt);
+/* Keep the first pos positions of the context (pos <= llm_runtime_pos):
+ * the next tokens overwrite the cache from there.  The logits are stale
+ * until the next prefill or decode.  -1 with llm_errmsg for pos out of range. */
+int llm_runtime_rewind(struct llm_runtime *rt, int64_t pos);
+
+/* A sequence's state on a runtime: its KV cache, its position and its
+ * last logits.  The runtime has one of its own, which the llm_runtime_
+ * calls above use; llm_ctx_new makes more.  The phases read the runtime
+ * and write only their context, so several contexts of one runtime run in
+ * different threads at once (each context in one thread at a time; the
+ * runtime outlives them).  Errors (llm_errmsg) are per thread. */
+struct llm_ctx;
+/* A context of n positions (0: as at open, LLM_DEFAULT_CONTEXT or the
+ * build's max_context if smaller), or NULL with llm_errmsg. */
+struct llm_ctx *llm_ctx_new(const struct llm_runtime *rt, int64_t n);
+void llm_ctx_free(struct llm_ctx *c);
+/* As llm_runtime_context, _set_context, _pos, _logits, _prefill, _decode,
+ * _reset and _rewind, on c. */
+int64_t llm_ctx_context(const struct llm_ctx *c);
+int llm_ctx_set_context(struct llm_ctx *c, int64_t n);
+int64_t llm_ctx_pos(const struct llm_ctx *c);
+const float *llm_ctx_logits(const struct llm_ctx *c);
+int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
+int llm_ctx_decode(struct llm_ctx *c, int64_t token);
+void llm_ctx_reset(struct llm_ctx *c);
+int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
+/* The KV entries of positions [0, llm_ctx_pos) to f, in a form that does
+ * not depend on the context's size (per layer, keys then values, per KV
+ * head: the keys' head_dim runs of pos elements, the values' pos rows of
+ * head_dim); -1 on a write error (errno).  And back into c: pos
+ * positions of that form from f, and the logits (vocab floats) of the
+ * last token.  -1 with llm_errmsg for pos past c's context or a short
+ * file (c's state then undefined: rewind it to 0). */
+int llm_ctx_write_kv(const struct llm_ctx *c, FILE *f);
+int llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f);
+
+/* Index of the largest element (the first on ties; NaN never wins). */
+int64_t llm_argmax(const float *x, int64_t n);
+
+#endif
