@@ -9,9 +9,10 @@
  * Concurrency: each connection has a thread (libmicrohttpd's thread per
  * connection); a completion takes one of --parallel sequences (slots),
  * waiting in a queue while all are taken.  Of the free slots it takes
- * the one whose tokens share the longest prefix with its prompt, and
- * evaluates only the rest: a conversation that resends its history
- * reuses its previous turn's KV entries.  Decode steps of different
+ * the one that keeps most of its prompt (a chat's by text, llm_seq_chat;
+ * a completion's by tokens) and evaluates only the rest: a conversation
+ * that resends its history reuses its previous turn's KV entries, its
+ * reply as generated.  Decode steps of different
  * slots are not batched.
  *
  * See llm-serve(1). */
@@ -96,6 +97,8 @@ struct gen {
 	size_t nstop;
 	int64_t *reply;
 	size_t nreply, prompt_tokens;
+	struct llm_message *msgs; /* a chat's conversation (contents owned), or NULL */
+	size_t nmsgs;
 	struct llm_stream
 	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
 	size_t shown; /* bytes of st.text already sent (streaming) */
@@ -165,6 +168,9 @@ gen_free(struct gen *g)
 		free(g->stop[i]);
 	free(g->stop);
 	free(g->reply);
+	for (size_t i = 0; i < g->nmsgs; i++)
+		free((void *)g->msgs[i].content);
+	free(g->msgs);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -291,8 +297,9 @@ content_of(const json_t *c, size_t i, struct bad *b)
 
 /* The prompt's tokens from the request (chat: messages; else prompt). */
 static int
-prompt_of(const json_t *j, int chat, int64_t **ids, size_t *n, struct bad *b)
+prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *b)
 {
+	int chat = g->chat;
 	int rc;
 	if (chat) {
 		const json_t *ms = json_object_get(j, "messages");
@@ -312,9 +319,8 @@ prompt_of(const json_t *j, int chat, int64_t **ids, size_t *n, struct bad *b)
 		}
 		if (rc == 0 && (rc = llm_chat_tokenize(sv.m, msgs, nm, 1, ids, n)) != LLM_OK)
 			rc = badf(b, NULL, "%s", llm_errmsg());
-		for (size_t i = 0; i < nm; i++)
-			free((void *)msgs[i].content);
-		free(msgs);
+		g->msgs = msgs; /* gen_free frees them */
+		g->nmsgs = nm;
 		return rc;
 	}
 	const json_t *p = json_object_get(j, "prompt");
@@ -372,6 +378,7 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 
 /* The prompt evaluated on its slot's thread: ids[keep, n) after the
  * kept prefix; rc -1 and msg on failure (the sequence emptied). */
+/* Keep keep positions of seq, then evaluate ids[n]. */
 struct prompt_job {
 	struct llm_seq *seq;
 	const int64_t *ids;
@@ -384,23 +391,47 @@ static void
 prompt_eval(void *p)
 {
 	struct prompt_job *j = p;
-	if (llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
-	    llm_seq_eval(j->seq, j->ids + j->keep, j->n - j->keep) != LLM_OK) {
+	if (llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK || llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK) {
 		snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;
 	}
 }
 
-/* A free slot, the one sharing the longest prefix with ids, waiting in
- * the queue (first come, first served) while none is free; its sequence then holds ids, evaluated. */
+/* What slot s keeps of the request's prompt (*keep positions) and the
+ * rest (*rest, *nrest; llm_free): a chat's conversation compared as text
+ * (llm_seq_chat: a reply the slot generated is kept as it was), a
+ * completion's ids as tokens.  At least one token is new. */
+static void
+reuse(struct gen *g, struct slot *s, const int64_t *ids, size_t n, size_t *keep, int64_t **rest, size_t *nrest)
+{
+	int64_t k;
+	if (g->msgs && llm_seq_chat(s->seq, g->msgs, g->nmsgs, LLM_CHAT_GENERATION_PROMPT, &k, rest, nrest) == LLM_OK) {
+		*keep = (size_t)k;
+		return;
+	}
+	size_t m = 0, pos = (size_t)llm_seq_pos(s->seq);
+	const int64_t *t = llm_seq_tokens(s->seq);
+	while (m < pos && m + 1 < n && t[m] == ids[m])
+		m++;
+	*keep = m;
+	*nrest = n - m;
+	*rest = llm_xreallocarray(NULL, *nrest, sizeof(**rest));
+	memcpy(*rest, ids + m, *nrest * sizeof(**rest));
+}
+
+/* A free slot, the one that keeps most of the prompt (ids, n: the whole
+ * prompt as tokens), waiting in the queue (first come, first served)
+ * while none is free; its sequence then holds the prompt, evaluated.
+ * -2 (the slot given back) when what it holds would not fit. */
 static int
 take_slot(struct gen *g, const int64_t *ids, size_t n)
 {
 	pthread_mutex_lock(&sv.lock);
 	uint64_t me = sv.tickets++;
 	struct slot *best;
-	size_t keep;
+	size_t keep, nrest = 0;
+	int64_t *rest = NULL;
 	for (;;) {
 		best = NULL;
 		keep = 0;
@@ -408,14 +439,17 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 			struct slot *s = &sv.slots[i];
 			if (s->busy)
 				continue;
-			size_t k = 0, pos = (size_t)llm_seq_pos(s->seq);
-			const int64_t *t = llm_seq_tokens(s->seq);
-			while (k < pos && k + 1 < n && t[k] == ids[k])
-				k++;
+			size_t k, nr;
+			int64_t *r;
+			reuse(g, s, ids, n, &k, &r, &nr);
 			if (!best || k > keep) {
+				llm_free(rest);
 				best = s;
 				keep = k;
-			}
+				rest = r;
+				nrest = nr;
+			} else
+				llm_free(r);
 		}
 		if (best)
 			break;
@@ -426,8 +460,14 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 	pthread_cond_broadcast(&sv.freed); /* the next in the queue may find a slot */
 	pthread_mutex_unlock(&sv.lock);
 	g->slot = best;
-	struct prompt_job j = {best->seq, ids, n, keep, 0, ""};
+	g->prompt_tokens = keep + nrest;
+	if ((int64_t)(keep + nrest) >= llm_seq_context(best->seq)) {
+		llm_free(rest);
+		return -2;
+	}
+	struct prompt_job j = {best->seq, rest, nrest, keep, 0, ""};
 	on_slot(best, prompt_eval, &j);
+	llm_free(rest);
 	if (j.rc)
 		llm_seterr("%s", j.msg);
 	return j.rc;
@@ -588,7 +628,7 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	g->chat = chat;
 	g->created = time(NULL);
 	snprintf(g->id, sizeof(g->id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
-	if (params_of(j, g, &b) < 0 || prompt_of(j, chat, &ids, &n, &b) < 0) {
+	if (params_of(j, g, &b) < 0 || prompt_of(j, g, &ids, &n, &b) < 0) {
 		gen_free(g);
 		return send_error(c, 400, b.code, "%s", b.msg);
 	}
@@ -601,9 +641,14 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 				send_error(c, 400, "context_length_exceeded",
 				    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, n);
 	}
-	g->prompt_tokens = n;
 	int rc = take_slot(g, ids, n);
 	free(ids);
+	if (rc == -2) {
+		size_t have = g->prompt_tokens;
+		gen_free(g);
+		return send_error(c, 400, "context_length_exceeded",
+		    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have);
+	}
 	if (rc < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", llm_errmsg());

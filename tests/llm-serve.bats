@@ -70,6 +70,16 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	[ "$(jq -r '.choices[0].message.content' <<<"$body")" = "$want" ]
 	[ "$(jq -c '[.object, .choices[0].message.role, .choices[0].finish_reason, .usage.completion_tokens,
 		.usage.total_tokens - .usage.prompt_tokens]' <<<"$body")" = '["chat.completion","assistant","length",12,12]' ]
+	# the conversation resent with a second turn: llm-run's second reply
+	# (the slot keeps what its text shares with the rendering, as llm-run's
+	# chat does)
+	want2=$(printf '%s\n' 'Hello there' 'Once more.' | llm-run -m "$M" -t 1 -i -n 12 --json 2>/dev/null |
+		sed -n 2p | jq -r .text)
+	conv=$(jq -c --arg r "$(jq -r '.choices[0].message.content' <<<"$body")" \
+		'.messages += [{"role": "assistant", "content": $r}, {"role": "user", "content": "Once more."}]' <<<"$chat")
+	run -0 post /v1/chat/completions "$conv"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(jq -r '.choices[0].message.content' <<<"${output%$'\n'*}")" = "$want2" ]
 	# streamed: server-sent events whose deltas make the same text, then [DONE]
 	curl -sN "$URL/v1/chat/completions" -d "$(jq -c '.stream = true' <<<"$chat")" >"$T/sse"
 	[ "$(tail -2 "$T/sse" | head -1)" = 'data: [DONE]' ]
