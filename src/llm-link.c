@@ -96,7 +96,7 @@ partition_objs(const char *ppath, const char *objdir)
 		json_array_foreach (a, i, x) {
 			const char *f = json_string_value(json_object_get(x, k == 0 ? "file" : "glue"));
 			size_t n = f ? strlen(f) : 0;
-			if (n < 6 || strcmp(f + n - 5, ".mlir") != 0 || f[0] == '/' || strstr(f, ".."))
+			if (n < 6 || strcmp(f + n - 5, ".mlir") != 0 || !llm_path_inside(f))
 				llm_fatal("%s: %s[%zu]: a module path in parts/ (x/y.mlir) expected", ppath,
 				    k == 0 ? "kernels" : "phases", i);
 			char *o = llm_xasprintf("%s/%.*s.o", objdir, (int)(n - 5), f);

@@ -138,6 +138,10 @@ report() {
 	mkdir src && jq '.source.dir = "/nonexistent/ck"' imp/model.json >src/model.json
 	cp -r "$F/ck" gone && llm-import -o moved gone 2>/dev/null && rm -r gone
 	mkdir tens && jq '.tensors[0].bytes += 4' imp/model.json >tens/model.json
+	# (sed: jq writes the plan's numbers anew, which changes its fingerprint)
+	mkdir ph && sed 's|"file": "prefill.mlir"|"file": "../../../../../../../etc/passwd"|' imp/model.json >ph/model.json
+	mkdir wf && sed 's|"file": "weights.bin"|"file": "/etc/passwd"|' imp/model.json >wf/model.json
+	mkdir tf && sed 's|"tokenizer.json"|"../tokenizer.json"|' imp/model.json >tf/model.json
 	echo x >file
 	bad 1 "^llm-pack-weights: nope.json: No such file or directory$" llm-pack-weights nope.json
 	bad 1 "^llm-pack-weights: imp: " llm-pack-weights imp
@@ -145,6 +149,13 @@ report() {
 	bad 1 "^llm-pack-weights: fmt/model.json: .*llm-model/9" llm-pack-weights fmt/model.json
 	bad 1 "^llm-pack-weights: src/model.json: weights.fingerprint does not match the plan" llm-pack-weights -o out src/model.json
 	bad 1 "^llm-pack-weights: tens/model.json: weights.fingerprint does not match the plan" llm-pack-weights -o out tens/model.json
+	# paths out of the build directory: refused where model.json is read
+	bad 1 "^llm-split: ph/model.json: phases\[0\]: file '.*/etc/passwd' is outside the build directory$" \
+		llm-split -o ph/parts ph/model.json
+	bad 1 "^llm-pack-weights: wf/model.json: weights.file '/etc/passwd' is outside the build directory$" \
+		llm-pack-weights wf/model.json
+	bad 1 "^llm-pack-weights: tf/model.json: tokenizer.files\[0\] '../tokenizer.json' is outside the build directory$" \
+		llm-pack-weights tf/model.json
 	bad 1 "^llm-pack-weights: /.*/gone/model.safetensors: No such file or directory$" llm-pack-weights -o out moved/model.json
 	bad 1 "^llm-pack-weights: file/out: Not a directory$" llm-pack-weights -o file/out imp/model.json
 	bad 2 "^llm-pack-weights: .*-t" llm-pack-weights -t 0 imp/model.json
@@ -181,12 +192,16 @@ report() {
 	P=imp/parts/partition.json
 	cp $P orig.json
 	echo '{"kernels": ' >notjson.json
-	mkdir imp/p1 imp/p2 imp/p3 imp/p4
+	mkdir imp/p1 imp/p2 imp/p3 imp/p4 imp/p5 imp/p6 imp/p7
 	jq '.kernels |= .[1:]' orig.json >imp/p1/partition.json
 	jq '.kernels[0].file = "../../etc/passwd"' orig.json >imp/p2/partition.json
 	jq '.model = "/nonexistent/model.json"' orig.json >imp/p3/partition.json
 	jq '.kernels[0].hash = "0000000000000000"' orig.json >imp/p4/partition.json
-	for d in p1 p2 p3 p4; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	# paths out of the build are not opened (no MLIR error on /etc/passwd)
+	jq '.phases[0].source = "../../../../../../../etc/passwd"' orig.json >imp/p5/partition.json
+	jq '.phases[0].glue = "/etc/passwd"' orig.json >imp/p6/partition.json
+	jq '.phases[0].partitions[0].file = "../../../../../../../etc/passwd"' orig.json >imp/p7/partition.json
+	for d in p1 p2 p3 p4 p5 p6 p7; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
 	# a verifier lists every violation, then the verdict
 	multi=llm-verify-partition
 	bad 2 "^llm-verify-partition: nope.json: No such file or directory$" llm-verify-partition nope.json
@@ -195,6 +210,12 @@ report() {
 	bad 1 "^llm-verify-partition: imp/p2/partition.json: .*(outside|passwd)" llm-verify-partition -q imp/p2/partition.json
 	bad 1 "^llm-verify-partition: imp/p3/partition.json: .*model" llm-verify-partition -q imp/p3/partition.json
 	bad 1 "^llm-verify-partition: imp/p4/partition.json: .*hash" llm-verify-partition -q imp/p4/partition.json
+	bad 1 "^llm-verify-partition: imp/p5/partition.json: phases\[0\]: source '.*/etc/passwd' is not prefill.mlir of model" \
+		llm-verify-partition -q imp/p5/partition.json
+	bad 1 "^llm-verify-partition: imp/p6/partition.json: phases\[0\]: glue '/etc/passwd' is outside imp/p6/" \
+		llm-verify-partition -q imp/p6/partition.json
+	bad 1 "^llm-verify-partition: imp/p7/partition.json: prefill: partition 0: kernel file '.*/etc/passwd' is outside" \
+		llm-verify-partition -q imp/p7/partition.json
 	bad 2 "^usage: llm-verify-partition " llm-verify-partition
 	bad 2 "^llm-verify-partition: .*--bogus" llm-verify-partition --bogus $P
 	report llm-verify-partition

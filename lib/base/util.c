@@ -666,6 +666,21 @@ llm_mkdirs(const char *path)
 	return 0;
 }
 
+int
+llm_path_inside(const char *rel)
+{
+	if (!*rel || rel[0] == '/')
+		return 0;
+	for (const char *p = rel; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return 0;
+		p += n;
+		p += *p == '/';
+	}
+	return 1;
+}
+
 char *
 llm_path_join(const char *dir, const char *name)
 {

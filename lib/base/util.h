@@ -117,6 +117,12 @@ int llm_write_file(const char *path, const void *p, size_t n);
 int llm_mkdirs(const char *path);
 /* Join a directory and a name into a new string. */
 char *llm_path_join(const char *dir, const char *name);
+/* 1 when rel stays inside the directory it is relative to: not empty,
+ * not absolute, no ".." component.  Every path a build's files name
+ * (model.json's phases, partition.json's kernels, partitions and glue) is
+ * checked so where it is read, so that no file outside the build is
+ * opened for one. */
+int llm_path_inside(const char *rel);
 int llm_file_exists(const char *path);
 
 /* Little-endian integers in file headers, whatever the host order. */

@@ -540,6 +540,12 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 || llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
 	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 || get_arr(o, "eos_ids", path, &a) < 0)
 		goto fail;
+	for (size_t i = 0; i < m->ntokenizer_files; i++)
+		if (!llm_path_inside(m->tokenizer_files[i])) {
+			llm_seterr("%s: tokenizer.files[%zu] '%s' is outside the build directory", path, i,
+			    m->tokenizer_files[i]);
+			goto fail;
+		}
 	if (json_array_size(a) > LLM_NELEM(m->eos_ids)) {
 		llm_seterr("%s: too many eos_ids", path);
 		goto fail;
@@ -579,6 +585,10 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 || llm_json_str(o, "fingerprint", path, &fp) < 0 ||
 	    get_arr(o, "tensors", path, &a) < 0)
 		goto fail;
+	if (!llm_path_inside(m->weights_file)) {
+		llm_seterr("%s: weights.file '%s' is outside the build directory", path, m->weights_file);
+		goto fail;
+	}
 	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {
 		llm_seterr("%s: weights.alignment must be a power of two", path);
 		goto fail;
@@ -628,6 +638,10 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 		if (llm_json_str(p, "name", c, &ph->name) < 0 || llm_json_str(p, "entry", c, &ph->entry) < 0 ||
 		    llm_json_str(p, "file", c, &ph->file) < 0 || get_pos(p, "tokens", c, &ph->tokens) < 0)
 			goto fail;
+		if (!llm_path_inside(ph->file)) {
+			llm_seterr("%s: file '%s' is outside the build directory", c, ph->file);
+			goto fail;
+		}
 	}
 	return 0;
 

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <mlir-c/BuiltinAttributes.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,8 @@ struct vctx {
 	size_t nkfiles;
 	size_t nphases, nparts, ncalls, nops, npart_ops, nglue, nremat;
 	json_t *phase_counts;
+	unsigned char *source_ok; /* (phases) 1: its source is the model's phase file (check_model) */
+	size_t nsource_ok;
 };
 
 struct vphase {
@@ -117,22 +120,6 @@ index_violation(struct vctx *v, const char *kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	add_violation(v, NULL, -1, -1, kind, fmt, ap);
 	va_end(ap);
-}
-
-/* A path inside the parts directory: relative, no ".." component. */
-static int
-inside(const char *rel)
-{
-	if (!*rel || rel[0] == '/')
-		return 0;
-	for (const char *p = rel; *p;) {
-		size_t n = strcspn(p, "/");
-		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return 0;
-		p += n;
-		p += *p == '/';
-	}
-	return 1;
 }
 
 static size_t
@@ -945,7 +932,7 @@ check_kernels(struct vctx *v, json_t *root)
 		size_t u = 0;
 		while (u < v->nuses && strcmp(v->uses[u].name, name) != 0)
 			u++;
-		if (!inside(file))
+		if (!llm_path_inside(file))
 			index_violation(v, "bad-path", "kernels[%zu]: file '%s' is outside %s", i, file, v->dir);
 		else if (u == v->nuses)
 			index_violation(v, "index-mismatch", "kernels[%zu]: '%s' is called by no partition", i, name);
@@ -987,6 +974,8 @@ check_model(struct vctx *v, json_t *root)
 		return 0;
 	}
 	json_t *phases = json_object_get(root, "phases");
+	v->nsource_ok = json_array_size(phases);
+	v->source_ok = llm_xcalloc(v->nsource_ok + 1, 1);
 	if ((size_t)m.nphases != json_array_size(phases))
 		index_violation(v, "model-mismatch", "model '%s' has %d phases, the partitions %zu", rel, m.nphases,
 		    json_array_size(phases));
@@ -998,12 +987,23 @@ check_model(struct vctx *v, json_t *root)
 		const struct llm_phase *ph = &m.phases[i];
 		char *want = llm_path_join(m.dir, ph->file), *got = src ? llm_path_join(v->dir, src) : NULL;
 		char *rw = realpath(want, NULL), *rg = got ? realpath(got, NULL) : NULL;
+		if (got && !rg) { /* trouble, as a missing file read would be */
+			llm_seterr("%s: %s", got, strerror(errno));
+			free(rw);
+			free(want);
+			free(got);
+			llm_model_free(&m);
+			free(path);
+			return -1;
+		}
 		if (!name || strcmp(name, ph->name) != 0 || !entry || strcmp(entry, ph->entry) != 0)
 			index_violation(v, "model-mismatch", "phases[%zu] is '%s' (%s), model '%s' has '%s' (%s)", i,
 			    name ? name : "?", entry ? entry : "?", rel, ph->name, ph->entry);
 		else if (!rw || !rg || strcmp(rw, rg) != 0)
 			index_violation(v, "model-mismatch", "phases[%zu]: source '%s' is not %s of model '%s'", i,
 			    src ? src : "?", ph->file, rel);
+		else
+			v->source_ok[i] = 1;
 		free(rw);
 		free(rg);
 		free(want);
@@ -1045,6 +1045,18 @@ verify_phase(struct vctx *v, json_t *jp, size_t n)
 		llm_seterr("%s: no array 'partitions'", ctx);
 		goto out;
 	}
+	/* Nothing outside the build is opened: a source that is not the
+	 * model's phase file (check_model said so) and a glue module outside
+	 * parts/ are not read. */
+	if (n >= v->nsource_ok || !v->source_ok[n]) {
+		rc = 0;
+		goto out;
+	}
+	if (!llm_path_inside(glue)) {
+		index_violation(v, "bad-path", "phases[%zu]: glue '%s' is outside %s", n, glue, v->dir);
+		rc = 0;
+		goto out;
+	}
 	p.source = llm_path_join(v->dir, src);
 	p.gluepath = llm_path_join(v->dir, glue);
 	if (load_original(&p) < 0)
@@ -1080,9 +1092,9 @@ verify_phase(struct vctx *v, json_t *jp, size_t n)
 			free(ids);
 			goto out;
 		}
-		if (!inside(pt->file)) {
-			violation(&p, (ptrdiff_t)pi, -1, "bad-path", "partition %zu: kernel file '%s' is outside %s",
-			    pi, pt->file, v->dir);
+		if (!llm_path_inside(pt->file)) {
+			violation(&p, (ptrdiff_t)pi, -1, "bad-path", "kernel file '%s' is outside %s", pt->file,
+			    v->dir);
 			pt->file = NULL;
 		}
 		record_use(v, &p, pt);
@@ -1171,10 +1183,13 @@ llm_verify_partition(const char *path, json_t **report)
 	v.violations = json_array();
 	v.phase_counts = json_array();
 	v.ctx = llm_ir_context();
+	/* the model first: a phase whose source is not the model's is not read */
+	if (check_model(&v, root) < 0)
+		goto out;
 	for (size_t i = 0; i < json_array_size(phases); i++)
 		if (verify_phase(&v, json_array_get(phases, i), i) < 0)
 			goto out;
-	if (check_kernels(&v, root) < 0 || check_model(&v, root) < 0)
+	if (check_kernels(&v, root) < 0)
 		goto out;
 
 	size_t nk = 0;
@@ -1208,6 +1223,7 @@ out:
 	}
 	free(v.kfiles);
 	free(v.uses);
+	free(v.source_ok);
 	if (v.ctx.ptr)
 		llm_ir_context_free(v.ctx);
 	json_decref(v.violations);
