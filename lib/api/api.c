@@ -524,7 +524,8 @@ llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int fl
 	b = (struct llm_buf){0};
 	free(s->plan_ids);
 	s->plan_ids = llm_xreallocarray(NULL, nv + 1, sizeof(*v));
-	memcpy(s->plan_ids, v, nv * sizeof(*v));
+	if (nv)
+		memcpy(s->plan_ids, v, nv * sizeof(*v));
 	s->plan_n = nv;
 	s->plan_from = from;
 	s->plan_keep = (int64_t)k;
@@ -584,8 +585,10 @@ record(struct llm_seq *s, int64_t pos, const int64_t *ids, size_t n)
 {
 	struct llm *m = s->m;
 	struct llm_buf bytes = {0};
-	size_t *ends = llm_xreallocarray(NULL, n, sizeof(*ends));
 	llm_chat_cache_truncate(&s->cache, (size_t)pos);
+	if (n == 0)
+		return;
+	size_t *ends = llm_xreallocarray(NULL, n, sizeof(*ends));
 	pthread_mutex_lock(&m->lock);
 	for (size_t i = 0; i < n; i++) {
 		if (m->src.tok)

@@ -301,7 +301,8 @@ run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const
 			ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
 			if (llm_token_add_bos(m))
 				ids[nids++] = llm_token_bos(m);
-			memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
+			if (ntext) /* an empty prompt has no ids (NULL) */
+				memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
 			nids += ntext;
 			llm_free(text_ids);
 		}

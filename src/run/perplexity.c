@@ -86,7 +86,8 @@ run_perplexity(struct llm *m, const char *model, int64_t context, const struct p
 		ids[nids++] = po.bos;
 	} else
 		ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
-	memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
+	if (ntext) /* an empty text has no ids (NULL) */
+		memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
 	nids += ntext;
 	llm_free(text_ids);
 	if (a->verbose)
