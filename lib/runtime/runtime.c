@@ -583,12 +583,6 @@ llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
 	return llm_ctx_set_context(rt->ctx, n);
 }
 
-int64_t
-llm_runtime_pos(const struct llm_runtime *rt)
-{
-	return llm_ctx_pos(rt->ctx);
-}
-
 const float *
 llm_runtime_logits(const struct llm_runtime *rt)
 {
@@ -611,12 +605,6 @@ void
 llm_runtime_reset(struct llm_runtime *rt)
 {
 	llm_ctx_reset(rt->ctx);
-}
-
-int
-llm_runtime_rewind(struct llm_runtime *rt, int64_t pos)
-{
-	return llm_ctx_rewind(rt->ctx, pos);
 }
 
 int64_t

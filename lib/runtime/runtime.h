@@ -58,26 +58,20 @@ int64_t llm_runtime_context(const struct llm_runtime *rt);
  * place of the old; the context is forgotten (position 0).  -1 with
  * llm_errmsg otherwise, the old cache kept. */
 int llm_runtime_set_context(struct llm_runtime *rt, int64_t n);
-/* Positions filled in the cache. */
-int64_t llm_runtime_pos(const struct llm_runtime *rt);
 /* The logits of the last token of the last prefill or decode
  * (llm_runtime_vocab of them). */
 const float *llm_runtime_logits(const struct llm_runtime *rt);
 
-/* Append n prompt tokens at position llm_runtime_pos: prefill for a
+/* Append n prompt tokens after those of the context: prefill for a
  * chunk at position 0, prefill_kv for chunks after it, each of at most its
  * phase's tokens; llm_runtime_logits are then the last token's.  -1 with llm_errmsg
  * for an id outside the vocabulary or a context overflow. */
 int llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n);
-/* Append one token at llm_runtime_pos > 0 through decode. */
+/* Append one token (after at least one) through decode. */
 int llm_runtime_decode(struct llm_runtime *rt, int64_t token);
 /* Forget the context: the next prefill starts at position 0.  The cache
  * is not cleared: attention reads [0, pos + n_tokens) only. */
 void llm_runtime_reset(struct llm_runtime *rt);
-/* Keep the first pos positions of the context (pos <= llm_runtime_pos):
- * the next tokens overwrite the cache from there.  The logits are stale
- * until the next prefill or decode.  -1 with llm_errmsg for pos out of range. */
-int llm_runtime_rewind(struct llm_runtime *rt, int64_t pos);
 
 /* A sequence's state on a runtime: its KV cache, its position and its
  * last logits.  The runtime has one of its own, which the llm_runtime_
