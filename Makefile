@@ -45,7 +45,7 @@ T = tests/tools$(SANITIZE:1=/san)
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
 LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
-LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer chat chatsrc chatcache stream sample
+LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample
 LIB_API = api ppl
 LIBSRC = $(LIB_BASE:%=lib/base/%.c) $(LIB_FORMATS:%=lib/formats/%.c) $(LIB_COMPILER:%=lib/compiler/%.c) \
 	$(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
@@ -54,7 +54,7 @@ LIBOBJ = $(LIBSRC:%.c=$(O)/%.o)
 
 SOVERSION = 0
 # libllm (below)
-API_SRC = api runtime chatsrc bundle model json util utf8 weights target spawn phase dtype hfconfig family hash quant \
+API_SRC = api runtime chatsrc jinja bundle model json util utf8 weights target spawn phase dtype hfconfig family hash quant \
 	gguf tokenizer tokjson tokbuild toklines chat chatcache sample
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
 APIOBJ = $(patsubst lib/%.c,$(O)/pic/%.o,$(filter $(API_SRC:%=\%/%.c),$(LIBSRC)))
@@ -74,7 +74,7 @@ IROBJ = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(O)/lib/compiler
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
-	$(T)/dequant $(T)/ctxcheck $(T)/apicheck
+	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/jinja-render
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -92,6 +92,8 @@ $(O)/lib/libllm.a: $(LIBOBJ)
 	rm -f $@
 	ar rcs $@ $(LIBOBJ)
 
+# the built-in chat templates are assembled into chat.o (.incbin)
+$(O)/lib/runtime/chat.o $(O)/pic/runtime/chat.o: $(wildcard lib/runtime/templates/*.jinja)
 $(LIBOBJ): $(O)/%.o: %.c $(LIBHDR) config.mk
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -165,6 +167,7 @@ $(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
 $(T)/dequant: tests/tools/dequant.c
 $(T)/ctxcheck: tests/tools/ctxcheck.c
 $(T)/apicheck: tests/tools/apicheck.c
+$(T)/jinja-render: tests/tools/jinja-render.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 	@mkdir -p $(O)/tests/unit
@@ -199,14 +202,15 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat tokjson safetensors hfconfig tokenize bundle weights
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
-# The JSON readers share one dictionary; the bundle has the tar one.
+# The JSON readers share one dictionary; the bundle has the tar one, the
+# template engine the Jinja one.
 fuzz: fuzz-build
 	@for n in $(FUZZ_NAMES); do \
 		mkdir -p build/fuzz/corpus/$$n; \
 		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights) d=-dict=tests/fuzz/json.dict ;; \
-		bundle) d=-dict=tests/fuzz/tar.dict ;; *) d= ;; esac; \
+		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			build/fuzz/corpus/$$n build/fuzz/seeds/$$n >build/fuzz/$$n.log 2>&1 || \
@@ -225,6 +229,9 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf $(wildcard tests/fuzz/seeds/*/
 	if [ -r $$f ]; then head -c 16384 $$f > build/fuzz/seeds/gguf/stories260K-head; fi
 	for d in tests/fuzz/seeds/*/; do cp $$d* build/fuzz/seeds/$$(basename $$d)/; done
 	cp tests/fixtures/chat/*.json build/fuzz/seeds/chat/
+	cp lib/runtime/templates/*.jinja build/fuzz/seeds/jinja/
+	for f in tests/fixtures/jinja/*/*.jinja; do [ -e "$$f" ] || continue; \
+		cp "$$f" build/fuzz/seeds/jinja/$$(basename $$(dirname $$f))-$$(basename $$f); done
 	cp tests/fixtures/tokenizer/*.tokenizer.json build/fuzz/seeds/tokjson/
 	touch $@
 .PHONY: fuzz fuzz-build

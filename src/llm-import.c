@@ -306,12 +306,19 @@ struct tokfile {
 };
 
 /* model.json "tokenizer" from the files that will be written, the bos and
- * eos ids, add_bos and the chat template's text (or NULL). */
+ * eos ids, add_bos and the chat template's text (or NULL; label names it):
+ * a template the engine cannot render is refused here, with its line and
+ * column, not at the first chat. */
 static void
 tokenizer_facts(struct llm_model *m, const struct tokfile *tf, int ntf, int64_t bos_id, const int64_t *eos_ids,
-    int n_eos, int add_bos, const char *tmpl)
+    int n_eos, int add_bos, const char *tmpl, const char *label)
 {
-	int ct = llm_chat_recognise(tmpl);
+	if (tmpl) {
+		struct llm_chat_template t = LLM_CHAT_TEMPLATE_INIT;
+		if (llm_chat_template_text(&t, tmpl, strlen(tmpl), label) < 0)
+			llm_fatal("%s", llm_errmsg());
+		llm_chat_template_free(&t);
+	}
 
 	m->ntokenizer_files = (size_t)ntf;
 	m->tokenizer_files = llm_xcalloc((size_t)ntf + 1, sizeof(*m->tokenizer_files));
@@ -321,7 +328,7 @@ tokenizer_facts(struct llm_model *m, const struct tokfile *tf, int ntf, int64_t 
 	m->n_eos = n_eos;
 	memcpy(m->eos_ids, eos_ids, (size_t)n_eos * sizeof(*eos_ids));
 	m->add_bos = add_bos;
-	m->chat_template = ct >= 0 ? llm_chat_name(ct) : NULL;
+	m->chat_template = llm_chat_recognise(tmpl);
 }
 
 /* A checkpoint's tokenizer: the files present in dir, read whole, and
@@ -331,6 +338,7 @@ hf_tokenizer(struct llm_model *m, const char *dir, const struct llm_hfconfig *c,
 {
 	json_t *tc = NULL;
 	const char *tmpl = NULL;
+	char *label = NULL;
 	int add_bos = 0;
 
 	*ntf = 0;
@@ -352,17 +360,22 @@ hf_tokenizer(struct llm_model *m, const char *dir, const struct llm_hfconfig *c,
 			if (strcmp(f->name, "tokenizer_config.json") == 0) {
 				if (!(tc = llm_json_loadb(f->data, f->len, p)))
 					llm_fatal("%s", llm_errmsg());
-				if (llm_json_bool_opt(tc, "add_bos_token", p, &add_bos) < 0 ||
-				    llm_json_str_opt(tc, "chat_template", p, &tmpl) < 0)
+				if (llm_json_bool_opt(tc, "add_bos_token", p, &add_bos) < 0)
 					llm_fatal("%s", llm_errmsg());
+				if ((tmpl = llm_chat_config_template(tc)))
+					label = llm_xasprintf("%s: chat_template", p);
 			}
 		}
 		free(p);
 	}
 	for (int i = 0; i < *ntf; i++)
-		if (strcmp(tf[i].name, "chat_template.jinja") == 0)
+		if (strcmp(tf[i].name, "chat_template.jinja") == 0) {
 			tmpl = tf[i].data;
-	tokenizer_facts(m, tf, *ntf, c->bos_id, c->eos_ids, c->n_eos, add_bos, tmpl);
+			free(label);
+			label = llm_path_join(dir, "chat_template.jinja");
+		}
+	tokenizer_facts(m, tf, *ntf, c->bos_id, c->eos_ids, c->n_eos, add_bos, tmpl, label);
+	free(label);
 	json_decref(tc);
 }
 
@@ -381,7 +394,7 @@ gguf_tokenizer(struct llm_model *m, const struct llm_gguf *g, const struct llm_h
 	if ((rc = llm_gguf_tokenizer_load(&gt, g)) < 0)
 		llm_fatal("%s", llm_errmsg());
 	if (rc == 1) {
-		tokenizer_facts(m, tf, 0, c->bos_id, c->eos_ids, c->n_eos, 0, NULL);
+		tokenizer_facts(m, tf, 0, c->bos_id, c->eos_ids, c->n_eos, 0, NULL, NULL);
 		return;
 	}
 	j = llm_gguf_tokenizer_json(&gt);
@@ -395,7 +408,9 @@ gguf_tokenizer(struct llm_model *m, const struct llm_gguf *g, const struct llm_h
 	tf[1].len = strlen(tf[1].data);
 	json_decref(j);
 	*ntf = 2;
-	tokenizer_facts(m, tf, *ntf, gt.v.bos_id, gt.eos_ids, gt.n_eos, gt.v.add_bos, gt.chat_template);
+	char *label = llm_xasprintf("%s: tokenizer.chat_template", g->path);
+	tokenizer_facts(m, tf, *ntf, gt.v.bos_id, gt.eos_ids, gt.n_eos, gt.v.add_bos, gt.chat_template, label);
+	free(label);
 	llm_gguf_tokenizer_free(&gt);
 }
 

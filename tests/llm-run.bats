@@ -850,7 +850,7 @@ stop_job() {
 	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" a context of 64 positions (-c)" ]]
 }
 
-@test "a chat needs a template: named, in model.json or recognised" {
+@test "a chat needs a template: named, a file, or the model's own" {
 	d=$(fixture_linked a)
 	run -1 --separate-stderr llm-run -m "$d" -i </dev/null
 	[ "$stderr" = "llm-run: $d: no chat template recognised: give --chat-template" ]
@@ -858,12 +858,22 @@ stop_job() {
 	run -2 llm-run -m "$d" -i -p x
 	run -2 llm-run -m "$d" -i --logits "$T/l"
 	run -2 llm-run -m "$d" -p x --system S
-	# A template recognised beside the tokenizer.
+	# The template of tokenizer_config.json beside the tokenizer, as it is
 	fixture_copy "$(fixture_linked c256 -C 256)" "$T/d"
-	echo '{"chat_template": "{{ '"'"'<|im_start|>'"'"' }}", "bos_token": null}' >"$T/d/tokenizer_config.json"
+	echo '{"chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}:{{ m.content }}{% endfor %}",' \
+		'"bos_token": null}' >"$T/d/tokenizer_config.json"
 	run -0 --separate-stderr llm-run -m "$T/d" -i -n 1 --json <<<hi
 	text=$(jq -c .prompt_tokens <<<"$output" | llm-run -m "$d" --detokenize)
-	[[ "$text" == '" <|im_start|>system\nYou are a helpful assistant.'* ]]
+	[[ "$text" == '" <|im_start|>user:hi"' ]]
+	# a file's
+	printf '%s' '{{ messages[0].content }}!' >"$T/t.jinja"
+	run -0 --separate-stderr llm-run -m "$T/d" -i -n 1 --json --chat-template "$T/t.jinja" <<<hey
+	text=$(jq -c .prompt_tokens <<<"$output" | llm-run -m "$d" --detokenize)
+	[[ "$text" == '" hey!"' ]]
+	# one that does not parse is named, with its line and column
+	printf 'a\n{{ x ) }}' >"$T/bad.jinja"
+	run -1 --separate-stderr llm-run -m "$T/d" -i --chat-template "$T/bad.jinja" </dev/null
+	[ "$stderr" = "llm-run: $T/bad.jinja:2:6: Parser Error: Expected closing expression token. CloseParen !== CloseExpression." ]
 }
 
 @test "lines ending in a backslash continue the message; empty lines are skipped" {

@@ -127,6 +127,34 @@ describe(struct llm *m)
 	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, label, dt);
 }
 
+/* The token that ends an assistant's turn in the chat template: the
+ * longest special added token that starts what the template writes
+ * after a reply (white space aside); -1 when there is none. */
+static int64_t
+end_of_turn(const struct llm *m)
+{
+	if (!m->src.tok || !m->src.tmpl.jinja)
+		return -1;
+	char *after = llm_chat_after_reply(&m->src.tmpl);
+	int64_t best = -1;
+	size_t best_len = 0;
+	if (after) {
+		const char *a = after + strspn(after, " \t\r\n");
+		for (size_t i = 0; i < llm_tokenizer_n_added(m->src.tok); i++) {
+			int64_t id = llm_tokenizer_added_id(m->src.tok, i);
+			size_t len;
+			const char *t = llm_tokenizer_token_text(m->src.tok, id, &len);
+			if (t && len > best_len && strncmp(a, t, len) == 0 &&
+			    llm_tokenizer_is_special(m->src.tok, id)) {
+				best = id;
+				best_len = len;
+			}
+		}
+	}
+	free(after);
+	return best;
+}
+
 int
 llm_open(const char *path, const struct llm_options *o, struct llm **out)
 {
@@ -177,14 +205,10 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		return LLM_ERR_FORMAT;
 	}
 	describe(m);
-	if (o->chat_template) {
-		int t = llm_chat_find(o->chat_template);
-		if (t < 0) {
-			llm_close(&m);
-			return fail(LLM_ERR_ARG, "llm_open: chat template '%s': not one of the known ones",
-			    o->chat_template);
-		}
-		m->src.tmpl = t;
+	if (o->chat_template && llm_chatsrc_template(&m->src, o->chat_template) < 0) {
+		int rc = fail(LLM_ERR_ARG, "%s", llm_errmsg()); /* it names the template */
+		llm_close(&m);
+		return rc;
 	}
 	int64_t vocab = llm_runtime_vocab(m->rt);
 	m->added = llm_xcalloc((size_t)vocab, 1);
@@ -193,11 +217,7 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		if (id >= 0 && id < vocab)
 			m->added[id] = 1;
 	}
-	m->eot = -1;
-	if (m->src.tok && m->src.tmpl >= 0) {
-		const char *eot = llm_chat_end_of_turn(m->src.tmpl);
-		m->eot = llm_tokenizer_find(m->src.tok, eot, strlen(eot));
-	}
+	m->eot = end_of_turn(m);
 	*out = m;
 	return LLM_OK;
 }
@@ -265,7 +285,7 @@ llm_target_cpu(const struct llm *m)
 const char *
 llm_chat_template_name(const struct llm *m)
 {
-	return m && m->src.tmpl >= 0 ? llm_chat_name(m->src.tmpl) : NULL;
+	return m && m->src.tmpl.jinja ? (m->src.tmpl.name ? m->src.tmpl.name : "jinja") : NULL;
 }
 
 static int
@@ -406,14 +426,14 @@ llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len)
 
 /* The conversation rendered into out (spans: the messages' ranges). */
 static int
-render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out,
-    struct llm_chat_spans *sp, const char *fn)
+render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out, struct llm_spans *sp,
+    const char *fn)
 {
 	if (!m)
 		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
 	if (!msgs && n)
 		return fail(LLM_ERR_ARG, "%s: msgs is NULL", fn);
-	if (m->src.tmpl < 0)
+	if (!m->src.tmpl.jinja)
 		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no chat template recognised", fn,
 		    llm_runtime_model(m->rt)->path);
 	struct llm_chat c = {0};
@@ -430,8 +450,7 @@ render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, str
 		}
 		llm_chat_add(&c, msgs[i].role, msgs[i].content, len);
 	}
-	int rc = llm_chat_render(m->src.tmpl, &c, add_gen, llm_chatsrc_bos(&m->src, m->src.tmpl),
-	    llm_chatsrc_eos(&m->src, m->src.tmpl), out, sp);
+	int rc = llm_chat_render(&m->src.tmpl, &c, add_gen, out, sp);
 	llm_chat_free(&c);
 	return rc < 0 ? fail(LLM_ERR_ARG, "%s: %s", fn, llm_errmsg()) : LLM_OK;
 }
@@ -460,7 +479,7 @@ llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int a
     size_t *nids)
 {
 	struct llm_buf b = {0};
-	struct llm_chat_spans sp = {0};
+	struct llm_spans sp = {0};
 	int rc = need_tokenizer(m, "llm_chat_tokenize");
 	if (rc)
 		return rc;
@@ -469,7 +488,7 @@ llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int a
 	if (!(rc = render(m, msgs, n, add_generation_prompt, &b, &sp, "llm_chat_tokenize")))
 		rc = encode(m, b.p ? b.p : "", b.len, 0, (const size_t (*)[2])sp.r, sp.n, ids, nids);
 	llm_buf_free(&b);
-	llm_chat_spans_free(&sp);
+	llm_spans_free(&sp);
 	return rc;
 }
 
@@ -478,7 +497,7 @@ llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int fl
     size_t *nids)
 {
 	struct llm_buf b = {0};
-	struct llm_chat_spans sp = {0};
+	struct llm_spans sp = {0};
 	if (!s || !keep || !ids || !nids)
 		return fail(LLM_ERR_ARG, "llm_seq_chat: %s is NULL",
 		    !s ? "the sequence" :
@@ -534,7 +553,7 @@ llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int fl
 	*nids = nv;
 out:
 	llm_buf_free(&b);
-	llm_chat_spans_free(&sp);
+	llm_spans_free(&sp);
 	return rc;
 }
 

@@ -21,14 +21,14 @@ loaded(json_t *j, json_error_t *e, const char *name)
  * by parsing again with ".0" after its digits.  Integers that fit stay
  * integers. */
 static json_t *
-parse(const char *buf, size_t len, const char *name)
+parse(const char *buf, size_t len, const char *name, size_t flags)
 {
 	json_error_t e;
 	char *copy = NULL;
 	json_t *j;
 
 	for (int tries = 0;; tries++) {
-		j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+		j = json_loadb(buf, len, flags, &e);
 		if (j || tries == 64 || strncmp(e.text, "too big ", 8) != 0 || !strstr(e.text, "integer"))
 			break;
 		/* e.position is just past the number (or its next byte). */
@@ -61,7 +61,7 @@ llm_json_load(const char *path)
 	/* Read ourselves so that a missing file gets the strerror message. */
 	if (llm_read_file(path, &buf, &len) < 0)
 		return NULL;
-	json_t *j = parse(buf, len, path);
+	json_t *j = parse(buf, len, path, JSON_REJECT_DUPLICATES);
 	free(buf);
 	return j;
 }
@@ -69,7 +69,13 @@ llm_json_load(const char *path)
 json_t *
 llm_json_loadb(const char *buf, size_t len, const char *name)
 {
-	return parse(buf, len, name);
+	return parse(buf, len, name, JSON_REJECT_DUPLICATES);
+}
+
+json_t *
+llm_json_loadb_js(const char *buf, size_t len, const char *name)
+{
+	return parse(buf, len, name, JSON_DECODE_INT_AS_REAL);
 }
 
 char *

@@ -13,6 +13,9 @@
 json_t *llm_json_load(const char *path);
 /* Parse a buffer; `name` is used in messages. */
 json_t *llm_json_loadb(const char *buf, size_t len, const char *name);
+/* As JavaScript's JSON.parse reads it, for what a template sees: every
+ * number a real (a double, -0 included), a duplicate key the last. */
+json_t *llm_json_loadb_js(const char *buf, size_t len, const char *name);
 /* Serialise with 2-space indentation, keys in insertion order (so output
  * is reproducible byte for byte), and a final newline; caller frees. */
 char *llm_json_dumps(const json_t *j);

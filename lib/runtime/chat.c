@@ -1,99 +1,173 @@
 /* chat.c: see chat.h. */
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "chat.h"
 #include "../base/json.h"
-#include "tokenizer.h"
+
+/* The built-in texts, assembled into the object from
+ * lib/runtime/templates/ (paths from the top of the tree, where make
+ * runs), each with a NUL after it. */
+#define EMBED(sym, path)                                                                                    \
+	__asm__(".pushsection .rodata\n.globl " #sym "\n.hidden " #sym "\n" #sym ":\n.incbin \"" path "\"\n" \
+		".byte 0\n.popsection\n");                                                                      \
+	extern const char sym[] __attribute__((visibility("hidden")))
+EMBED(llm_tpl_deepseek_r1, "lib/runtime/templates/deepseek-r1.jinja");
+EMBED(llm_tpl_qwen2, "lib/runtime/templates/qwen2.jinja");
+EMBED(llm_tpl_qwen3, "lib/runtime/templates/qwen3.jinja");
+EMBED(llm_tpl_llama3, "lib/runtime/templates/llama3.jinja");
+EMBED(llm_tpl_llama2, "lib/runtime/templates/llama2.jinja");
 
 /* The DeepSeek markers: fullwidth vertical bars (U+FF5C) and U+2581. */
 #define DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
 #define DS_EOS "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
-#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
 #define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
-#define DS_TOOL_OUTPUTS_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81outputs\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_TOOL_OUTPUTS_END "<\xef\xbd\x9c" "tool\xe2\x96\x81outputs\xe2\x96\x81" "end\xef\xbd\x9c>"
-#define DS_TOOL_OUTPUT_BEGIN "<\xef\xbd\x9c" "tool\xe2\x96\x81output\xe2\x96\x81" "begin\xef\xbd\x9c>"
-#define DS_TOOL_OUTPUT_END "<\xef\xbd\x9c" "tool\xe2\x96\x81output\xe2\x96\x81" "end\xef\xbd\x9c>"
 
 static const struct {
-	const char *name, *bos, *eos, *eot;
-} templates[LLM_CHAT_COUNT] = {
-	[LLM_CHAT_DEEPSEEK_R1] = {"deepseek-r1", DS_BOS, DS_EOS, DS_EOS},
-	[LLM_CHAT_QWEN2] = {"qwen2", "", "<|im_end|>", "<|im_end|>"},
-	[LLM_CHAT_LLAMA3] = {"llama3", "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"},
-	[LLM_CHAT_LLAMA2] = {"llama2", "<s>", "</s>", "</s>"},
-	[LLM_CHAT_QWEN3] = {"qwen3", "", "<|im_end|>", "<|im_end|>"},
+	const char *name, *text, *bos, *eos;
+} builtins[] = {
+	{"deepseek-r1", llm_tpl_deepseek_r1, DS_BOS, DS_EOS},
+	{"qwen2", llm_tpl_qwen2, "", "<|im_end|>"},
+	{"qwen3", llm_tpl_qwen3, "", "<|im_end|>"},
+	{"llama3", llm_tpl_llama3, "<|begin_of_text|>", "<|end_of_text|>"},
+	{"llama2", llm_tpl_llama2, "<s>", "</s>"},
 };
 
 const char *
-llm_chat_name(int tmpl)
+llm_chat_builtin(size_t i)
 {
-	return tmpl >= 0 && tmpl < LLM_CHAT_COUNT ? templates[tmpl].name : NULL;
+	return i < LLM_NELEM(builtins) ? builtins[i].name : NULL;
 }
 
-int
-llm_chat_find(const char *name)
-{
-	for (int i = 0; i < LLM_CHAT_COUNT; i++)
-		if (strcmp(name, templates[i].name) == 0)
-			return i;
-	return -1;
-}
-
-int
+const char *
 llm_chat_recognise(const char *t)
 {
 	if (!t)
-		return -1;
+		return NULL;
 	if (strstr(t, DS_ASSISTANT))
-		return LLM_CHAT_DEEPSEEK_R1;
+		return "deepseek-r1";
 	if (strstr(t, "<|start_header_id|>"))
-		return LLM_CHAT_LLAMA3;
+		return "llama3";
 	if (strstr(t, "<|im_start|>") && strstr(t, "</think>"))
-		return LLM_CHAT_QWEN3;
+		return "qwen3";
 	if (strstr(t, "<|im_start|>"))
-		return LLM_CHAT_QWEN2;
+		return "qwen2";
 	if (strstr(t, "[INST]"))
-		return LLM_CHAT_LLAMA2;
-	return -1;
+		return "llama2";
+	return NULL;
 }
 
 const char *
-llm_chat_default_bos(int tmpl)
+llm_chat_config_template(const json_t *cfg)
 {
-	return templates[tmpl].bos;
+	json_t *t = json_object_get(cfg, "chat_template"), *x; /* borrowed */
+	size_t i;
+	if (json_is_string(t))
+		return json_string_value(t);
+	json_array_foreach (t, i, x)
+		if (json_is_string(json_object_get(x, "name")) &&
+		    strcmp(json_string_value(json_object_get(x, "name")), "default") == 0 &&
+		    json_is_string(json_object_get(x, "template")))
+			return json_string_value(json_object_get(x, "template"));
+	return NULL;
 }
 
-const char *
-llm_chat_default_eos(int tmpl)
+void
+llm_chat_template_free(struct llm_chat_template *t)
 {
-	return templates[tmpl].eos;
+	llm_jinja_free(t->jinja);
+	json_decref(t->tokens);
+	free(t->name);
+	*t = (struct llm_chat_template)LLM_CHAT_TEMPLATE_INIT;
 }
 
-const char *
-llm_chat_end_of_turn(int tmpl)
+int
+llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len, const char *label)
 {
-	return templates[tmpl].eot;
+	struct llm_jinja *j = llm_jinja_parse(text, len, label);
+	if (!j)
+		return -1;
+	llm_chat_template_free(t);
+	t->jinja = j;
+	t->tokens = json_object();
+	char *z = llm_xstrndup(text, len);
+	const char *fam = llm_chat_recognise(z);
+	free(z);
+	t->name = fam ? llm_xstrdup(fam) : NULL;
+	return 0;
+}
+
+int
+llm_chat_template_builtin(struct llm_chat_template *t, const char *name)
+{
+	for (size_t i = 0; i < LLM_NELEM(builtins); i++)
+		if (strcmp(name, builtins[i].name) == 0) {
+			char *label = llm_xasprintf("chat template '%s'", name);
+			int rc = llm_chat_template_text(t, builtins[i].text, strlen(builtins[i].text), label);
+			free(label);
+			if (rc < 0)
+				return -1;
+			free(t->name);
+			t->name = llm_xstrdup(name);
+			json_object_set_new(t->tokens, "bos_token", json_string(builtins[i].bos));
+			json_object_set_new(t->tokens, "eos_token", json_string(builtins[i].eos));
+			return 0;
+		}
+	return llm_seterr("chat template '%s': not one of the built-in ones", name);
+}
+
+void
+llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config)
+{
+	static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+		"mask_token"};
+	if (!t->tokens)
+		t->tokens = json_object();
+	for (size_t i = 0; i < LLM_NELEM(keys); i++) {
+		json_t *v = json_object_get(config, keys[i]); /* borrowed */
+		if (json_is_object(v))
+			v = json_object_get(v, "content");
+		if (json_is_string(v))
+			json_object_set(t->tokens, keys[i], v);
+	}
+	json_t *extra = json_object_get(config, "additional_special_tokens"), *x;
+	if (json_is_array(extra)) {
+		json_t *a = json_array();
+		size_t i;
+		json_array_foreach (extra, i, x) {
+			if (json_is_object(x))
+				x = json_object_get(x, "content");
+			if (json_is_string(x))
+				json_array_append(a, x);
+		}
+		json_object_set_new(t->tokens, "additional_special_tokens", a);
+	}
+}
+
+static void
+add_json(struct llm_chat *c, json_t *msg)
+{
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 8;
+		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
+	}
+	struct llm_chat_msg *m = &c->msgs[c->n++];
+	json_t *content = json_object_get(msg, "content");
+	m->role = llm_xstrdup(json_string_value(json_object_get(msg, "role")));
+	m->content = json_is_string(content) ? llm_xstrndup(json_string_value(content), json_string_length(content)) :
+					       NULL;
+	m->len = json_is_string(content) ? json_string_length(content) : 0;
+	m->json = msg;
 }
 
 void
 llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len)
 {
-	struct llm_chat_msg *m;
-
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 8;
-		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
-	}
-	m = &c->msgs[c->n++];
-	m->role = llm_xstrdup(role);
-	m->content = llm_xmalloc(len + 1);
-	memcpy(m->content, content, len);
-	m->content[len] = 0;
-	m->len = len;
+	json_t *m = json_object();
+	json_object_set_new(m, "role", json_string(role));
+	json_object_set_new(m, "content", json_stringn(content, len));
+	add_json(c, m);
 }
 
 void
@@ -102,6 +176,7 @@ llm_chat_remove(struct llm_chat *c, size_t i, size_t count)
 	for (size_t k = i; k < i + count; k++) {
 		free(c->msgs[k].role);
 		free(c->msgs[k].content);
+		json_decref(c->msgs[k].json);
 	}
 	if (c->n > i + count)
 		memmove(c->msgs + i, c->msgs + i + count, (c->n - i - count) * sizeof(*c->msgs));
@@ -113,452 +188,84 @@ llm_chat_free(struct llm_chat *c)
 {
 	llm_chat_remove(c, 0, c->n);
 	free(c->msgs);
+	json_decref(c->tools);
 	memset(c, 0, sizeof(*c));
 }
 
 int
 llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name)
 {
-	json_t *root = llm_json_loadb(text, len, name), *m;
+	json_t *root = llm_json_loadb_js(text, len, name), *msgs, *tools = NULL, *m;
 	size_t i;
 
 	if (!root)
 		return -1;
-	if (!json_is_array(root) || json_array_size(root) == 0) {
-		json_decref(root);
-		return llm_seterr("%s: expected a JSON array of messages", name);
-	}
-	size_t n0 = c->n;
-	json_array_foreach (root, i, m) {
-		json_t *role = json_object_get(m, "role"), *content = json_object_get(m, "content"); /* borrowed */
-		if (!json_is_object(m) || !json_is_string(role) || !json_is_string(content)) {
+	msgs = root;
+	if (json_is_object(root)) {
+		msgs = json_object_get(root, "messages");
+		tools = json_object_get(root, "tools");
+		if (tools && !json_is_array(tools) && !json_is_null(tools)) {
 			json_decref(root);
-			llm_chat_remove(c, n0, c->n - n0); /* as it was */
-			return llm_seterr("%s: message %zu: expected {\"role\": string, \"content\": string}", name, i);
+			return llm_seterr("%s: \"tools\" is not an array", name);
 		}
-		llm_chat_add(c, json_string_value(role), json_string_value(content), json_string_length(content));
+	}
+	if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+		json_decref(root);
+		return llm_seterr("%s: expected a JSON array of messages, or an object with one as \"messages\"", name);
+	}
+	json_array_foreach (msgs, i, m) {
+		json_t *content = json_object_get(m, "content"); /* borrowed */
+		if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")) ||
+		    (content && !json_is_string(content) && !json_is_null(content))) {
+			json_decref(root);
+			return llm_seterr(
+			    "%s: message %zu: expected {\"role\": string, \"content\": string or null, ...}", name, i);
+		}
+	}
+	json_array_foreach (msgs, i, m)
+		add_json(c, json_incref(m));
+	if (json_is_array(tools)) {
+		json_decref(c->tools);
+		c->tools = json_incref(tools);
 	}
 	json_decref(root);
 	return 0;
 }
 
-/* JavaScript white space (WhiteSpace and LineTerminator of ECMA-262): what
- * String.prototype.trim removes. */
-static int
-js_space(uint32_t cp)
-{
-	return (cp >= 0x09 && cp <= 0x0d) || cp == 0x20 || cp == 0xa0 || cp == 0x1680 ||
-	    (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f ||
-	    cp == 0x3000 || cp == 0xfeff;
-}
-
-/* s[*b, *e) trimmed of JavaScript white space at both ends. */
-static void
-js_trim(const char *s, size_t *b, size_t *e)
-{
-	uint32_t cp;
-	size_t k;
-
-	while (*b < *e && (k = llm_utf8_decode(s + *b, *e - *b, &cp)) > 0 && js_space(cp))
-		*b += k;
-	while (*e > *b) {
-		size_t st = *e - 1;
-		while (st > *b && ((unsigned char)s[st] & 0xc0) == 0x80)
-			st--;
-		if ((k = llm_utf8_decode(s + st, *e - st, &cp)) == 0 || st + k != *e || !js_space(cp))
-			break;
-		*e = st;
-	}
-}
-
-/* The text being rendered and, when wanted, the ranges of it that come
- * from the messages. */
-struct rbuf {
-	struct llm_buf b;
-	struct llm_chat_spans *sp;
-};
-
-/* Append text that comes from a message (its content or role). */
-static void
-content_add(struct rbuf *out, const char *s, size_t n)
-{
-	struct llm_chat_spans *sp = out->sp;
-
-	if (sp && n > 0) {
-		if (sp->n > 0 && sp->r[sp->n - 1][1] == out->b.len)
-			sp->r[sp->n - 1][1] += n;
-		else {
-			if (sp->n == sp->cap) {
-				sp->cap = sp->cap ? 2 * sp->cap : 16;
-				sp->r = llm_xreallocarray(sp->r, sp->cap, sizeof(*sp->r));
-			}
-			sp->r[sp->n][0] = out->b.len;
-			sp->r[sp->n][1] = out->b.len + n;
-			sp->n++;
-		}
-	}
-	llm_buf_add(&out->b, n ? s : "", n);
-}
-
-static void
-add_trimmed(struct rbuf *out, const char *s, size_t n)
-{
-	size_t b = 0, e = n;
-	js_trim(s, &b, &e);
-	content_add(out, s + b, e - b);
-}
-
-/* JavaScript's `s == false`: Number(s) is +0 or -0 (ECMA-262
- * StringToNumber: white space trimmed; empty is 0; decimal with an
- * optional sign, or 0x / 0o / 0b digits; Infinity; else NaN). */
-static int
-js_loosely_false(const char *s, size_t n)
-{
-	size_t b = 0, e = n, i;
-	int base = 0;
-
-	js_trim(s, &b, &e);
-	if (b == e)
-		return 1;
-	if (e - b > 2 && s[b] == '0') {
-		char x = s[b + 1] | 0x20;
-		base = x == 'x' ? 16 : x == 'o' ? 8 : x == 'b' ? 2 : 0;
-	}
-	if (base) {
-		int zero = 1;
-		for (i = b + 2; i < e; i++) {
-			int c = (unsigned char)s[i],
-			    d = c >= '0' && c <= '9'               ? c - '0' :
-			    (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 :
-								     99;
-			if (d >= base)
-				return 0;
-			zero &= d == 0;
-		}
-		return zero;
-	}
-	/* StrDecimalLiteral: [+-] (digits [. digits] | . digits) [e [+-] digits] */
-	i = b;
-	if (s[i] == '+' || s[i] == '-')
-		i++;
-	size_t nd = 0;
-	while (i < e && s[i] >= '0' && s[i] <= '9')
-		i++, nd++;
-	if (i < e && s[i] == '.') {
-		i++;
-		while (i < e && s[i] >= '0' && s[i] <= '9')
-			i++, nd++;
-	}
-	if (nd == 0)
-		return 0; /* NaN, or Infinity: not 0 either way */
-	if (i < e && (s[i] | 0x20) == 'e') {
-		size_t ne = 0;
-		i++;
-		if (i < e && (s[i] == '+' || s[i] == '-'))
-			i++;
-		while (i < e && s[i] >= '0' && s[i] <= '9')
-			i++, ne++;
-		if (ne == 0)
-			return 0;
-	}
-	if (i != e)
-		return 0;
-	/* A valid literal: its value, rounded as JavaScript rounds (to
-	 * nearest double; tiny values underflow to 0). */
-	char *copy = llm_xmalloc(e - b + 1), *end;
-	memcpy(copy, s + b, e - b);
-	copy[e - b] = 0;
-	errno = 0;
-	double v = strtod(copy, &end);
-	free(copy);
-	return v == 0;
-}
-
-static int
-is(const struct llm_chat_msg *m, const char *role)
-{
-	return strcmp(m->role, role) == 0;
-}
-
-static void
-put(struct rbuf *out, const char *s)
-{
-	llm_buf_puts(&out->b, s);
-}
-
-static void
-put_content(struct rbuf *out, const struct llm_chat_msg *m)
-{
-	content_add(out, m->content, m->len);
-}
-
-/* The last occurrence of needle in s[0, n), or NULL. */
-static const char *
-last_of(const char *s, size_t n, const char *needle)
-{
-	size_t k = strlen(needle);
-	for (size_t i = n >= k ? n - k + 1 : 0; i-- > 0;)
-		if (memcmp(s + i, needle, k) == 0)
-			return s + i;
-	return NULL;
-}
-
-static void
-render_deepseek(const struct llm_chat *c, int gen, const char *bos, struct rbuf *out)
-{
-	const struct llm_chat_msg *sys = NULL;
-	int is_tool = 0, is_output_first = 1;
-
-	for (size_t i = 0; i < c->n; i++)
-		if (is(&c->msgs[i], "system"))
-			sys = &c->msgs[i];
-	put(out, bos);
-	if (sys)
-		put_content(out, sys);
-	for (size_t i = 0; i < c->n; i++) {
-		const struct llm_chat_msg *m = &c->msgs[i];
-		if (is(m, "user")) {
-			is_tool = 0;
-			put(out, DS_USER);
-			put_content(out, m);
-		} else if (is(m, "assistant")) {
-			if (is_tool) {
-				put(out, DS_TOOL_OUTPUTS_END);
-				put_content(out, m);
-				put(out, DS_EOS);
-				is_tool = 0;
-			} else {
-				/* content.split('</think>')[-1] */
-				const char *t = last_of(m->content, m->len, "</think>");
-				const char *p = t ? t + 8 : m->content;
-				put(out, DS_ASSISTANT);
-				content_add(out, p, m->len - (size_t)(p - m->content));
-				put(out, DS_EOS);
-			}
-		} else if (is(m, "tool")) {
-			is_tool = 1;
-			put(out,
-			    is_output_first ? DS_TOOL_OUTPUTS_BEGIN DS_TOOL_OUTPUT_BEGIN : "\n" DS_TOOL_OUTPUT_BEGIN);
-			put_content(out, m);
-			put(out, DS_TOOL_OUTPUT_END);
-			is_output_first = 0;
-		}
-	}
-	if (is_tool)
-		put(out, DS_TOOL_OUTPUTS_END);
-	if (gen && !is_tool)
-		put(out, DS_ASSISTANT "<think>\n");
-}
-
-static void
-render_qwen2(const struct llm_chat *c, int gen, struct rbuf *out)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		const struct llm_chat_msg *m = &c->msgs[i];
-		if (i == 0 && !is(&c->msgs[0], "system"))
-			put(out, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n");
-		put(out, "<|im_start|>");
-		put(out, m->role);
-		put(out, "\n");
-		put_content(out, m);
-		put(out, "<|im_end|>\n");
-	}
-	if (gen)
-		put(out, "<|im_start|>assistant\n");
-}
-
-/* s [b, e) without the newlines at its start (lead) and its end (trail),
- * Python's lstrip/rstrip/strip('\n'). */
-static void
-strip_nl(const char *s, size_t *b, size_t *e, int lead, int trail)
-{
-	while (lead && *b < *e && s[*b] == '\n')
-		(*b)++;
-	while (trail && *e > *b && s[*e - 1] == '\n')
-		(*e)--;
-}
-
-static int
-has_affixes(const struct llm_chat_msg *m, const char *pre, const char *suf)
-{
-	size_t a = strlen(pre), z = strlen(suf);
-	return m->len >= a && m->len >= z && memcmp(m->content, pre, a) == 0 &&
-	    memcmp(m->content + m->len - z, suf, z) == 0;
-}
-
-static void
-render_qwen3(const struct llm_chat *c, int gen, struct rbuf *out)
-{
-	size_t n = c->n, last = n - 1; /* ns.last_query_index (with n 0 it wraps: no message) */
-
-	if (n && is(&c->msgs[0], "system")) {
-		put(out, "<|im_start|>system\n");
-		put_content(out, &c->msgs[0]);
-		put(out, "<|im_end|>\n");
-	}
-	for (size_t i = n; i-- > 0;)
-		if (is(&c->msgs[i], "user") && !has_affixes(&c->msgs[i], "<tool_response>", "</tool_response>")) {
-			last = i;
-			break;
-		}
-	for (size_t i = 0; i < n; i++) {
-		const struct llm_chat_msg *m = &c->msgs[i];
-		if (is(m, "user") || (is(m, "system") && i > 0)) {
-			put(out, "<|im_start|>");
-			put(out, m->role);
-			put(out, "\n");
-			put_content(out, m);
-			put(out, "<|im_end|>\n");
-		} else if (is(m, "assistant")) {
-			/* content: after the last '</think>', without leading
-			 * newlines; the reasoning: before the first, after the
-			 * last '<think>' in it, without the newlines around it */
-			const char *s = m->content, *t = last_of(s, m->len, "</think>");
-			size_t cb = 0, ce = m->len, rb = 0, re = 0;
-			if (t) {
-				cb = (size_t)(t - s) + strlen("</think>");
-				strip_nl(s, &cb, &ce, 1, 0);
-				re = (size_t)((const char *)memmem(s, m->len, "</think>", strlen("</think>")) - s);
-				strip_nl(s, &rb, &re, 0, 1);
-				const char *o = last_of(s, re, "<think>");
-				if (o)
-					rb = (size_t)(o - s) + strlen("<think>");
-				strip_nl(s, &rb, &re, 1, 0);
-			}
-			put(out, "<|im_start|>assistant\n");
-			if (i > last) {
-				if (i == n - 1 || re > rb) {
-					strip_nl(s, &rb, &re, 1, 1);
-					put(out, "<think>\n");
-					content_add(out, s + rb, re - rb);
-					put(out, "\n</think>\n\n");
-					strip_nl(s, &cb, &ce, 1, 0);
-				}
-			}
-			content_add(out, s + cb, ce - cb);
-			put(out, "<|im_end|>\n");
-		} else if (is(m, "tool")) {
-			if (i == 0 || !is(&c->msgs[i - 1], "tool"))
-				put(out, "<|im_start|>user");
-			put(out, "\n<tool_response>\n");
-			put_content(out, m);
-			put(out, "\n</tool_response>");
-			if (i == n - 1 || !is(&c->msgs[i + 1], "tool"))
-				put(out, "<|im_end|>\n");
-		}
-	}
-	if (gen)
-		put(out, "<|im_start|>assistant\n");
-}
-
-static void
-render_llama3(const struct llm_chat *c, int gen, const char *bos, struct rbuf *out)
-{
-	for (size_t i = 0; i < c->n; i++) {
-		const struct llm_chat_msg *m = &c->msgs[i];
-		if (i == 0)
-			put(out, bos);
-		put(out, "<|start_header_id|>");
-		content_add(out, m->role, strlen(m->role));
-		put(out, "<|end_header_id|>\n\n");
-		add_trimmed(out, m->content, m->len);
-		put(out, "<|eot_id|>");
-	}
-	if (gen)
-		put(out, "<|start_header_id|>assistant<|end_header_id|>\n\n");
-}
-
-static int
-render_llama2(const struct llm_chat *c, const char *bos, const char *eos, struct rbuf *out)
-{
-	const struct llm_chat_msg *sys = NULL;
-	size_t first = 0;
-
-	if (c->n > 0 && is(&c->msgs[0], "system")) {
-		first = 1;
-		/* `system_message != false` in JavaScript. */
-		if (!js_loosely_false(c->msgs[0].content, c->msgs[0].len))
-			sys = &c->msgs[0];
-	}
-	for (size_t i = first; i < c->n; i++) {
-		const struct llm_chat_msg *m = &c->msgs[i];
-		if (is(m, "user") != ((i - first) % 2 == 0))
-			return llm_seterr("chat template 'llama2': "
-					  "Conversation roles must alternate user/assistant/user/assistant/...");
-		struct rbuf content = {0};
-		if (i == first && sys) {
-			put(&content, "<<SYS>>\n");
-			put_content(&content, sys);
-			put(&content, "\n<</SYS>>\n\n");
-		}
-		put_content(&content, m);
-		if (is(m, "user")) {
-			put(out, bos);
-			put(out, "[INST] ");
-			add_trimmed(out, content.b.p, content.b.len);
-			put(out, " [/INST]");
-		} else if (is(m, "assistant")) {
-			put(out, " ");
-			add_trimmed(out, content.b.p, content.b.len);
-			put(out, " ");
-			put(out, eos);
-		}
-		llm_buf_free(&content.b);
-	}
-	return 0;
-}
-
 int
-llm_chat_render(int tmpl, const struct llm_chat *c, int gen, const char *bos, const char *eos, struct llm_buf *out,
-    struct llm_chat_spans *spans)
+llm_chat_render(const struct llm_chat_template *t, const struct llm_chat *c, int add_generation_prompt,
+    struct llm_buf *out, struct llm_spans *spans)
 {
-	struct llm_chat_spans sp = {0};
-	struct rbuf b = {{0}, spans ? &sp : NULL};
-
-	switch (tmpl) {
-	case LLM_CHAT_DEEPSEEK_R1:
-		render_deepseek(c, gen, bos, &b);
-		break;
-	case LLM_CHAT_QWEN2:
-		render_qwen2(c, gen, &b);
-		break;
-	case LLM_CHAT_LLAMA3:
-		render_llama3(c, gen, bos, &b);
-		break;
-	case LLM_CHAT_QWEN3:
-		render_qwen3(c, gen, &b);
-		break;
-	case LLM_CHAT_LLAMA2:
-		if (render_llama2(c, bos, eos, &b) < 0) {
-			llm_buf_free(&b.b);
-			llm_chat_spans_free(&sp);
-			return -1;
-		}
-		break;
-	default:
-		return llm_seterr("unknown chat template %d", tmpl);
-	}
-	if (spans) {
-		spans->n = 0;
-		for (size_t i = 0; i < sp.n; i++) {
-			if (spans->n == spans->cap) {
-				spans->cap = spans->cap ? 2 * spans->cap : 16;
-				spans->r = llm_xreallocarray(spans->r, spans->cap, sizeof(*spans->r));
-			}
-			spans->r[spans->n][0] = out->len + sp.r[i][0];
-			spans->r[spans->n][1] = out->len + sp.r[i][1];
-			spans->n++;
-		}
-		llm_chat_spans_free(&sp);
-	}
-	llm_buf_add(out, b.b.p ? b.b.p : "", b.b.len);
-	llm_buf_free(&b.b);
-	return 0;
+	static const char *const data[] = {"messages", "tools", NULL};
+	json_t *vars = json_deep_copy(t->tokens ? t->tokens : json_object()), *msgs = json_array();
+	for (size_t i = 0; i < c->n; i++)
+		json_array_append(msgs, c->msgs[i].json);
+	json_object_set_new(vars, "messages", msgs);
+	if (c->tools)
+		json_object_set(vars, "tools", c->tools);
+	json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
+	int rc = llm_jinja_render(t->jinja, vars, data, out, spans);
+	json_decref(vars);
+	return rc;
 }
 
-void
-llm_chat_spans_free(struct llm_chat_spans *s)
+char *
+llm_chat_after_reply(const struct llm_chat_template *t)
 {
-	free(s->r);
-	memset(s, 0, sizeof(*s));
+	static const char reply[] = "Yes.";
+	struct llm_chat c = {0};
+	struct llm_buf b = {0};
+	struct llm_spans sp = {0};
+	char *after = NULL;
+	llm_chat_add(&c, "user", "Hi?", 3);
+	llm_chat_add(&c, "assistant", reply, sizeof(reply) - 1);
+	if (llm_chat_render(t, &c, 0, &b, &sp) == 0 && sp.n > 0) {
+		size_t e = sp.r[sp.n - 1][1];
+		if (e >= sizeof(reply) - 1 && memcmp(b.p + e - (sizeof(reply) - 1), reply, sizeof(reply) - 1) == 0)
+			after = llm_xstrndup(b.p + e, b.len - e);
+	}
+	llm_spans_free(&sp);
+	llm_buf_free(&b);
+	llm_chat_free(&c);
+	return after;
 }

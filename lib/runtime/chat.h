@@ -1,101 +1,102 @@
-/* chat.h: conversations for llm-run: the messages and the chat templates
- * it knows, rendered by C code.  The text stream of a generation is in
- * stream.h, the record of what the KV cache holds in chatcache.h.
+/* chat.h: conversations and the chat templates that render them.
  *
- * Templates.  Each renders exactly what @huggingface/jinja (the engine of
- * transformers.js) renders from the real template text with the same
- * messages, add_generation_prompt, bos_token and eos_token: the texts are
- * named in tests/tools/make-chat-golden, which writes the golden files the
- * tests compare with.  That includes the engine's JavaScript semantics:
- * trim() and strip() remove JavaScript white space (not U+0085, but
- * U+FEFF), and llama2's `system_message != false` is JavaScript's loose
- * comparison (a system prompt of "" or "0" counts as none).  Only string
- * contents are supported (no tool_calls).
- *   deepseek-r1  DeepSeek-R1-Distill: bos_token and the last system prompt
- *                first; assistant history keeps only what follows its last
- *                '</think>'; the generation prompt is
- *                '<｜Assistant｜><think>\n'
- *   qwen2        Qwen2-Instruct ChatML: '<|im_start|>ROLE\n...<|im_end|>\n',
- *                with "You are a helpful assistant." when the first message
- *                is not a system prompt
- *   qwen3        Qwen3 (its tokenizer_config.json, without tools): ChatML
- *                with no default system prompt; an assistant message's
- *                reasoning ('<think>...</think>') dropped before the last
- *                user query and kept after it; tool messages as user turns
- *                of <tool_response> blocks
- *   llama3       Llama 3 Instruct: headers, trimmed contents, '<|eot_id|>'
- *   llama2       Llama 2 chat: [INST] ... [/INST], the system prompt in
- *                <<SYS>> inside the first user message; roles must
- *                alternate user/assistant (an error otherwise) */
+ * A template is the Jinja text of a model (tokenizer_config.json's
+ * chat_template or chat_template.jinja, or a GGUF file's
+ * tokenizer.chat_template), rendered by jinja.h as @huggingface/jinja (the
+ * engine of transformers.js) renders it, with the variables transformers
+ * passes: messages, tools when there are some, add_generation_prompt, and
+ * the special tokens of tokenizer_config.json (bos_token, eos_token, ...).
+ *
+ * Built-in templates, by name, for rendering without a model's own text
+ * (llm-run --chat-template NAME): the texts of lib/runtime/templates/, each
+ * with the bos and eos tokens of its family's tokenizer_config.json:
+ *   deepseek-r1  DeepSeek-R1-Distill's chat_template.jinja
+ *   qwen2        Qwen2-Instruct's ChatML template (a default system prompt)
+ *   qwen3        Qwen3's template
+ *   llama3       Meta-Llama-3-Instruct's template (the generation prompt
+ *                under add_generation_prompt, as upstream has it now)
+ *   llama2       Llama-2-chat's template (roles must alternate)
+ * The texts the golden files were rendered from: tests/tools/make-chat-golden
+ * names their sources. */
 #ifndef LLM_CHAT_H
 #define LLM_CHAT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "../base/util.h"
-
-enum llm_chat_template {
-	LLM_CHAT_DEEPSEEK_R1,
-	LLM_CHAT_QWEN2,
-	LLM_CHAT_LLAMA3,
-	LLM_CHAT_LLAMA2,
-	LLM_CHAT_QWEN3,
-	LLM_CHAT_COUNT
-};
-
-/* "deepseek-r1", ...; and back, -1 for an unknown name. */
-const char *llm_chat_name(int tmpl);
-int llm_chat_find(const char *name);
-/* The template a Jinja chat template text (tokenizer_config.json
- * chat_template or chat_template.jinja) belongs to, by the markers of
- * its family; -1 when none. */
-int llm_chat_recognise(const char *jinja);
-/* bos_token and eos_token as the family's tokenizer_config.json names
- * them, for rendering without one; and the text of the token that ends an
- * assistant turn (generation stops there in a chat). */
-const char *llm_chat_default_bos(int tmpl);
-const char *llm_chat_default_eos(int tmpl);
-const char *llm_chat_end_of_turn(int tmpl);
+#include "jinja.h"
 
 struct llm_chat_msg {
-	char *role;
-	char *content; /* valid UTF-8, NUL-terminated */
+	char *role;    /* NUL-terminated */
+	char *content; /* valid UTF-8, NUL-terminated; NULL when not a string */
 	size_t len;    /* of content */
+	json_t *json;  /* the whole message, as the template sees it */
 };
 
-/* A conversation, in order. */
+/* A conversation, in order, and the tools offered (a JSON array, or
+ * NULL). */
 struct llm_chat {
 	struct llm_chat_msg *msgs;
 	size_t n, cap;
+	json_t *tools;
 };
 
-/* Append a message (copied). */
+/* Append a message {"role": role, "content": content} (copied). */
 void llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len);
 /* Remove msgs[i, i+count). */
 void llm_chat_remove(struct llm_chat *c, size_t i, size_t count);
 void llm_chat_free(struct llm_chat *c);
-/* Append the messages of a JSON array of {"role": string, "content":
- * string} objects (other keys are ignored).  0, or -1 with llm_errmsg
- * "name: ..." (not JSON, not such an array, no messages), c then as it
- * was. */
+/* Append the messages of a JSON array of message objects, or of an object
+ * {"messages": [...], "tools": [...]} as an OpenAI chat request carries
+ * them.  A message has a string "role"; its "content" is a string, null,
+ * or absent (an assistant's tool_calls); its other keys (tool_calls, name,
+ * tool_call_id, reasoning_content, ...) go to the template as they are.
+ * 0, or -1 with llm_errmsg "name: ..." (not JSON, no messages, a message
+ * that is not one), c then as it was. */
 int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name);
 
-/* The byte ranges [r[i][0], r[i][1]) of a rendered conversation that come
- * from its messages (contents and roles), sorted and not overlapping: the
- * text that llm_tokenizer_encode_plain keeps from becoming special tokens. */
-struct llm_chat_spans {
-	size_t (*r)[2];
-	size_t n, cap;
+struct llm_chat_template {
+	struct llm_jinja *jinja;
+	json_t *tokens; /* the special tokens to render with: {"bos_token": "<s>", ...} */
+	char *name;     /* the built-in's name, or the family the text is recognised as; NULL: neither */
 };
-void llm_chat_spans_free(struct llm_chat_spans *s);
 
-/* Append the rendered conversation to out.  bos and eos are the bos_token
- * and eos_token strings.  When spans is not NULL it is set to the ranges
- * of out (offsets from out's start) that come from the messages.  0, or
- * -1 with llm_errmsg when the template raises an error (llama2's role
- * order), out and spans unchanged then. */
-int llm_chat_render(int tmpl, const struct llm_chat *c, int add_generation_prompt, const char *bos, const char *eos,
-    struct llm_buf *out, struct llm_chat_spans *spans);
+#define LLM_CHAT_TEMPLATE_INIT {NULL, NULL, NULL}
+
+/* The built-in names in order: NULL past the last. */
+const char *llm_chat_builtin(size_t i);
+/* A built-in template by name; -1 with llm_errmsg for an unknown name. */
+int llm_chat_template_builtin(struct llm_chat_template *t, const char *name);
+/* A template from its Jinja text; label names it in messages.  -1 with
+ * llm_errmsg "label:LINE:COL: what" for a text the engine cannot render. */
+int llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len, const char *label);
+/* The special tokens of a tokenizer_config.json object (bos_token,
+ * eos_token, unk_token, sep_token, pad_token, cls_token, mask_token as
+ * strings, an AddedToken object as its content; additional_special_tokens
+ * as an array of strings) replace t's where the config has them. */
+void llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config);
+void llm_chat_template_free(struct llm_chat_template *t);
+/* The template text of a tokenizer_config.json object: its chat_template
+ * string, or from a list of {"name", "template"} the one named
+ * "default"; NULL when there is none (borrowed from config). */
+const char *llm_chat_config_template(const json_t *config);
+/* The family a template text looks like (its markers: "deepseek-r1",
+ * "llama3", "qwen3", "qwen2", "llama2"), or NULL.  A label only: the text
+ * itself is what renders. */
+const char *llm_chat_recognise(const char *jinja);
+
+/* Append the rendered conversation to out; spans, when not NULL, gets the
+ * ranges of out that come from the messages' and the tools' strings.  0,
+ * or -1 with llm_errmsg (the template raised an error, or failed), out and
+ * spans then unchanged. */
+int llm_chat_render(const struct llm_chat_template *t, const struct llm_chat *c, int add_generation_prompt,
+    struct llm_buf *out, struct llm_spans *spans);
+/* What the template writes after an assistant's reply that ends a
+ * conversation (its end-of-turn marker and what follows), found by
+ * rendering a short conversation; NULL when that fails.  Freed by the
+ * caller. */
+char *llm_chat_after_reply(const struct llm_chat_template *t);
 
 #endif

@@ -5,37 +5,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chat.h"
 #include "chatsrc.h"
 #include "../base/json.h"
 #include "../base/util.h"
 
-/* A token of tokenizer_config.json: a string, an AddedToken object, or
- * null (""). */
-static char *
-config_token(json_t *cfg, const char *key)
+/* The template from its text (jinja: chat_template.jinja's, else the
+ * config's), then the config's special tokens. */
+static void
+settle(struct llm_chatsrc *s, const char *jinja, size_t len, const char *jlabel, const char *clabel)
 {
-	json_t *v = json_object_get(cfg, key); /* borrowed */
-	if (!v)
-		return NULL;
-	if (json_is_object(v))
-		v = json_object_get(v, "content");
-	return llm_xstrdup(json_is_string(v) ? json_string_value(v) : "");
-}
-
-static int
-read_config(struct llm_chatsrc *s, const char *text, size_t len, const char *label)
-{
-	json_t *cfg = llm_json_loadb(text, len, label), *t;
-	if (!cfg)
-		return -1;
-	s->bos = config_token(cfg, "bos_token");
-	s->eos = config_token(cfg, "eos_token");
-	t = json_object_get(cfg, "chat_template"); /* borrowed */
-	if (s->tmpl < 0 && json_is_string(t))
-		s->tmpl = llm_chat_recognise(json_string_value(t));
-	json_decref(cfg);
-	return 0;
+	const char *text = jinja, *label = jlabel;
+	char *lab = NULL;
+	if (!text && s->config && (text = llm_chat_config_template(s->config))) {
+		len = strlen(text);
+		label = lab = llm_xasprintf("%s: chat_template", clabel);
+	}
+	if (text && llm_chat_template_text(&s->tmpl, text, len, label) < 0) {
+		free(s->warning);
+		s->warning = llm_xasprintf("the chat template is left out: %s", llm_errmsg());
+	}
+	if (s->tmpl.jinja && s->config)
+		llm_chat_template_tokens(&s->tmpl, s->config);
+	free(lab);
 }
 
 /* The member name of b as text (freed by the caller), or NULL: absent;
@@ -58,56 +49,31 @@ member(const struct llm_bundle *b, const char *name, const char **label, size_t 
 int
 llm_chatsrc_bundle(struct llm_chatsrc *s, const struct llm_bundle *b)
 {
-	const char *label;
-	char *text;
-	size_t len;
+	const char *label, *jlabel = NULL, *clabel = NULL;
+	char *text, *jinja = NULL;
+	size_t len, jlen = 0;
 	int rc = 0;
 
-	if ((text = member(b, "model.json", &label, &len, &rc))) {
-		json_t *m = llm_json_loadb(text, len, label), *t;
-		free(text);
-		if (!m)
-			return -1;
-		t = json_object_get(json_object_get(m, "tokenizer"), "chat_template"); /* borrowed */
-		if (json_is_string(t) && (s->tmpl = llm_chat_find(json_string_value(t))) < 0)
-			s->warning = llm_xasprintf("%s: unknown chat template '%s'", label, json_string_value(t));
-		json_decref(m);
-	}
-	if (rc == 0 && (text = member(b, "tokenizer.json", &label, &len, &rc))) {
+	if ((text = member(b, "tokenizer.json", &label, &len, &rc))) {
 		s->tok = llm_tokenizer_load_json(text, len, label);
 		free(text);
 		if (!s->tok)
 			return -1;
 	}
-	if (rc == 0 && (text = member(b, "chat_template.jinja", &label, &len, &rc))) {
-		if (s->tmpl < 0)
-			s->tmpl = llm_chat_recognise(text);
+	if (rc == 0 && (text = member(b, "tokenizer_config.json", &clabel, &len, &rc))) {
+		s->config = llm_json_loadb(text, len, clabel);
 		free(text);
-	}
-	if (rc == 0 && (text = member(b, "tokenizer_config.json", &label, &len, &rc))) {
-		rc = read_config(s, text, len, label);
-		free(text);
-	}
-	return rc;
-}
-
-/* A file beside dir's tokenizer.json, when there is one. */
-static int
-beside(struct llm_chatsrc *s, const char *dir, const char *name)
-{
-	char *p = llm_path_join(dir, name), *text;
-	size_t len;
-	int rc = 0;
-	if (llm_file_exists(p)) {
-		if ((rc = llm_read_file(p, &text, &len)) == 0) {
-			if (strcmp(name, "chat_template.jinja") == 0)
-				s->tmpl = llm_chat_recognise(text);
-			else
-				rc = read_config(s, text, len, p);
-			free(text);
+		if (!s->config || !json_is_object(s->config)) {
+			if (s->config)
+				llm_seterr("%s: not a JSON object", clabel);
+			return -1;
 		}
 	}
-	free(p);
+	if (rc == 0)
+		jinja = member(b, "chat_template.jinja", &jlabel, &jlen, &rc);
+	if (rc == 0)
+		settle(s, jinja, jlen, jlabel, clabel);
+	free(jinja);
 	return rc;
 }
 
@@ -136,32 +102,70 @@ llm_chatsrc_path(struct llm_chatsrc *s, const char *path)
 	if (!(s->tok = llm_tokenizer_load(path)))
 		return -1;
 	char *p = llm_xstrdup(path), *dir = llm_xstrdup(dirname(p));
-	int rc = beside(s, dir, "chat_template.jinja");
+	char *cpath = llm_path_join(dir, "tokenizer_config.json"), *jpath = llm_path_join(dir, "chat_template.jinja");
+	char *jinja = NULL;
+	size_t jlen = 0;
+	int rc = 0;
+	if (llm_file_exists(cpath)) {
+		if (!(s->config = llm_json_load(cpath)))
+			rc = -1;
+		else if (!json_is_object(s->config))
+			rc = llm_seterr("%s: not a JSON object", cpath);
+	}
+	if (rc == 0 && llm_file_exists(jpath) && llm_read_file(jpath, &jinja, &jlen) < 0)
+		rc = -1;
 	if (rc == 0)
-		rc = beside(s, dir, "tokenizer_config.json");
+		settle(s, jinja, jlen, jpath, cpath);
+	free(jinja);
+	free(cpath);
+	free(jpath);
 	free(p);
 	free(dir);
 	return rc;
 }
 
-const char *
-llm_chatsrc_bos(const struct llm_chatsrc *s, int tmpl)
+int
+llm_chatsrc_template(struct llm_chatsrc *s, const char *spec)
 {
-	return s->bos ? s->bos : llm_chat_default_bos(tmpl);
-}
-
-const char *
-llm_chatsrc_eos(const struct llm_chatsrc *s, int tmpl)
-{
-	return s->eos ? s->eos : llm_chat_default_eos(tmpl);
+	struct llm_chat_template t = LLM_CHAT_TEMPLATE_INIT;
+	char *text;
+	size_t len;
+	int named = 0;
+	for (size_t i = 0; llm_chat_builtin(i); i++)
+		named |= strcmp(spec, llm_chat_builtin(i)) == 0;
+	if (named) {
+		if (llm_chat_template_builtin(&t, spec) < 0)
+			return -1;
+	} else {
+		if (!strchr(spec, '/') && !llm_file_exists(spec)) {
+			struct llm_buf names = {0};
+			for (size_t i = 0; llm_chat_builtin(i); i++)
+				llm_buf_printf(&names, "%s%s", i ? ", " : "", llm_chat_builtin(i));
+			llm_seterr("chat template '%s': neither a file nor one of the built-in templates (%s)", spec,
+			    names.p);
+			llm_buf_free(&names);
+			return -1;
+		}
+		if (llm_read_file(spec, &text, &len) < 0)
+			return -1;
+		int rc = llm_chat_template_text(&t, text, len, spec);
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
+	if (s->config)
+		llm_chat_template_tokens(&t, s->config);
+	llm_chat_template_free(&s->tmpl);
+	s->tmpl = t;
+	return 0;
 }
 
 void
 llm_chatsrc_free(struct llm_chatsrc *s)
 {
 	llm_tokenizer_free(s->tok);
-	free(s->bos);
-	free(s->eos);
+	llm_chat_template_free(&s->tmpl);
+	json_decref(s->config);
 	free(s->warning);
 	*s = (struct llm_chatsrc)LLM_CHATSRC_INIT;
 }

@@ -1,6 +1,6 @@
 /* text.c: llm-run's modes that run no model: --tokenize, --detokenize
  * and --render expose the tokenizer (lib/runtime/toklines.c) and the chat
- * templates (lib/runtime/chat.c) to scripts and golden tests; --verify reads the
+ * templates (lib/runtime/chat.c, jinja.c) to scripts and golden tests; --verify reads the
  * weights against weights.json. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -80,9 +80,10 @@ run_text(const struct text_opts *a)
 		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
 	if (a->mode == TEXT_RENDER) {
 		struct llm_chat conv = {0};
-		int tmpl = a->template_name ? llm_chat_find(a->template_name) : src.tmpl;
 		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
-		if (tmpl < 0)
+		if (a->template_name && llm_chatsrc_template(&src, a->template_name) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (!src.tmpl.jinja)
 			llm_fatal("%s: no chat template recognised: give --chat-template",
 			    a->tokenizer_path ? a->tokenizer_path :
 				a->model      ? a->model :
@@ -90,8 +91,7 @@ run_text(const struct text_opts *a)
 		char *text = run_read_input(a->render_path, &len);
 		if (llm_chat_parse(&conv, text, len, label) < 0)
 			llm_fatal("%s", llm_errmsg());
-		if (llm_chat_render(tmpl, &conv, !a->no_gen, llm_chatsrc_bos(&src, tmpl), llm_chatsrc_eos(&src, tmpl),
-			&out, NULL) < 0)
+		if (llm_chat_render(&src.tmpl, &conv, !a->no_gen, &out, NULL) < 0)
 			llm_fatal("%s: %s", label, llm_errmsg());
 		free(text);
 		llm_chat_free(&conv);

@@ -1,6 +1,6 @@
 /* fuzz_chat.c: libFuzzer target for a conversation (lib/runtime/chat.c,
  * llm_chat_parse: the JSON llm-run --render reads) rendered with every
- * built-in template.  A parsed conversation renders, or is refused with a
+ * built-in template (lib/runtime/jinja.c).  A parsed conversation renders, or is refused with a
  * message, under each template, and the ranges of the messages' text are
  * sorted and inside the rendering; a refused input leaves one line naming
  * it.  Build and run: see tests/fuzz/README. */
@@ -23,19 +23,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		llm_chat_free(&c); /* its array may stay allocated */
 		return 0;
 	}
-	for (int t = 0; t < LLM_CHAT_COUNT; t++)
+	for (size_t t = 0; llm_chat_builtin(t); t++)
 		for (int gen = 0; gen < 2; gen++) {
+			struct llm_chat_template tmpl = LLM_CHAT_TEMPLATE_INIT;
 			struct llm_buf out = {0};
-			struct llm_chat_spans sp = {0};
-			int rc = llm_chat_render(t, &c, gen, llm_chat_default_bos(t), llm_chat_default_eos(t), &out,
-			    gen ? &sp : NULL);
+			struct llm_spans sp = {0};
+			CHECK(llm_chat_template_builtin(&tmpl, llm_chat_builtin(t)) == 0);
+			int rc = llm_chat_render(&tmpl, &c, gen, &out, gen ? &sp : NULL);
+			llm_chat_template_free(&tmpl);
 			CHECK(rc == 0 || rc == -1);
 			CHECK(rc < 0 || (out.p && strlen(out.p) <= out.len));
 			/* the message ranges: sorted, apart, not empty, inside */
 			for (size_t i = 0; rc == 0 && i < sp.n; i++)
 				CHECK(sp.r[i][0] < sp.r[i][1] && sp.r[i][1] <= out.len &&
 				    (i == 0 || sp.r[i - 1][1] < sp.r[i][0]));
-			llm_chat_spans_free(&sp);
+			llm_spans_free(&sp);
 			llm_buf_free(&out);
 		}
 	llm_chat_free(&c);
