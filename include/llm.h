@@ -144,6 +144,17 @@ int llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int 
  * special tokens). */
 int llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
     size_t *nids);
+/* The same for a conversation in JSON text (len bytes): an array of
+ * messages, or an object with "messages" and "tools" as an OpenAI chat
+ * request carries them.  A message has a string "role"; its "content" is
+ * a string, null or absent; its other keys (tool_calls, tool_call_id,
+ * name, reasoning_content, ...) and the tools reach the template as they
+ * are, their strings kept from becoming special tokens as contents are.
+ * LLM_ERR_ARG for text that is not such JSON. */
+int llm_chat_apply_json(struct llm *m, const char *json, size_t len, int add_generation_prompt, char **text,
+    size_t *textlen);
+int llm_chat_tokenize_json(struct llm *m, const char *json, size_t len, int add_generation_prompt, int64_t **ids,
+    size_t *nids);
 
 /* ---- Sequences -------------------------------------------------------- */
 
@@ -185,6 +196,9 @@ enum llm_chat_flags {
  * then llm_seq_eval(s, *ids, *nids) do it, the prompt's text recorded
  * for the next turn. */
 int llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids);
+/* The same for a conversation in JSON text, as llm_chat_apply_json. */
+int llm_seq_chat_json(struct llm_seq *s, const char *json, size_t len, int flags, int64_t *keep, int64_t **ids,
     size_t *nids);
 
 /* Write the sequence's state (tokens, KV entries, logits, context size)

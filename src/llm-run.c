@@ -40,7 +40,7 @@ static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
     "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
     "               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
-    "               [--chat-template name] [--system text] [--no-special-in-input]\n"
+    "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
     "               [--no-display-prompt] -m model\n"
     "               -i | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
@@ -50,7 +50,7 @@ static const char usage_text[] =
     "       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
     "               [--no-special-in-input]\n"
     "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
-    "       llm-run [-m model | --tokenizer path] [--chat-template name] --render file\n"
+    "       llm-run [-m model | --tokenizer path] [--chat-template name|file] --render file\n"
     "               [--no-gen-prompt]\n"
     "       llm-run -m model --verify\n";
 
@@ -84,7 +84,7 @@ static const char help_text[] =
     "                       the text of special tokens (<|im_end|>) in -p, -f, chat messages and\n"
     "                       --tokenize lines is text, not the token (default: the token, as in\n"
     "                       Hugging Face); the chat template's own tokens stay\n"
-    "  --chat-template name deepseek-r1, qwen2, qwen3, llama3 or llama2 (default: the model's)\n"
+    "  --chat-template name|file  a Jinja file, or deepseek-r1, qwen2, qwen3, llama3, llama2 (default: the model's)\n"
     "  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
     "  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
     "                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"

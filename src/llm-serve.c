@@ -97,8 +97,8 @@ struct gen {
 	size_t nstop;
 	int64_t *reply;
 	size_t nreply, prompt_tokens;
-	struct llm_message *msgs; /* a chat's conversation (contents owned), or NULL */
-	size_t nmsgs;
+	char *conv; /* a chat's conversation as JSON ({"messages", "tools"}), or NULL */
+	size_t convlen;
 	struct llm_stream
 	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
 	size_t shown; /* bytes of st.text already sent (streaming) */
@@ -168,9 +168,7 @@ gen_free(struct gen *g)
 		free(g->stop[i]);
 	free(g->stop);
 	free(g->reply);
-	for (size_t i = 0; i < g->nmsgs; i++)
-		free((void *)g->msgs[i].content);
-	free(g->msgs);
+	free(g->conv);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -305,22 +303,39 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 		const json_t *ms = json_object_get(j, "messages");
 		if (!json_is_array(ms) || json_array_size(ms) == 0)
 			return badf(b, NULL, "'messages' must be a non-empty array");
-		size_t nm = json_array_size(ms);
-		struct llm_message *msgs = llm_xcalloc(nm, sizeof(*msgs));
+		/* the messages as they came, each content's text parts joined;
+		 * tool calls, tool results and the tools go to the template */
+		const json_t *tools = json_object_get(j, "tools");
+		if (tools && !json_is_null(tools) && !json_is_array(tools))
+			return badf(b, NULL, "'tools' must be an array");
+		json_t *conv = json_object(), *out = json_array();
+		json_object_set_new(conv, "messages", out);
+		if (json_is_array(tools))
+			json_object_set(conv, "tools", (json_t *)tools);
 		rc = 0;
-		for (size_t i = 0; i < nm && rc == 0; i++) {
-			const json_t *m = json_array_get(ms, i), *role = json_object_get(m, "role");
+		for (size_t i = 0; i < json_array_size(ms) && rc == 0; i++) {
+			const json_t *m = json_array_get(ms, i), *role = json_object_get(m, "role"), *c;
+			char *content = NULL;
 			if (!json_is_object(m) || !json_is_string(role))
 				rc = badf(b, NULL, "messages[%zu] must be an object with a string 'role'", i);
-			else if (!(msgs[i].content = content_of(json_object_get(m, "content"), i, b)))
+			else if ((c = json_object_get(m, "content")) && !json_is_null(c) &&
+			    !(content = content_of(c, i, b)))
 				rc = -1;
-			else
-				msgs[i].role = json_string_value(role);
+			else {
+				json_t *x = json_copy((json_t *)m);
+				if (content)
+					json_object_set_new(x, "content", json_string(content));
+				json_array_append_new(out, x);
+			}
+			free(content);
 		}
-		if (rc == 0 && (rc = llm_chat_tokenize(sv.m, msgs, nm, 1, ids, n)) != LLM_OK)
-			rc = badf(b, NULL, "%s", llm_errmsg());
-		g->msgs = msgs; /* gen_free frees them */
-		g->nmsgs = nm;
+		if (rc == 0) {
+			g->conv = json_dumps(conv, JSON_COMPACT);
+			g->convlen = strlen(g->conv);
+			if ((rc = llm_chat_tokenize_json(sv.m, g->conv, g->convlen, 1, ids, n)) != LLM_OK)
+				rc = badf(b, NULL, "%s", llm_errmsg());
+		}
+		json_decref(conv);
 		return rc;
 	}
 	const json_t *p = json_object_get(j, "prompt");
@@ -406,7 +421,8 @@ static void
 reuse(struct gen *g, struct slot *s, const int64_t *ids, size_t n, size_t *keep, int64_t **rest, size_t *nrest)
 {
 	int64_t k;
-	if (g->msgs && llm_seq_chat(s->seq, g->msgs, g->nmsgs, LLM_CHAT_GENERATION_PROMPT, &k, rest, nrest) == LLM_OK) {
+	if (g->conv &&
+	    llm_seq_chat_json(s->seq, g->conv, g->convlen, LLM_CHAT_GENERATION_PROMPT, &k, rest, nrest) == LLM_OK) {
 		*keep = (size_t)k;
 		return;
 	}

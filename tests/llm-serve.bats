@@ -97,6 +97,33 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	[ "$(jq -r .content <<<"${output%$'\n'*}")" = "Hello world" ]
 }
 
+@test "tool calls, tool results and tools reach the model's chat template (issue 44)" {
+	serve
+	cat >"$T/req.json" <<-'EOF'
+		{"messages": [{"role": "user", "content": "Weather in Paris?"},
+		 {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+		  "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+		 {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"}],
+		 "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+		 "max_tokens": 2, "temperature": 0}
+	EOF
+	run -0 post /v1/chat/completions "$(jq -c . "$T/req.json")"
+	[ "${lines[-1]}" = 200 ]
+	got=$(jq .usage.prompt_tokens <<<"${output%$'\n'*}")
+	# the prompt llm-run renders from the same request, tool call included
+	llm-run -m "$M" --render "$T/req.json" >"$T/prompt"
+	grep -q 'get_weather' "$T/prompt"
+	grep -q '{"temp": 21}' "$T/prompt"
+	[ "$got" -eq "$(jq -Rs . "$T/prompt" | llm-run -m "$M" --tokenize | jq length)" ]
+	# a content of text parts is its text; 'tools' must be an array
+	run -0 post /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+		"max_tokens": 1}'
+	[ "${lines[-1]}" = 200 ]
+	run -0 post /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "tools": {}}'
+	[ "${lines[-1]}" = 400 ]
+	[ "$(jq -r .error.message <<<"${output%$'\n'*}")" = "'tools' must be an array" ]
+}
+
 @test "bad requests get OpenAI-shaped errors with the right status; the server goes on (issue 43)" {
 	serve --max-body 4096
 	check() { # status type PATH BODY

@@ -424,11 +424,20 @@ llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len)
 	return LLM_OK;
 }
 
+/* A conversation as the caller gives it: messages, or JSON text. */
+struct conv {
+	const struct llm_message *msgs;
+	size_t n;
+	const char *json;
+	size_t len;
+};
+
 /* The conversation rendered into out (spans: the messages' ranges). */
 static int
-render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, struct llm_buf *out, struct llm_spans *sp,
-    const char *fn)
+render(struct llm *m, const struct conv *cv, int add_gen, struct llm_buf *out, struct llm_spans *sp, const char *fn)
 {
+	const struct llm_message *msgs = cv->msgs;
+	size_t n = cv->n;
 	if (!m)
 		return fail(LLM_ERR_ARG, "%s: the model is NULL", fn);
 	if (!msgs && n)
@@ -437,7 +446,9 @@ render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, str
 		return fail(LLM_ERR_UNSUPPORTED, "%s: %s: no chat template recognised", fn,
 		    llm_runtime_model(m->rt)->path);
 	struct llm_chat c = {0};
-	for (size_t i = 0; i < n; i++) {
+	if (cv->json && llm_chat_parse(&c, cv->json, cv->len, fn) < 0)
+		return fail(LLM_ERR_ARG, "%s", llm_errmsg());
+	for (size_t i = 0; !cv->json && i < n; i++) {
 		if (!msgs[i].role || !msgs[i].content) {
 			llm_chat_free(&c);
 			return fail(LLM_ERR_ARG, "%s: message %zu: %s is NULL", fn, i,
@@ -455,14 +466,13 @@ render(struct llm *m, const struct llm_message *msgs, size_t n, int add_gen, str
 	return rc < 0 ? fail(LLM_ERR_ARG, "%s: %s", fn, llm_errmsg()) : LLM_OK;
 }
 
-int
-llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, char **text,
-    size_t *len)
+static int
+chat_apply(struct llm *m, const struct conv *cv, int add_generation_prompt, char **text, size_t *len, const char *fn)
 {
 	struct llm_buf b = {0};
 	if (!text)
-		return fail(LLM_ERR_ARG, "llm_chat_apply: text is NULL");
-	int rc = render(m, msgs, n, add_generation_prompt, &b, NULL, "llm_chat_apply");
+		return fail(LLM_ERR_ARG, "%s: text is NULL", fn);
+	int rc = render(m, cv, add_generation_prompt, &b, NULL, fn);
 	if (rc) {
 		llm_buf_free(&b);
 		return rc;
@@ -475,17 +485,33 @@ llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_
 }
 
 int
-llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
-    size_t *nids)
+llm_chat_apply(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, char **text,
+    size_t *len)
+{
+	return chat_apply(m, &(struct conv){msgs, n, NULL, 0}, add_generation_prompt, text, len, "llm_chat_apply");
+}
+
+int
+llm_chat_apply_json(struct llm *m, const char *json, size_t jlen, int add_generation_prompt, char **text, size_t *len)
+{
+	if (!json)
+		return fail(LLM_ERR_ARG, "llm_chat_apply_json: json is NULL");
+	return chat_apply(m, &(struct conv){NULL, 0, json, jlen}, add_generation_prompt, text, len,
+	    "llm_chat_apply_json");
+}
+
+static int
+chat_tokenize(struct llm *m, const struct conv *cv, int add_generation_prompt, int64_t **ids, size_t *nids,
+    const char *fn)
 {
 	struct llm_buf b = {0};
 	struct llm_spans sp = {0};
-	int rc = need_tokenizer(m, "llm_chat_tokenize");
+	int rc = need_tokenizer(m, fn);
 	if (rc)
 		return rc;
 	if (!ids || !nids)
-		return fail(LLM_ERR_ARG, "llm_chat_tokenize: %s is NULL", ids ? "nids" : "ids");
-	if (!(rc = render(m, msgs, n, add_generation_prompt, &b, &sp, "llm_chat_tokenize")))
+		return fail(LLM_ERR_ARG, "%s: %s is NULL", fn, ids ? "nids" : "ids");
+	if (!(rc = render(m, cv, add_generation_prompt, &b, &sp, fn)))
 		rc = encode(m, b.p ? b.p : "", b.len, 0, (const size_t (*)[2])sp.r, sp.n, ids, nids);
 	llm_buf_free(&b);
 	llm_spans_free(&sp);
@@ -493,23 +519,41 @@ llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int a
 }
 
 int
-llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+llm_chat_tokenize(struct llm *m, const struct llm_message *msgs, size_t n, int add_generation_prompt, int64_t **ids,
     size_t *nids)
+{
+	return chat_tokenize(m, &(struct conv){msgs, n, NULL, 0}, add_generation_prompt, ids, nids,
+	    "llm_chat_tokenize");
+}
+
+int
+llm_chat_tokenize_json(struct llm *m, const char *json, size_t len, int add_generation_prompt, int64_t **ids,
+    size_t *nids)
+{
+	if (!json)
+		return fail(LLM_ERR_ARG, "llm_chat_tokenize_json: json is NULL");
+	return chat_tokenize(m, &(struct conv){NULL, 0, json, len}, add_generation_prompt, ids, nids,
+	    "llm_chat_tokenize_json");
+}
+
+static int
+seq_chat(struct llm_seq *s, const struct conv *cv, int flags, int64_t *keep, int64_t **ids, size_t *nids,
+    const char *fn)
 {
 	struct llm_buf b = {0};
 	struct llm_spans sp = {0};
 	if (!s || !keep || !ids || !nids)
-		return fail(LLM_ERR_ARG, "llm_seq_chat: %s is NULL",
+		return fail(LLM_ERR_ARG, "%s: %s is NULL", fn,
 		    !s ? "the sequence" :
 			!keep ? "keep" :
 			!ids  ? "ids" :
 				"nids");
-	int rc = need_tokenizer(s->m, "llm_seq_chat");
+	int rc = need_tokenizer(s->m, fn);
 	if (rc)
 		return rc;
 	if (flags & ~(LLM_CHAT_GENERATION_PROMPT | LLM_CHAT_SPECIAL_IN_CONTENT))
-		return fail(LLM_ERR_ARG, "llm_seq_chat: unknown flags %#x", (unsigned)flags);
-	if ((rc = render(s->m, msgs, n, (flags & LLM_CHAT_GENERATION_PROMPT) != 0, &b, &sp, "llm_seq_chat")))
+		return fail(LLM_ERR_ARG, "%s: unknown flags %#x", fn, (unsigned)flags);
+	if ((rc = render(s->m, cv, (flags & LLM_CHAT_GENERATION_PROMPT) != 0, &b, &sp, fn)))
 		goto out;
 	/* The longest cached prefix at a cut point whose text starts the
 	 * rendering; at least one token must be new, for its logits. */
@@ -555,6 +599,22 @@ out:
 	llm_buf_free(&b);
 	llm_spans_free(&sp);
 	return rc;
+}
+
+int
+llm_seq_chat(struct llm_seq *s, const struct llm_message *msgs, size_t n, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids)
+{
+	return seq_chat(s, &(struct conv){msgs, n, NULL, 0}, flags, keep, ids, nids, "llm_seq_chat");
+}
+
+int
+llm_seq_chat_json(struct llm_seq *s, const char *json, size_t len, int flags, int64_t *keep, int64_t **ids,
+    size_t *nids)
+{
+	if (!json)
+		return fail(LLM_ERR_ARG, "llm_seq_chat_json: json is NULL");
+	return seq_chat(s, &(struct conv){NULL, 0, json, len}, flags, keep, ids, nids, "llm_seq_chat_json");
 }
 
 int

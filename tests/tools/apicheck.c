@@ -146,7 +146,34 @@ main(int argc, char **argv)
 	struct llm_message bad[] = {{"user", NULL}};
 	status(llm_chat_apply(m, bad, 1, 1, &text, &len), LLM_ERR_ARG, "chat_apply with a NULL content");
 	status(llm_chat_tokenize(m, msgs, 1, 1, &ids, &n), LLM_OK, "chat_tokenize");
+	/* the same conversation as JSON: the same text and tokens */
+	static const char js[] = "[{\"role\": \"user\", \"content\": \"Hi <|im_end|>\"}]";
+	char *jtext;
+	size_t jlen, jn;
+	int64_t *jids;
+	status(llm_chat_apply(m, msgs, 1, 1, &text, &len), LLM_OK, "chat_apply again");
+	status(llm_chat_apply_json(m, js, strlen(js), 1, &jtext, &jlen), LLM_OK, "chat_apply_json");
+	check(jlen == len && !strcmp(jtext, text), "the JSON conversation renders as the messages do");
+	llm_free(jtext);
+	llm_free(text);
+	status(llm_chat_tokenize_json(m, js, strlen(js), 1, &jids, &jn), LLM_OK, "chat_tokenize_json");
+	check(jn == n && !memcmp(jids, ids, n * sizeof(*ids)), "and encodes to the same tokens");
+	llm_free(jids);
 	llm_free(ids);
+	/* a tool call reaches the template (DeepSeek-R1's renders it) */
+	static const char call[] =
+	    "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assistant\", "
+	    "\"content\": null, \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": "
+	    "\"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}}]}], \"tools\": []}";
+	status(llm_chat_apply_json(m, call, strlen(call), 0, &jtext, &jlen), LLM_OK,
+	    "chat_apply_json with a tool call");
+	check(jtext && strstr(jtext, "get_weather") && strstr(jtext, "{\"city\": \"Paris\"}"),
+	    "the tool call is in the prompt");
+	llm_free(jtext);
+	status(llm_chat_apply_json(m, "[{\"role\": 1}]", 14, 1, &jtext, &jlen), LLM_ERR_ARG,
+	    "chat_apply_json with a bad message");
+	status(llm_chat_apply_json(m, "[", 1, 1, &jtext, &jlen), LLM_ERR_ARG, "chat_apply_json with bad JSON");
+	status(llm_chat_tokenize_json(m, NULL, 0, 1, &jids, &jn), LLM_ERR_ARG, "chat_tokenize_json with NULL");
 
 	/* sequences */
 	status(llm_seq_new(NULL, 0, &s), LLM_ERR_ARG, "seq_new NULL model");
@@ -222,8 +249,16 @@ main(int argc, char **argv)
 	size_t ncids, n1;
 	status(llm_seq_new(m, 0, &u), LLM_OK, "seq_new for a chat");
 	struct llm_message turn1[] = {{"user", "Hi"}};
+	static const char jturn1[] = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
+	status(llm_seq_chat_json(u, jturn1, strlen(jturn1), LLM_CHAT_GENERATION_PROMPT, &keep, &cids, &ncids), LLM_OK,
+	    "seq_chat_json");
+	int64_t jfirst[64];
+	size_t njfirst = ncids < 64 ? ncids : 64;
+	memcpy(jfirst, cids, njfirst * sizeof(*cids));
+	llm_free(cids);
 	status(llm_seq_chat(u, turn1, 1, LLM_CHAT_GENERATION_PROMPT, &keep, &cids, &ncids), LLM_OK, "seq_chat");
 	check(keep == 0 && ncids > 0, "the first turn: nothing kept");
+	check(ncids == njfirst && !memcmp(jfirst, cids, njfirst * sizeof(*cids)), "as seq_chat_json gave it");
 	n1 = ncids;
 	check(!llm_seq_rewind(u, keep) && !llm_seq_eval(u, cids, ncids), "its prompt evaluated");
 	llm_free(cids);
