@@ -538,9 +538,12 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		}
 	}
 	m->source_dir = absdir;
+	/* a window the context never outgrows masks nothing: the plain code */
+	if (cfg.sliding_window >= o->max_ctx)
+		cfg.sliding_window = 0;
 	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
 		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
-		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.rope_scaling};
+		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.sliding_window, cfg.rope_scaling};
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;

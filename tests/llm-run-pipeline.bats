@@ -106,6 +106,34 @@ decode_check() {
 	check_prompt "$d" 17
 }
 
+@test "mistral with a sliding window of 5: refmodel's logits for prompts across it and its chunks, and 33 decode steps; a window the context never passes is the llama's code (issue 44)" {
+	local d="$BATS_FILE_TMPDIR/mistral"
+	mkmodel --preset tiny --family mistral --sliding-window 5 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2
+	jq -e '.family == "mistral" and .config.sliding_window == 5' "$d/out/model.json"
+	for n in 4 6 13 17 30; do
+		check_prompt "$d" $n
+	done
+	run -0 --separate-stderr llm-run -m "$d/out/model.llm" -t 2 --json --tokens 11,22,33,44,55 -n 33 --logits "$T/l"
+	gen=$(jq -r '.generated_tokens | join(",")' <<<"$output")
+	refmodel --all --tokens "11,22,33,44,55,${gen%,*}" -o "$T/all" "$d/ck"
+	tail -c $((33 * V * 4)) "$T/all" >"$T/r"
+	run -0 cmpf32 -g -a 1e-4 -c $V "$T/r" "$T/l"
+	echo "mistral decode: $output" >&3
+	# a window as long as the context: the phases are the llama family's,
+	# byte for byte (but the first line, which names the family)
+	mkmodel --preset tiny --family mistral --sliding-window 64 --seed 1 -o "$d/ck0" >&2
+	llm-import --max-context 64 --prefill-chunk 16 --activations f32 -o "$d/i0" "$d/ck0" >&2
+	mkmodel --preset tiny --family llama --seed 1 -o "$d/ckl" >&2
+	llm-import --max-context 64 --prefill-chunk 16 --activations f32 -o "$d/il" "$d/ckl" >&2
+	for k in prefill prefill_kv decode; do
+		[[ "$(head -1 "$d/i0/$k.mlir")" == *mistral* ]]
+		cmp <(tail -n +2 "$d/i0/$k.mlir") <(tail -n +2 "$d/il/$k.mlir")
+	done
+	jq -e '.config | has("sliding_window") | not' "$d/i0/model.json"
+}
+
 @test "qwen3 (q_norm and k_norm, head_dim 32 of hidden 64 / 4 heads): refmodel's logits and greedy tokens, f32 and bf16" {
 	local d
 	for dt in f32 bf16; do

@@ -175,10 +175,27 @@ check_tiny() {
 		.rope_scaling == null' "$d/config.json" >/dev/null
 	check_tensors "$d" qwen3 BF16 2 64 128 64 128 151936 false 32
 	run -2 --separate-stderr mkmodel --head-dim 32 -o "$T/m"
-	[[ ${stderr_lines[0]} == "mkmodel: --head-dim needs --family llama or qwen3"* ]]
+	[[ ${stderr_lines[0]} == "mkmodel: --head-dim needs --family llama, qwen3 or mistral"* ]]
 	run -2 --separate-stderr mkmodel --family llama --head-dim 7 -o "$T/m"
 	run -2 --separate-stderr mkmodel --rope-llama3 64 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: --rope-llama3 needs --family llama"* ]]
+}
+
+@test "--family mistral [--sliding-window n]: MistralConfig, Llama's tensors (issue 44)" {
+	local d="$T/mi"
+	mkmodel --preset tiny --family mistral --sliding-window 5 --seed 1 -o "$d"
+	jq -e '.architectures == ["MistralForCausalLM"] and .model_type == "mistral" and .sliding_window == 5 and
+		(has("attention_bias") | not) and (has("use_sliding_window") | not) and (has("rope_scaling") | not) and
+		(has("mlp_bias") | not) and (has("max_window_layers") | not)' "$d/config.json" >/dev/null
+	check_tensors "$d" llama F32 2 64 64 32 128 151936 false 16
+	# the same weights as the llama family's of the same seed
+	mkmodel --preset tiny --family llama --seed 1 -o "$T/ll"
+	cmp "$d/model.safetensors" "$T/ll/model.safetensors"
+	mkmodel --preset tiny --family mistral --seed 1 -o "$T/mn"
+	jq -e '.sliding_window == null' "$T/mn/config.json" >/dev/null
+	run -2 --separate-stderr mkmodel --sliding-window 4 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --sliding-window needs --family mistral"* ]]
+	run -2 mkmodel --family mistral --sliding-window 0 -o "$T/m"
 }
 
 @test "--preset qwen3-0.6b: Qwen3-0.6B's config and shapes (q 2048 wide on hidden 1024, head_dim 128)" {

@@ -65,6 +65,17 @@ agree_tiny() {
 	agree_tiny qwen2 f16
 }
 
+@test "refmodel and refmodel.mjs agree on tiny mistral with a sliding window of 5, which changes the logits past it (issue 44)" {
+	local d="$BATS_TEST_TMPDIR/mi"
+	mkmodel --preset tiny --family mistral --sliding-window 5 --seed 1 -o "$d" >&2
+	agree "$d" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	# the window holds: the first 5 rows are the llama's of the same weights, the rest not
+	mkmodel --preset tiny --family llama --seed 1 -o "$BATS_TEST_TMPDIR/ll" >&2
+	refmodel "$BATS_TEST_TMPDIR/ll" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all -o "$BATS_TEST_TMPDIR/l.f32"
+	cmp -n $((5 * 151936 * 4)) "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/l.f32"
+	! cmp -s "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/l.f32"
+}
+
 @test "refmodel and refmodel.mjs agree on tiny llama with f32 weights" {
 	agree_tiny llama f32
 }

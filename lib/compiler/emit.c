@@ -640,7 +640,7 @@ fill(struct em *e, const char *type, const char *dyn, int nd, const char *value)
 
 /* Grouped-query attention of q [KVH, G, R, HD] over the cache positions
  * [0, L) of kc [KVH, HD, C] and vc [KVH, C, HD]; row s of the chunk sees
- * keys t <= pos + s.
+ * keys t <= pos + s (and t > pos + s - W with a sliding window W).
  * Returns [R, H*HD] with query head h*G + g at columns of block h*G + g. */
 static const char *
 attention(struct em *e, const char *q, const char *kc, const char *vc)
@@ -687,6 +687,46 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	const char *scaled = em_fmt("%s      %%scale = arith.constant %.17g : f32\n"
 				    "      %%x = arith.mulf %%a0, %%scale : f32\n",
 	    mask, 1.0 / sqrt((double)hd));
+	/* A sliding window W: the query at lim sees keys t > lim - W too, so
+	 * lim - t (unsigned: t > lim wraps past W) is below W.  That mask is
+	 * applied in a pass of its own, as -1e30 in the scaled scores:
+	 * tile_reduction_using_for leaves a reduction's linalg.index
+	 * unshifted by its tile (the rowmax above sees lane numbers, not
+	 * positions), harmless for the causal mask (any shift at least the
+	 * row's maximum gives the same softmax) but not for a window. */
+	const char *neg = "      %neg = arith.constant -1.0e30 : f32\n";
+	const char *rmax = em_fmt("%s%s      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
+				  "      %%r = arith.maximumf %%xm, %%o : f32\n",
+	    scaled, neg);
+	const char *pbody = em_fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
+				   "      %%ex = math.exp %%dd : f32\n"
+				   "      %%zf = arith.constant 0.0 : f32\n"
+				   "      %%r = arith.select %%ok, %%ex, %%zf : f32\n",
+	    scaled);
+	if (c->sliding_window) {
+		const char *wmask = em_fmt("      %%si = linalg.index 2 : index\n"
+					   "      %%ti = linalg.index 3 : index\n"
+					   "      %%lim = arith.addi %%si, %%pos : index\n"
+					   "      %%back = arith.subi %%lim, %%ti : index\n"
+					   "      %%win = arith.constant %" PRId64 " : index\n"
+					   "      %%ok = arith.cmpi ult, %%back, %%win : index\n"
+					   "      %%scale = arith.constant %.17g : f32\n"
+					   "      %%x = arith.mulf %%a0, %%scale : f32\n",
+		    c->sliding_window, 1.0 / sqrt((double)hd));
+		sc = em_generic(e,
+		    &(struct gspec){.sched = "softmax",
+			    .hint = "window",
+			    INS({sc, st, "d0, d1, d2, d3", "f32"}),
+			    .otype = st,
+			    .odyn = sdyn,
+			    .omap = "d0, d1, d2, d3",
+			    .nd = 4,
+			    .iters = "parallel, parallel, parallel, parallel",
+			    .body = em_fmt("%s%s      %%r = arith.select %%ok, %%x, %%neg : f32\n", wmask, neg)});
+		rmax = "      %r = arith.maximumf %a0, %o : f32\n";
+		pbody = "      %dd = arith.subf %a0, %a1 : f32\n"
+			"      %r = math.exp %dd : f32\n";
+	}
 	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
 	const char *mx = em_generic(e,
 	    &(struct gspec){.sched = "softmax",
@@ -697,10 +737,7 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 		    .omap = "d0, d1, d2",
 		    .nd = 4,
 		    .iters = "parallel, parallel, parallel, reduction",
-		    .body = em_fmt("%s      %%neg = arith.constant -1.0e30 : f32\n"
-				   "      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
-				   "      %%r = arith.maximumf %%xm, %%o : f32\n",
-			scaled)});
+		    .body = rmax});
 	const char *p = em_generic(e,
 	    &(struct gspec){.sched = "softmax",
 		    .hint = "probs",
@@ -710,11 +747,7 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 		    .omap = "d0, d1, d2, d3",
 		    .nd = 4,
 		    .iters = "parallel, parallel, parallel, parallel",
-		    .body = em_fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
-				   "      %%ex = math.exp %%dd : f32\n"
-				   "      %%zf = arith.constant 0.0 : f32\n"
-				   "      %%r = arith.select %%ok, %%ex, %%zf : f32\n",
-			scaled)});
+		    .body = pbody});
 	const char *l0 = fill(e, rt, e->R.dyn, 3, "0.0");
 	const char *l = em_generic(e,
 	    &(struct gspec){.sched = "softmax",

@@ -1,9 +1,10 @@
-/* family.c: the family specs.  Qwen2, Llama and Qwen3 share the Hugging
- * Face tensor names and the GGUF ones; they differ in the q/k/v biases
- * (always present in Qwen2, config attention_bias in the others), in
- * Qwen3's per-head norms of q and k, in the config's
- * defaults and switches (Qwen2's sliding window, Llama's mlp_bias) and in
- * the GGUF row order of q and k (permuted in Llama files only). */
+/* family.c: the family specs.  Qwen2, Llama, Qwen3 and Mistral share the
+ * Hugging Face tensor names and the GGUF ones; they differ in the q/k/v
+ * biases (always present in Qwen2, config attention_bias in the others),
+ * in Qwen3's per-head norms of q and k, in the config's defaults and
+ * switches (Qwen2's sliding window, refused; Mistral's, on every layer;
+ * Llama's mlp_bias) and in the GGUF row order of q and k (permuted in
+ * Llama files). */
 #include <stddef.h>
 #include <string.h>
 
@@ -79,7 +80,7 @@ static const struct llm_family_spec specs[] = {
 		.architectures = {"Qwen2ForCausalLM"},
 		.max_position_embeddings = 32768,
 		.qkv_bias = 1,
-		.sliding_window = 1,
+		.window = 1,
 		.hf = HF_NAMES,
 		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 0,
@@ -90,7 +91,7 @@ static const struct llm_family_spec specs[] = {
 		.architectures = {"LlamaForCausalLM"},
 		.max_position_embeddings = 2048,
 		.qkv_bias = 0,
-		.sliding_window = 0,
+		.window = 0,
 		.hf = HF_NAMES,
 		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 1,
@@ -102,12 +103,25 @@ static const struct llm_family_spec specs[] = {
 		.architectures = {"Qwen3ForCausalLM"},
 		.max_position_embeddings = 32768,
 		.qkv_bias = 0,
-		.sliding_window = 1,
+		.window = 1,
 		.qk_norm = 1,
 		.head_dim = 128,
 		.hf = HF_NAMES,
 		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 0,
+	},
+	{
+		/* MistralConfig: Llama's layers; sliding_window (an int, or
+		 * null) on every layer */
+		.family = LLM_FAMILY_MISTRAL,
+		.name = "mistral",
+		.architectures = {"MistralForCausalLM"},
+		.max_position_embeddings = 131072,
+		.qkv_bias = 0,
+		.window = 2,
+		.hf = HF_NAMES,
+		.gguf = GGUF_NAMES,
+		.gguf_permuted_qk = 1,
 	},
 };
 

@@ -20,6 +20,7 @@ enum llm_family {
 	LLM_FAMILY_QWEN2,
 	LLM_FAMILY_LLAMA,
 	LLM_FAMILY_QWEN3,
+	LLM_FAMILY_MISTRAL,
 	LLM_FAMILY_COUNT
 };
 /* clang-format on */
@@ -62,8 +63,10 @@ struct llm_family_spec {
 	int64_t max_position_embeddings; /* config.json's default (transformers') */
 	int qkv_bias;                    /* always has q/k/v biases; else config.json's
 	                                         * attention_bias says, and mlp_bias is refused */
-	int sliding_window;              /* config.json may turn on use_sliding_window
-	                                         * (refused) */
+	int window;                      /* 1: config.json may turn on Qwen2's
+	                                         * use_sliding_window (refused); 2: Mistral's
+	                                         * sliding_window (null: none) holds on every
+	                                         * layer */
 	int qk_norm;                     /* RMSNorm of each head of q and k (weights
 	                                         * [head_dim]) before RoPE */
 	int64_t head_dim;                /* config.json's default head_dim; 0:

@@ -115,7 +115,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	if (llm_gguf_get_strdup(g, "general.architecture", &arch) != 0)
 		goto out;
 	c->family = llm_family_by_name(arch);
-	if (c->family == LLM_FAMILY_NONE) {
+	/* llama.cpp writes Mistral's models as "llama" (without the window) */
+	if (c->family == LLM_FAMILY_NONE || c->family == LLM_FAMILY_MISTRAL) {
 		llm_seterr("%s: unsupported architecture '%s' (llama, qwen2 and qwen3 are supported)", g->path, arch);
 		goto out;
 	}

@@ -224,7 +224,9 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		if (c->mlp_bias)
 			return llm_seterr("%s: mlp_bias true is not supported", ctx);
 	}
-	if (fs->sliding_window) {
+	if (fs->window == 2 && size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0)
+		return -1;
+	if (fs->window == 1) {
 		b = 0;
 		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
 			return -1;

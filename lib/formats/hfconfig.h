@@ -17,7 +17,7 @@
 
 struct llm_hfconfig {
 	enum llm_family family;
-	char family_name[16];  /* "qwen2", "llama" or "qwen3" */
+	char family_name[16];  /* "qwen2", "llama", "qwen3" or "mistral" */
 	char architecture[64]; /* architectures[0] */
 	int64_t hidden_size;   /* d */
 	int64_t n_layers;      /* num_hidden_layers */
@@ -35,6 +35,7 @@ struct llm_hfconfig {
 	                           * else config.json attention_bias */
 	int mlp_bias;               /* llama mlp_bias (rejected if true for now) */
 	int qk_norm;                /* the family's q_norm and k_norm (qwen3) */
+	int64_t sliding_window;     /* mistral's sliding_window; 0: null or absent */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;             /* -1 if none; generation_config wins */
 	int n_eos;                  /* union of config and generation_config eos ids */

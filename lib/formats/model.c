@@ -225,6 +225,7 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_json_bool(c, "tie_word_embeddings", ctx, &k->tie_word_embeddings) < 0 ||
 	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0 ||
 	    llm_json_bool_opt(c, "qk_norm", ctx, &k->qk_norm) < 0 ||
+	    llm_json_int_opt(c, "sliding_window", ctx, &k->sliding_window) < 0 ||
 	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
@@ -232,6 +233,8 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 		    k->n_kv_heads);
 	if (k->head_dim % 2)
 		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
+	if (k->sliding_window < 0)
+		return llm_seterr("%s: sliding_window %" PRId64 " is negative", ctx, k->sliding_window);
 	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->head_dim / 2)
 		return llm_seterr("%s: rope_scaling: %d factors, not head_dim / 2 = %" PRId64, ctx,
 		    k->rope_scaling.nfactors, k->head_dim / 2);
@@ -376,6 +379,8 @@ config_json(const struct llm_model_config *c)
 	json_object_set_new(o, "tie_word_embeddings", json_boolean(c->tie_word_embeddings));
 	json_object_set_new(o, "attention_bias", json_boolean(c->attention_bias));
 	json_object_set_new(o, "qk_norm", json_boolean(c->qk_norm));
+	if (c->sliding_window)
+		json_object_set_new(o, "sliding_window", json_integer(c->sliding_window));
 	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
 	return o;
 }

@@ -36,7 +36,8 @@ struct llm_model_config {
 	int64_t intermediate_size, vocab_size, max_position_embeddings;
 	double rms_norm_eps, rope_theta;
 	int tie_word_embeddings, attention_bias;
-	int qk_norm; /* q and k normed per head (qwen3; absent: false) */
+	int qk_norm;            /* q and k normed per head (qwen3; absent: false) */
+	int64_t sliding_window; /* a query at p sees keys t > p - W only (mistral); 0: all t <= p */
 	struct llm_rope_scaling rope_scaling;
 };
 

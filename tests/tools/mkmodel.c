@@ -112,9 +112,10 @@ static const struct preset presets[] = {
 };
 /* clang-format on */
 
-enum family { QWEN2, LLAMA, QWEN3 };
-static const char *const family_names[] = {"qwen2", "llama", "qwen3"};
-static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"};
+enum family { QWEN2, LLAMA, QWEN3, MISTRAL };
+static const char *const family_names[] = {"qwen2", "llama", "qwen3", "mistral"};
+static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM",
+	"MistralForCausalLM"};
 enum init { MATRIX, NORM, BIAS };
 
 struct tensor {
@@ -131,6 +132,7 @@ struct model {
 	enum llm_dtype dtype;
 	int64_t layers, vocab, head_dim;
 	int64_t rope_llama3; /* llama3 rope_scaling's original context; 0: none */
+	int64_t window;      /* mistral's sliding_window; 0: null */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -151,7 +153,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
-	    "[--head-dim n] [--rope-llama3 n] [-s seed] [-t tokenizer-dir] -o dir\n");
+	    "[--head-dim n] [--rope-llama3 n] [--sliding-window n] [-s seed] [-t tokenizer-dir] -o dir\n");
 }
 
 static void
@@ -162,11 +164,12 @@ help(void)
 	       "Write a Hugging Face checkpoint directory with seeded random weights.\n"
 	       "\n"
 	       "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
-	       "  -f, --family qwen2|llama|qwen3\n"
+	       "  -f, --family qwen2|llama|qwen3|mistral\n"
 	       "                              architecture (default qwen2; llama: no q/k/v biases;\n"
-	       "                              qwen3: no biases, q_norm and k_norm)\n"
+	       "                              qwen3: no biases, q_norm and k_norm; mistral: llama's\n"
+	       "                              layers, MistralConfig)\n"
 	       "  -h, --help                  print this help\n"
-	       "      --head-dim N            head_dim (llama, qwen3; default hidden / heads)\n"
+	       "      --head-dim N            head_dim (llama, qwen3, mistral; default hidden / heads)\n"
 	       "  -L, --layers N              number of decoder layers (default: the preset's)\n"
 	       "  -o, --output DIR            output directory (created; replaced files are\n"
 	       "                              renamed into an existing one)\n"
@@ -176,6 +179,7 @@ help(void)
 	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
 	       "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
+	       "      --sliding-window N      mistral: sliding_window N (default null)\n"
 	       "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
 	       "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
 	       "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
@@ -393,7 +397,7 @@ config_json(const struct model *m, struct llm_buf *b)
 
 	/* Keys sorted, as transformers writes them. */
 	llm_buf_printf(b, "{\n  \"architectures\": [\n    \"%s\"\n  ],\n", architectures[m->family]);
-	if (m->family != QWEN2)
+	if (m->family == LLAMA || m->family == QWEN3)
 		llm_buf_puts(b, "  \"attention_bias\": false,\n");
 	llm_buf_printf(b,
 	    "  \"attention_dropout\": 0.0,\n"
@@ -409,9 +413,9 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"intermediate_size\": %lld,\n"
 	    "  \"max_position_embeddings\": %lld,\n",
 	    (long long)p->hidden, (long long)p->ffn, (long long)p->max_pos);
-	if (m->family != LLAMA)
+	if (m->family == QWEN2 || m->family == QWEN3)
 		llm_buf_printf(b, "  \"max_window_layers\": %lld,\n", (long long)mwl);
-	else
+	else if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"mlp_bias\": false,\n");
 	llm_buf_printf(b,
 	    "  \"model_type\": \"%s\",\n"
@@ -432,13 +436,15 @@ config_json(const struct model *m, struct llm_buf *b)
 		    "    \"rope_type\": \"llama3\"\n"
 		    "  },\n",
 		    (long long)m->rope_llama3);
-	else if (m->family != QWEN2)
+	else if (m->family == LLAMA || m->family == QWEN3)
 		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
 	if (m->family == QWEN2)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)p->sliding_window);
-	else if (m->family == QWEN3)
+	else if (m->family == QWEN3 || (m->family == MISTRAL && !m->window))
 		llm_buf_puts(b, "  \"sliding_window\": null,\n");
+	else if (m->family == MISTRAL)
+		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)m->window);
 	llm_buf_printf(b,
 	    "  \"tie_word_embeddings\": %s,\n"
 	    "  \"torch_dtype\": \"%s\",\n"
@@ -447,7 +453,7 @@ config_json(const struct model *m, struct llm_buf *b)
 	    p->tied ? "true" : "false", torch_dtype, p->tf_version);
 	if (m->family == QWEN2)
 		llm_buf_puts(b, "  \"use_mrope\": false,\n");
-	if (m->family != LLAMA)
+	if (m->family == QWEN2 || m->family == QWEN3)
 		llm_buf_puts(b, "  \"use_sliding_window\": false,\n");
 	llm_buf_printf(b, "  \"vocab_size\": %lld\n}\n", (long long)m->vocab);
 }
@@ -762,6 +768,7 @@ main(int argc, char **argv)
 		{"preset", required_argument, NULL, 'p'},
 		{"rope-llama3", required_argument, NULL, 'R'},
 		{"seed", required_argument, NULL, 's'},
+		{"sliding-window", required_argument, NULL, 'W'},
 		{"tokenizer-dir", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
@@ -789,8 +796,10 @@ main(int argc, char **argv)
 				m.family = LLAMA;
 			else if (strcmp(optarg, "qwen3") == 0)
 				m.family = QWEN3;
+			else if (strcmp(optarg, "mistral") == 0)
+				m.family = MISTRAL;
 			else
-				bad_usage("unknown family '%s'", optarg, "qwen2, llama or qwen3");
+				bad_usage("unknown family '%s'", optarg, "qwen2, llama, qwen3 or mistral");
 			break;
 		case 'h':
 			help();
@@ -816,6 +825,11 @@ main(int argc, char **argv)
 			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
 				bad_usage("--head-dim: %s", v % 2 ? "not even" : llm_errmsg(), NULL);
 			m.head_dim = v;
+			break;
+		case 'W':
+			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
+				bad_usage("--sliding-window: %s", llm_errmsg(), NULL);
+			m.window = v;
 			break;
 		case 'R':
 			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
@@ -850,11 +864,13 @@ main(int argc, char **argv)
 		bad_usage("%s", "no output directory (-o)", NULL);
 	if (m.rope_llama3 && m.family != LLAMA)
 		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
+	if (m.window && m.family != MISTRAL)
+		bad_usage("%s", "--sliding-window needs --family mistral", NULL);
 	if (m.layers < 0)
 		m.layers = m.p->layers;
 	m.vocab = m.p->vocab;
 	if (m.head_dim && m.family == QWEN2)
-		bad_usage("%s", "--head-dim needs --family llama or qwen3", NULL);
+		bad_usage("%s", "--head-dim needs --family llama, qwen3 or mistral", NULL);
 	if (m.p->head_dim && m.family == QWEN2)
 		bad_usage("preset %s needs --family llama or qwen3 (its head_dim is not hidden / heads)", m.p->name,
 		    NULL);

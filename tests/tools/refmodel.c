@@ -382,15 +382,18 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 			rope(q + (size_t)t * q_dim, nh, hd, t, c);
 			rope(k + (size_t)t * kv_dim, nkv, hd, t, c);
 		}
-		/* Causal attention: position t sees positions 0..t. */
+		/* Causal attention: position t sees positions 0..t, or with
+		 * Mistral's sliding window W the last W of them (t - W < j). */
 		for (int t = 0; t < n; t++)
 			for (int64_t hh = 0; hh < nh; hh++) {
 				const double *qh = q + (size_t)t * q_dim + hh * hd;
 				int64_t kh = hh / group;
 				double max = -INFINITY, sum = 0;
 				double *out = att + (size_t)t * q_dim + hh * hd;
+				int j0 = c->sliding_window && t >= c->sliding_window ? t - (int)c->sliding_window + 1 :
+										       0;
 
-				for (int j = 0; j <= t; j++) {
+				for (int j = j0; j <= t; j++) {
 					const double *kj = k + (size_t)j * kv_dim + kh * hd;
 					double s = 0;
 					for (int64_t i = 0; i < hd; i++)
@@ -399,13 +402,13 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 					if (p[j] > max)
 						max = p[j];
 				}
-				for (int j = 0; j <= t; j++) {
+				for (int j = j0; j <= t; j++) {
 					p[j] = exp(p[j] - max);
 					sum += p[j];
 				}
 				for (int64_t i = 0; i < hd; i++)
 					out[i] = 0;
-				for (int j = 0; j <= t; j++) {
+				for (int j = j0; j <= t; j++) {
 					const double *vj = v + (size_t)j * kv_dim + kh * hd;
 					double w = p[j] / sum;
 					for (int64_t i = 0; i < hd; i++)

@@ -83,6 +83,7 @@ function loadConfig(dir) {
   if (j.model_type === "qwen2" || arch === "Qwen2ForCausalLM") family = "qwen2";
   else if (j.model_type === "llama" || arch === "LlamaForCausalLM") family = "llama";
   else if (j.model_type === "qwen3" || arch === "Qwen3ForCausalLM") family = "qwen3";
+  else if (j.model_type === "mistral" || arch === "MistralForCausalLM") family = "mistral";
   else die(`${file}: unsupported model_type '${j.model_type}'`);
   const need = (k) => {
     if (typeof j[k] !== "number") die(`${file}: missing number '${k}'`);
@@ -102,6 +103,8 @@ function loadConfig(dir) {
     tie_word_embeddings: j.tie_word_embeddings ?? false,
     attention_bias: j.attention_bias ?? false,
     hidden_act: j.hidden_act ?? "silu",
+    // MistralConfig.sliding_window (null: none); Qwen2's needs use_sliding_window
+    sliding_window: family === "mistral" ? j.sliding_window ?? null : null,
   };
   // Qwen3Config's head_dim defaults to 128
   c.head_dim = j.head_dim ?? (family === "qwen3" ? 128 : Math.floor(c.hidden_size / c.num_attention_heads));
@@ -321,8 +324,10 @@ function softmaxLastDim(x) {
   }
 }
 
-// eager_attention_forward with the causal mask of create_causal_mask.
-function attention(q, k, v, nRep, scaling) {
+// eager_attention_forward with the causal mask of create_causal_mask, or
+// with a window the mask of create_sliding_window_causal_mask
+// (sliding_window_overlay: kv_idx > q_idx - sliding_window).
+function attention(q, k, v, nRep, scaling, window) {
   const [H, T, hd] = q.shape;
   const keys = repeatKv(k, nRep), values = repeatKv(v, nRep);
   const w = tensor([H, T, T]);
@@ -331,7 +336,7 @@ function attention(q, k, v, nRep, scaling) {
       for (let j = 0; j < T; j++) {
         let s = 0;
         for (let d = 0; d < hd; d++) s += q.data[(h * T + i) * hd + d] * keys.data[(h * T + j) * hd + d];
-        const mask = j > i ? -Infinity : 0;
+        const mask = j > i || (window !== null && !(j > i - window)) ? -Infinity : 0;
         w.data[(h * T + i) * T + j] = s * scaling + mask;
       }
   softmaxLastDim(w);
@@ -388,7 +393,7 @@ function forward(c, st, ids) {
     const qn = c.family === "qwen3" ? headNorm(qs, W("self_attn.q_norm.weight", [hd])) : qs;
     const kn = c.family === "qwen3" ? headNorm(ks, W("self_attn.k_norm.weight", [hd])) : ks;
     const qr = applyRotary(qn, cos, sin), kr = applyRotary(kn, cos, sin);
-    const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling));
+    const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling, c.sliding_window));
     x = linearLayer(attnOut, W("self_attn.o_proj.weight", [D, H * hd]),
       oBias ? W("self_attn.o_proj.bias", [D]) : null);
     hidden = tensor([T, D]);

@@ -1,4 +1,4 @@
-/* Unit tests for lib/formats/hfconfig.c: Qwen2 and Llama config.json files,
+/* Unit tests for lib/formats/hfconfig.c: Qwen2, Llama and Mistral config.json files,
  * transformers' defaults, every rejection, and the generation_config.json
  * merge of special token ids. */
 #include <ftw.h>
@@ -60,6 +60,7 @@ static const char llama3[] = "{\"architectures\": [\"LlamaForCausalLM\"], \"atte
 	" \"intermediate_size\": 128, \"vocab_size\": 1000"
 #define QWEN "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", " REQ
 #define LLAMA "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", " REQ
+#define MISTRAL "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", " REQ
 
 T_TEST(qwen2_config_is_read)
 {
@@ -101,6 +102,38 @@ T_TEST(llama_config_is_read)
 	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_LLAMA), "llama") == 0);
 	T_CHECK(strcmp(llm_family_name(LLM_FAMILY_NONE), "") == 0);
 	free(cfg);
+	free(dir);
+}
+
+/* Mistral-7B-v0.1's config.json: a sliding window of 4096 on every
+ * layer, Llama's tensors. */
+static const char mistral7b[] =
+    "{\"architectures\": [\"MistralForCausalLM\"], \"bos_token_id\": 1, \"eos_token_id\": 2,"
+    " \"hidden_act\": \"silu\", \"hidden_size\": 4096, \"initializer_range\": 0.02,"
+    " \"intermediate_size\": 14336, \"max_position_embeddings\": 32768, \"model_type\": \"mistral\","
+    " \"num_attention_heads\": 32, \"num_hidden_layers\": 32, \"num_key_value_heads\": 8,"
+    " \"rms_norm_eps\": 1e-05, \"rope_theta\": 10000.0, \"sliding_window\": 4096,"
+    " \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.34.0.dev0\","
+    " \"use_cache\": true, \"vocab_size\": 32000}";
+
+T_TEST(mistral_config_is_read)
+{
+	char *dir = mkckpt(mistral7b, NULL);
+	struct llm_hfconfig c;
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_MISTRAL && strcmp(c.family_name, "mistral") == 0);
+	T_CHECK(c.sliding_window == 4096 && c.head_dim == 128 && c.n_kv_heads == 8 && c.attention_bias == 0);
+	T_CHECK(llm_family_spec(LLM_FAMILY_MISTRAL)->gguf_permuted_qk);
+	free(dir);
+	/* null: no window (Mistral-7B-v0.2 and later) */
+	dir = mkckpt("{\"architectures\": [\"MistralForCausalLM\"], " REQ ", \"sliding_window\": null}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.sliding_window == 0 && c.max_position_embeddings == 131072);
+	free(dir);
+	/* a window is Mistral's only: Llama and Qwen2 take none from it */
+	dir = mkckpt("{\"architectures\": [\"LlamaForCausalLM\"], " REQ ", \"sliding_window\": 16}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.sliding_window == 0);
 	free(dir);
 }
 
@@ -232,15 +265,18 @@ static const struct {
 	{ LLAMA ", \"attention_bias\": \"no\"}", "key 'attention_bias': expected true or false" },
 	{ LLAMA ", \"hidden_act\": \"gelu\"}", "hidden_act 'gelu' is not supported (only 'silu')" },
 	{ QWEN ", \"use_sliding_window\": true}", "use_sliding_window true is not supported" },
+	{ MISTRAL ", \"sliding_window\": 0}", "sliding_window must be positive" },
+	{ MISTRAL ", \"sliding_window\": \"4096\"}", "sliding_window" },
 	{ QWEN ", \"torch_dtype\": \"float8_e4m3fn\"}", "torch_dtype 'float8_e4m3fn' is not supported" },
-	{ "{\"architectures\": [\"MistralForCausalLM\"], " REQ "}",
-	    "unsupported architecture 'MistralForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
-	    "Qwen3ForCausalLM)" },
+	{ "{\"architectures\": [\"Gemma3ForCausalLM\"], " REQ "}",
+	    "unsupported architecture 'Gemma3ForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
+	    "Qwen3ForCausalLM, MistralForCausalLM)" },
 	{ "{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
 	    "unsupported architecture 'Qwen2ForSequenceClassification'" },
 	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
 	    "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'" },
-	{ "{\"model_type\": \"gemma\", " REQ "}", "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3)" },
+	{ "{\"model_type\": \"gemma\", " REQ "}",
+	    "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3, mistral)" },
 	{ "{" REQ "}", "neither 'architectures' nor 'model_type' given" },
 	{ "{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings" },
 	{ "{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings" },
@@ -364,6 +400,7 @@ main(void)
 {
 	T_RUN(qwen2_config_is_read);
 	T_RUN(llama_config_is_read);
+	T_RUN(mistral_config_is_read);
 	T_RUN(defaults_follow_transformers);
 	T_RUN(explicit_values_override_defaults);
 	T_RUN(bad_configs_are_rejected);
