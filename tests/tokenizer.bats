@@ -196,6 +196,16 @@ decode_goldens() {
 	decode_goldens llama2-metaspace
 }
 
+@test "gemma3 (SentencePiece-style BPE of 262k tokens, byte fallback): encoding and decoding match Hugging Face (issue 44)" {
+	encode_goldens gemma3
+	decode_goldens gemma3
+}
+
+@test "mistral-nemo (tekken, byte-level BPE of 131k tokens): encoding and decoding match Hugging Face (issue 44)" {
+	encode_goldens mistral-nemo
+	decode_goldens mistral-nemo
+}
+
 @test "synth-bytelevel: NFKC, Lowercase, Digits, a string Split and every added-token flag match" {
 	encode_goldens synth-bytelevel
 	decode_goldens synth-bytelevel
