@@ -261,3 +261,26 @@ setup() {
 	[[ "$stderr" == "llm-import: $T/ck/tokenizer.json"* ]]
 	[ ! -e "$T/out" ]
 }
+
+@test "a chat template the engine cannot render is refused at import, with its line and column; a list of named templates gives its default (issue 44)" {
+	local c="$BATS_TEST_TMPDIR/ck"
+	cp -r "$M" "$c"
+	printf '{%% for m in messages %%}\n{{ m.content }}\n{%% include "x" %%}{%% endfor %%}' >"$c/chat_template.jinja"
+	run -1 --separate-stderr llm-import -o "$BATS_TEST_TMPDIR/out" "$c"
+	[ "$stderr" = "llm-import: $c/chat_template.jinja:3:4: Unknown statement type: include" ]
+	[ ! -e "$BATS_TEST_TMPDIR/out" ]
+	# tokenizer_config.json's, named for its key
+	rm "$c/chat_template.jinja"
+	jq '.chat_template = "{{ x ) }}"' "$M/tokenizer_config.json" >"$c/tokenizer_config.json"
+	run -1 --separate-stderr llm-import -o "$BATS_TEST_TMPDIR/out" "$c"
+	[ "$stderr" = "llm-import: $c/tokenizer_config.json: chat_template:1:6: Parser Error: Expected closing expression token. CloseParen !== CloseExpression." ]
+	# a list of {name, template}: "default" is the one
+	jq '.chat_template = [{"name": "tool_use", "template": "{{ x ) }}"},
+		{"name": "default", "template": "{% for m in messages %}<|im_start|>{{ m.content }}{% endfor %}"}]' \
+		"$M/tokenizer_config.json" >"$c/tokenizer_config.json"
+	llm-import -o "$BATS_TEST_TMPDIR/out" "$c"
+	[ "$(jq -r .tokenizer.chat_template "$BATS_TEST_TMPDIR/out/model.json")" = qwen2 ]
+	echo '[{"role": "user", "content": "hi"}]' >"$BATS_TEST_TMPDIR/c.json"
+	run -0 llm-run --tokenizer "$BATS_TEST_TMPDIR/out" --render "$BATS_TEST_TMPDIR/c.json"
+	[ "$output" = "<|im_start|>hi" ]
+}
