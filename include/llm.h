@@ -220,12 +220,15 @@ struct llm_sampling {
 	double top_p;          /* >= 1: off */
 	double min_p;          /* 0: off */
 	double repeat_penalty; /* 1: off */
-	int64_t repeat_last_n; /* the penalty's window: 0 none, -1 the whole sequence */
+	int64_t repeat_last_n; /* the penalties' window: 0 none, -1 the whole sequence */
 	uint64_t seed;
+	double presence_penalty;  /* less for a token in the window (llama.cpp's, OpenAI's); 0: off */
+	double frequency_penalty; /* less per time it is there; 0: off */
+	int64_t ignore_eos;       /* 1: never an end-of-sequence or end-of-turn token (llama-cli --ignore-eos) */
 };
-#define LLM_SAMPLING_GREEDY {0.0, 0, 1.0, 0.0, 1.0, 64, 0}
+#define LLM_SAMPLING_GREEDY {0.0, 0, 1.0, 0.0, 1.0, 64, 0, 0.0, 0.0, 0}
 /* llama-cli's defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05). */
-#define LLM_SAMPLING_DEFAULT {0.8, 40, 0.95, 0.05, 1.0, 64, 0}
+#define LLM_SAMPLING_DEFAULT {0.8, 40, 0.95, 0.05, 1.0, 64, 0, 0.0, 0.0, 0}
 
 /* The next token from the sequence's logits, its tokens as the penalty's
  * history.  The sampler's random state lives in s and is started afresh

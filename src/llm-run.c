@@ -39,7 +39,8 @@
 static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
     "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
-    "               [--repeat-last-n n] [--stop text] [--tokenizer path]\n"
+    "               [--presence-penalty p] [--frequency-penalty f] [--repeat-last-n n]\n"
+    "               [--ignore-eos] [--stop text] [--tokenizer path]\n"
     "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
     "               [--no-display-prompt] -m model\n"
     "               -i | -f file | -p text | --tokens ids\n"
@@ -73,6 +74,9 @@ static const char help_text[] =
     "  --top-k k, --top-p p, --min-p p\n"
     "                       sampling filters (default off)\n"
     "  --repeat-penalty r   penalty of the last --repeat-last-n tokens (default 1: off; n 64)\n"
+    "  --presence-penalty p, --frequency-penalty f\n"
+    "                       less p for a token in that window, f per time it is there (default 0)\n"
+    "  --ignore-eos         never an end-of-sequence or end-of-turn token (as llama-cli)\n"
     "  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
     "  --stop text          stop at this text (repeatable; -r, --reverse-prompt outside --bench)\n"
     "  --cache-type-k t, --cache-type-v t (-ctk, -ctv)\n"
@@ -280,7 +284,7 @@ enum {
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
-	OPT_CACHE_TYPE_V,
+	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -295,6 +299,8 @@ static const struct option longopts[] = {
 	{"ctx-size", required_argument, NULL, 'c'},
 	{"escape", no_argument, NULL, OPT_ESCAPE},
 	{"file", required_argument, NULL, 'f'},
+	{"frequency-penalty", required_argument, NULL, OPT_FREQUENCY_PENALTY},
+	{"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
 	{"model", required_argument, NULL, 'm'},
 	{"n-predict", required_argument, NULL, 'n'},
 	{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
@@ -311,6 +317,7 @@ static const struct option longopts[] = {
 	{"no-gen-prompt", no_argument, NULL, OPT_NO_GEN_PROMPT},
 	{"no-special-in-input", no_argument, NULL, OPT_NO_SPECIAL_IN_INPUT},
 	{"perplexity", required_argument, NULL, OPT_PERPLEXITY},
+	{"presence-penalty", required_argument, NULL, OPT_PRESENCE_PENALTY},
 	{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
 	{"raw", no_argument, NULL, OPT_RAW},
 	{"render", required_argument, NULL, OPT_RENDER},
@@ -537,6 +544,15 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_REPEAT_PENALTY:
 			a->sp.repeat_penalty = parse_num("--repeat-penalty", optarg, 1e-6, 1e6);
+			break;
+		case OPT_PRESENCE_PENALTY:
+			a->sp.presence_penalty = parse_num("--presence-penalty", optarg, -1e6, 1e6);
+			break;
+		case OPT_FREQUENCY_PENALTY:
+			a->sp.frequency_penalty = parse_num("--frequency-penalty", optarg, -1e6, 1e6);
+			break;
+		case OPT_IGNORE_EOS:
+			a->sp.ignore_eos = 1;
 			break;
 		case 's':
 		case OPT_SEED:

@@ -353,19 +353,25 @@ static int
 params_of(const json_t *j, struct gen *g, struct bad *b)
 {
 	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
-	double temp = d.temperature, top_p = d.top_p;
+	double temp = d.temperature, top_p = d.top_p, pres = 0, freq = 0;
 	int64_t seed = -1, n = 1, maxt = -1;
 	const json_t *x = json_object_get(j, "stream");
 	if (x && !json_is_null(x) && !json_is_boolean(x))
 		return badf(b, NULL, "'stream' must be a boolean");
 	g->stream = json_is_true(x);
 	if (num(j, "temperature", 0, 2, &temp, b) || num(j, "top_p", 0, 1, &top_p, b) ||
+	    num(j, "presence_penalty", -2, 2, &pres, b) || num(j, "frequency_penalty", -2, 2, &freq, b) ||
 	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, 1, &n, b) ||
 	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) ||
 	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b))
 		return -1;
 	d.temperature = temp;
 	d.top_p = top_p;
+	/* OpenAI's penalties count the whole sequence so far */
+	d.presence_penalty = pres;
+	d.frequency_penalty = freq;
+	if (pres != 0 || freq != 0)
+		d.repeat_last_n = -1;
 	d.seed = seed < 0 ? (uint64_t)time(NULL) ^ atomic_load(&sv.next_id) : (uint64_t)seed;
 	g->sp = d;
 	g->max_tokens = maxt;

@@ -920,6 +920,9 @@ stop_job() {
 	llm-link out >&2
 	echo 'Once upon a time' >prompt.txt
 	cp "$PROJECT_ROOT/tests/fixtures/chat/system-turns.json" chat.json
+	# the template of one's own, and an OpenAI request with tools
+	printf '%s' '{% for m in messages %}{{ m.role }}: {{ m.content }}{% endfor %}{{ tools | length }}' >my.jinja
+	echo '{"messages": [{"role": "user", "content": "Hi"}], "tools": [{"type": "function"}]}' >request.json
 	# the perplexity example's two builds and text (600 tokens at least)
 	ln -s out bf16 && ln -s out q4km
 	for i in $(seq 1 300); do printf 'word%d ' "$i"; done >wiki.txt
@@ -1092,6 +1095,23 @@ stop_job() {
 	# -n -1: until the end of sequence (the stand-in predicts last + 1; 257 is EOS)
 	run -0 --separate-stderr llm-run -m "$d" --tokens 250 -n -1 --json
 	[ "$(jq -c '[.generated_tokens, .stop]' <<<"$output")" = '[[251,252,253,254,255,256],"eos"]' ]
+	# --ignore-eos: never the end of sequence, so on to -n
+	run -0 --separate-stderr llm-run -m "$d" --tokens 250 -n 10 --ignore-eos --json
+	[ "$(jq -c '[(.generated_tokens | length), (.generated_tokens | index(257)), .stop]' <<<"$output")" = \
+		'[10,null,"length"]' ]
+	[ "$(jq -c '.generated_tokens[:6]' <<<"$output")" = '[251,252,253,254,255,256]' ]
+	# presence and frequency penalties: the stand-in's 5 after 5,4 is in the
+	# window (its logit lifted by 1e6), and a penalty of 1e6 moves it aside
+	for o in "" "--presence-penalty 1e6" "--frequency-penalty 1e6"; do
+		# shellcheck disable=SC2086
+		run -0 --separate-stderr llm-run -m "$d" --tokens 5,4 -n 1 --temp 0 $o --json
+		if [ -z "$o" ]; then
+			[ "$(jq -c .generated_tokens <<<"$output")" = '[5]' ]
+		else
+			[ "$(jq -c .generated_tokens <<<"$output")" != '[5]' ]
+		fi
+	done
+	run -2 --separate-stderr llm-run -m "$d" --tokens 250 --presence-penalty x
 	# -c: at most that many positions
 	run -0 --separate-stderr llm-run -m "$d" --tokens 1,2,3 -n -1 -c 10 --json
 	[ "$(jq -c '[(.generated_tokens | length), .stop]' <<<"$output")" = '[8,"context"]' ]

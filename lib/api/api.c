@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -40,6 +41,7 @@ struct llm_seq {
 	int logits; /* 1: the ctx's logits are the last token's */
 	struct llm_sampler *sampler;
 	struct llm_sampling sp; /* sampler's parameters */
+	float *banned;          /* the logits with the end tokens -inf (ignore_eos) */
 	/* The text of the tokens, for llm_seq_chat (lib/runtime/chatcache.h), and
 	 * its last plan: the rendering whose text from plan_from its tokens
 	 * plan_ids encode, evaluated at plan_keep. */
@@ -647,6 +649,7 @@ llm_seq_free(struct llm_seq **sp)
 	atomic_fetch_sub(&s->m->nseq, 1);
 	llm_ctx_free(s->ctx);
 	llm_sampler_free(s->sampler);
+	free(s->banned);
 	free(s->tokens);
 	llm_chat_cache_free(&s->cache);
 	llm_buf_free(&s->plan_text);
@@ -879,7 +882,10 @@ llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 		return fail(LLM_ERR_ARG, "llm_seq_sample: no logits (nothing evaluated since the start or a rewind)");
 	if (!s->sampler || memcmp(&s->sp, p, sizeof(*p)) != 0) {
 		struct llm_sampler_params sp = {p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
-			p->repeat_last_n, p->seed};
+			p->repeat_last_n, p->seed, p->presence_penalty, p->frequency_penalty};
+		if (p->ignore_eos != 0 && p->ignore_eos != 1)
+			return fail(LLM_ERR_ARG, "llm_seq_sample: ignore_eos %" PRId64 " is neither 0 nor 1",
+			    p->ignore_eos);
 		struct llm_sampler *n = llm_sampler_new(&sp, llm_runtime_vocab(s->m->rt));
 		if (!n)
 			return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
@@ -887,6 +893,21 @@ llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 		s->sampler = n;
 		s->sp = *p;
 	}
-	*id = llm_sampler_sample(s->sampler, llm_ctx_logits(s->ctx), s->tokens, (size_t)llm_ctx_pos(s->ctx));
+	const float *logits = llm_ctx_logits(s->ctx);
+	if (p->ignore_eos) {
+		/* llama-cli's --ignore-eos: the end tokens' logits -inf */
+		const struct llm_model *mm = llm_runtime_model(s->m->rt);
+		int64_t v = llm_runtime_vocab(s->m->rt);
+		if (!s->banned)
+			s->banned = llm_xmalloc((size_t)v * sizeof(*s->banned));
+		memcpy(s->banned, logits, (size_t)v * sizeof(*s->banned));
+		for (int i = 0; i < mm->n_eos; i++)
+			if (mm->eos_ids[i] >= 0 && mm->eos_ids[i] < v)
+				s->banned[mm->eos_ids[i]] = -INFINITY;
+		if (s->m->eot >= 0 && s->m->eot < v)
+			s->banned[s->m->eot] = -INFINITY;
+		logits = s->banned;
+	}
+	*id = llm_sampler_sample(s->sampler, logits, s->tokens, (size_t)llm_ctx_pos(s->ctx));
 	return LLM_OK;
 }

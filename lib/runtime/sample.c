@@ -16,9 +16,9 @@ struct llm_sampler {
 	struct llm_sampler_params p;
 	int64_t n_vocab;
 	struct llm_rng rng;
-	float *work;         /* (n_vocab) logits after the penalty */
-	unsigned char *seen; /* (n_vocab) ids in the penalty window */
-	struct cand *c;      /* (n_vocab) candidates */
+	float *work;    /* (n_vocab) logits after the penalty */
+	int32_t *seen;  /* (n_vocab) times each id is in the penalty window */
+	struct cand *c; /* (n_vocab) candidates */
 };
 
 static uint64_t
@@ -79,6 +79,10 @@ llm_sampler_new(const struct llm_sampler_params *p, int64_t n_vocab)
 		return llm_seterr("sampler: repeat penalty %g is not a positive number", p->repeat_penalty), NULL;
 	if (p->repeat_last_n < -1)
 		return llm_seterr("sampler: repeat window %lld is below -1", (long long)p->repeat_last_n), NULL;
+	if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+		return llm_seterr("sampler: presence penalty %g or frequency penalty %g is not a number",
+			   p->presence_penalty, p->frequency_penalty),
+		       NULL;
 	if (isnan(p->temp) || isinf(p->temp))
 		return llm_seterr("sampler: temperature %g is not a number", p->temp), NULL;
 	s = llm_xcalloc(1, sizeof(*s));
@@ -86,7 +90,7 @@ llm_sampler_new(const struct llm_sampler_params *p, int64_t n_vocab)
 	s->n_vocab = n_vocab;
 	llm_rng_seed(&s->rng, p->seed);
 	s->work = llm_xreallocarray(NULL, (size_t)n_vocab, sizeof(*s->work));
-	s->seen = llm_xcalloc((size_t)n_vocab, 1);
+	s->seen = llm_xcalloc((size_t)n_vocab, sizeof(*s->seen));
 	s->c = llm_xreallocarray(NULL, (size_t)n_vocab, sizeof(*s->c));
 	return s;
 }
@@ -136,30 +140,35 @@ heapify(struct cand *c, size_t n, int max)
 		sift_down(c, n, i, max);
 }
 
-/* The logits after the repetition penalty, into s->work: each distinct id
- * of the last repeat_last_n history tokens once, divided by the penalty
- * when positive, multiplied when not (Hugging Face and llama.cpp). */
+/* The logits after the penalties, into s->work: each distinct id of the
+ * last repeat_last_n history tokens once, divided by the repetition
+ * penalty when positive, multiplied when not (Hugging Face and llama.cpp),
+ * then less the presence penalty and the frequency penalty times its count
+ * (llama.cpp's penalties sampler, OpenAI's). */
 static const float *
 penalised(struct llm_sampler *s, const float *logits, const int64_t *hist, size_t nhist)
 {
 	size_t w = s->p.repeat_last_n < 0 ? nhist : (size_t)s->p.repeat_last_n;
-	float pen = (float)s->p.repeat_penalty;
+	float pen = (float)s->p.repeat_penalty, pres = (float)s->p.presence_penalty,
+	      freq = (float)s->p.frequency_penalty;
 
-	if (pen == 1.0f || w == 0 || nhist == 0)
+	if ((pen == 1.0f && pres == 0.0f && freq == 0.0f) || w == 0 || nhist == 0)
 		return logits;
 	if (w > nhist)
 		w = nhist;
 	memcpy(s->work, logits, (size_t)s->n_vocab * sizeof(*logits));
-	for (size_t i = nhist - w; i < nhist; i++) {
-		int64_t t = hist[i];
-		if (t < 0 || t >= s->n_vocab || s->seen[t])
-			continue;
-		s->seen[t] = 1;
-		s->work[t] = s->work[t] > 0 ? s->work[t] / pen : s->work[t] * pen;
-	}
 	for (size_t i = nhist - w; i < nhist; i++)
 		if (hist[i] >= 0 && hist[i] < s->n_vocab)
-			s->seen[hist[i]] = 0;
+			s->seen[hist[i]]++;
+	for (size_t i = nhist - w; i < nhist; i++) {
+		int64_t t = hist[i];
+		if (t < 0 || t >= s->n_vocab || !s->seen[t])
+			continue;
+		float x = s->work[t];
+		x = x > 0 ? x / pen : x * pen;
+		s->work[t] = x - (float)s->seen[t] * freq - pres;
+		s->seen[t] = 0; /* once per id */
+	}
 	return s->work;
 }
 

@@ -1,8 +1,9 @@
 /* sample.h: choosing the next token from a row of logits.
  *
  * The filters run in the order of Hugging Face's generate(): repetition
- * penalty on the raw logits, temperature, top-k, top-p, min-p, then one
- * draw from what is left.  Temperature 0 (or top-k 1) is greedy: the
+ * penalty on the raw logits (with llama.cpp's presence and frequency
+ * penalties, over the same window), temperature, top-k, top-p, min-p,
+ * then one draw from what is left.  Temperature 0 (or top-k 1) is greedy: the
  * largest logit after the penalty, the lowest id on ties.
  *
  * Nothing sorts the whole vocabulary: top-k keeps a heap of k entries,
@@ -23,12 +24,14 @@ struct llm_sampler_params {
 	double top_p;          /* keep the smallest set with mass >= top_p; >= 1: off */
 	double min_p;          /* drop p < min_p * max p; 0: off */
 	double repeat_penalty; /* > 0; 1: off */
-	int64_t repeat_last_n; /* window of the penalty: 0 none, -1 the whole history */
+	int64_t repeat_last_n; /* window of the penalties: 0 none, -1 the whole history */
 	uint64_t seed;
+	double presence_penalty;  /* subtracted from the logit of an id in the window; 0: off */
+	double frequency_penalty; /* subtracted once per time it is there; 0: off */
 };
 
-/* Greedy, penalty window 64 (off while repeat_penalty is 1). */
-#define LLM_SAMPLER_DEFAULTS {0.0, 0, 1.0, 0.0, 1.0, 64, 0}
+/* Greedy, penalty window 64 (off while the penalties are 1, 0 and 0). */
+#define LLM_SAMPLER_DEFAULTS {0.0, 0, 1.0, 0.0, 1.0, 64, 0, 0.0, 0.0}
 
 struct llm_sampler;
 

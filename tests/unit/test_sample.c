@@ -12,7 +12,7 @@
 static struct llm_sampler *
 mk(double temp, int64_t top_k, double top_p, double min_p, double pen, int64_t last_n, uint64_t seed, int64_t v)
 {
-	struct llm_sampler_params p = {temp, top_k, top_p, min_p, pen, last_n, seed};
+	struct llm_sampler_params p = {temp, top_k, top_p, min_p, pen, last_n, seed, 0, 0};
 	return llm_sampler_new(&p, v);
 }
 
@@ -181,6 +181,31 @@ T_TEST(repeat_penalty_divides_positive_and_multiplies_negative_logits_once_per_i
 	llm_sampler_free(s);
 }
 
+/* llama.cpp's penalties: after the repetition penalty, less presence for
+ * an id in the window and frequency per time it is there. */
+T_TEST(presence_and_frequency_penalties_subtract_per_id_and_per_count)
+{
+	float l[4] = {2, -1, 1.5f, 0.5f};
+	int64_t hist[5] = {3, 0, 0, 0, 1};
+	struct llm_candidate c[4];
+	struct llm_sampler_params p = {1, 0, 1, 0, 2, 64, 7, 0.25, 0.5};
+	struct llm_sampler *s = llm_sampler_new(&p, 4);
+	T_CHECK(s && llm_sampler_candidates(s, l, hist, 5, c) == 4);
+	/* 0: 2 / 2 - 3 * 0.5 - 0.25 = -0.75; 1: -1 * 2 - 0.5 - 0.25 = -2.75;
+	 * 2: 1.5; 3: 0.5 / 2 - 0.5 - 0.25 = -0.5 */
+	double z = exp(-0.75) + exp(-2.75) + exp(1.5) + exp(-0.5);
+	T_CHECK(NEAR(c[0].p, exp(-0.75) / z) && NEAR(c[1].p, exp(-2.75) / z) && NEAR(c[2].p, exp(1.5) / z) &&
+	    NEAR(c[3].p, exp(-0.5) / z));
+	llm_sampler_free(s);
+	/* alone (repetition penalty 1), and a negative one favours repeats */
+	struct llm_sampler_params q = {0, 0, 1, 0, 1, 64, 7, 0, -1};
+	s = llm_sampler_new(&q, 4);
+	T_CHECK(s && llm_sampler_sample(s, l, hist, 5) == 0); /* 2 + 3 */
+	llm_sampler_free(s);
+	struct llm_sampler_params bad = {0, 0, 1, 0, 1, 64, 7, NAN, 0};
+	T_CHECK(!llm_sampler_new(&bad, 4) && strstr(llm_errmsg(), "presence penalty"));
+}
+
 T_TEST(draws_follow_the_distribution)
 {
 	double probs[3] = {0.5, 0.3, 0.2};
@@ -335,6 +360,7 @@ main(void)
 	T_RUN(min_p_drops_what_is_below_min_p_times_the_best);
 	T_RUN(temperature_comes_before_top_p_and_min_p);
 	T_RUN(repeat_penalty_divides_positive_and_multiplies_negative_logits_once_per_id);
+	T_RUN(presence_and_frequency_penalties_subtract_per_id_and_per_count);
 	T_RUN(draws_follow_the_distribution);
 	T_RUN(a_seed_gives_the_same_tokens_another_seed_others);
 	T_RUN(filters_on_a_large_vocabulary_equal_a_full_sort);
