@@ -43,7 +43,7 @@ static const char usage_text[] =
     "               [--ignore-eos] [--stop text] [--tokenizer path]\n"
     "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
     "               [--no-display-prompt] -m model\n"
-    "               -i | -f file | -p text | --tokens ids\n"
+    "               -i | --single-turn | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
     "               [-r n] -m model --bench [spec]\n"
     "       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
@@ -62,6 +62,7 @@ static const char help_text[] =
     "  --no-display-prompt  print only the generated text\n"
     "  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
     "  -i, --chat           chat: one user message a line of standard input\n"
+    "  --single-turn, -st   one exchange of a chat: the message of -p, else a line of standard input\n"
     "  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
     "  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
     "  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
@@ -274,6 +275,7 @@ struct args {
 	int plain_input;        /* --no-special-in-input */
 	int no_echo;            /* --no-display-prompt */
 	enum mode mode;
+	int single_turn; /* -st: one exchange (-p or a line of standard input) */
 };
 
 /* the options, packed */
@@ -284,7 +286,7 @@ enum {
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
-	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS,
+	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -324,6 +326,7 @@ static const struct option longopts[] = {
 	{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
 	{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
 	{"seed", required_argument, NULL, OPT_SEED},
+	{"single-turn", no_argument, NULL, OPT_SINGLE_TURN},
 	{"skip-special", no_argument, NULL, OPT_SKIP_SPECIAL},
 	{"stop", required_argument, NULL, OPT_STOP},
 	{"system", required_argument, NULL, OPT_SYSTEM},
@@ -368,7 +371,7 @@ llama_cli_spellings(int *argc, char **argv)
 			"nothing is downloaded: fetch the GGUF file or the checkpoint yourself, then -m FILE "
 			"(or compile it with pipelines/model.mk)"},
 		{"--hf-repo", 1, NULL, NULL},
-		{"-st", 0, NULL, "single-turn conversations are not supported yet: -i with one line of input"},
+		{"-st", 0, "--single-turn", NULL},
 		{"-mli", 0, NULL, "multi-line input is not supported yet: -i reads a line a message"},
 		{"--reverse-prompt", 1, "--stop", NULL},
 	};
@@ -554,6 +557,10 @@ parse_args(int argc, char **argv, struct args *a)
 		case OPT_IGNORE_EOS:
 			a->sp.ignore_eos = 1;
 			break;
+		case OPT_SINGLE_TURN:
+			set_mode(&a->mode, M_CHAT);
+			a->single_turn = 1;
+			break;
 		case 's':
 		case OPT_SEED:
 			a->sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
@@ -622,8 +629,11 @@ parse_args(int argc, char **argv, struct args *a)
 			a->stop = llm_xreallocarray(a->stop, a->nstop + 1, sizeof(*a->stop));
 			a->stop[a->nstop++] = (char *)a->r_arg;
 		}
-		if (a->prompt)
+		/* -st's message may come with -p */
+		if (a->prompt && !a->single_turn)
 			set_mode(&a->mode, M_RUN);
+		if (a->single_turn && (a->prompt_file || a->tokens_arg))
+			usage_msg("--single-turn takes its message with -p or on standard input");
 		if (a->n_arg) {
 			/* -1, as llama-cli: until an end of sequence or a full context */
 			a->max_new = parse_int("-n", a->n_arg, -1, INT64_MAX);
@@ -767,7 +777,7 @@ main(int argc, char **argv)
 			parse_ids(a.tokens_arg, &ids, &nids);
 		struct gen_opts g = {a.prompt, a.prompt_file, a.escape, ids, nids, a.mode == M_CHAT, a.system,
 			a.logits_path, a.sp, a.max_new, a.stop, a.nstop, a.json, a.verbose, a.plain_input, a.no_echo,
-			t_start};
+			t_start, a.single_turn};
 		run_generate(m, a.model, ctx, t_load, &g);
 		free(ids);
 	}

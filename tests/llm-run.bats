@@ -1041,7 +1041,7 @@ stop_job() {
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
 }
 
-@test "llama-cli's one-dash words: -no-cnv, -ctk/-ctv, -r, -c 0, -t -1 taken; -fa, -ngl, -hf, -st, -mli refused by name in one line; a range error is one line (issue 48)" {
+@test "llama-cli's one-dash words: -no-cnv, -ctk/-ctv, -r, -c 0, -t -1, -st taken; -fa, -ngl, -hf, -mli refused by name in one line; a range error is one line (issue 48)" {
 	d=$(fixture_linked a)
 	want=$(llm-run -m "$d" -p 'ab c' -n 3 -t 1 --json 2>/dev/null | jq -c .generated_tokens)
 	[ "$want" != null ]
@@ -1063,7 +1063,15 @@ stop_job() {
 	[ "$(llm-run -m "$d" -p 'ab c' -n 8 -r d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')" = "$a" ]
 	[ "$(llm-run -m "$d" -p 'ab c' -n 8 --reverse-prompt=d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')" = "$a" ]
 	# no meaning here: one line each, naming the word, nothing on stdout
-	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-st" "-mli"; do
+	# -st: one exchange, its message -p's or a line of standard input
+	one() { jq -sc 'map([.turn, .generated_tokens])'; }
+	want=$(llm-run -m "$d" -i --chat-template llama2 -n 4 --seed 1 --json <<<hi 2>/dev/null | one)
+	[ "$want" != '[]' ]
+	[ "$(llm-run -m "$d" -st -p hi --chat-template llama2 -n 4 --seed 1 --json </dev/null 2>/dev/null | one)" = "$want" ]
+	[ "$(printf 'hi\nagain\n' | llm-run -m "$d" --single-turn --chat-template llama2 -n 4 --seed 1 --json 2>/dev/null |
+		one)" = "$want" ]
+	run -2 --separate-stderr llm-run -m "$d" -st -f /dev/null
+	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-mli"; do
 		run -2 --separate-stderr llm-run -m "$d" -p x $w
 		[ "$output" = "" ]
 		[ "${#stderr_lines[@]}" -eq 1 ]

@@ -280,7 +280,7 @@ read_message(struct llm_buf *msg)
 }
 
 void
-run_chat(struct gen *g, struct llm_seq *s, const char *system)
+run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single)
 {
 	struct chat c = {0};
 	struct llm_buf msg = {0}, clean = {0};
@@ -294,13 +294,20 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system)
 		c.nsystem = 1;
 	}
 	run_catch_sigint();
-	for (;;) {
-		if (tty) {
-			run_write("> ", 2);
-			fflush(stdout);
-		}
-		if (read_message(&msg) < 0)
+	for (int turn = 0;; turn++) {
+		if (single && turn == 1)
 			break;
+		if (first && turn == 0) {
+			msg.len = 0;
+			llm_buf_add(&msg, first, strlen(first));
+		} else {
+			if (tty) {
+				run_write("> ", 2);
+				fflush(stdout);
+			}
+			if (read_message(&msg) < 0)
+				break;
+		}
 		int cmd = chat_command(&c, msg.p, msg.len);
 		if (cmd < 0)
 			break;

@@ -277,7 +277,11 @@ run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const
 			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
 		if (!llm_chat_template_name(m))
 			llm_fatal("%s: no chat template recognised: give --chat-template", model);
-		run_chat(&g, s, a->system);
+		char *first = a->prompt ? llm_xstrdup(a->prompt) : NULL;
+		if (first && a->escape)
+			unescape(first);
+		run_chat(&g, s, a->system, first, a->single);
+		free(first);
 	} else {
 		int64_t *ids = NULL, *text_ids;
 		size_t nids = 0, ntext, len = 0;

@@ -52,6 +52,7 @@ struct gen_opts {
 	size_t nstop;
 	int json, verbose, plain_input, no_echo;
 	double t_start; /* when the process started */
+	int single;     /* chat: one exchange, its message -p's (prompt) or a line of standard input */
 };
 /* One generation, or the chat, on a sequence of m of ctx positions (0: the default). */
 void run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
@@ -92,7 +93,9 @@ const char *result_text(const struct result *r, size_t *len);
 /* load < 0: no load time (a chat turn); from_start < 0: no time to
  * first token from the start of the process. */
 json_t *timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill);
-void run_chat(struct gen *g, struct llm_seq *s, const char *system);
+/* The chat: first (or NULL) is the first message, given; single ends it
+ * after one exchange. */
+void run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single);
 
 /* ---- --tokenize, --detokenize, --render, --verify (text.c) ------------ */
 
