@@ -1123,6 +1123,8 @@ stop_job() {
 	# -c: at most that many positions
 	run -0 --separate-stderr llm-run -m "$d" --tokens 1,2,3 -n -1 -c 10 --json
 	[ "$(jq -c '[(.generated_tokens | length), .stop]' <<<"$output")" = '[8,"context"]' ]
+	# said on stderr too (issue 48, item 6)
+	[ "$stderr" = "llm-run: $d: the context is full (10 positions, -c): the reply stops here" ]
 	run -1 --separate-stderr llm-run -m "$d" --tokens 1 -c 100
 	[ "$stderr" = "llm-run: $d: -c 100 exceeds the context this model was built for, 64 (llm-import --max-context sets it)" ]
 	# -e: \n in -p is a newline

@@ -25,6 +25,7 @@ struct chat {
 	size_t nsystem;  /* leading system messages, kept on /reset */
 	int64_t reserve; /* positions kept free for the reply */
 	int turns;
+	int said_dropping; /* the first drop of old exchanges was reported */
 	int64_t prefill_tokens, decode_tokens;
 	double prefill_s, decode_s;
 };
@@ -153,6 +154,13 @@ chat_turn(struct chat *c, const char *line, size_t len)
 			return;
 		}
 		dropped += d;
+		if (!c->said_dropping) {
+			/* once a chat: every later turn may drop some more */
+			llm_warn("%s: the context is full (%" PRId64 " positions, -c): the oldest exchanges are "
+				 "dropped (the system prompt stays)",
+			    g->model, ctx);
+			c->said_dropping = 1;
+		}
 		llm_free(ids);
 	}
 

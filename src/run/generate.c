@@ -91,7 +91,11 @@ generate(struct gen *g, struct llm_seq *s, double t0, struct result *r)
 			if ((int64_t)r->n == g->max_new)
 				break;
 			if (llm_seq_pos(s) >= llm_seq_context(s)) {
+				/* said, not only in --json's stop: a reply cut short */
 				r->stop = "context";
+				fflush(stdout);
+				llm_warn("%s: the context is full (%" PRId64 " positions, -c): the reply stops here",
+				    g->model, llm_seq_context(s));
 				break;
 			}
 			double td = llm_now();
