@@ -850,10 +850,22 @@ stop_job() {
 	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" a context of 64 positions (-c)" ]]
 }
 
-@test "a chat needs a template: named, a file, or the model's own" {
+@test "a chat takes a template named, a file, or the model's own; without one -i continues the text, as llama-cli's interactive mode (issue 48, item 5)" {
 	d=$(fixture_linked a)
-	run -1 --separate-stderr llm-run -m "$d" -i </dev/null
-	[ "$stderr" = "llm-run: $d: no chat template recognised: give --chat-template" ]
+	# no template: each line and a newline continue the text
+	printf 'ab\ncd\n' | llm-run -m "$d" -i -n 2 --json >"$T/j" 2>"$T/e"
+	[ ! -s "$T/e" ]
+	[ "$(wc -l <"$T/j")" -eq 2 ]
+	p1=$(printf '"ab\\n"\n' | llm-run -m "$d" --tokenize --add-special)
+	p2=$(printf '"cd\\n"\n' | llm-run -m "$d" --tokenize)
+	[ "$(sed -n 1p "$T/j" | jq -c .prompt_tokens)" = "$p1" ]
+	[ "$(sed -n 2p "$T/j" | jq -c .prompt_tokens)" = "$p2" ]
+	# the reply's last token is evaluated before the next line (2 + 1 + 1)
+	c1=$(sed -n 1p "$T/j" | jq .context_tokens)
+	[ "$c1" -eq $(($(jq length <<<"$p1") + 1)) ]
+	[ "$(sed -n 2p "$T/j" | jq .context_tokens)" -eq $((c1 + 1 + $(jq length <<<"$p2") + 1)) ]
+	run -1 --separate-stderr llm-run -m "$d" -i --system S </dev/null
+	[ "$stderr" = "llm-run: $d: no chat template recognised: --system needs one (--chat-template)" ]
 	run -2 llm-run -m "$d" -i --chat-template chatml
 	run -2 llm-run -m "$d" -i -p x
 	run -2 llm-run -m "$d" -i --logits "$T/l"

@@ -1,7 +1,9 @@
 /* chat.c: llm-run -i on the public API: each line of stdin is a user
  * message; llm_seq_chat renders the conversation with the model's chat
  * template and gives what the sequence lacks of it; a full context drops
- * the oldest exchanges (the system prompt stays). */
+ * the oldest exchanges (the system prompt stays).  A model without a chat
+ * template gets llama-cli's interactive mode instead: each line continues
+ * the text. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -26,6 +28,8 @@ struct chat {
 	int64_t reserve; /* positions kept free for the reply */
 	int turns;
 	int said_dropping; /* the first drop of old exchanges was reported */
+	int plain;         /* no chat template: the lines continue a text (plain_turn) */
+	int64_t pending;   /* plain: the reply's last token, printed but not evaluated; -1 none */
 	int64_t prefill_tokens, decode_tokens;
 	double prefill_s, decode_s;
 };
@@ -89,6 +93,7 @@ chat_command(struct chat *c, const char *line, size_t len)
 		return -1;
 	case 3:
 		chat_remove(c, c->nsystem, c->n - c->nsystem);
+		c->pending = -1;
 		if (llm_seq_rewind(c->s, 0) != LLM_OK)
 			llm_fatal("%s: %s", c->g->model, llm_errmsg());
 		return 1;
@@ -210,6 +215,68 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	llm_free(ids);
 }
 
+/* A turn of -i on a model without a chat template, as llama-cli's
+ * interactive mode: the line and a newline are appended to the text and
+ * continued.  The reply's last token, unless it ends the sequence, is
+ * evaluated first, so that the text goes on from all that was printed. */
+static void
+plain_turn(struct chat *c, const char *line, size_t len)
+{
+	struct gen *g = c->g;
+	struct llm_seq *s = c->s;
+	int64_t *ids = NULL, ctx = llm_seq_context(s);
+	size_t nids = 0;
+	char *text = llm_xmalloc(len + 1);
+	memcpy(text, line, len);
+	text[len] = '\n';
+	int flags = (g->plain_input ? LLM_TOKENIZE_PLAIN : 0) |
+	    (llm_seq_pos(s) == 0 && llm_token_add_bos(g->m) ? LLM_TOKENIZE_SPECIAL : 0);
+	if (llm_tokenize(g->m, text, len + 1, flags, &ids, &nids) != LLM_OK)
+		llm_fatal("%s: %s", g->model, llm_errmsg());
+	free(text);
+	double t0 = llm_now();
+	int64_t need = (c->pending >= 0) + (int64_t)nids;
+	if (llm_seq_pos(s) + need + c->reserve > ctx) {
+		llm_warn("%s: the context is full (%" PRId64 " positions, -c): the text does not go on (/reset "
+			 "starts it again)",
+		    g->model, ctx);
+		llm_free(ids);
+		return;
+	}
+	if ((c->pending >= 0 && llm_seq_eval(s, &c->pending, 1) != LLM_OK) || llm_seq_eval(s, ids, nids) != LLM_OK)
+		llm_fatal("%s: %s", g->model, llm_errmsg());
+	double t_prefill = llm_now() - t0;
+	struct result r;
+	generate(g, s, t0, &r);
+	run_interrupted = 0;
+	c->pending = r.n && strcmp(r.stop, "eos") != 0 ? r.ids[r.n - 1] : -1;
+	c->turns++;
+	c->prefill_tokens += (int64_t)nids;
+	c->prefill_s += t_prefill;
+	c->decode_tokens += r.ndecode;
+	c->decode_s += r.t_decode;
+	size_t rlen;
+	const char *reply = result_text(&r, &rlen);
+	if (g->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "turn", json_integer(c->turns));
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
+		json_object_set_new(o, "text", json_stringn(reply, rlen));
+		json_object_set_new(o, "stop", json_string(r.stop));
+		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(s)));
+		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
+		run_print_json(o);
+	} else {
+		if (!rlen || reply[rlen - 1] != '\n')
+			run_write("\n", 1);
+		if (fflush(stdout) != 0)
+			llm_fatal("stdout: write error:");
+	}
+	result_free(&r);
+	llm_free(ids);
+}
+
 /* Standard input of a chat, read without stdio so that Ctrl-C is never
  * lost: SIGINT is blocked except inside ppoll, which returns at once when
  * it comes. */
@@ -296,6 +363,8 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 
 	c.g = g;
 	c.s = s;
+	c.plain = !llm_chat_template_name(g->m);
+	c.pending = -1;
 	c.reserve = g->max_new < llm_seq_context(s) / 2 ? g->max_new : llm_seq_context(s) / 2;
 	if (system) {
 		chat_add(&c, "system", system, strlen(system));
@@ -328,7 +397,10 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
 		clean.len = 0;
 		llm_utf8_lossy(msg.p, msg.len, &clean);
-		chat_turn(&c, clean.p, clean.len);
+		if (c.plain)
+			plain_turn(&c, clean.p, clean.len);
+		else
+			chat_turn(&c, clean.p, clean.len);
 	}
 	if (tty)
 		run_write("\n", 1);

@@ -279,8 +279,8 @@ run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const
 	if (a->chat) {
 		if (!g.tok)
 			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
-		if (!llm_chat_template_name(m))
-			llm_fatal("%s: no chat template recognised: give --chat-template", model);
+		if (!llm_chat_template_name(m) && a->system)
+			llm_fatal("%s: no chat template recognised: --system needs one (--chat-template)", model);
 		char *first = a->prompt ? llm_xstrdup(a->prompt) : NULL;
 		if (first && a->escape)
 			unescape(first);
