@@ -1118,37 +1118,34 @@ test_expr(struct parser *p)
 	return e;
 }
 
+/* Left-associative operators of one token class over the next level. */
+static struct node *
+left_assoc(struct parser *p, enum tok t, struct node *(*sub)(struct parser *))
+{
+	struct node *e = sub(p);
+	while (is(p, t)) {
+		struct token *op = next(p);
+		e = binary(p, op, e, sub(p));
+	}
+	return e;
+}
+
 static struct node *
 power(struct parser *p)
 {
-	struct node *e = test_expr(p);
-	while (is(p, T_POW)) {
-		struct token *op = next(p);
-		e = binary(p, op, e, test_expr(p));
-	}
-	return e;
+	return left_assoc(p, T_POW, test_expr);
 }
 
 static struct node *
 multiplicative(struct parser *p)
 {
-	struct node *e = power(p);
-	while (is(p, T_MUL)) {
-		struct token *op = next(p);
-		e = binary(p, op, e, power(p));
-	}
-	return e;
+	return left_assoc(p, T_MUL, power);
 }
 
 static struct node *
 additive(struct parser *p)
 {
-	struct node *e = multiplicative(p);
-	while (is(p, T_ADD)) {
-		struct token *op = next(p);
-		e = binary(p, op, e, multiplicative(p));
-	}
-	return e;
+	return left_assoc(p, T_ADD, multiplicative);
 }
 
 static struct node *

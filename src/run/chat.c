@@ -122,6 +122,42 @@ drop_oldest(struct chat *c)
 	return u - s;
 }
 
+/* The totals, and the turn's line of --json (keep and dropped -1: a plain
+ * turn, which has neither) or the reply's last newline. */
+static void
+report(struct chat *c, const struct result *r, const int64_t *ids, size_t nids, double t_prefill, int64_t keep,
+    int64_t dropped)
+{
+	struct gen *g = c->g;
+	size_t rlen;
+	const char *reply = result_text(r, &rlen);
+	c->turns++;
+	c->prefill_tokens += (int64_t)nids;
+	c->prefill_s += t_prefill;
+	c->decode_tokens += r->ndecode;
+	c->decode_s += r->t_decode;
+	if (g->json) {
+		json_t *o = json_object();
+		json_object_set_new(o, "turn", json_integer(c->turns));
+		if (keep >= 0) {
+			json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
+			json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
+		}
+		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
+		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r->ids, r->n));
+		json_object_set_new(o, "text", json_stringn(reply, rlen));
+		json_object_set_new(o, "stop", json_string(r->stop));
+		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(c->s)));
+		json_object_set_new(o, "timings", timings_json(-1, -1, r, (int64_t)nids, t_prefill));
+		run_print_json(o);
+	} else {
+		if (!rlen || reply[rlen - 1] != '\n')
+			run_write("\n", 1);
+		if (fflush(stdout) != 0)
+			llm_fatal("stdout: write error:");
+	}
+}
+
 static void
 chat_turn(struct chat *c, const char *line, size_t len)
 {
@@ -182,29 +218,7 @@ chat_turn(struct chat *c, const char *line, size_t len)
 	size_t rlen;
 	const char *reply = result_text(&r, &rlen);
 	chat_add(c, "assistant", reply, rlen);
-	c->turns++;
-	c->prefill_tokens += (int64_t)nids;
-	c->prefill_s += t_prefill;
-	c->decode_tokens += r.ndecode;
-	c->decode_s += r.t_decode;
-	if (g->json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "turn", json_integer(c->turns));
-		json_object_set_new(o, "reused_tokens", json_integer((json_int_t)keep));
-		json_object_set_new(o, "dropped_messages", json_integer((json_int_t)dropped));
-		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
-		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
-		json_object_set_new(o, "text", json_stringn(reply, rlen));
-		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(s)));
-		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
-		run_print_json(o);
-	} else {
-		if (!rlen || reply[rlen - 1] != '\n')
-			run_write("\n", 1);
-		if (fflush(stdout) != 0)
-			llm_fatal("stdout: write error:");
-	}
+	report(c, &r, ids, nids, t_prefill, keep, (int64_t)dropped);
 	if (g->verbose)
 		fprintf(stderr,
 		    "%s: turn %d: reused %" PRId64 " tokens, dropped %zu messages, prefill %zu tokens in %.2f ms, "
@@ -250,29 +264,7 @@ plain_turn(struct chat *c, const char *line, size_t len)
 	generate(g, s, t0, &r);
 	run_interrupted = 0;
 	c->pending = r.n && strcmp(r.stop, "eos") != 0 ? r.ids[r.n - 1] : -1;
-	c->turns++;
-	c->prefill_tokens += (int64_t)nids;
-	c->prefill_s += t_prefill;
-	c->decode_tokens += r.ndecode;
-	c->decode_s += r.t_decode;
-	size_t rlen;
-	const char *reply = result_text(&r, &rlen);
-	if (g->json) {
-		json_t *o = json_object();
-		json_object_set_new(o, "turn", json_integer(c->turns));
-		json_object_set_new(o, "prompt_tokens", llm_json_i64_array(ids, nids));
-		json_object_set_new(o, "generated_tokens", llm_json_i64_array(r.ids, r.n));
-		json_object_set_new(o, "text", json_stringn(reply, rlen));
-		json_object_set_new(o, "stop", json_string(r.stop));
-		json_object_set_new(o, "context_tokens", json_integer(llm_seq_pos(s)));
-		json_object_set_new(o, "timings", timings_json(-1, -1, &r, (int64_t)nids, t_prefill));
-		run_print_json(o);
-	} else {
-		if (!rlen || reply[rlen - 1] != '\n')
-			run_write("\n", 1);
-		if (fflush(stdout) != 0)
-			llm_fatal("stdout: write error:");
-	}
+	report(c, &r, ids, nids, t_prefill, -1, -1);
 	result_free(&r);
 	llm_free(ids);
 }
