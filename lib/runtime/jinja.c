@@ -2495,54 +2495,22 @@ has_prefix(const struct str *s, const struct str *x, int end)
 	return x->n <= s->n && memcmp(s->p + (end ? s->n - x->n : 0), x->p, x->n) == 0;
 }
 
-static struct val
-m_upper(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(recase(r, s.s, 1));
-}
-
-static struct val
-m_lower(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(recase(r, s.s, 0));
-}
-
-static struct val
-m_title(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(recase(r, s.s, 2));
-}
-
-static struct val
-m_capitalize(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(recase(r, s.s, 3));
-}
-
-static struct val
-m_strip(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(trim(r, s.s, 1, 1));
-}
-
-static struct val
-m_lstrip(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(trim(r, s.s, 1, 0));
-}
-
-static struct val
-m_rstrip(struct rt *r, struct val s, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	return sval(trim(r, s.s, 0, 1));
-}
+/* The string methods without arguments (as in JavaScript, any given are
+ * ignored). */
+#define STRING_METHOD(name, expr)                                                                            \
+	static struct val name(struct rt *r, struct val s, struct val *a, size_t n, struct env *env,           \
+	    const struct node *at)                                                                             \
+	{                                                                                                      \
+		(void)a, (void)n, (void)env, (void)at;                                                         \
+		return sval(expr);                                                                             \
+	}
+STRING_METHOD(m_upper, recase(r, s.s, 1))
+STRING_METHOD(m_lower, recase(r, s.s, 0))
+STRING_METHOD(m_title, recase(r, s.s, 2))
+STRING_METHOD(m_capitalize, recase(r, s.s, 3))
+STRING_METHOD(m_strip, trim(r, s.s, 1, 1))
+STRING_METHOD(m_lstrip, trim(r, s.s, 1, 0))
+STRING_METHOD(m_rstrip, trim(r, s.s, 0, 1))
 
 static struct val
 affix(struct rt *r, struct val s, struct val *a, size_t n, const struct node *at, int end)
