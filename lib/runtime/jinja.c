@@ -1644,17 +1644,13 @@ type_name(struct val v)
 static struct val
 num(enum vt t, double d)
 {
-	struct val v = {.t = t};
-	v.d = d;
-	return v;
+	return (struct val){.t = t, .d = d};
 }
 
 static struct val
 boolean(int b)
 {
-	struct val v = {.t = V_BOOL};
-	v.b = !!b;
-	return v;
+	return (struct val){.t = V_BOOL, .b = !!b};
 }
 
 static int
@@ -1695,9 +1691,7 @@ mkstr(struct rt *r, const char *p, size_t n, int data)
 static struct val
 sval(struct str *s)
 {
-	struct val v = {.t = V_STR};
-	v.s = s;
-	return v;
+	return (struct val){.t = V_STR, .s = s};
 }
 
 static struct val
@@ -1824,9 +1818,7 @@ mkarr(struct rt *r, size_t n)
 static struct val
 aval(struct arr *a)
 {
-	struct val v = {.t = V_ARRAY};
-	v.a = a;
-	return v;
+	return (struct val){.t = V_ARRAY, .a = a};
 }
 
 static struct obj *
@@ -1840,9 +1832,7 @@ mkobj(struct rt *r, int kind)
 static struct val
 oval(struct obj *o)
 {
-	struct val v = {.t = V_OBJECT};
-	v.o = o;
-	return v;
+	return (struct val){.t = V_OBJECT, .o = o};
 }
 
 static int
@@ -2128,11 +2118,24 @@ pad(struct rt *r, struct sb *b, int indent, int depth)
 		sb_add(r, b, " ", 1);
 }
 
+/* Before item i of an array or object: the separator, and the indent. */
+static void
+json_item(struct rt *r, struct sb *b, const struct json_opts *o, size_t i, int depth)
+{
+	if (i) {
+		if (o->item_sep)
+			sb_str(r, b, o->item_sep);
+		else
+			sb_puts(r, b, o->indent ? "," : ", ");
+	}
+	if (o->indent)
+		pad(r, b, o->indent, depth + 1);
+}
+
 static void
 to_json(struct rt *r, struct sb *b, struct val v, const struct json_opts *o, int depth, int undef_null,
     const struct node *at)
 {
-	const char *isep = o->indent ? "," : ", ";
 	switch (v.t) {
 	case V_NULL:
 		sb_puts(r, b, "null");
@@ -2158,14 +2161,7 @@ to_json(struct rt *r, struct sb *b, struct val v, const struct json_opts *o, int
 			break;
 		sb_add(r, b, "[", 1);
 		for (size_t i = 0; i < v.a->n; i++) {
-			if (i) {
-				if (o->item_sep)
-					sb_str(r, b, o->item_sep);
-				else
-					sb_puts(r, b, isep);
-			}
-			if (o->indent)
-				pad(r, b, o->indent, depth + 1);
+			json_item(r, b, o, i, depth);
 			to_json(r, b, v.a->v[i], o, depth + 1, undef_null, at);
 		}
 		if (o->indent && v.a->n)
@@ -2183,14 +2179,7 @@ to_json(struct rt *r, struct sb *b, struct val v, const struct json_opts *o, int
 			qsort(keys, n, sizeof(*keys), key_order);
 		sb_add(r, b, "{", 1);
 		for (size_t i = 0; i < n; i++) {
-			if (i) {
-				if (o->item_sep)
-					sb_str(r, b, o->item_sep);
-				else
-					sb_puts(r, b, isep);
-			}
-			if (o->indent)
-				pad(r, b, o->indent, depth + 1);
+			json_item(r, b, o, i, depth);
 			json_lit(r, b, *keys[i], o->ascii);
 			if (o->key_sep)
 				sb_str(r, b, o->key_sep);
@@ -2682,35 +2671,27 @@ pair(struct rt *r, struct str *k, struct val v)
 	return aval(a);
 }
 
+/* An object's entries as an array: [key, value] pairs (0), keys (1) or
+ * values (2), in its order. */
 static struct val
-m_items(struct rt *r, struct val o, struct val *a, size_t n, struct env *env, const struct node *at)
+entries(struct rt *r, struct val o, int what)
 {
-	(void)a, (void)n, (void)env, (void)at;
 	struct arr *x = mkarr(r, o.o->n);
 	for (size_t i = 0; i < o.o->n; i++)
-		x->v[i] = pair(r, o.o->k[i], o.o->v[i]);
+		x->v[i] = what == 0 ? pair(r, o.o->k[i], o.o->v[i]) : what == 1 ? sval(o.o->k[i]) : o.o->v[i];
 	return aval(x);
 }
 
-static struct val
-m_keys(struct rt *r, struct val o, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	struct arr *x = mkarr(r, o.o->n);
-	for (size_t i = 0; i < o.o->n; i++)
-		x->v[i] = sval(o.o->k[i]);
-	return aval(x);
-}
-
-static struct val
-m_values(struct rt *r, struct val o, struct val *a, size_t n, struct env *env, const struct node *at)
-{
-	(void)a, (void)n, (void)env, (void)at;
-	struct arr *x = mkarr(r, o.o->n);
-	for (size_t i = 0; i < o.o->n; i++)
-		x->v[i] = o.o->v[i];
-	return aval(x);
-}
+#define OBJECT_METHOD(name, what)                                                                            \
+	static struct val name(struct rt *r, struct val o, struct val *a, size_t n, struct env *env,           \
+	    const struct node *at)                                                                             \
+	{                                                                                                      \
+		(void)a, (void)n, (void)env, (void)at;                                                         \
+		return entries(r, o, what);                                                                    \
+	}
+OBJECT_METHOD(m_items, 0)
+OBJECT_METHOD(m_keys, 1)
+OBJECT_METHOD(m_values, 2)
 
 static struct val
 m_get(struct rt *r, struct val o, struct val *a, size_t n, struct env *env, const struct node *at)
