@@ -145,49 +145,21 @@ llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config)
 	}
 }
 
-static void
-add_json(struct llm_chat *c, json_t *msg)
-{
-	if (c->n == c->cap) {
-		c->cap = c->cap ? 2 * c->cap : 8;
-		c->msgs = llm_xreallocarray(c->msgs, c->cap, sizeof(*c->msgs));
-	}
-	struct llm_chat_msg *m = &c->msgs[c->n++];
-	json_t *content = json_object_get(msg, "content");
-	m->role = llm_xstrdup(json_string_value(json_object_get(msg, "role")));
-	m->content = json_is_string(content) ? llm_xstrndup(json_string_value(content), json_string_length(content)) :
-					       NULL;
-	m->len = json_is_string(content) ? json_string_length(content) : 0;
-	m->json = msg;
-}
-
 void
 llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len)
 {
 	json_t *m = json_object();
 	json_object_set_new(m, "role", json_string(role));
 	json_object_set_new(m, "content", json_stringn(content, len));
-	add_json(c, m);
-}
-
-void
-llm_chat_remove(struct llm_chat *c, size_t i, size_t count)
-{
-	for (size_t k = i; k < i + count; k++) {
-		free(c->msgs[k].role);
-		free(c->msgs[k].content);
-		json_decref(c->msgs[k].json);
-	}
-	if (c->n > i + count)
-		memmove(c->msgs + i, c->msgs + i + count, (c->n - i - count) * sizeof(*c->msgs));
-	c->n -= count;
+	if (!c->messages)
+		c->messages = json_array();
+	json_array_append_new(c->messages, m);
 }
 
 void
 llm_chat_free(struct llm_chat *c)
 {
-	llm_chat_remove(c, 0, c->n);
-	free(c->msgs);
+	json_decref(c->messages);
 	json_decref(c->tools);
 	memset(c, 0, sizeof(*c));
 }
@@ -222,8 +194,9 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 			    "%s: message %zu: expected {\"role\": string, \"content\": string or null, ...}", name, i);
 		}
 	}
-	json_array_foreach (msgs, i, m)
-		add_json(c, json_incref(m));
+	if (!c->messages)
+		c->messages = json_array();
+	json_array_extend(c->messages, msgs);
 	if (json_is_array(tools)) {
 		json_decref(c->tools);
 		c->tools = json_incref(tools);
@@ -237,10 +210,10 @@ llm_chat_render(const struct llm_chat_template *t, const struct llm_chat *c, int
     struct llm_buf *out, struct llm_spans *spans)
 {
 	static const char *const data[] = {"messages", "tools", NULL};
-	json_t *vars = json_deep_copy(t->tokens ? t->tokens : json_object()), *msgs = json_array();
-	for (size_t i = 0; i < c->n; i++)
-		json_array_append(msgs, c->msgs[i].json);
-	json_object_set_new(vars, "messages", msgs);
+	json_t *vars = json_object();
+	if (t->tokens)
+		json_object_update(vars, t->tokens);
+	json_object_set_new(vars, "messages", c->messages ? json_incref(c->messages) : json_array());
 	if (c->tools)
 		json_object_set(vars, "tools", c->tools);
 	json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));

@@ -28,25 +28,16 @@
 #include "../base/util.h"
 #include "jinja.h"
 
-struct llm_chat_msg {
-	char *role;    /* NUL-terminated */
-	char *content; /* valid UTF-8, NUL-terminated; NULL when not a string */
-	size_t len;    /* of content */
-	json_t *json;  /* the whole message, as the template sees it */
-};
-
-/* A conversation, in order, and the tools offered (a JSON array, or
- * NULL). */
+/* A conversation as the template sees it: the messages, in order (a JSON
+ * array of objects; NULL: none yet), and the tools offered (a JSON array,
+ * or NULL). */
 struct llm_chat {
-	struct llm_chat_msg *msgs;
-	size_t n, cap;
+	json_t *messages;
 	json_t *tools;
 };
 
 /* Append a message {"role": role, "content": content} (copied). */
 void llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len);
-/* Remove msgs[i, i+count). */
-void llm_chat_remove(struct llm_chat *c, size_t i, size_t count);
 void llm_chat_free(struct llm_chat *c);
 /* Append the messages of a JSON array of message objects, or of an object
  * {"messages": [...], "tools": [...]} as an OpenAI chat request carries

@@ -155,14 +155,19 @@ T_TEST(parse_reads_messages_and_tools_and_rejects_the_rest)
 	struct llm_chat c = {0};
 	const char *ok = "[{\"role\": \"user\", \"content\": \"h\\u00e9\", \"name\": 1}]";
 	T_CHECK(llm_chat_parse(&c, ok, strlen(ok), "c.json") == 0);
-	T_CHECK(c.n == 1 && strcmp(c.msgs[0].role, "user") == 0 && strcmp(c.msgs[0].content, "h\xc3\xa9") == 0);
-	T_CHECK(json_number_value(json_object_get(c.msgs[0].json, "name")) == 1 && !c.tools);
+	json_t *m0 = json_array_get(c.messages, 0);
+	T_CHECK(json_array_size(c.messages) == 1 &&
+	    strcmp(json_string_value(json_object_get(m0, "role")), "user") == 0 &&
+		strcmp(json_string_value(json_object_get(m0, "content")), "h\xc3\xa9") == 0);
+	T_CHECK(json_number_value(json_object_get(m0, "name")) == 1 && !c.tools);
 	llm_chat_free(&c);
 	/* an OpenAI request's shape; content null or absent beside tool_calls */
 	const char *req = "{\"messages\": [{\"role\": \"assistant\", \"content\": null, \"tool_calls\": []},"
 			  " {\"role\": \"user\"}], \"tools\": [{\"type\": \"function\"}], \"model\": \"m\"}";
 	T_CHECK(llm_chat_parse(&c, req, strlen(req), "c.json") == 0);
-	T_CHECK(c.n == 2 && !c.msgs[0].content && !c.msgs[1].content && json_array_size(c.tools) == 1);
+	T_CHECK(json_array_size(c.messages) == 2 &&
+	    json_is_null(json_object_get(json_array_get(c.messages, 0), "content")) &&
+	    !json_object_get(json_array_get(c.messages, 1), "content") && json_array_size(c.tools) == 1);
 	llm_chat_free(&c);
 	const char *bad[] = {"[]", "{}", "{\"messages\": []}", "[{\"content\": \"x\"}]",
 		"[{\"role\": 1, \"content\": \"x\"}]", "[{\"role\": \"user\", \"content\": 1}]",
@@ -176,7 +181,7 @@ T_TEST(parse_reads_messages_and_tools_and_rejects_the_rest)
 	 * leak fuzz_chat found) */
 	const char *late = "[{\"role\": \"user\", \"content\": \"a\"}, {\"role\": 2}]";
 	T_CHECK(llm_chat_parse(&c, ok, strlen(ok), "c.json") == 0);
-	T_CHECK(llm_chat_parse(&c, late, strlen(late), "c.json") == -1 && c.n == 1);
+	T_CHECK(llm_chat_parse(&c, late, strlen(late), "c.json") == -1 && json_array_size(c.messages) == 1);
 	llm_chat_free(&c);
 }
 
