@@ -657,10 +657,11 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	const char *kt = em_val(e, "keys"), *vt = em_val(e, "vals");
 	const char *kn, *vn;
 	const char *kw = widen("%a1", kvt, "%kf", &kn), *vw = widen("%a1", kvt, "%vf", &vn);
-	const char *mask = "      %si = linalg.index 2 : index\n"
-			   "      %ti = linalg.index 3 : index\n"
-			   "      %lim = arith.addi %si, %pos : index\n"
-			   "      %ok = arith.cmpi ule, %ti, %lim : index\n";
+	/* lim: the position of row s; t: the key's */
+	const char *rowkey = "      %si = linalg.index 2 : index\n"
+			     "      %ti = linalg.index 3 : index\n"
+			     "      %lim = arith.addi %si, %pos : index\n";
+	const char *mask = em_fmt("%s      %%ok = arith.cmpi ule, %%ti, %%lim : index\n", rowkey);
 
 	em_top(e, kt, em_fmt("tensor.extract_slice %s[0, 0, 0] [%" PRId64 ", %" PRId64 ", %%L] [1, 1, 1]", kc, kvh, hd),
 	    em_fmt(": %s to %s", ckt, lkt));
@@ -684,35 +685,23 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	 * scale and the mask are applied where the scores are read (rowmax,
 	 * probs), not in a pass of their own; class "softmax" shares the
 	 * heads out over the threads. */
-	const char *scaled = em_fmt("%s      %%scale = arith.constant %.17g : f32\n"
-				    "      %%x = arith.mulf %%a0, %%scale : f32\n",
-	    mask, 1.0 / sqrt((double)hd));
 	/* A sliding window W: the query at lim sees keys t > lim - W too, so
 	 * lim - t (unsigned: t > lim wraps past W) is below W.  That mask is
 	 * applied in a pass of its own, as -1e30 in the scaled scores:
 	 * tile_reduction_using_for leaves a reduction's linalg.index
-	 * unshifted by its tile (the rowmax above sees lane numbers, not
+	 * unshifted by its tile (the rowmax below sees lane numbers, not
 	 * positions), harmless for the causal mask (any shift at least the
 	 * row's maximum gives the same softmax) but not for a window. */
-	const char *neg = "      %neg = arith.constant -1.0e30 : f32\n";
-	const char *rmax = em_fmt("%s%s      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
-				  "      %%r = arith.maximumf %%xm, %%o : f32\n",
-	    scaled, neg);
-	const char *pbody = em_fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
-				   "      %%ex = math.exp %%dd : f32\n"
-				   "      %%zf = arith.constant 0.0 : f32\n"
-				   "      %%r = arith.select %%ok, %%ex, %%zf : f32\n",
-	    scaled);
+	if (c->sliding_window)
+		mask = em_fmt("%s      %%back = arith.subi %%lim, %%ti : index\n"
+			      "      %%win = arith.constant %" PRId64 " : index\n"
+			      "      %%ok = arith.cmpi ult, %%back, %%win : index\n",
+		    rowkey, c->sliding_window);
+	const char *scaled = em_fmt("%s      %%scale = arith.constant %.17g : f32\n"
+				    "      %%x = arith.mulf %%a0, %%scale : f32\n",
+	    mask, 1.0 / sqrt((double)hd));
+	const char *neg = "      %neg = arith.constant -1.0e30 : f32\n", *rmax, *pbody;
 	if (c->sliding_window) {
-		const char *wmask = em_fmt("      %%si = linalg.index 2 : index\n"
-					   "      %%ti = linalg.index 3 : index\n"
-					   "      %%lim = arith.addi %%si, %%pos : index\n"
-					   "      %%back = arith.subi %%lim, %%ti : index\n"
-					   "      %%win = arith.constant %" PRId64 " : index\n"
-					   "      %%ok = arith.cmpi ult, %%back, %%win : index\n"
-					   "      %%scale = arith.constant %.17g : f32\n"
-					   "      %%x = arith.mulf %%a0, %%scale : f32\n",
-		    c->sliding_window, 1.0 / sqrt((double)hd));
 		sc = em_generic(e,
 		    &(struct gspec){.sched = "softmax",
 			    .hint = "window",
@@ -722,10 +711,19 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 			    .omap = "d0, d1, d2, d3",
 			    .nd = 4,
 			    .iters = "parallel, parallel, parallel, parallel",
-			    .body = em_fmt("%s%s      %%r = arith.select %%ok, %%x, %%neg : f32\n", wmask, neg)});
+			    .body = em_fmt("%s%s      %%r = arith.select %%ok, %%x, %%neg : f32\n", scaled, neg)});
 		rmax = "      %r = arith.maximumf %a0, %o : f32\n";
 		pbody = "      %dd = arith.subf %a0, %a1 : f32\n"
 			"      %r = math.exp %dd : f32\n";
+	} else {
+		rmax = em_fmt("%s%s      %%xm = arith.select %%ok, %%x, %%neg : f32\n"
+			      "      %%r = arith.maximumf %%xm, %%o : f32\n",
+		    scaled, neg);
+		pbody = em_fmt("%s      %%dd = arith.subf %%x, %%a1 : f32\n"
+			       "      %%ex = math.exp %%dd : f32\n"
+			       "      %%zf = arith.constant 0.0 : f32\n"
+			       "      %%r = arith.select %%ok, %%ex, %%zf : f32\n",
+		    scaled);
 	}
 	const char *m0 = fill(e, rt, e->R.dyn, 3, "-1.0e30");
 	const char *mx = em_generic(e,
