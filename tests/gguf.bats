@@ -291,6 +291,9 @@ same_tokenizer() {
 @test "a GGUF of another architecture is refused by name" {
 	g=$(small --arch gpt2)
 	refuse "$g" "unsupported architecture 'gpt2' (llama, qwen2 and qwen3 are supported)"
+	# llama.cpp's Mistral files are 'llama': 'mistral' is not its name (issue 44)
+	g=$(small --arch mistral)
+	refuse "$g" "unsupported architecture 'mistral' (llama, qwen2 and qwen3 are supported)"
 }
 
 @test "a tensor of a type llm does not decode is refused by name and type" {

@@ -122,6 +122,7 @@ static const struct llm_family_spec specs[] = {
 		.hf = HF_NAMES,
 		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 1,
+		.no_gguf_arch = 1,
 	},
 };
 

@@ -78,6 +78,9 @@ struct llm_family_spec {
 	 * each head permuted for llama.cpp's RoPE (llama only): the plan
 	 * undoes it with the transform "unpermute_qk". */
 	int gguf_permuted_qk;
+	/* llama.cpp writes no file of this general.architecture (its Mistral
+	 * models are "llama", without the window): such a GGUF is refused. */
+	int no_gguf_arch;
 };
 
 /* The spec of family f, or NULL for LLM_FAMILY_NONE. */

@@ -115,8 +115,7 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	if (llm_gguf_get_strdup(g, "general.architecture", &arch) != 0)
 		goto out;
 	c->family = llm_family_by_name(arch);
-	/* llama.cpp writes Mistral's models as "llama" (without the window) */
-	if (c->family == LLM_FAMILY_NONE || c->family == LLM_FAMILY_MISTRAL) {
+	if (c->family == LLM_FAMILY_NONE || llm_family_spec(c->family)->no_gguf_arch) {
 		llm_seterr("%s: unsupported architecture '%s' (llama, qwen2 and qwen3 are supported)", g->path, arch);
 		goto out;
 	}
