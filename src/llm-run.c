@@ -126,27 +126,6 @@ usage_msg(const char *msg)
 	usage();
 }
 
-/* --chat-template: a built-in name, or a file (read later). */
-static int
-chat_template_ok(const char *spec)
-{
-	for (size_t i = 0; llm_chat_builtin(i); i++)
-		if (strcmp(spec, llm_chat_builtin(i)) == 0)
-			return 1;
-	return access(spec, R_OK) == 0;
-}
-
-/* The built-in templates' names, for messages. */
-static const char *
-builtin_names(void)
-{
-	static char names[256];
-	size_t k = 0;
-	for (size_t i = 0; llm_chat_builtin(i) && k < sizeof(names); i++)
-		k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", i ? ", " : "", llm_chat_builtin(i));
-	return names;
-}
-
 /* When main started: the origin of the time to first token from the
  * start of the process. */
 static double t_start;
@@ -515,10 +494,8 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_CHAT_TEMPLATE:
 			a->template_name = optarg;
-			if (!chat_template_ok(optarg))
-				usage_msg(llm_xasprintf("--chat-template: '%s' is neither a built-in template (%s) "
-							"nor a file",
-				    optarg, builtin_names()));
+			if (!llm_chat_spec_known(optarg))
+				usage_line(llm_xasprintf("--chat-template: %s", llm_errmsg()));
 			break;
 		case OPT_DETOKENIZE:
 			set_mode(&a->mode, M_DETOKENIZE);

@@ -121,7 +121,8 @@ Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
 @test "--render needs a template; --no-gen-prompt needs --render" {
 	run -1 --separate-stderr llm-run --render "$F/single.json"
 	[ "$stderr" = "llm-run: $F/single.json: no chat template recognised: give --chat-template" ]
-	run -2 llm-run --chat-template nope --render "$F/single.json"
+	run -2 --separate-stderr llm-run --chat-template nope --render "$F/single.json"
+	[ "$stderr" = "llm-run: --chat-template: 'nope' is neither a built-in template (deepseek-r1, qwen2, qwen3, llama3, llama2) nor a file" ]
 	run -2 llm-run --chat-template qwen2 --no-gen-prompt
 	run -2 llm-run --chat-template qwen2 --render "$F/single.json" --tokenize
 }

@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chat.h"
 #include "../base/json.h"
@@ -33,6 +34,15 @@ static const struct {
 	{"llama3", llm_tpl_llama3, "<|begin_of_text|>", "<|end_of_text|>"},
 	{"llama2", llm_tpl_llama2, "<s>", "</s>"},
 };
+
+static int
+builtin_index(const char *name)
+{
+	for (size_t i = 0; i < LLM_NELEM(builtins); i++)
+		if (strcmp(name, builtins[i].name) == 0)
+			return (int)i;
+	return -1;
+}
 
 const char *
 llm_chat_builtin(size_t i)
@@ -101,20 +111,48 @@ llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len
 int
 llm_chat_template_builtin(struct llm_chat_template *t, const char *name)
 {
+	int i = builtin_index(name);
+	if (i < 0)
+		return llm_seterr("chat template '%s': not one of the built-in ones", name);
+	char *label = llm_xasprintf("chat template '%s'", name);
+	int rc = llm_chat_template_text(t, builtins[i].text, strlen(builtins[i].text), label);
+	free(label);
+	if (rc < 0)
+		return -1;
+	free(t->name);
+	t->name = llm_xstrdup(name);
+	json_object_set_new(t->tokens, "bos_token", json_string(builtins[i].bos));
+	json_object_set_new(t->tokens, "eos_token", json_string(builtins[i].eos));
+	return 0;
+}
+
+int
+llm_chat_spec_known(const char *spec)
+{
+	if (builtin_index(spec) >= 0 || access(spec, R_OK) == 0)
+		return 1;
+	struct llm_buf names = {0};
 	for (size_t i = 0; i < LLM_NELEM(builtins); i++)
-		if (strcmp(name, builtins[i].name) == 0) {
-			char *label = llm_xasprintf("chat template '%s'", name);
-			int rc = llm_chat_template_text(t, builtins[i].text, strlen(builtins[i].text), label);
-			free(label);
-			if (rc < 0)
-				return -1;
-			free(t->name);
-			t->name = llm_xstrdup(name);
-			json_object_set_new(t->tokens, "bos_token", json_string(builtins[i].bos));
-			json_object_set_new(t->tokens, "eos_token", json_string(builtins[i].eos));
-			return 0;
-		}
-	return llm_seterr("chat template '%s': not one of the built-in ones", name);
+		llm_buf_printf(&names, "%s%s", i ? ", " : "", builtins[i].name);
+	llm_seterr("'%s' is neither a built-in template (%s) nor a file", spec, names.p);
+	llm_buf_free(&names);
+	return 0;
+}
+
+int
+llm_chat_template_spec(struct llm_chat_template *t, const char *spec)
+{
+	char *text;
+	size_t len;
+	if (builtin_index(spec) >= 0)
+		return llm_chat_template_builtin(t, spec);
+	if (!llm_chat_spec_known(spec))
+		return llm_seterr("chat template %s", llm_errmsg());
+	if (llm_read_file(spec, &text, &len) < 0)
+		return -1;
+	int rc = llm_chat_template_text(t, text, len, spec);
+	free(text);
+	return rc;
 }
 
 void

@@ -60,6 +60,12 @@ struct llm_chat_template {
 const char *llm_chat_builtin(size_t i);
 /* A built-in template by name; -1 with llm_errmsg for an unknown name. */
 int llm_chat_template_builtin(struct llm_chat_template *t, const char *name);
+/* A template as --chat-template names it: a built-in name (which wins),
+ * else a file of Jinja text.  spec_known says whether there is such a
+ * template (0 with llm_errmsg "'spec' is neither a built-in template (...)
+ * nor a file" when not) without reading it. */
+int llm_chat_template_spec(struct llm_chat_template *t, const char *spec);
+int llm_chat_spec_known(const char *spec);
 /* A template from its Jinja text; label names it in messages.  -1 with
  * llm_errmsg "label:LINE:COL: what" for a text the engine cannot render. */
 int llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len, const char *label);

@@ -128,31 +128,8 @@ int
 llm_chatsrc_template(struct llm_chatsrc *s, const char *spec)
 {
 	struct llm_chat_template t = LLM_CHAT_TEMPLATE_INIT;
-	char *text;
-	size_t len;
-	int named = 0;
-	for (size_t i = 0; llm_chat_builtin(i); i++)
-		named |= strcmp(spec, llm_chat_builtin(i)) == 0;
-	if (named) {
-		if (llm_chat_template_builtin(&t, spec) < 0)
-			return -1;
-	} else {
-		if (!strchr(spec, '/') && !llm_file_exists(spec)) {
-			struct llm_buf names = {0};
-			for (size_t i = 0; llm_chat_builtin(i); i++)
-				llm_buf_printf(&names, "%s%s", i ? ", " : "", llm_chat_builtin(i));
-			llm_seterr("chat template '%s': neither a file nor one of the built-in templates (%s)", spec,
-			    names.p);
-			llm_buf_free(&names);
-			return -1;
-		}
-		if (llm_read_file(spec, &text, &len) < 0)
-			return -1;
-		int rc = llm_chat_template_text(&t, text, len, spec);
-		free(text);
-		if (rc < 0)
-			return -1;
-	}
+	if (llm_chat_template_spec(&t, spec) < 0)
+		return -1;
 	if (s->config)
 		llm_chat_template_tokens(&t, s->config);
 	llm_chat_template_free(&s->tmpl);
