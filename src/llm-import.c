@@ -130,9 +130,21 @@ struct plan {
 	const struct llm_hfconfig *cfg;
 };
 
+/* Which rows of its source a plan tensor takes: the transform that moves
+ * them within each of heads heads ("copy": none), and for a part of a
+ * fused tensor of total rows, the first. */
+struct rowsel {
+	const char *transform;
+	int64_t heads;
+	int part;
+	int64_t first, total;
+};
+
+static const struct rowsel whole = {"copy", 0, 0, 0, 0};
+
 static void
-add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const char *transform,
-    int64_t heads, const struct llm_qlayout *ql, enum llm_dtype dt, int ndim, const int64_t *shape)
+add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const struct rowsel *rs,
+    const struct llm_qlayout *ql, enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	struct llm_model *m = p->m;
 	uint64_t bytes = llm_dtype_size(dt);
@@ -153,8 +165,10 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	if (source)
 		t->source[t->nsource++] = llm_xstrdup(source);
 	t->quant = quant;
-	t->transform = transform;
-	t->heads = heads;
+	t->transform = rs->transform;
+	t->heads = rs->heads;
+	t->part = rs->part;
+	t->first_row = rs->first;
 	if (ql) {
 		llm_qlayout_name(ql, lname);
 		t->layout = llm_xstrdup(lname);
@@ -178,13 +192,12 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
  * f16 where llama-quantize falls back to F16. */
 static void
 add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *t, enum llm_role role, int layer,
-    int64_t heads, const int64_t *shape)
+    const struct rowsel *rs, const int64_t *shape)
 {
 	const struct llm_hfconfig *c = p->cfg;
 	struct llm_qmix_tensor qt = {role, layer, shape[1], c->family, (int)c->n_layers, c->n_heads, c->n_kv_heads,
-		c->tie_word_embeddings};
+		c->tie_word_embeddings, rs->part && role >= LLM_ROLE_WQ && role <= LLM_ROLE_WV};
 	uint32_t ty = llm_qmix_type(p->mix, &qt);
-	const char *transform = heads ? "unpermute_qk" : "copy";
 	struct llm_qlayout ql;
 
 	if (t->quant >= 0)
@@ -192,17 +205,17 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
 			  "--dtype auto keeps the file's blocks",
 		    p->dir, t->name, t->type_name, llm_qmix_name(p->mix));
 	if (ty == LLM_GGML_F16) {
-		add_tensor(p, name, t->name, NULL, transform, heads, NULL, LLM_DT_F16, 2, shape);
+		add_tensor(p, name, t->name, NULL, rs, NULL, LLM_DT_F16, 2, shape);
 		return;
 	}
 	int keep = llm_qlayout_of(ty, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
-	add_tensor(p, name, t->name, llm_ggml_type_name(ty), transform, heads, keep ? &ql : NULL,
-	    keep ? LLM_DT_I8 : LLM_DT_F32, 2, shape);
+	add_tensor(p, name, t->name, llm_ggml_type_name(ty), rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : LLM_DT_F32, 2,
+	    shape);
 }
 
 static void
-add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, int64_t heads, int matrix,
-    enum llm_dtype dt, int ndim, const int64_t *shape)
+add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, const struct rowsel *rs,
+    int matrix, enum llm_dtype dt, int ndim, const int64_t *shape)
 {
 	struct llm_qlayout ql;
 	int err;
@@ -222,15 +235,17 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
 	int same = t->ndim == ndim;
 	for (int i = 0; i < ndim; i++) {
-		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", shape[i]);
-		same = same && t->shape[i] == shape[i];
+		/* a part of a fused tensor: the whole has the parts' rows */
+		int64_t want_i = i == 0 && rs->part ? rs->total : shape[i];
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", want_i);
+		same = same && t->shape[i] == want_i;
 	}
 	for (int i = 0; i < t->ndim; i++)
 		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
 	if (!same)
 		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
 	if (matrix && p->mix >= 0) {
-		add_quantized(p, name, t, role, layer, heads, shape);
+		add_quantized(p, name, t, role, layer, rs, shape);
 		return;
 	}
 	/* auto: a float matrix keeps its own type (an F16 matrix of a
@@ -239,8 +254,40 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 		dt = t->dtype;
 	int keep = matrix && p->keep_quant && t->quant >= 0 &&
 	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
-	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, heads ? "unpermute_qk" : "copy", heads,
-	    keep ? &ql : NULL, keep ? LLM_DT_I8 : dt, ndim, shape);
+	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : dt,
+	    ndim, shape);
+}
+
+/* The rows role r takes from its source: GGUF llama q and k unpermuted;
+ * under partial rotary embedding, q and k (their biases and norms too)
+ * with each head's rotated dims and passed dims regrouped into halves
+ * (rotary_halves: pack.c); a part of a fused tensor at its rows. */
+static struct rowsel
+rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, enum llm_role r,
+    const struct llm_model_config *c, const char *dir)
+{
+	struct rowsel rs = whole;
+	int64_t heads = gguf ? llm_role_permuted_heads(fs, r, c) : 0;
+
+	if (heads) {
+		rs.transform = "unpermute_qk";
+		rs.heads = heads;
+	}
+	if (c->rotary_dim != c->head_dim) {
+		int64_t h = r == LLM_ROLE_WQ || r == LLM_ROLE_BQ ? c->n_heads :
+		    r == LLM_ROLE_WK || r == LLM_ROLE_BK         ? c->n_kv_heads :
+		    r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM   ? 1 :
+								   0;
+		if (h && heads)
+			llm_fatal("%s: partial rotary embedding of q and k stored permuted (GGUF %s) is not supported",
+			    dir, fs->name);
+		if (h) {
+			rs.transform = "rotary_halves";
+			rs.heads = h;
+		}
+	}
+	rs.part = llm_role_part(names, r, c, &rs.first, &rs.total);
+	return rs;
 }
 
 static const char *
@@ -272,15 +319,18 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	 * stay f32 (small, and exact). */
 #define ADD(role, layer) do { \
 	int nd_ = llm_role_shape(role, mc, shape); \
+	struct rowsel rs_ = rows_of(fs, names, gguf, role, mc, dir); \
 	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
-	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, \
-	    gguf ? llm_role_permuted_heads(fs, role, mc) : 0, nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
+	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, &rs_, nd_ == 2, \
+	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
 } while (0)
 
 	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
-	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, "rope_cos", 0, NULL, LLM_DT_F32, 2, rope_shape);
-	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, "rope_sin", 0, NULL, LLM_DT_F32, 2, rope_shape);
+	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, &(struct rowsel){"rope_cos", 0, 0, 0, 0}, NULL, LLM_DT_F32, 2,
+	    rope_shape);
+	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, &(struct rowsel){"rope_sin", 0, 0, 0, 0}, NULL, LLM_DT_F32, 2,
+	    rope_shape);
 	for (int l = 0; l < mc->n_layers; l++)
 		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++)
 			if (llm_role_present(r, mc))
@@ -291,7 +341,9 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 #undef ADD
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
 		/* the RoPE factors are in the config (gguf_config.c) */
-		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0)
+		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0 &&
+		    strcmp(src->tensors[i].name, LLM_GGUF_ROPE_LONG) != 0 &&
+		    strcmp(src->tensors[i].name, LLM_GGUF_ROPE_SHORT) != 0)
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);
@@ -541,9 +593,17 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	/* a window the context never outgrows masks nothing: the plain code */
 	if (cfg.sliding_window >= o->max_ctx)
 		cfg.sliding_window = 0;
+	/* longrope: the factors of this context, as transformers takes them
+	 * for a sequence of that length */
+	if (cfg.rope_scaling.longrope && llm_rope_scaling_for_context(&cfg.rope_scaling, o->max_ctx))
+		llm_warn("%s: the context %" PRId64 " passes original_max_position_embeddings %.0f: RoPE takes the "
+			 "long factors at every position, as llama.cpp does (transformers takes them only for "
+			 "sequences that long)",
+		    dir, o->max_ctx, cfg.rope_scaling.original_max_position_embeddings);
 	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
 		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
-		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.sliding_window, cfg.rope_scaling};
+		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.sliding_window, cfg.rope_scaling,
+		cfg.rotary_dim ? cfg.rotary_dim : cfg.head_dim};
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;

@@ -290,10 +290,10 @@ same_tokenizer() {
 
 @test "a GGUF of another architecture is refused by name" {
 	g=$(small --arch gpt2)
-	refuse "$g" "unsupported architecture 'gpt2' (llama, qwen2 and qwen3 are supported)"
+	refuse "$g" "unsupported architecture 'gpt2' (supported: qwen2, llama, qwen3, phi3)"
 	# llama.cpp's Mistral files are 'llama': 'mistral' is not its name (issue 44)
 	g=$(small --arch mistral)
-	refuse "$g" "unsupported architecture 'mistral' (llama, qwen2 and qwen3 are supported)"
+	refuse "$g" "unsupported architecture 'mistral' (supported: qwen2, llama, qwen3, phi3)"
 }
 
 @test "a tensor of a type llm does not decode is refused by name and type" {
@@ -370,6 +370,22 @@ three_ways() {
 @test "a qwen3 GGUF (attn_q_norm, attn_k_norm, key_length 32): our logits and llama.cpp's are refmodel's on the checkpoint" {
 	mkmodel --preset tiny --family qwen3 --head-dim 32 --seed 1 -o "$T/q3" >&2
 	three_ways "$T/q3" '.family == "qwen3" and .config.qk_norm == true and .config.head_dim == 32'
+}
+
+@test "a phi3 GGUF (attn_qkv and ffn_up fused, rope dimension_count 12 of 16, longrope's factors): our logits and llama.cpp's are refmodel's on the checkpoint (issue 44)" {
+	# an original context of 32 under our 64 and llama.cpp's 256: the long
+	# factors in all three
+	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$T/p3" >&2
+	three_ways "$T/p3" '.family == "phi3" and .config.rotary_dim == 12 and (.config.rope_scaling.factors | length) == 6'
+}
+
+@test "phi3 RoPE factors: short without long, or the wrong size, are refused" {
+	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$T/p3" >&2
+	node "$H" --no-tokenizer "$T/p3" "$T/full.gguf" >&2
+	node "$H" --no-tokenizer --drop rope_factors_long.weight "$T/p3" "$T/m.gguf" >&2
+	refuse "$T/m.gguf" "tensor 'rope_factors_short.weight' without 'rope_factors_long.weight'"
+	node "$H" --no-tokenizer --set phi3.rope.dimension_count=8 "$T/p3" "$T/m.gguf" >&2
+	refuse "$T/m.gguf" "tensor 'rope_factors_long.weight' is not f32 [4] (rotary_dim / 2)"
 }
 
 @test "RoPE factors that are not f32 [head_dim / 2] of positive numbers are refused" {

@@ -129,6 +129,41 @@ decode_check() {
 	jq -e '.config | has("sliding_window") | not' "$d/i0/model.json"
 }
 
+@test "phi3 (fused qkv_proj and gate_up_proj, partial rotary 0.75, longrope): refmodel's logits for prompts across the chunks and 17 decode steps, f32 and bf16; the packed rows and RoPE tables checked apart (issue 44)" {
+	local d="$BATS_FILE_TMPDIR/phi3"
+	# an original context of 32 under a context of 64: the long factors,
+	# and transformers' too for a sequence past 32 (refmodel runs the
+	# whole sequence at once)
+	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2
+	jq -e '.family == "phi3" and .config.rotary_dim == 12 and .config.rope_scaling.rope_type == "freq_factors"
+		and (.config.rope_scaling.factors | length) == 6 and .config.rope_scaling.attention_factor > 1.5' \
+		"$d/out/model.json"
+	jq -e '[.weights.tensors[] | select(.name | test("layers.0.w[qkv]$"))] | map([.transform, .first_row])
+		== [["rotary_halves", 0], ["rotary_halves", 64], ["copy", 96]]' "$d/out/model.json"
+	run -0 node "$PROJECT_ROOT/tests/tools/checkweights.mjs" "$d/out/model.json" "$d/out"
+	for n in 33 40; do
+		check_prompt "$d" $n
+	done
+	# 17 decode steps after 33 tokens: every sequence refmodel sees is
+	# past 32
+	run -0 --separate-stderr llm-run -m "$d/out/model.llm" -t 2 --json --tokens "$(seq -s, 100 132)" -n 17 --logits "$T/l"
+	gen=$(jq -r '.generated_tokens | join(",")' <<<"$output")
+	refmodel --all --tokens "$(seq -s, 100 132),${gen%,*}" -o "$T/all" "$d/ck"
+	tail -c $((17 * V * 4)) "$T/all" >"$T/r"
+	run -0 cmpf32 -g -a 1e-4 -c $V "$T/r" "$T/l"
+	echo "phi3 f32 long: $output" >&3
+	# bf16, original context 256: the short factors (and transformers'
+	# for any sequence here)
+	d="$BATS_FILE_TMPDIR/phi3-bf16"
+	mkmodel --preset tiny --family phi3 --longrope 256 --dtype bf16 --seed 2 -o "$d/ck" >&2
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2
+	check_prompt "$d" 17
+	decode_check "$d" "phi3 bf16 short"
+}
+
 @test "qwen3 (q_norm and k_norm, head_dim 32 of hidden 64 / 4 heads): refmodel's logits and greedy tokens, f32 and bf16" {
 	local d
 	for dt in f32 bf16; do

@@ -101,9 +101,13 @@ check_tensors() {
 		for ((i = 0; i < L; i++)); do
 			p=model.layers.$i
 			echo "$p.input_layernorm.weight $dt [$d]"
-			echo "$p.self_attn.q_proj.weight $dt [$q,$d]"
-			echo "$p.self_attn.k_proj.weight $dt [$kv,$d]"
-			echo "$p.self_attn.v_proj.weight $dt [$kv,$d]"
+			if [ "$fam" = phi3 ]; then
+				echo "$p.self_attn.qkv_proj.weight $dt [$((q + 2 * kv)),$d]"
+			else
+				echo "$p.self_attn.q_proj.weight $dt [$q,$d]"
+				echo "$p.self_attn.k_proj.weight $dt [$kv,$d]"
+				echo "$p.self_attn.v_proj.weight $dt [$kv,$d]"
+			fi
 			if [ "$fam" = qwen2 ]; then
 				echo "$p.self_attn.q_proj.bias $dt [$q]"
 				echo "$p.self_attn.k_proj.bias $dt [$kv]"
@@ -115,8 +119,12 @@ check_tensors() {
 			fi
 			echo "$p.self_attn.o_proj.weight $dt [$d,$q]"
 			echo "$p.post_attention_layernorm.weight $dt [$d]"
-			echo "$p.mlp.gate_proj.weight $dt [$f,$d]"
-			echo "$p.mlp.up_proj.weight $dt [$f,$d]"
+			if [ "$fam" = phi3 ]; then
+				echo "$p.mlp.gate_up_proj.weight $dt [$((2 * f)),$d]"
+			else
+				echo "$p.mlp.gate_proj.weight $dt [$f,$d]"
+				echo "$p.mlp.up_proj.weight $dt [$f,$d]"
+			fi
 			echo "$p.mlp.down_proj.weight $dt [$d,$f]"
 		done
 		echo "model.norm.weight $dt [$d]"
@@ -196,6 +204,29 @@ check_tiny() {
 	run -2 --separate-stderr mkmodel --sliding-window 4 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: --sliding-window needs --family mistral"* ]]
 	run -2 mkmodel --family mistral --sliding-window 0 -o "$T/m"
+}
+
+@test "--family phi3 [--partial-rotary f] [--longrope n]: Phi3Config, qkv_proj and gate_up_proj fused; --preset phi-4-mini (issue 44)" {
+	local d="$T/p3"
+	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$d"
+	jq -e '.architectures == ["Phi3ForCausalLM"] and .model_type == "phi3" and .partial_rotary_factor == 0.75
+		and .original_max_position_embeddings == 32 and .rope_scaling.type == "longrope"
+		and (.rope_scaling.short_factor | length) == 6 and (.rope_scaling.long_factor | length) == 6
+		and .sliding_window == null and (has("head_dim") | not)' "$d/config.json" >/dev/null
+	check_tensors "$d" phi3 F32 2 64 64 32 128 151936 false
+	# the factors come from the seed
+	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$T/again"
+	cmp "$d/config.json" "$T/again/config.json"
+	mkmodel --preset tiny --family phi3 --partial-rotary 0.5 --sliding-window 8 --seed 1 -o "$T/p5"
+	jq -e '.partial_rotary_factor == 0.5 and .rope_scaling == null and .sliding_window == 8' "$T/p5/config.json" >/dev/null
+	mkmodel --preset phi-4-mini --family phi3 -L 1 --dtype bf16 -o "$T/p4"
+	jq -e '.hidden_size == 3072 and .num_attention_heads == 24 and .num_key_value_heads == 8 and
+		.intermediate_size == 8192 and .vocab_size == 200064 and .tie_word_embeddings == true' "$T/p4/config.json" >/dev/null
+	check_tensors "$T/p4" phi3 BF16 1 3072 3072 1024 8192 200064 true
+	run -2 --separate-stderr mkmodel --family phi3 --partial-rotary 0.7 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --partial-rotary 0.7 of head_dim 16 does not split a head into even parts"* ]]
+	run -2 --separate-stderr mkmodel --longrope 32 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --longrope needs --family phi3"* ]]
 }
 
 @test "--preset qwen3-0.6b: Qwen3-0.6B's config and shapes (q 2048 wide on hidden 1024, head_dim 128)" {

@@ -230,6 +230,21 @@ decodes_as() {
 	[ "$(stat -c %s "$T/q-bf16/weights.bin")" -lt "$(stat -c %s "$T/q-f32/weights.bin")" ]
 }
 
+@test "a quantized phi3 file packs to ggml's decoding: q, k and v from the rows of attn_qkv, gate and up from those of ffn_up (issue 44)" {
+	need_llamacpp
+	g=$(small phi3)
+	ggml-ref quantize "$g" "$T/q.gguf" Q4_K_M
+	ggml-ref dequantize "$T/q.gguf" "$T/d.gguf"
+	llm-import --dtype f32 -o "$T/q" "$T/q.gguf" >/dev/null
+	llm-import --dtype f32 -o "$T/d" "$T/d.gguf" >/dev/null
+	jq -e '[.weights.tensors[] | select(.name | test("layers.1.w(q|k|v|gate|up)$")) | [.source[0], .first_row]]
+		== [["blk.1.attn_qkv.weight", 0], ["blk.1.attn_qkv.weight", 256], ["blk.1.attn_qkv.weight", 384],
+		["blk.1.ffn_up.weight", 0], ["blk.1.ffn_up.weight", 512]]' "$T/q/model.json"
+	llm-pack-weights "$T/q/model.json" >/dev/null
+	llm-pack-weights "$T/d/model.json" >/dev/null
+	cmp <(data "$T/q") <(data "$T/d")
+}
+
 @test "a Q4_K_M bundle gives refmodel's and llama.cpp's logits on the decoded weights; llama.cpp on the Q4_K_M file is within 5%" {
 	need_llamacpp
 	g=$(full)
@@ -575,9 +590,11 @@ same() {
 	[ "$output" = "layers.0.wv layers.0.wdown layers.3.wv layers.3.wdown layers.6.wv layers.6.wdown layers.7.wv layers.7.wdown layers.8.wv layers.8.wdown lm_head" ]
 }
 
-@test "--dtype q4_k_m and q8_0 of a safetensors checkpoint (f32, bf16; llama, qwen2) give llama-quantize's blocks" {
+@test "--dtype q4_k_m and q8_0 of a safetensors checkpoint (f32, bf16; llama, qwen2, phi3) give llama-quantize's blocks" {
 	need_llamacpp
-	for c in llama:f32:q4_k_m qwen2:bf16:q4_k_m qwen2:bf16:q8_0; do
+	# phi3: q, k and v parts of one attn_qkv, which llama-quantize types
+	# as an attn_v (Q6_K in the last layer of Q4_K_M)
+	for c in llama:f32:q4_k_m qwen2:bf16:q4_k_m qwen2:bf16:q8_0 phi3:f32:q4_k_m; do
 		IFS=: read -r fam dt mix <<<"$c"
 		mkmodel --preset tiny-k --family "$fam" -d "$dt" --seed 7 -o "$T/ck" >&2
 		node "$H" --llamacpp --no-tokenizer "$T/ck" "$T/ck.gguf" >&2
@@ -588,6 +605,8 @@ same() {
 		llm-pack-weights -t 2 "$T/ours/model.json" >/dev/null
 		cmp <(data "$T/ours") <(data "$T/lc")
 		echo "$c: $(types "$T/ours")" >&3
+		[ "$fam" != phi3 ] || [ "$(jq -r '.weights.tensors[] | select(.name == "layers.1.wk") | .quant' \
+			"$T/ours/model.json")" = Q6_K ]
 		rm -r "$T/ck" "$T/ck.gguf" "$T/lc" "$T/ours"
 	done
 }

@@ -76,6 +76,18 @@ agree_tiny() {
 	! cmp -s "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/l.f32"
 }
 
+@test "refmodel and refmodel.mjs agree on tiny phi3 (fused projections, partial rotary 0.75), with longrope's short and long factors (issue 44)" {
+	local d="$BATS_TEST_TMPDIR/phi"
+	mkmodel --preset tiny --family phi3 --seed 1 -o "$d" >&2
+	agree "$d" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	# an original context of 8: 10 tokens take the long factors, 8 the short ones
+	mkmodel --preset tiny --family phi3 --longrope 8 --seed 1 -o "$d-lr" >&2
+	agree "$d-lr" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	cp "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/long.f32"
+	agree "$d-lr" --tokens 9707,11,1879,0,151643,3,77,5 --all
+	! cmp -s -n $((8 * 151936 * 4)) "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/long.f32"
+}
+
 @test "refmodel and refmodel.mjs agree on tiny llama with f32 weights" {
 	agree_tiny llama f32
 }

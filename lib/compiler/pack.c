@@ -67,7 +67,8 @@ struct packer {
 	const struct llm_pack_opts *o;
 	struct llm_source src_files;          /* the checkpoint (model.json source) */
 	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
-	int64_t *heads;                       /* per plan tensor: unpermute_qk heads, else 0 */
+	int64_t *heads;                       /* per plan tensor: unpermute_qk or
+	                                       * rotary_halves heads, else 0 */
 	int *qtype;                           /* per plan tensor: the block type of its
 	                                       * values (the source's, or the one a float
 	                                       * source is quantized to), else -1 */
@@ -112,7 +113,7 @@ open_sources(struct packer *k)
 	return llm_source_open(&k->src_files, m->source_kind, m->source_dir, m->source_files, m->nsource_files);
 }
 
-/* The "heads" of plan entry i (an unpermute_qk transform): a positive
+/* The "heads" of plan entry i (an unpermute_qk or rotary_halves transform): a positive
  * integer that divides the rows into heads of an even size. */
 static int
 plan_heads(struct packer *k, size_t i, const struct llm_plan_tensor *p, int64_t *out)
@@ -122,14 +123,16 @@ plan_heads(struct packer *k, size_t i, const struct llm_plan_tensor *p, int64_t 
 	json_t *h = json_object_get(json_array_get(ts, i), "heads");                  /* borrowed */
 
 	if (!json_is_integer(h) || json_integer_value(h) <= 0)
-		return llm_seterr("%s: tensor '%s': transform 'unpermute_qk' needs a positive integer "
-				  "'heads'",
-		    m->path, p->name);
+		return llm_seterr("%s: tensor '%s': transform '%s' needs a positive integer 'heads'", m->path, p->name,
+		    p->transform);
 	*out = json_integer_value(h);
 	if (p->shape[0] % *out || (p->shape[0] / *out) % 2)
 		return llm_seterr("%s: tensor '%s': %" PRId64 " rows do not split into %" PRId64
 				  " heads of an even size",
 		    m->path, p->name, p->shape[0], *out);
+	if (strcmp(p->transform, "rotary_halves") == 0 && p->shape[0] / *out != m->cfg.head_dim)
+		return llm_seterr("%s: tensor '%s': %" PRId64 " rows are not %" PRId64 " heads of head_dim %" PRId64,
+		    m->path, p->name, p->shape[0], *out, m->cfg.head_dim);
 	int64_t row = 1;
 	for (int d = 1; d < p->ndim; d++)
 		row *= p->shape[d];
@@ -175,7 +178,7 @@ check_plan(struct packer *k)
 			}
 			continue;
 		}
-		int permute = strcmp(p->transform, "unpermute_qk") == 0;
+		int permute = strcmp(p->transform, "unpermute_qk") == 0 || strcmp(p->transform, "rotary_halves") == 0;
 		if (strcmp(p->transform, "copy") != 0 && !permute)
 			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name, p->transform);
 		if (p->nsource != 1)
@@ -191,9 +194,17 @@ check_plan(struct packer *k)
 			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
 			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name, m->path);
 		const char *file = s->files[t->file].path;
-		if (t->ndim != p->ndim || memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t))) {
+		if (t->ndim != p->ndim ||
+		    (p->part ? t->shape[0] < p->first_row || t->shape[0] - p->first_row < p->shape[0] ||
+				memcmp(t->shape + 1, p->shape + 1, (size_t)(p->ndim - 1) * sizeof(int64_t)) :
+			       memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)) {
 			fmt_shape(a, sizeof(a), t->shape, t->ndim);
 			fmt_shape(b, sizeof(b), p->shape, p->ndim);
+			if (p->part)
+				return llm_seterr("%s: tensor '%s': shape %s has no rows %" PRId64 "..%" PRId64
+						  " of %s for '%s' in %s",
+				    file, t->name, a, p->first_row, p->first_row + p->shape[0] - 1, b, p->name,
+				    m->path);
 			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s", file, t->name, a,
 			    b, p->name, m->path);
 		}
@@ -342,9 +353,9 @@ put_zeros(struct llm_out *o, uint64_t n)
 }
 
 double
-llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t head_dim)
+llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t dim)
 {
-	double f = pow(theta, -2.0 * (double)i / (double)head_dim);
+	double f = pow(theta, -2.0 * (double)i / (double)dim);
 	if (s->nfactors)
 		return f / s->factors[i]; /* as ggml's rope with freq_factors */
 	if (!s->llama3)
@@ -363,12 +374,17 @@ llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int
 }
 
 void
-llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim, int use_sin)
+llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim,
+    int64_t rotary_dim, int use_sin)
 {
-	for (int64_t i = 0; i < head_dim / 2; i++) {
-		double a = (double)p * llm_rope_inv_freq(theta, s, i, head_dim);
-		out[i] = (float)(use_sin ? sin(a) : cos(a));
+	double af = s->attention_factor ? s->attention_factor : 1;
+	for (int64_t i = 0; i < rotary_dim / 2; i++) {
+		double a = (double)p * llm_rope_inv_freq(theta, s, i, rotary_dim);
+		out[i] = (float)((use_sin ? sin(a) : cos(a)) * af);
 	}
+	/* the dims past rotary_dim pass through (rotary_halves) */
+	for (int64_t i = rotary_dim / 2; i < head_dim / 2; i++)
+		out[i] = use_sin ? 0.0f : 1.0f;
 }
 
 static void *
@@ -478,7 +494,7 @@ write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		float *row = s->buf;
 		for (int64_t i = 0; i < n; i++)
 			llm_rope_row(row + i * cols, r + i, k->m->cfg.rope_theta, &k->m->cfg.rope_scaling,
-			    k->m->cfg.head_dim, use_sin);
+			    k->m->cfg.head_dim, k->m->cfg.rotary_dim, use_sin);
 		s->p = s->buf;
 		s->n = (size_t)(n * cols) * sizeof(float);
 		if (slot_put(k, o, s) < 0)
@@ -521,31 +537,43 @@ write_copy(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 	return 0;
 }
 
-/* The source row of output row r of plan entry ti: r, or under
- * unpermute_qk (heads, see write_unpermuted) the row it comes from. */
+/* The source row of output row r of plan entry ti: r, moved by the
+ * transform within its head (heads, see write_rows), then past first_row
+ * for a part of a fused tensor. */
 static uint64_t
 source_row(const struct packer *k, size_t ti, const struct llm_plan_tensor *p, uint64_t r)
 {
+	uint64_t first = (uint64_t)p->first_row;
 	if (!k->heads[ti])
-		return r;
+		return first + r;
 	uint64_t hd = (uint64_t)p->shape[0] / (uint64_t)k->heads[ti], half = hd / 2;
 	uint64_t h = r / hd, j = r % hd;
-	return h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+	if (strcmp(p->transform, "unpermute_qk") == 0)
+		return first + h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
+	/* rotary_halves: the rotated dims' halves (r2 each) then the passed
+	 * dims' halves (p2 each) become the head's halves, so that the
+	 * rotate-half RoPE of the tables (cos 1 and sin 0 past r2) moves the
+	 * first and passes the rest */
+	uint64_t rd = (uint64_t)k->m->cfg.rotary_dim, r2 = rd / 2, p2 = (hd - rd) / 2;
+	uint64_t c = j / half, i = j % half;
+	return first + h * hd + (i < r2 ? c * r2 + i : rd + c * p2 + (i - r2));
 }
 
-/* unpermute_qk: GGUF files of llama models store the q and k projections
- * with the rows of each head interleaved for llama.cpp's RoPE, which
- * rotates adjacent pairs; Hugging Face (and llm) rotate halves.  Output row
- * r of head h (hd rows a head, half = hd/2) is source row
- * h*hd + (r < half ? 2r : 2(r - half) + 1).  Rows (whole blocks of a
- * quantized type: a row is whole blocks) are gathered a chunk at a time
- * into the slot, or into a staging buffer when the type changes. */
+/* Rows gathered through source_row: unpermute_qk (GGUF files of llama
+ * models store the q and k projections with the rows of each head
+ * interleaved for llama.cpp's RoPE, which rotates adjacent pairs; Hugging
+ * Face and llm rotate halves: output row r of head h, hd rows a head,
+ * half = hd/2, is source row h*hd + (r < half ? 2r : 2(r - half) + 1)),
+ * rotary_halves (partial rotary embedding, see source_row) and the parts
+ * of fused tensors.  Rows (whole blocks of a quantized type: a row is
+ * whole blocks) are gathered a chunk at a time into the slot, or into a
+ * staging buffer when the type changes. */
 static int
-write_unpermuted(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+write_rows(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
     const struct llm_source_tensor *t)
 {
 	size_t ds = llm_dtype_size(p->dtype);
-	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / rows;
+	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / (uint64_t)t->shape[0];
 	size_t rb = src_bytes(t, rowlen);
 	uint64_t per = CHUNK / rowlen;
 	const uint8_t *src = t->data;
@@ -710,7 +738,7 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 
 /* A block-quantized matrix in the tiled layout (quant.h): the codes of
  * as many 8-row tiles as a slot holds at a time (rows gathered through
- * source_row, so unpermute_qk works the same; a float source quantized
+ * source_row, so unpermute_qk and the rest work the same; a float source quantized
  * first), then the parts of scales and of offsets (quant.h), kept in
  * memory until the codes are written (a 16th or an 8th of the codes'
  * size, as f32). */
@@ -736,7 +764,7 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	for (int64_t t0 = 0; t0 < rows / R; t0 += (int64_t)per) {
 		int64_t nt = rows / R - t0 < (int64_t)per ? rows / R - t0 : (int64_t)per;
 		struct slot *s = slot_get(&k->hs, ti, t0 == 0, 0);
-		if (!k->heads[ti]) {
+		if (!k->heads[ti] && !p->part) {
 			/* rows in order: the chunk's source pages can go once written */
 			s->rel = src + (size_t)(t0 * R) * rb;
 			s->reln = (size_t)(nt * R) * rb;
@@ -881,7 +909,7 @@ write_pair(struct packer *k)
 		if ((!t ? write_rope(k, &bin, i, p) :
 			    p->layout                        ? write_tiled(k, &bin, i, p, t) :
 			    k->qtype[i] >= 0 && t->quant < 0 ? write_rounded(k, &bin, i, p, t) :
-			    k->heads[i]                      ? write_unpermuted(k, &bin, i, p, t) :
+			    k->heads[i] || p->part           ? write_rows(k, &bin, i, p, t) :
 							       write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;

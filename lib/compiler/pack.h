@@ -35,11 +35,13 @@ struct llm_pack_stats {
 int llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm_pack_opts *o,
     struct llm_pack_stats *st);
 
-/* RoPE's inv_freq[i], i < head_dim/2: theta^(-2i/head_dim), changed as
- * the scaling s says (model.h), in double. */
-double llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t head_dim);
-/* RoPE table row p: out[i] = cos or sin(p * inv_freq[i]), for i <
- * head_dim/2, computed in double and rounded to f32. */
-void llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim, int use_sin);
+/* RoPE's inv_freq[i], i < dim/2 (dim: the rotated dims of a head):
+ * theta^(-2i/dim), changed as the scaling s says (model.h), in double. */
+double llm_rope_inv_freq(double theta, const struct llm_rope_scaling *s, int64_t i, int64_t dim);
+/* RoPE table row p: out[i] = cos or sin(p * inv_freq[i]) times the
+ * attention factor, for i < rotary_dim/2, computed in double and rounded
+ * to f32; then cos 1 and sin 0 up to head_dim/2 (dims that pass). */
+void llm_rope_row(float *out, int64_t p, double theta, const struct llm_rope_scaling *s, int64_t head_dim,
+    int64_t rotary_dim, int use_sin);
 
 #endif

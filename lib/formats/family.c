@@ -1,8 +1,10 @@
-/* family.c: the family specs.  Qwen2, Llama, Qwen3 and Mistral share the
- * Hugging Face tensor names and the GGUF ones; they differ in the q/k/v
- * biases (always present in Qwen2, config attention_bias in the others),
- * in Qwen3's per-head norms of q and k, in the config's defaults and
- * switches (Qwen2's sliding window, refused; Mistral's, on every layer;
+/* family.c: the family specs.  Qwen2, Llama, Qwen3, Mistral and Phi-3
+ * share the Hugging Face tensor names and the GGUF ones, but for Phi-3's
+ * fused projections (qkv_proj, gate_up_proj: roles that name one tensor
+ * split its rows in role order); they differ in the q/k/v biases (always
+ * present in Qwen2, config attention_bias in the others), in Qwen3's
+ * per-head norms of q and k, in the config's defaults and switches
+ * (Qwen2's sliding window, refused; Mistral's and Phi-3's, on every layer;
  * Llama's mlp_bias) and in the GGUF row order of q and k (permuted in
  * Llama files). */
 #include <stddef.h>
@@ -10,46 +12,49 @@
 
 #include "family.h"
 
-#define HF_NAMES { \
+/* q, k, v, gate, up: the names of the projections under a layer */
+#define HF_NAMES_OF(q, k, v, gate, up) { \
 	[LLM_ROLE_EMBED] = "model.embed_tokens.weight", \
 	[LLM_ROLE_ATTN_NORM] = "model.layers.%d.input_layernorm.weight", \
-	[LLM_ROLE_WQ] = "model.layers.%d.self_attn.q_proj.weight", \
-	[LLM_ROLE_WK] = "model.layers.%d.self_attn.k_proj.weight", \
-	[LLM_ROLE_WV] = "model.layers.%d.self_attn.v_proj.weight", \
-	[LLM_ROLE_BQ] = "model.layers.%d.self_attn.q_proj.bias", \
-	[LLM_ROLE_BK] = "model.layers.%d.self_attn.k_proj.bias", \
-	[LLM_ROLE_BV] = "model.layers.%d.self_attn.v_proj.bias", \
+	[LLM_ROLE_WQ] = "model.layers.%d." q ".weight", \
+	[LLM_ROLE_WK] = "model.layers.%d." k ".weight", \
+	[LLM_ROLE_WV] = "model.layers.%d." v ".weight", \
+	[LLM_ROLE_BQ] = "model.layers.%d." q ".bias", \
+	[LLM_ROLE_BK] = "model.layers.%d." k ".bias", \
+	[LLM_ROLE_BV] = "model.layers.%d." v ".bias", \
 	[LLM_ROLE_QNORM] = "model.layers.%d.self_attn.q_norm.weight", \
 	[LLM_ROLE_KNORM] = "model.layers.%d.self_attn.k_norm.weight", \
 	[LLM_ROLE_WO] = "model.layers.%d.self_attn.o_proj.weight", \
 	[LLM_ROLE_FFN_NORM] = "model.layers.%d.post_attention_layernorm.weight", \
-	[LLM_ROLE_WGATE] = "model.layers.%d.mlp.gate_proj.weight", \
-	[LLM_ROLE_WUP] = "model.layers.%d.mlp.up_proj.weight", \
+	[LLM_ROLE_WGATE] = "model.layers.%d." gate ".weight", \
+	[LLM_ROLE_WUP] = "model.layers.%d." up ".weight", \
 	[LLM_ROLE_WDOWN] = "model.layers.%d.mlp.down_proj.weight", \
 	[LLM_ROLE_FINAL_NORM] = "model.norm.weight", \
 	[LLM_ROLE_LM_HEAD] = "lm_head.weight", \
 }
+#define HF_NAMES HF_NAMES_OF("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj")
 
 /* llama.cpp's tensor names (gguf-py constants.py, MODEL_TENSOR). */
-#define GGUF_NAMES { \
+#define GGUF_NAMES_OF(q, k, v, gate, up) { \
 	[LLM_ROLE_EMBED] = "token_embd.weight", \
 	[LLM_ROLE_ATTN_NORM] = "blk.%d.attn_norm.weight", \
-	[LLM_ROLE_WQ] = "blk.%d.attn_q.weight", \
-	[LLM_ROLE_WK] = "blk.%d.attn_k.weight", \
-	[LLM_ROLE_WV] = "blk.%d.attn_v.weight", \
-	[LLM_ROLE_BQ] = "blk.%d.attn_q.bias", \
-	[LLM_ROLE_BK] = "blk.%d.attn_k.bias", \
-	[LLM_ROLE_BV] = "blk.%d.attn_v.bias", \
+	[LLM_ROLE_WQ] = "blk.%d." q ".weight", \
+	[LLM_ROLE_WK] = "blk.%d." k ".weight", \
+	[LLM_ROLE_WV] = "blk.%d." v ".weight", \
+	[LLM_ROLE_BQ] = "blk.%d." q ".bias", \
+	[LLM_ROLE_BK] = "blk.%d." k ".bias", \
+	[LLM_ROLE_BV] = "blk.%d." v ".bias", \
 	[LLM_ROLE_QNORM] = "blk.%d.attn_q_norm.weight", \
 	[LLM_ROLE_KNORM] = "blk.%d.attn_k_norm.weight", \
 	[LLM_ROLE_WO] = "blk.%d.attn_output.weight", \
 	[LLM_ROLE_FFN_NORM] = "blk.%d.ffn_norm.weight", \
-	[LLM_ROLE_WGATE] = "blk.%d.ffn_gate.weight", \
-	[LLM_ROLE_WUP] = "blk.%d.ffn_up.weight", \
+	[LLM_ROLE_WGATE] = "blk.%d." gate ".weight", \
+	[LLM_ROLE_WUP] = "blk.%d." up ".weight", \
 	[LLM_ROLE_WDOWN] = "blk.%d.ffn_down.weight", \
 	[LLM_ROLE_FINAL_NORM] = "output_norm.weight", \
 	[LLM_ROLE_LM_HEAD] = "output.weight", \
 }
+#define GGUF_NAMES GGUF_NAMES_OF("attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up")
 
 /* The plan's names (model.json weights.tensors[].name): the same in every
  * family; llm-import writes them, emit.c reads them. */
@@ -123,6 +128,22 @@ static const struct llm_family_spec specs[] = {
 		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 1,
 		.no_gguf_arch = 1,
+	},
+	{
+		/* Phi3Config (Phi-3, Phi-3.5, Phi-4-mini): Llama's layers with
+		 * q, k and v in one qkv_proj and gate and up in one
+		 * gate_up_proj; partial_rotary_factor, longrope and
+		 * sliding_window from the config */
+		.family = LLM_FAMILY_PHI3,
+		.name = "phi3",
+		.architectures = {"Phi3ForCausalLM"},
+		.max_position_embeddings = 4096,
+		.qkv_bias = 0,
+		.window = 2,
+		.hf = HF_NAMES_OF("self_attn.qkv_proj", "self_attn.qkv_proj", "self_attn.qkv_proj", "mlp.gate_up_proj",
+		    "mlp.gate_up_proj"),
+		.gguf = GGUF_NAMES_OF("attn_qkv", "attn_qkv", "attn_qkv", "ffn_up", "ffn_up"),
+		.gguf_permuted_qk = 0,
 	},
 };
 
@@ -207,4 +228,26 @@ llm_role_permuted_heads(const struct llm_family_spec *fs, enum llm_role r, const
 	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
 		return c->n_kv_heads;
 	return 0;
+}
+
+int
+llm_role_part(const char *const *names, enum llm_role r, const struct llm_model_config *c, int64_t *first,
+    int64_t *rows)
+{
+	int64_t shape[2];
+	int n = 0;
+
+	*first = *rows = 0;
+	if (r < LLM_ROLE_ATTN_NORM || r > LLM_ROLE_WDOWN)
+		return 0;
+	for (int o = LLM_ROLE_ATTN_NORM; o <= LLM_ROLE_WDOWN; o++) {
+		if (!llm_role_present(o, c) || strcmp(names[o], names[r]) != 0)
+			continue;
+		llm_role_shape(o, c, shape);
+		if (o < (int)r)
+			*first += shape[0];
+		*rows += shape[0];
+		n++;
+	}
+	return n > 1;
 }

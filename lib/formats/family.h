@@ -21,6 +21,7 @@ enum llm_family {
 	LLM_FAMILY_LLAMA,
 	LLM_FAMILY_QWEN3,
 	LLM_FAMILY_MISTRAL,
+	LLM_FAMILY_PHI3,
 	LLM_FAMILY_COUNT
 };
 /* clang-format on */
@@ -54,6 +55,9 @@ enum llm_role {
 /* The GGUF tensor of llama.cpp's converter for rope_scaling llama3: the
  * factors that divide each inv_freq (read into the config's rope_scaling). */
 #define LLM_GGUF_ROPE_FREQS "rope_freqs.weight"
+/* phi3's rope_scaling longrope: the long and the short factors. */
+#define LLM_GGUF_ROPE_LONG "rope_factors_long.weight"
+#define LLM_GGUF_ROPE_SHORT "rope_factors_short.weight"
 
 struct llm_family_spec {
 	enum llm_family family;
@@ -71,7 +75,9 @@ struct llm_family_spec {
 	                                         * [head_dim]) before RoPE */
 	int64_t head_dim;                /* config.json's default head_dim; 0:
 	                                         * hidden_size / num_attention_heads */
-	/* Checkpoint names per role; "%d" is the layer. */
+	/* Checkpoint names per role; "%d" is the layer.  Roles of a layer
+	 * that name one tensor (Phi-3's qkv_proj) take consecutive parts of
+	 * its rows, in role order (llm_role_part). */
 	const char *hf[LLM_ROLE_COUNT];
 	const char *gguf[LLM_ROLE_COUNT]; /* llama.cpp's names */
 	/* GGUF stores the q and k projections (and biases) with the rows of
@@ -99,6 +105,12 @@ const char *llm_role_runtime(enum llm_role r);
 int llm_role_present(enum llm_role r, const struct llm_model_config *c);
 /* The shape of role r (row-major, outermost first): its ndim, 1 or 2. */
 int llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[2]);
+/* Where role r's rows lie in its source tensor, names being the family's
+ * hf or gguf names: 0 when the tensor is the role's alone; else 1, with
+ * *first its first row and *rows the rows of the whole fused tensor (the
+ * roles of the layer present in c that share its name, in role order). */
+int llm_role_part(const char *const *names, enum llm_role r, const struct llm_model_config *c, int64_t *first,
+    int64_t *rows);
 /* The heads of the rows of role r for a family whose GGUF files store q
  * and k permuted (gguf_permuted_qk): n_heads for q, n_kv_heads for k (and
  * their biases); else 0. */

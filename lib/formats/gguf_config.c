@@ -100,6 +100,32 @@ get_real(const struct llm_gguf *g, const char *arch, const char *key, double *ou
 	return 0;
 }
 
+/* The RoPE factors tensor name, if present: f32 [rotary_dim / 2] of
+ * positive numbers into out, *n of them (0 when absent). */
+static int
+factors(const struct llm_gguf *g, const char *name, int64_t rotary_dim, double *out, int *n)
+{
+	const struct llm_gguf_tensor *rf = llm_gguf_find_tensor(g, name);
+
+	*n = 0;
+	if (!rf)
+		return 0;
+	if (rf->ggml_type != LLM_GGML_F32 || rf->n_dims != 1 || rf->shape[0] != rotary_dim / 2 ||
+	    rf->shape[0] > LLM_MAX_ROPE_FACTORS)
+		return llm_seterr("%s: tensor '%s' is not f32 [%" PRId64 "] (rotary_dim / 2)", g->path, rf->name,
+		    rotary_dim / 2);
+	for (int64_t i = 0; i < rf->shape[0]; i++) {
+		float f;
+		memcpy(&f, (const char *)rf->data + 4 * i, 4);
+		if (!(f > 0 && isfinite(f)))
+			return llm_seterr("%s: tensor '%s': factor %" PRId64 " is %g, not a positive number", g->path,
+			    rf->name, i, (double)f);
+		out[i] = f;
+	}
+	*n = (int)rf->shape[0];
+	return 0;
+}
+
 int
 llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 {
@@ -116,7 +142,13 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	c->family = llm_family_by_name(arch);
 	if (c->family == LLM_FAMILY_NONE || llm_family_spec(c->family)->no_gguf_arch) {
-		llm_seterr("%s: unsupported architecture '%s' (llama, qwen2 and qwen3 are supported)", g->path, arch);
+		char list[128] = "";
+		size_t len = 0;
+		for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT; f++)
+			if (!llm_family_spec(f)->no_gguf_arch)
+				len += (size_t)snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s%s",
+				    len ? ", " : "", llm_family_name(f));
+		llm_seterr("%s: unsupported architecture '%s' (supported: %s)", g->path, arch, list);
 		goto out;
 	}
 	fs = llm_family_spec(c->family);
@@ -173,13 +205,26 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		    c->head_dim);
 		goto out;
 	}
-	if (get_size(g, arch, "rope.dimension_count", c->head_dim, &v) < 0)
+	if (get_size(g, arch, "rope.dimension_count", c->head_dim, &c->rotary_dim) < 0)
 		goto out;
-	if (v != c->head_dim) {
-		llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " differs from head_dim %" PRId64
-			   " (partial rotary embedding is not supported)",
-		    g->path, arch, v, c->head_dim);
+	if (c->rotary_dim > c->head_dim || c->rotary_dim % 2 || (c->head_dim - c->rotary_dim) % 2) {
+		llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " is not an even number up to head_dim %" PRId64
+			   " that leaves an even rest",
+		    g->path, arch, c->rotary_dim, c->head_dim);
 		goto out;
+	}
+	if (fs->window == 2) {
+		/* 0: none (llama.cpp's converter writes 0 for a null window) */
+		uint64_t w = 0;
+		snprintf(k, sizeof(k), "%s.attention.sliding_window", arch);
+		if (llm_gguf_get_u64(g, k, &w) < 0)
+			goto out;
+		if (w > (uint64_t)MAX_SIZE) {
+			llm_seterr("%s: key '%s': %" PRIu64 " is out of range (0 to %" PRId64 ")", g->path, k, w,
+			    MAX_SIZE);
+			goto out;
+		}
+		c->sliding_window = (int64_t)w;
 	}
 	snprintf(k, sizeof(k), "%s.rope.scaling.type", arch);
 	if ((rc = llm_gguf_get_strdup(g, k, &scaling)) < 0)
@@ -190,26 +235,42 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	}
 	/* llama.cpp's converter writes rope_scaling llama3 as the factors
-	 * that divide each inv_freq, f32 [head_dim / 2] */
-	const struct llm_gguf_tensor *rf = llm_gguf_find_tensor(g, LLM_GGUF_ROPE_FREQS);
-	if (rf) {
-		if (rf->ggml_type != LLM_GGML_F32 || rf->n_dims != 1 || rf->shape[0] != c->head_dim / 2 ||
-		    rf->shape[0] > LLM_MAX_ROPE_FACTORS) {
-			llm_seterr("%s: tensor '%s' is not f32 [%" PRId64 "] (head_dim / 2)", g->path, rf->name,
-			    c->head_dim / 2);
+	 * that divide each inv_freq, f32 [rotary_dim / 2]; longrope (phi3)
+	 * as the long and the short ones, with the original context and the
+	 * attention factor in the metadata */
+	if (factors(g, LLM_GGUF_ROPE_FREQS, c->rotary_dim, c->rope_scaling.factors, &c->rope_scaling.nfactors) < 0)
+		goto out;
+	int nlong = 0, nshort = 0;
+	if (factors(g, LLM_GGUF_ROPE_LONG, c->rotary_dim, c->rope_scaling.long_factors, &nlong) < 0 ||
+	    (nlong && factors(g, LLM_GGUF_ROPE_SHORT, c->rotary_dim, c->rope_scaling.factors, &nshort) < 0))
+		goto out;
+	if (nlong) {
+		struct llm_rope_scaling *r = &c->rope_scaling;
+		int64_t orig;
+		if (!nshort || r->nfactors) {
+			llm_seterr("%s: tensor '%s' needs '%s' and no '%s'", g->path, LLM_GGUF_ROPE_LONG,
+			    LLM_GGUF_ROPE_SHORT, LLM_GGUF_ROPE_FREQS);
 			goto out;
 		}
-		for (int64_t i = 0; i < rf->shape[0]; i++) {
-			float f;
-			memcpy(&f, (const char *)rf->data + 4 * i, 4);
-			if (!(f > 0 && isfinite(f))) {
-				llm_seterr("%s: tensor '%s': factor %" PRId64 " is %g, not a positive number", g->path,
-				    rf->name, i, (double)f);
-				goto out;
-			}
-			c->rope_scaling.factors[i] = f;
+		if (get_size(g, arch, "rope.scaling.original_context_length", 0, &orig) < 0 ||
+		    (rc = get_real(g, arch, "rope.scaling.attn_factor", &r->attention_factor)) < 0)
+			goto out;
+		/* absent: transformers' default for the context's factor */
+		double f = (double)c->max_position_embeddings / (double)orig;
+		if (rc == 1)
+			r->attention_factor = f <= 1 ? 1 : sqrt(1 + log(f) / log((double)orig));
+		rc = -1;
+		if (!(r->attention_factor > 0)) {
+			llm_seterr("%s: key '%s.rope.scaling.attn_factor': %g is not positive", g->path, arch,
+			    r->attention_factor);
+			goto out;
 		}
-		c->rope_scaling.nfactors = (int)rf->shape[0];
+		r->nfactors = nshort;
+		r->original_max_position_embeddings = (double)orig;
+		r->longrope = 1;
+	} else if (llm_gguf_find_tensor(g, LLM_GGUF_ROPE_SHORT)) {
+		llm_seterr("%s: tensor '%s' without '%s'", g->path, LLM_GGUF_ROPE_SHORT, LLM_GGUF_ROPE_LONG);
+		goto out;
 	}
 	snprintf(k, sizeof(k), "%s.expert_count", arch);
 	if (llm_gguf_get_u64(g, k, &nt) < 0)

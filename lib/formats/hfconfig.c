@@ -156,6 +156,40 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const st
 	return 0;
 }
 
+/* transformers' _compute_longrope_parameters: with a top-level
+ * original_max_position_embeddings (Phi-3), factor is max_position_embeddings
+ * over it; else the threshold is max_position_embeddings and factor
+ * rope_scaling's.  The attention factor, when not given, is
+ * sqrt(1 + ln factor / ln original) for a factor above 1, else 1. */
+static int
+longrope(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	struct llm_rope_scaling *s = &c->rope_scaling;
+	int64_t orig = 0;
+
+	if (size_key(j, "original_max_position_embeddings", ctx, 0, &orig) < 0)
+		return -1;
+	if (s->nfactors != c->rotary_dim / 2)
+		return llm_seterr("%s: rope_scaling: %d short_factor values, not rotary_dim / 2 = %lld", ctx,
+		    s->nfactors, (long long)(c->rotary_dim / 2));
+	if (orig) {
+		s->original_max_position_embeddings = (double)orig;
+		s->factor = (double)c->max_position_embeddings / (double)orig;
+	} else {
+		s->original_max_position_embeddings = (double)c->max_position_embeddings;
+		if (!s->factor && !s->attention_factor)
+			return llm_seterr(
+			    "%s: rope_scaling 'longrope' needs 'factor', 'attention_factor' or a top-level "
+			    "'original_max_position_embeddings'",
+			    ctx);
+	}
+	if (!s->attention_factor)
+		s->attention_factor = s->factor <= 1 ?
+		    1 :
+		    sqrt(1 + log(s->factor) / log(s->original_max_position_embeddings));
+	return 0;
+}
+
 static int
 parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 {
@@ -205,9 +239,21 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		return -1;
 	if (llm_rope_scaling_load(json_object_get(j, "rope_scaling"), ctx, &c->rope_scaling) < 0)
 		return -1;
-	if (c->rope_scaling.nfactors)
-		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default' and 'llama3')",
+	if (c->rope_scaling.nfactors && !c->rope_scaling.longrope)
+		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default', 'llama3' and "
+				  "'longrope')",
 		    ctx);
+	/* transformers: dim = int(head_dim * partial_rotary_factor) */
+	double prf = 1;
+	if (positive_num(j, "partial_rotary_factor", ctx, &prf) < 0)
+		return -1;
+	c->rotary_dim = (int64_t)((double)c->head_dim * prf);
+	if (prf > 1 || c->rotary_dim < 2 || c->rotary_dim % 2 || (c->head_dim - c->rotary_dim) % 2)
+		return llm_seterr("%s: partial_rotary_factor %g of head_dim %lld gives %lld rotated dims, not an "
+				  "even number of 2 to head_dim that leaves an even rest",
+		    ctx, prf, (long long)c->head_dim, (long long)c->rotary_dim);
+	if (c->rope_scaling.longrope && longrope(c, j, ctx) < 0)
+		return -1;
 	s = "silu";
 	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
 		return -1;

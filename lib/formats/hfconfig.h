@@ -36,6 +36,7 @@ struct llm_hfconfig {
 	int mlp_bias;               /* llama mlp_bias (rejected if true for now) */
 	int qk_norm;                /* the family's q_norm and k_norm (qwen3) */
 	int64_t sliding_window;     /* mistral's sliding_window; 0: null or absent */
+	int64_t rotary_dim;         /* head_dim x partial_rotary_factor (default 1) */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;             /* -1 if none; generation_config wins */
 	int n_eos;                  /* union of config and generation_config eos ids */
@@ -48,7 +49,8 @@ struct llm_hfconfig {
  * 32768 (qwen2) or 2048 (llama), rms_norm_eps 1e-6, rope_theta 10000.
  * (the family spec's for max_position_embeddings).
  * Rejected: a missing or non-positive size, heads not a multiple of KV
- * heads, an odd head_dim, rope_scaling other than "default" and "llama3", mlp_bias,
+ * heads, an odd head_dim, rope_scaling other than "default", "llama3" and
+ * "longrope", a partial_rotary_factor that leaves an odd part, mlp_bias,
  * hidden_act other than silu, use_sliding_window, torch_dtype other than
  * float32/float16/bfloat16, token ids outside [0, vocab_size). */
 int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);

@@ -131,6 +131,40 @@ str_array(json_t *a, const char *ctx, const char *key, const char ***out, size_t
 	return 0;
 }
 
+/* rs[key]: an array of 1 to LLM_MAX_ROPE_FACTORS positive numbers. */
+static int
+factors_of(const json_t *rs, const char *key, const char *c, double *out, int *n)
+{
+	const json_t *f = json_object_get(rs, key); /* borrowed */
+	size_t len = json_array_size(f);
+
+	if (!json_is_array(f) || len == 0 || len > LLM_MAX_ROPE_FACTORS)
+		return llm_seterr("%s: '%s': expected an array of 1 to %d numbers", c, key, LLM_MAX_ROPE_FACTORS);
+	for (size_t i = 0; i < len; i++) {
+		const json_t *v = json_array_get(f, i);
+		out[i] = json_is_number(v) ? json_number_value(v) : 0;
+		if (!(out[i] > 0 && isfinite(out[i])))
+			return llm_seterr("%s: %s[%zu]: expected a positive number", c, key, i);
+	}
+	*n = (int)len;
+	return 0;
+}
+
+/* rs.attention_factor: absent or null (0), or a positive number. */
+static int
+attention_factor_of(const json_t *rs, const char *c, double *out)
+{
+	const json_t *a = json_object_get(rs, "attention_factor"); /* borrowed */
+
+	*out = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_number(a) || !(json_number_value(a) > 0 && isfinite(json_number_value(a))))
+		return llm_seterr("%s: 'attention_factor': expected a positive number", c);
+	*out = json_number_value(a);
+	return 0;
+}
+
 int
 llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s)
 {
@@ -152,24 +186,32 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 	if (strcmp(type, "default") == 0)
 		return 0;
 	snprintf(c, sizeof(c), "%s: rope_scaling", ctx);
-	if (strcmp(type, "freq_factors") == 0) {
-		const json_t *f = json_object_get(rs, "factors"); /* borrowed */
-		size_t n = json_array_size(f);
-		if (!json_is_array(f) || n == 0 || n > LLM_MAX_ROPE_FACTORS)
-			return llm_seterr("%s: 'factors': expected an array of 1 to %d numbers", c,
-			    LLM_MAX_ROPE_FACTORS);
-		for (size_t i = 0; i < n; i++) {
-			const json_t *v = json_array_get(f, i);
-			s->factors[i] = json_is_number(v) ? json_number_value(v) : 0;
-			if (!(s->factors[i] > 0 && isfinite(s->factors[i])))
-				return llm_seterr("%s: factors[%zu]: expected a positive number", c, i);
-		}
-		s->nfactors = (int)n;
+	if (strcmp(type, "freq_factors") == 0)
+		return factors_of(rs, "factors", c, s->factors, &s->nfactors) < 0 ||
+			attention_factor_of(rs, c, &s->attention_factor) < 0 ?
+		    -1 :
+		    0;
+	if (strcmp(type, "longrope") == 0) {
+		/* transformers' _compute_longrope_parameters; the caller
+		 * (hfconfig.c) resolves the threshold and the attention
+		 * factor it leaves at 0, which need config.json's top level */
+		int nlong;
+		if (factors_of(rs, "short_factor", c, s->factors, &s->nfactors) < 0 ||
+		    factors_of(rs, "long_factor", c, s->long_factors, &nlong) < 0 ||
+		    attention_factor_of(rs, c, &s->attention_factor) < 0)
+			return -1;
+		if (nlong != s->nfactors)
+			return llm_seterr("%s: %d long_factor and %d short_factor values", c, nlong, s->nfactors);
+		const json_t *f = json_object_get(rs, "factor"); /* borrowed */
+		if (f && !json_is_null(f) && !(json_is_number(f) && json_number_value(f) > 0))
+			return llm_seterr("%s: 'factor': expected a positive number", c);
+		s->factor = f && json_is_number(f) ? json_number_value(f) : 0;
+		s->longrope = 1;
 		return 0;
 	}
 	if (strcmp(type, "llama3") != 0)
-		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default' and 'llama3')", ctx,
-		    llm_json_shown(type));
+		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default', 'llama3' and 'longrope')",
+		    ctx, llm_json_shown(type));
 	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
 	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
 	    llm_json_num(rs, "high_freq_factor", c, &s->high_freq_factor) < 0 ||
@@ -199,6 +241,8 @@ llm_rope_scaling_json(const struct llm_rope_scaling *s)
 			json_array_append_new(f, json_real(s->factors[i]));
 		json_object_set_new(o, "rope_type", json_string("freq_factors"));
 		json_object_set_new(o, "factors", f);
+		if (s->attention_factor && s->attention_factor != 1)
+			json_object_set_new(o, "attention_factor", json_real(s->attention_factor));
 		return o;
 	}
 	json_object_set_new(o, "rope_type", json_string("llama3"));
@@ -208,6 +252,17 @@ llm_rope_scaling_json(const struct llm_rope_scaling *s)
 	json_object_set_new(o, "original_max_position_embeddings",
 	    json_integer((json_int_t)s->original_max_position_embeddings));
 	return o;
+}
+
+int
+llm_rope_scaling_for_context(struct llm_rope_scaling *s, int64_t max_context)
+{
+	int lng = s->longrope && (double)max_context > s->original_max_position_embeddings;
+
+	if (lng)
+		memcpy(s->factors, s->long_factors, (size_t)s->nfactors * sizeof(*s->factors));
+	s->longrope = 0;
+	return lng;
 }
 
 static int
@@ -226,6 +281,7 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_json_bool(c, "attention_bias", ctx, &k->attention_bias) < 0 ||
 	    llm_json_bool_opt(c, "qk_norm", ctx, &k->qk_norm) < 0 ||
 	    llm_json_int_opt(c, "sliding_window", ctx, &k->sliding_window) < 0 ||
+	    llm_json_int_opt(c, "rotary_dim", ctx, &k->rotary_dim) < 0 ||
 	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
@@ -235,9 +291,17 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 		return llm_seterr("%s: head_dim %" PRId64 " is odd", ctx, k->head_dim);
 	if (k->sliding_window < 0)
 		return llm_seterr("%s: sliding_window %" PRId64 " is negative", ctx, k->sliding_window);
-	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->head_dim / 2)
-		return llm_seterr("%s: rope_scaling: %d factors, not head_dim / 2 = %" PRId64, ctx,
-		    k->rope_scaling.nfactors, k->head_dim / 2);
+	if (!json_object_get(c, "rotary_dim"))
+		k->rotary_dim = k->head_dim;
+	if (k->rotary_dim < 2 || k->rotary_dim > k->head_dim || k->rotary_dim % 2 || (k->head_dim - k->rotary_dim) % 2)
+		return llm_seterr("%s: rotary_dim %" PRId64 " is not an even number of 2 to head_dim %" PRId64
+				  " that leaves an even rest",
+		    ctx, k->rotary_dim, k->head_dim);
+	if (k->rope_scaling.longrope)
+		return llm_seterr("%s: rope_scaling 'longrope' is fixed for one context at import (freq_factors)", ctx);
+	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->rotary_dim / 2)
+		return llm_seterr("%s: rope_scaling: %d factors, not rotary_dim / 2 = %" PRId64, ctx,
+		    k->rope_scaling.nfactors, k->rotary_dim / 2);
 	return 0;
 }
 
@@ -268,6 +332,11 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	p->layout = lt ? json_string_value(lt) : NULL;
 	json_t *ht = json_object_get(t, "heads"); /* borrowed; checked by llm-pack-weights */
 	p->heads = json_is_integer(ht) ? json_integer_value(ht) : 0;
+	json_t *fr = json_object_get(t, "first_row"); /* borrowed */
+	if (fr && (!json_is_integer(fr) || json_integer_value(fr) < 0 || json_array_size(src) != 1))
+		return llm_seterr("%s: 'first_row' must be an integer >= 0, on a tensor with one source", c);
+	p->part = fr != NULL;
+	p->first_row = fr ? json_integer_value(fr) : 0;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
 		json_t *s = json_array_get(src, (size_t)j);
@@ -353,6 +422,8 @@ tensor_json(const struct llm_plan_tensor *p)
 	json_object_set_new(t, "transform", json_string(p->transform));
 	if (p->heads)
 		json_object_set_new(t, "heads", json_integer(p->heads));
+	if (p->part)
+		json_object_set_new(t, "first_row", json_integer(p->first_row));
 	if (p->layout)
 		json_object_set_new(t, "layout", json_string(p->layout));
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(p->dtype)));
@@ -381,6 +452,8 @@ config_json(const struct llm_model_config *c)
 	json_object_set_new(o, "qk_norm", json_boolean(c->qk_norm));
 	if (c->sliding_window)
 		json_object_set_new(o, "sliding_window", json_integer(c->sliding_window));
+	if (c->rotary_dim && c->rotary_dim != c->head_dim)
+		json_object_set_new(o, "rotary_dim", json_integer(c->rotary_dim));
 	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
 	return o;
 }

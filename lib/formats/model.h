@@ -22,13 +22,22 @@
  * and model.json alike): none (null, absent or rope_type "default"), or
  * rope_type "llama3" (Llama 3.1/3.2) with its four numbers; in model.json
  * only, rope_type "freq_factors" with the factors that divide each
- * inv_freq (what llama.cpp's GGUF files hold for llama3: rope_freqs.weight).
- * llm_rope_inv_freq() applies either. */
+ * inv_freq (what llama.cpp's GGUF files hold for llama3: rope_freqs.weight,
+ * and what longrope becomes for one context) and the attention factor
+ * that scales cos and sin; in config.json (and GGUF phi3 files) only,
+ * rope_type "longrope" (Phi-3.5, Phi-4-mini): short and long factors, the
+ * long ones for sequences past original_max_position_embeddings
+ * (llm_rope_scaling_for_context picks).  llm_rope_inv_freq() applies them. */
 struct llm_rope_scaling {
 	int llama3;
 	double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
-	int nfactors; /* freq_factors: head_dim / 2 of them; else 0 */
+	int nfactors; /* freq_factors: rotary_dim / 2 of them (longrope: the
+	               * short factors); else 0 */
 	double factors[LLM_MAX_ROPE_FACTORS];
+	double attention_factor; /* cos and sin times it; 0 reads as 1 */
+	int longrope;            /* long_factors (nfactors of them) past
+	                          * original_max_position_embeddings */
+	double long_factors[LLM_MAX_ROPE_FACTORS];
 };
 
 struct llm_model_config {
@@ -39,6 +48,9 @@ struct llm_model_config {
 	int qk_norm;            /* q and k normed per head (qwen3; absent: false) */
 	int64_t sliding_window; /* a query at p sees keys t > p - W only (mistral); 0: all t <= p */
 	struct llm_rope_scaling rope_scaling;
+	int64_t rotary_dim; /* the leading dims of a head that RoPE rotates (the
+	                     * rest pass through): head_dim, or fewer under
+	                     * partial_rotary_factor (phi3); absent: head_dim */
 };
 
 /* rope_scaling rs (borrowed; NULL for absent) into *s: 0, or -1 with
@@ -46,14 +58,26 @@ struct llm_model_config {
 int llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling *s);
 /* s as model.json's config.rope_scaling: null, or the object. */
 json_t *llm_rope_scaling_json(const struct llm_rope_scaling *s);
+/* Fix a longrope s for a context of max_context positions, as transformers
+ * picks per sequence: the short factors when max_context is at most
+ * original_max_position_embeddings, else the long ones (llama.cpp's rule
+ * for its context); s becomes freq_factors.  1 when the long ones were
+ * taken, else 0. */
+int llm_rope_scaling_for_context(struct llm_rope_scaling *s, int64_t max_context);
 
 struct llm_plan_tensor {
 	const char *name; /* borrowed from root */
 	int nsource;
 	const char *source[LLM_MAX_SOURCES];
-	const char *transform; /* "copy", "unpermute_qk", "rope_cos", "rope_sin" */
-	int64_t heads;         /* unpermute_qk: the heads of the rows; else 0
-	                         * (llm-pack-weights reads and checks it) */
+	const char *transform; /* "copy", "unpermute_qk", "rotary_halves",
+	                         * "rope_cos", "rope_sin" */
+	int64_t heads;         /* unpermute_qk, rotary_halves: the heads of the
+	                         * rows; else 0 (llm-pack-weights reads and
+	                         * checks it) */
+	int part;              /* 0: the source whole; 1: its rows first_row ..
+	                         * first_row + shape[0] - 1 (a part of a fused
+	                         * qkv or gate_up matrix; model.json "first_row") */
+	int64_t first_row;
 	const char *quant;     /* the source's ggml block type ("Q4_K"), when
 	                         * it is block-quantized; else NULL */
 	const char *layout;    /* NULL: dense, dtype elements in row-major

@@ -75,7 +75,7 @@ llm_qmix_type(int mix, const struct llm_qmix_tensor *t)
 			ty = LLM_GGML_Q8_0;
 		else if (ty != LLM_GGML_Q8_0)
 			ty = LLM_GGML_Q6_K;
-	} else if (t->role == LLM_ROLE_WV) {
+	} else if (t->role == LLM_ROLE_WV || t->qkv) {
 		if (km && more_bits(l, n))
 			ty = LLM_GGML_Q6_K;
 		else if (mix == LLM_QMIX_Q4_K_S && l < 4)

@@ -18,7 +18,8 @@
  *	q6_k     Q6_K  Q6_K                            Q6_K             Q6_K
  *
  * Every other matrix (the embedding when not tied, q, k, o, gate, up)
- * takes the base type.  The head takes Q8_0 when its rows are not whole
+ * takes the base type; the parts of a fused qkv matrix (phi3) take
+ * v_proj's (llama-quantize counts attn_qkv as an attn_v).  The head takes Q8_0 when its rows are not whole
  * blocks of the base type; a Llama with 80 layers (llama.cpp's "70B")
  * gets Q5_K for a Q4_K v_proj.  Last, a matrix whose rows are not whole
  * blocks of its type falls back: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K ->
@@ -63,6 +64,8 @@ struct llm_qmix_tensor {
 	int n_layers;
 	int64_t n_heads, n_kv_heads;
 	int tied;
+	int qkv; /* q, k or v as a part of one fused matrix (phi3's
+	          * attn_qkv): llama-quantize types the whole as an attn_v */
 };
 
 /* The ggml type (enum llm_ggml_type: a block type, or LLM_GGML_F16) that

@@ -7,8 +7,10 @@
 // (parsed here, not by the project's C reader), outdir/weights.bin and
 // outdir/weights.json, and checks, with its own conversions and its own
 // FNV-1a: the header; every "copy" tensor equals its source converted to
-// the plan dtype (f32 -> f16/bf16 round to nearest even); the RoPE tables
-// are cos/sin(p * theta^(-2i/head_dim)) within 1e-6; padding is zero;
+// the plan dtype (f32 -> f16/bf16 round to nearest even), its rows moved
+// as first_row and rotary_halves say; the RoPE tables are
+// cos/sin(p * theta^(-2i/rotary_dim)) within 1e-6 (scaled as the config
+// says), then cos 1 and sin 0; padding is zero;
 // weights.json lists the plan with checksums of the bytes as written and
 // the identity (size, mtime_ns, header hash) of each source file, and its
 // digest and sample (formats.txt section 3) hash what they should.
@@ -185,11 +187,30 @@ for (const t of W.tensors) {
 	written[t.name] = fnv1a(out);
 	const nel = t.shape.reduce((a, b) => a * b, 1);
 	if (nel * dtypeSize[t.dtype] !== t.bytes) bad(`${t.name}: bytes ${t.bytes} != shape x dtype`);
-	if (t.transform === 'copy') {
+	if (t.transform === 'copy' || t.transform === 'rotary_halves') {
 		const s = sources.get(t.source[0]);
 		if (!s) { bad(`${t.name}: no source '${t.source[0]}'`); continue; }
-		if (JSON.stringify(s.shape) !== JSON.stringify(t.shape)) { bad(`${t.name}: source shape`); continue; }
-		const want = storeAs(sourceValues(pread(s.fd, s.pos, s.n), s.dtype), t.dtype);
+		const first = t.first_row ?? 0;
+		const wantShape = [t.first_row === undefined ? t.shape[0] : s.shape[0], ...t.shape.slice(1)];
+		if (JSON.stringify(s.shape) !== JSON.stringify(wantShape) || first + t.shape[0] > s.shape[0]) {
+			bad(`${t.name}: source shape`);
+			continue;
+		}
+		// the rows taken: first_row on (a part of a fused qkv or gate_up
+		// matrix), and under rotary_halves each head's rows as
+		// [rot first half, pass first half, rot second half, pass second half]
+		const rowLen = nel / t.shape[0], es = s.n / (s.shape.reduce((a, b) => a * b, 1));
+		let order = [...Array(t.shape[0]).keys()];
+		if (t.transform === 'rotary_halves') {
+			const hd = t.shape[0] / t.heads, rd = cfg.rotary_dim ?? hd, r2 = rd / 2, p2 = (hd - rd) / 2;
+			const range = (a, n) => [...Array(n).keys()].map((i) => a + i);
+			const head = [...range(0, r2), ...range(rd, p2), ...range(r2, r2), ...range(rd + p2, p2)];
+			order = [];
+			for (let h = 0; h < t.heads; h++) order.push(...head.map((j) => h * hd + j));
+		}
+		const rows = Buffer.concat(order.map((r) =>
+			pread(s.fd, s.pos + (first + r) * rowLen * es, rowLen * es)));
+		const want = storeAs(sourceValues(rows, s.dtype), t.dtype);
 		if (!want.equals(out)) {
 			let i = 0;
 			while (want[i] === out[i]) i++;
@@ -201,18 +222,21 @@ for (const t of W.tensors) {
 		const [C, half] = t.shape;
 		if (C !== model.limits.max_context || half !== cfg.head_dim / 2) bad(`${t.name}: shape`);
 		const fn = t.transform === 'rope_cos' ? Math.cos : Math.sin;
-		const f = invFreq(cfg.head_dim, cfg.rope_theta, ropeScaling(cfg.rope_scaling));
+		// partial rotary: the dims past rotary_dim pass (cos 1, sin 0)
+		const rd = cfg.rotary_dim ?? cfg.head_dim, af = cfg.rope_scaling?.attention_factor ?? 1;
+		const f = invFreq(rd, cfg.rope_theta, ropeScaling(cfg.rope_scaling));
 		for (let p = 0; p < C; p++)
 			for (let i = 0; i < half; i++) {
-				const want = fn(p * f[i]);
+				const want = i < rd / 2 ? fn(p * f[i]) * af : fn(0);
 				const got = out.readFloatLE(4 * (p * half + i));
 				const err = Math.abs(got - want);
 				ropeMaxErr = Math.max(ropeMaxErr, err);
 				if (!(err <= 1e-6)) bad(`${t.name}[${p}][${i}] = ${got}, expected ${want}`);
 			}
-		// Row 0 is exact: cos 0 = 1, sin 0 = 0.
+		// Row 0 is exact: cos 0 = 1 (times the attention factor where it
+		// rotates), sin 0 = 0.
 		for (let i = 0; i < half; i++)
-			if (out.readFloatLE(4 * i) !== (t.transform === 'rope_cos' ? 1 : 0))
+			if (out.readFloatLE(4 * i) !== (t.transform === 'rope_cos' ? (i < rd / 2 ? Math.fround(af) : 1) : 0))
 				bad(`${t.name}[0][${i}] is not exact`);
 	} else {
 		bad(`${t.name}: unknown transform ${t.transform}`);

@@ -238,6 +238,7 @@ add("token_embd.weight", "model.embed_tokens.weight");
 for (let l = 0; l < L; l++) {
   const p = `model.layers.${l}.`, g = `blk.${l}.`;
   add(g + "attn_norm.weight", p + "input_layernorm.weight");
+  add(g + "attn_qkv.weight", p + "self_attn.qkv_proj.weight"); // phi3
   add(g + "attn_q.weight", p + "self_attn.q_proj.weight", H);
   add(g + "attn_k.weight", p + "self_attn.k_proj.weight", KVH);
   add(g + "attn_v.weight", p + "self_attn.v_proj.weight");
@@ -250,6 +251,7 @@ for (let l = 0; l < L; l++) {
   add(g + "ffn_norm.weight", p + "post_attention_layernorm.weight");
   add(g + "ffn_gate.weight", p + "mlp.gate_proj.weight");
   add(g + "ffn_up.weight", p + "mlp.up_proj.weight");
+  add(g + "ffn_up.weight", p + "mlp.gate_up_proj.weight"); // phi3: gate and up in one
   add(g + "ffn_down.weight", p + "mlp.down_proj.weight");
 }
 add("output_norm.weight", "model.norm.weight");
@@ -265,7 +267,23 @@ try {
 } catch (e) {
   die(`${path.join(dir, "config.json")}: ${e.message}`);
 }
-if (scaling) {
+// the rotated dims: head_dim, but for phi3 the converter's
+// int(partial_rotary_factor * n_embd) // n_head
+const RD = arch === "phi3" ? Math.floor(Math.trunc((cfg.partial_rotary_factor ?? 1) * D) / H) : HD;
+// longrope (phi3): the long and short factors as tensors, the original
+// context and the attention factor as metadata, as Phi3MiniModel writes them
+let longrope = null;
+if (scaling?.long_factor) {
+  const orig = cfg.original_max_position_embeddings ?? cfg.max_position_embeddings;
+  const scale = cfg.max_position_embeddings / orig;
+  longrope = { orig, attn: scale > 1 ? Math.sqrt(1 + Math.log(scale) / Math.log(orig)) : 1 };
+  for (const [name, f] of [["rope_factors_long.weight", scaling.long_factor], ["rope_factors_short.weight", scaling.short_factor]]) {
+    if (opt.drop.has(name)) continue;
+    const data = Buffer.alloc(4 * f.length);
+    f.forEach((v, i) => data.writeFloatLE(v, 4 * i));
+    tensors.push({ name, type: TYPES.F32, shape: [f.length], bytes: data.length, as: "data", data });
+  }
+} else if (scaling) {
   const f = invFreq(HD, cfg.rope_theta ?? 10000, null), g = invFreq(HD, cfg.rope_theta ?? 10000, scaling);
   const data = Buffer.alloc(2 * HD);
   for (let i = 0; i < HD / 2; i++) data.writeFloatLE(f[i] / g[i], 4 * i);
@@ -300,7 +318,15 @@ u32(`${arch}.attention.head_count`, H);
 u32(`${arch}.attention.head_count_kv`, KVH);
 f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
 f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
-u32(`${arch}.rope.dimension_count`, HD);
+u32(`${arch}.rope.dimension_count`, RD);
+if (arch === "phi3") {
+  // 0: no window (the converter's way to say null)
+  u32(`${arch}.attention.sliding_window`, cfg.sliding_window ?? 0);
+  if (longrope) {
+    u32(`${arch}.rope.scaling.original_context_length`, longrope.orig);
+    f32(`${arch}.rope.scaling.attn_factor`, longrope.attn);
+  }
+}
 // a head_dim other than hidden / heads (qwen3): the converter's key and
 // value lengths
 if (HD !== D / H) {

@@ -109,13 +109,28 @@ static const struct preset presets[] = {
 	 "  \"top_p\": 0.95,\n"
 	 "  \"transformers_version\": \"4.51.0\"\n"
 	 "}\n", 128},
+	/* microsoft/Phi-4-mini-instruct (with --family phi3): 200064 tokens,
+	 * tied embeddings (the tokenizer is the default one: its ids are a
+	 * part of the vocabulary). */
+	{"phi-4-mini", 3072, 32, 24, 8, 8192, 200064, 131072, 1, "1e-05", "10000.0",
+	 199999, 199999, 32, 0, "4.45.0",
+	 "{\n"
+	 "  \"_from_model_config\": true,\n"
+	 "  \"bos_token_id\": 199999,\n"
+	 "  \"eos_token_id\": [\n"
+	 "    200020,\n"
+	 "    199999\n"
+	 "  ],\n"
+	 "  \"pad_token_id\": 199999,\n"
+	 "  \"transformers_version\": \"4.45.0\"\n"
+	 "}\n", 0},
 };
 /* clang-format on */
 
-enum family { QWEN2, LLAMA, QWEN3, MISTRAL };
-static const char *const family_names[] = {"qwen2", "llama", "qwen3", "mistral"};
+enum family { QWEN2, LLAMA, QWEN3, MISTRAL, PHI3 };
+static const char *const family_names[] = {"qwen2", "llama", "qwen3", "mistral", "phi3"};
 static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM",
-	"MistralForCausalLM"};
+	"MistralForCausalLM", "Phi3ForCausalLM"};
 enum init { MATRIX, NORM, BIAS };
 
 struct tensor {
@@ -132,7 +147,9 @@ struct model {
 	enum llm_dtype dtype;
 	int64_t layers, vocab, head_dim;
 	int64_t rope_llama3; /* llama3 rope_scaling's original context; 0: none */
-	int64_t window;      /* mistral's sliding_window; 0: null */
+	int64_t window;      /* mistral's and phi3's sliding_window; 0: null */
+	const char *partial; /* phi3's partial_rotary_factor, as JSON spells it */
+	int64_t longrope;    /* phi3: rope_scaling longrope and this original context; 0: null */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -153,7 +170,8 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
-	    "[--head-dim n] [--rope-llama3 n] [--sliding-window n] [-s seed] [-t tokenizer-dir] -o dir\n");
+	    "[--head-dim n] [--longrope n] [--partial-rotary f] [--rope-llama3 n] [--sliding-window n] [-s seed] "
+	    "[-t tokenizer-dir] -o dir\n");
 }
 
 static void
@@ -164,22 +182,26 @@ help(void)
 	       "Write a Hugging Face checkpoint directory with seeded random weights.\n"
 	       "\n"
 	       "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
-	       "  -f, --family qwen2|llama|qwen3|mistral\n"
+	       "  -f, --family qwen2|llama|qwen3|mistral|phi3\n"
 	       "                              architecture (default qwen2; llama: no q/k/v biases;\n"
 	       "                              qwen3: no biases, q_norm and k_norm; mistral: llama's\n"
-	       "                              layers, MistralConfig)\n"
+	       "                              layers, MistralConfig; phi3: llama's layers with\n"
+	       "                              qkv_proj and gate_up_proj fused, Phi3Config)\n"
 	       "  -h, --help                  print this help\n"
 	       "      --head-dim N            head_dim (llama, qwen3, mistral; default hidden / heads)\n"
 	       "  -L, --layers N              number of decoder layers (default: the preset's)\n"
+	       "      --longrope N            phi3: rope_scaling longrope (short and long factors\n"
+	       "                              made from the seed) and original_max_position_embeddings N\n"
 	       "  -o, --output DIR            output directory (created; replaced files are\n"
 	       "                              renamed into an existing one)\n"
+	       "      --partial-rotary F      phi3: partial_rotary_factor F (default 0.75, Phi-4-mini's)\n"
 	       "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
-	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b\n"
+	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini\n"
 	       "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
 	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
 	       "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
-	       "      --sliding-window N      mistral: sliding_window N (default null)\n"
+	       "      --sliding-window N      mistral, phi3: sliding_window N (default null)\n"
 	       "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
 	       "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
 	       "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
@@ -337,9 +359,13 @@ plan(struct model *m)
 	for (int64_t i = 0; i < m->layers; i++) {
 		const char *l = "model.layers";
 		add(m, NORM, d, 0, "%s.%lld.input_layernorm.weight", l, (long long)i);
-		add(m, MATRIX, q, d, "%s.%lld.self_attn.q_proj.weight", l, (long long)i);
-		add(m, MATRIX, kv, d, "%s.%lld.self_attn.k_proj.weight", l, (long long)i);
-		add(m, MATRIX, kv, d, "%s.%lld.self_attn.v_proj.weight", l, (long long)i);
+		if (m->family == PHI3) {
+			add(m, MATRIX, q + 2 * kv, d, "%s.%lld.self_attn.qkv_proj.weight", l, (long long)i);
+		} else {
+			add(m, MATRIX, q, d, "%s.%lld.self_attn.q_proj.weight", l, (long long)i);
+			add(m, MATRIX, kv, d, "%s.%lld.self_attn.k_proj.weight", l, (long long)i);
+			add(m, MATRIX, kv, d, "%s.%lld.self_attn.v_proj.weight", l, (long long)i);
+		}
 		if (m->family == QWEN2) {
 			add(m, BIAS, q, 0, "%s.%lld.self_attn.q_proj.bias", l, (long long)i);
 			add(m, BIAS, kv, 0, "%s.%lld.self_attn.k_proj.bias", l, (long long)i);
@@ -351,8 +377,12 @@ plan(struct model *m)
 		}
 		add(m, MATRIX, d, q, "%s.%lld.self_attn.o_proj.weight", l, (long long)i);
 		add(m, NORM, d, 0, "%s.%lld.post_attention_layernorm.weight", l, (long long)i);
-		add(m, MATRIX, p->ffn, d, "%s.%lld.mlp.gate_proj.weight", l, (long long)i);
-		add(m, MATRIX, p->ffn, d, "%s.%lld.mlp.up_proj.weight", l, (long long)i);
+		if (m->family == PHI3) {
+			add(m, MATRIX, 2 * p->ffn, d, "%s.%lld.mlp.gate_up_proj.weight", l, (long long)i);
+		} else {
+			add(m, MATRIX, p->ffn, d, "%s.%lld.mlp.gate_proj.weight", l, (long long)i);
+			add(m, MATRIX, p->ffn, d, "%s.%lld.mlp.up_proj.weight", l, (long long)i);
+		}
 		add(m, MATRIX, d, p->ffn, "%s.%lld.mlp.down_proj.weight", l, (long long)i);
 	}
 	add(m, NORM, d, 0, "model.norm.weight");
@@ -388,6 +418,28 @@ header(const struct model *m, struct llm_buf *h)
 		llm_buf_puts(h, " ");
 }
 
+/* Phi-4-mini's rope_scaling form: "long_factor", "short_factor" (one a
+ * pair of rotated dims, made from the seed: the short ones near 1, the
+ * long ones growing to about 40 as Phi-4-mini's do), "type". */
+static void
+longrope_json(const struct model *m, struct llm_buf *b)
+{
+	int64_t rd = (int64_t)(strtod(m->partial, NULL) * (double)m->head_dim), n = rd / 2;
+	struct rng r;
+
+	rng_init(&r, m->seed, "rope_scaling");
+	for (int k = 0; k < 2; k++) {
+		llm_buf_printf(b, k ? "    \"short_factor\": [\n" : "  \"rope_scaling\": {\n    \"long_factor\": [\n");
+		for (int64_t i = 0; i < n; i++) {
+			double u = uniform(&r), t = n > 1 ? (double)i / (double)(n - 1) : 0;
+			double f = k ? 1.0 + 0.1 * u : 1.0 + 39.0 * t * t + u;
+			llm_buf_printf(b, "      %.4f%s\n", f, i + 1 < n ? "," : "");
+		}
+		llm_buf_puts(b, "    ],\n");
+	}
+	llm_buf_puts(b, "    \"type\": \"longrope\"\n  },\n");
+}
+
 static void
 config_json(const struct model *m, struct llm_buf *b)
 {
@@ -404,7 +456,7 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"bos_token_id\": %lld,\n"
 	    "  \"eos_token_id\": %lld,\n",
 	    (long long)p->bos, (long long)p->eos);
-	if (m->family != QWEN2)
+	if (m->family != QWEN2 && m->family != PHI3)
 		llm_buf_printf(b, "  \"head_dim\": %lld,\n", (long long)m->head_dim);
 	llm_buf_printf(b,
 	    "  \"hidden_act\": \"silu\",\n"
@@ -423,6 +475,10 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"num_hidden_layers\": %lld,\n"
 	    "  \"num_key_value_heads\": %lld,\n",
 	    family_names[m->family], (long long)p->heads, (long long)m->layers, (long long)p->kv_heads);
+	if (m->family == PHI3 && m->longrope)
+		llm_buf_printf(b, "  \"original_max_position_embeddings\": %lld,\n", (long long)m->longrope);
+	if (m->family == PHI3)
+		llm_buf_printf(b, "  \"partial_rotary_factor\": %s,\n", m->partial);
 	if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"pretraining_tp\": 1,\n");
 	llm_buf_printf(b, "  \"rms_norm_eps\": %s,\n", p->rms_eps);
@@ -436,14 +492,16 @@ config_json(const struct model *m, struct llm_buf *b)
 		    "    \"rope_type\": \"llama3\"\n"
 		    "  },\n",
 		    (long long)m->rope_llama3);
-	else if (m->family == LLAMA || m->family == QWEN3)
+	else if (m->family == PHI3 && m->longrope)
+		longrope_json(m, b);
+	else if (m->family == LLAMA || m->family == QWEN3 || m->family == PHI3)
 		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
 	if (m->family == QWEN2)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)p->sliding_window);
-	else if (m->family == QWEN3 || (m->family == MISTRAL && !m->window))
+	else if (m->family == QWEN3 || ((m->family == MISTRAL || m->family == PHI3) && !m->window))
 		llm_buf_puts(b, "  \"sliding_window\": null,\n");
-	else if (m->family == MISTRAL)
+	else if (m->family == MISTRAL || m->family == PHI3)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)m->window);
 	llm_buf_printf(b,
 	    "  \"tie_word_embeddings\": %s,\n"
@@ -762,6 +820,8 @@ main(int argc, char **argv)
 		{"dtype", required_argument, NULL, 'd'},
 		{"family", required_argument, NULL, 'f'},
 		{"head-dim", required_argument, NULL, 'H'},
+		{"longrope", required_argument, NULL, 'G'},
+		{"partial-rotary", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"layers", required_argument, NULL, 'L'},
 		{"output", required_argument, NULL, 'o'},
@@ -798,8 +858,10 @@ main(int argc, char **argv)
 				m.family = QWEN3;
 			else if (strcmp(optarg, "mistral") == 0)
 				m.family = MISTRAL;
+			else if (strcmp(optarg, "phi3") == 0)
+				m.family = PHI3;
 			else
-				bad_usage("unknown family '%s'", optarg, "qwen2, llama, qwen3 or mistral");
+				bad_usage("unknown family '%s'", optarg, "qwen2, llama, qwen3, mistral or phi3");
 			break;
 		case 'h':
 			help();
@@ -819,7 +881,7 @@ main(int argc, char **argv)
 					m.p = &presets[i];
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
-				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b or qwen3-0.6b");
+				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b, qwen3-0.6b or phi-4-mini");
 			break;
 		case 'H':
 			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
@@ -836,6 +898,19 @@ main(int argc, char **argv)
 				bad_usage("--rope-llama3: %s", llm_errmsg(), NULL);
 			m.rope_llama3 = v;
 			break;
+		case 'G':
+			if (llm_parse_i64(optarg, 2, INT32_MAX, &v) < 0)
+				bad_usage("--longrope: %s", llm_errmsg(), NULL);
+			m.longrope = v;
+			break;
+		case 'P': {
+			char *end;
+			double f = strtod(optarg, &end);
+			if (end == optarg || *end || !(f > 0 && f <= 1))
+				bad_usage("--partial-rotary: '%s' is not a number in (0, 1]", optarg, NULL);
+			m.partial = optarg;
+			break;
+		}
 		case 's':
 			if (llm_parse_i64(optarg, 0, INT64_MAX, &v) < 0)
 				bad_usage("--seed: %s", llm_errmsg(), NULL);
@@ -864,18 +939,31 @@ main(int argc, char **argv)
 		bad_usage("%s", "no output directory (-o)", NULL);
 	if (m.rope_llama3 && m.family != LLAMA)
 		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
-	if (m.window && m.family != MISTRAL)
-		bad_usage("%s", "--sliding-window needs --family mistral", NULL);
+	if (m.window && m.family != MISTRAL && m.family != PHI3)
+		bad_usage("%s", "--sliding-window needs --family mistral or phi3", NULL);
+	if ((m.longrope || m.partial) && m.family != PHI3)
+		bad_usage("%s", m.longrope ? "--longrope needs --family phi3" : "--partial-rotary needs --family phi3",
+		    NULL);
+	if (!m.partial)
+		m.partial = "0.75";
 	if (m.layers < 0)
 		m.layers = m.p->layers;
 	m.vocab = m.p->vocab;
-	if (m.head_dim && m.family == QWEN2)
+	if (m.head_dim && (m.family == QWEN2 || m.family == PHI3))
 		bad_usage("%s", "--head-dim needs --family llama, qwen3 or mistral", NULL);
 	if (m.p->head_dim && m.family == QWEN2)
 		bad_usage("preset %s needs --family llama or qwen3 (its head_dim is not hidden / heads)", m.p->name,
 		    NULL);
 	if (!m.head_dim)
 		m.head_dim = m.p->head_dim ? m.p->head_dim : m.p->hidden / m.p->heads;
+	if (m.family == PHI3) {
+		int64_t rd = (int64_t)(strtod(m.partial, NULL) * (double)m.head_dim);
+		if (rd < 2 || rd % 2 || (m.head_dim - rd) % 2)
+			bad_usage("%s",
+			    llm_xasprintf("--partial-rotary %s of head_dim %lld does not split a head into even parts",
+				m.partial, (long long)m.head_dim),
+			    NULL);
+	}
 
 	/* Strip trailing slashes so that DIR.tmp.XXXXXX is a sibling. */
 	out = llm_xstrdup(out);

@@ -5,15 +5,19 @@
  * positions 0..n-1 and writes the logits of the last position (of every
  * position with --all) as little-endian float32 rows of vocab_size.
  *
- * Semantics are those of transformers' modeling_qwen2.py and
- * modeling_llama.py: RMSNorm x * rsqrt(mean(x^2) + eps) * w; rotate-half
- * RoPE with inv_freq[i] = theta^(-2i/head_dim) (with rope_scaling llama3:
- * modeling_rope_utils.py's _compute_llama3_parameters); grouped-query attention
+ * Semantics are those of transformers' modeling_qwen2.py,
+ * modeling_llama.py and modeling_phi3.py: RMSNorm x * rsqrt(mean(x^2) +
+ * eps) * w; rotate-half RoPE on the first rotary_dim dims of a head (all
+ * but under partial_rotary_factor) with inv_freq[i] = theta^(-2i/rotary_dim)
+ * (with rope_scaling llama3 and longrope: modeling_rope_utils.py's
+ * _compute_llama3_parameters and _compute_longrope_parameters, the long
+ * factors for a sequence past the original context); grouped-query attention
  * (query head h reads kv head h / (n_heads / n_kv_heads)) with scale
  * 1/sqrt(head_dim) and a causal softmax (qwen3: q and k first RMSNormed
  * per head, modeling_qwen3.py's q_norm and k_norm); the SiLU-gated MLP
  * down(silu(gate(x)) * up(x)); q/k/v biases for qwen2 (and q/k/v/o biases
- * for llama with attention_bias); lm_head tied to embed_tokens when
+ * for llama with attention_bias); phi3's qkv_proj and gate_up_proj split
+ * by rows; lm_head tied to embed_tokens when
  * tie_word_embeddings is set or lm_head.weight is absent.
  *
  * Plain loops, no MLIR, every activation and accumulation in double.  The
@@ -48,10 +52,12 @@ usage(void)
 	exit(LLM_EXIT_USAGE);
 }
 
-/* A weight matrix [rows, cols] (or a vector: rows 1) in the checkpoint. */
+/* A weight matrix [rows, cols] (or a vector: rows 1) in the checkpoint:
+ * the tensor's rows first .. first + rows - 1 (first 0 but for a part of
+ * Phi-3's qkv_proj or gate_up_proj). */
 struct w {
 	const struct llm_st_tensor *t;
-	int64_t rows, cols;
+	int64_t rows, cols, first;
 };
 
 struct layer {
@@ -92,7 +98,17 @@ need(struct model *m, const char *name, int64_t rows, int64_t cols)
 	w.t = t;
 	w.rows = rows ? rows : 1;
 	w.cols = cols;
+	w.first = 0;
 	return w;
+}
+
+/* Rows first .. first + rows - 1 of the fused matrix whole. */
+static struct w
+part(struct w whole, int64_t first, int64_t rows)
+{
+	whole.first = first;
+	whole.rows = rows;
+	return whole;
 }
 
 static struct w
@@ -149,9 +165,17 @@ load(struct model *m, const char *dir)
 		struct layer *l = &m->layers[i];
 
 		l->attn_norm = need_layer(m, i, "input_layernorm.weight", 0, d);
-		l->wq = need_layer(m, i, "self_attn.q_proj.weight", q, d);
-		l->wk = need_layer(m, i, "self_attn.k_proj.weight", kv, d);
-		l->wv = need_layer(m, i, "self_attn.v_proj.weight", kv, d);
+		if (c->family == LLM_FAMILY_PHI3) {
+			/* modeling_phi3.py: qkv[..., :q], [q : q + kv], [q + kv :] */
+			struct w qkv = need_layer(m, i, "self_attn.qkv_proj.weight", q + 2 * kv, d);
+			l->wq = part(qkv, 0, q);
+			l->wk = part(qkv, q, kv);
+			l->wv = part(qkv, q + kv, kv);
+		} else {
+			l->wq = need_layer(m, i, "self_attn.q_proj.weight", q, d);
+			l->wk = need_layer(m, i, "self_attn.k_proj.weight", kv, d);
+			l->wv = need_layer(m, i, "self_attn.v_proj.weight", kv, d);
+		}
 		l->wo = need_layer(m, i, "self_attn.o_proj.weight", d, q);
 		/* Qwen2 always has q/k/v biases and never an o_proj bias; Llama
 		 * and Qwen3 have all four when attention_bias is set. */
@@ -173,8 +197,15 @@ load(struct model *m, const char *dir)
 		if (l->has_o_bias)
 			l->bo = need_layer(m, i, "self_attn.o_proj.bias", 0, d);
 		l->ffn_norm = need_layer(m, i, "post_attention_layernorm.weight", 0, d);
-		l->wgate = need_layer(m, i, "mlp.gate_proj.weight", f, d);
-		l->wup = need_layer(m, i, "mlp.up_proj.weight", f, d);
+		if (c->family == LLM_FAMILY_PHI3) {
+			/* gate, up = gate_up_proj(x).chunk(2, dim=-1) */
+			struct w gu = need_layer(m, i, "mlp.gate_up_proj.weight", 2 * f, d);
+			l->wgate = part(gu, 0, f);
+			l->wup = part(gu, f, f);
+		} else {
+			l->wgate = need_layer(m, i, "mlp.gate_proj.weight", f, d);
+			l->wup = need_layer(m, i, "mlp.up_proj.weight", f, d);
+		}
 		l->wdown = need_layer(m, i, "mlp.down_proj.weight", d, f);
 	}
 }
@@ -187,6 +218,7 @@ row(const struct w *w, int64_t r, double *out)
 	const uint8_t *p = (const uint8_t *)w->t->data;
 	int64_t n = w->cols;
 
+	r += w->first;
 	switch (w->t->dtype) {
 	case LLM_DT_F32:
 		p += (size_t)(r * n) * 4;
@@ -295,12 +327,17 @@ rmsnorm(double *out, const double *x, int n, int64_t d, const struct w *g, doubl
 	}
 }
 
-/* inv_freq[i] of head_dim hd, as transformers computes it. */
+/* inv_freq[i] of dim rotated dims, as transformers computes it for a
+ * sequence of n positions. */
 static double
-inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t hd)
+inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t dim, int n)
 {
-	double f = pow(c->rope_theta, -(double)(2 * i) / (double)hd);
+	double f = pow(c->rope_theta, -(double)(2 * i) / (double)dim);
 	const struct llm_rope_scaling *s = &c->rope_scaling;
+	/* longrope: 1 / (ext * base^(2i/dim)), the long factors for a
+	 * sequence past the original context */
+	if (s->longrope)
+		return f / (n > s->original_max_position_embeddings ? s->long_factors[i] : s->factors[i]);
 	if (!s->llama3)
 		return f;
 	/* llama3: torch.where(wavelen > low_wavelen, f / factor, f), then the
@@ -315,17 +352,20 @@ inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t hd)
 	return scaled;
 }
 
-/* Rotate-half RoPE in place on nh heads of hd at position pos:
- * x' = x * cos + rotate_half(x) * sin, where rotate_half(x) = (-x2, x1)
- * and both halves share the angles pos * inv_freq[i]. */
+/* Rotate-half RoPE in place on nh heads of hd at position pos of a
+ * sequence of n: the first rotary_dim dims of each head (the rest pass,
+ * as partial_rotary_factor has it), x' = x * cos + rotate_half(x) * sin,
+ * where rotate_half(x) = (-x2, x1) and both halves share the angles
+ * pos * inv_freq[i]; cos and sin times the attention factor (longrope). */
 static void
-rope(double *x, int64_t nh, int64_t hd, int pos, const struct llm_hfconfig *cf)
+rope(double *x, int64_t nh, int64_t hd, int pos, int n, const struct llm_hfconfig *cf)
 {
-	int64_t half = hd / 2;
+	int64_t rd = cf->rotary_dim, half = rd / 2;
+	double af = cf->rope_scaling.attention_factor ? cf->rope_scaling.attention_factor : 1;
 
 	for (int64_t i = 0; i < half; i++) {
-		double inv_freq = inv_freq_of(cf, i, hd);
-		double a = (double)pos * inv_freq, c = cos(a), s = sin(a);
+		double inv_freq = inv_freq_of(cf, i, rd, n);
+		double a = (double)pos * inv_freq, c = cos(a) * af, s = sin(a) * af;
 		for (int64_t h = 0; h < nh; h++) {
 			double *xh = x + h * hd;
 			double x1 = xh[i], x2 = xh[i + half];
@@ -379,8 +419,8 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 			rmsnorm(k, k, n * (int)nkv, hd, &l->k_norm, c->rms_norm_eps, buf);
 		}
 		for (int t = 0; t < n; t++) {
-			rope(q + (size_t)t * q_dim, nh, hd, t, c);
-			rope(k + (size_t)t * kv_dim, nkv, hd, t, c);
+			rope(q + (size_t)t * q_dim, nh, hd, t, n, c);
+			rope(k + (size_t)t * kv_dim, nkv, hd, t, n, c);
 		}
 		/* Causal attention: position t sees positions 0..t, or with
 		 * Mistral's sliding window W the last W of them (t - W < j). */

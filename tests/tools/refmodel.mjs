@@ -84,6 +84,7 @@ function loadConfig(dir) {
   else if (j.model_type === "llama" || arch === "LlamaForCausalLM") family = "llama";
   else if (j.model_type === "qwen3" || arch === "Qwen3ForCausalLM") family = "qwen3";
   else if (j.model_type === "mistral" || arch === "MistralForCausalLM") family = "mistral";
+  else if (j.model_type === "phi3" || arch === "Phi3ForCausalLM") family = "phi3";
   else die(`${file}: unsupported model_type '${j.model_type}'`);
   const need = (k) => {
     if (typeof j[k] !== "number") die(`${file}: missing number '${k}'`);
@@ -103,16 +104,36 @@ function loadConfig(dir) {
     tie_word_embeddings: j.tie_word_embeddings ?? false,
     attention_bias: j.attention_bias ?? false,
     hidden_act: j.hidden_act ?? "silu",
-    // MistralConfig.sliding_window (null: none); Qwen2's needs use_sliding_window
-    sliding_window: family === "mistral" ? j.sliding_window ?? null : null,
+    // MistralConfig's and Phi3Config's sliding_window (null: none);
+    // Qwen2's needs use_sliding_window
+    sliding_window: family === "mistral" || family === "phi3" ? j.sliding_window ?? null : null,
+    max_position_embeddings: j.max_position_embeddings ?? (family === "phi3" ? 4096 : 2048),
   };
   // Qwen3Config's head_dim defaults to 128
   c.head_dim = j.head_dim ?? (family === "qwen3" ? 128 : Math.floor(c.hidden_size / c.num_attention_heads));
   if (c.hidden_act !== "silu") die(`${file}: hidden_act '${c.hidden_act}' is not supported`);
+  // _compute_default_rope_parameters: dim = int(head_dim * partial_rotary_factor)
+  c.rotary_dim = Math.trunc(c.head_dim * (j.partial_rotary_factor ?? 1.0));
   try {
     c.rope_scaling = ropeScaling(j.rope_scaling);
   } catch (e) {
     die(`${file}: ${e.message}`);
+  }
+  if (c.rope_scaling?.long_factor) {
+    // _compute_longrope_parameters: Phi-3's top-level original context
+    // makes factor = max_position_embeddings / it
+    const rs = c.rope_scaling;
+    let factor = rs.factor, orig = c.max_position_embeddings;
+    if (j.original_max_position_embeddings !== undefined) {
+      orig = j.original_max_position_embeddings;
+      factor = c.max_position_embeddings / orig;
+    }
+    c.longrope = {
+      orig,
+      attention_factor: rs.attention_factor ?? (factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(orig))),
+      short: rs.short_factor,
+      long: rs.long_factor,
+    };
   }
   return c;
 }
@@ -257,15 +278,24 @@ function fromHeads(x) {
 // Qwen2RotaryEmbedding / LlamaRotaryEmbedding: inv_freq (rope.mjs: 1 /
 // base^(arange(0, dim, 2) / dim), llama3-scaled); freqs = pos x inv_freq;
 // emb = cat(freqs, freqs); returns cos, sin of shape [T, dim].
-function rotaryEmbedding(T, dim, base, scaling) {
+// longrope: inv_freq = 1 / (ext * base^(arange(0, dim, 2) / dim)), ext the
+// long factors when the sequence passes the original context (the
+// dynamic update), cos and sin times the attention factor.
+function rotaryEmbedding(T, dim, base, scaling, longrope) {
   const half = dim / 2;
-  const invFreq = ropeInvFreq(dim, base, scaling);
+  const invFreq = ropeInvFreq(dim, base, longrope ? null : scaling);
+  let mscale = 1;
+  if (longrope) {
+    const ext = T > longrope.orig ? longrope.long : longrope.short;
+    for (let i = 0; i < half; i++) invFreq[i] = 1 / (ext[i] * base ** ((2 * i) / dim));
+    mscale = longrope.attention_factor;
+  }
   const cos = tensor([T, dim]), sin = tensor([T, dim]);
   for (let p = 0; p < T; p++)
     for (let j = 0; j < dim; j++) {
       const f = p * invFreq[j % half];
-      cos.data[p * dim + j] = Math.cos(f);
-      sin.data[p * dim + j] = Math.sin(f);
+      cos.data[p * dim + j] = Math.cos(f) * mscale;
+      sin.data[p * dim + j] = Math.sin(f) * mscale;
     }
   return { cos, sin };
 }
@@ -293,6 +323,41 @@ function applyRotary(x, cos, sin) {
         const k = (h * T + t) * hd + i;
         y.data[k] = x.data[k] * cos.data[t * hd + i] + rx.data[k] * sin.data[t * hd + i];
       }
+  return y;
+}
+
+// x[..., a:b] of [heads, T, hd] -> [heads, T, b - a], and back with cat.
+function lastSlice(x, a, b) {
+  const [heads, T, hd] = x.shape;
+  const y = tensor([heads, T, b - a]);
+  for (let r = 0; r < heads * T; r++) y.data.set(x.data.subarray(r * hd + a, r * hd + b), r * (b - a));
+  return y;
+}
+
+function lastCat(x, z) {
+  const [heads, T, a] = x.shape, b = z.shape[2];
+  const y = tensor([heads, T, a + b]);
+  for (let r = 0; r < heads * T; r++) {
+    y.data.set(x.data.subarray(r * a, (r + 1) * a), r * (a + b));
+    y.data.set(z.data.subarray(r * b, (r + 1) * b), r * (a + b) + a);
+  }
+  return y;
+}
+
+// apply_rotary_pos_emb with a partial rotary factor (modeling_phi3.py):
+// rotary_dim = cos.shape[-1]; q_rot, q_pass = q[..., :rotary_dim],
+// q[..., rotary_dim:]; cat(q_rot * cos + rotate_half(q_rot) * sin, q_pass).
+function applyPartialRotary(x, cos, sin) {
+  const rd = cos.shape[1], hd = x.shape[2];
+  if (rd === hd) return applyRotary(x, cos, sin);
+  return lastCat(applyRotary(lastSlice(x, 0, rd), cos, sin), lastSlice(x, rd, hd));
+}
+
+// [T, n] -> columns a .. b - 1 as [T, b - a] (a view's copy).
+function columns(x, a, b) {
+  const [T, n] = x.shape;
+  const y = tensor([T, b - a]);
+  for (let t = 0; t < T; t++) y.data.set(x.data.subarray(t * n + a, t * n + b), t * (b - a));
   return y;
 }
 
@@ -367,7 +432,7 @@ function forward(c, st, ids) {
   let hidden = tensor([T, D]);
   for (let t = 0; t < T; t++) hidden.data.set(embed.data.subarray(ids[t] * D, (ids[t] + 1) * D), t * D);
 
-  const { cos, sin } = rotaryEmbedding(T, hd, c.rope_theta, c.rope_scaling);
+  const { cos, sin } = rotaryEmbedding(T, c.rotary_dim, c.rope_theta, c.rope_scaling, c.longrope);
   const qkvBias = c.family === "qwen2" || c.attention_bias;
   const oBias = c.family !== "qwen2" && c.attention_bias;
   // Qwen3Attention: q_norm / k_norm, RMSNorm over each head's hd values
@@ -384,15 +449,25 @@ function forward(c, st, ids) {
     // self-attention block
     let residual = hidden;
     let x = rmsNorm(hidden, W("input_layernorm.weight", [D]), c.rms_norm_eps);
-    const qs = toHeads(linearLayer(x, W("self_attn.q_proj.weight", [H * hd, D]),
-      qkvBias ? W("self_attn.q_proj.bias", [H * hd]) : null), H, hd);
-    const ks = toHeads(linearLayer(x, W("self_attn.k_proj.weight", [KVH * hd, D]),
-      qkvBias ? W("self_attn.k_proj.bias", [KVH * hd]) : null), KVH, hd);
-    const vs = toHeads(linearLayer(x, W("self_attn.v_proj.weight", [KVH * hd, D]),
-      qkvBias ? W("self_attn.v_proj.bias", [KVH * hd]) : null), KVH, hd);
+    let qs, ks, vs;
+    if (c.family === "phi3") {
+      // Phi3Attention: qkv = qkv_proj(x); query_pos = heads * head_dim;
+      // q = qkv[..., :query_pos], k = [query_pos : query_pos + kv * hd], v the rest
+      const qkv = linearLayer(x, W("self_attn.qkv_proj.weight", [(H + 2 * KVH) * hd, D]), null);
+      qs = toHeads(columns(qkv, 0, H * hd), H, hd);
+      ks = toHeads(columns(qkv, H * hd, (H + KVH) * hd), KVH, hd);
+      vs = toHeads(columns(qkv, (H + KVH) * hd, (H + 2 * KVH) * hd), KVH, hd);
+    } else {
+      qs = toHeads(linearLayer(x, W("self_attn.q_proj.weight", [H * hd, D]),
+        qkvBias ? W("self_attn.q_proj.bias", [H * hd]) : null), H, hd);
+      ks = toHeads(linearLayer(x, W("self_attn.k_proj.weight", [KVH * hd, D]),
+        qkvBias ? W("self_attn.k_proj.bias", [KVH * hd]) : null), KVH, hd);
+      vs = toHeads(linearLayer(x, W("self_attn.v_proj.weight", [KVH * hd, D]),
+        qkvBias ? W("self_attn.v_proj.bias", [KVH * hd]) : null), KVH, hd);
+    }
     const qn = c.family === "qwen3" ? headNorm(qs, W("self_attn.q_norm.weight", [hd])) : qs;
     const kn = c.family === "qwen3" ? headNorm(ks, W("self_attn.k_norm.weight", [hd])) : ks;
-    const qr = applyRotary(qn, cos, sin), kr = applyRotary(kn, cos, sin);
+    const qr = applyPartialRotary(qn, cos, sin), kr = applyPartialRotary(kn, cos, sin);
     const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling, c.sliding_window));
     x = linearLayer(attnOut, W("self_attn.o_proj.weight", [D, H * hd]),
       oBias ? W("self_attn.o_proj.bias", [D]) : null);
@@ -402,8 +477,16 @@ function forward(c, st, ids) {
     // MLP block
     residual = hidden;
     x = rmsNorm(hidden, W("post_attention_layernorm.weight", [D]), c.rms_norm_eps);
-    const gate = linearLayer(x, W("mlp.gate_proj.weight", [F, D]), null);
-    const up = linearLayer(x, W("mlp.up_proj.weight", [F, D]), null);
+    let gate, up;
+    if (c.family === "phi3") {
+      // Phi3MLP: gate, up_states = gate_up_proj(x).chunk(2, dim=-1)
+      const gu = linearLayer(x, W("mlp.gate_up_proj.weight", [2 * F, D]), null);
+      gate = columns(gu, 0, F);
+      up = columns(gu, F, 2 * F);
+    } else {
+      gate = linearLayer(x, W("mlp.gate_proj.weight", [F, D]), null);
+      up = linearLayer(x, W("mlp.up_proj.weight", [F, D]), null);
+    }
     const act = tensor([T, F]);
     for (let i = 0; i < T * F; i++) act.data[i] = silu(gate.data[i]) * up.data[i];
     x = linearLayer(act, W("mlp.down_proj.weight", [D, F]), null);

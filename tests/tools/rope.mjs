@@ -6,11 +6,14 @@
 // apart from the C code (lib/compiler/pack.c, tests/tools/refmodel.c).
 
 // The rope_scaling of a config.json or model.json: null (none), or the
-// llama3 object; anything else throws.
+// llama3, longrope (config.json; its inv_freq is the caller's: it depends
+// on the sequence) or freq_factors (model.json) object; anything else
+// throws.
 export function ropeScaling(rs) {
   const type = rs ? (rs.rope_type ?? rs.type) : "default";
   if (type === "default") return null;
-  if (type !== "llama3") throw new Error(`rope_scaling '${type}' is not supported`);
+  if (!["llama3", "longrope", "freq_factors"].includes(type))
+    throw new Error(`rope_scaling '${type}' is not supported`);
   return rs;
 }
 
@@ -19,6 +22,11 @@ export function invFreq(dim, base, scaling) {
   const f = new Float64Array(half);
   for (let i = 0; i < half; i++) f[i] = 1 / base ** ((2 * i) / dim);
   if (!scaling) return f;
+  if (scaling.rope_type === "freq_factors") {
+    // model.json's: each inv_freq divided by its factor (ggml's freq_factors)
+    for (let i = 0; i < half; i++) f[i] /= scaling.factors[i];
+    return f;
+  }
   const { factor, low_freq_factor: lo, high_freq_factor: hi } = scaling;
   const old = scaling.original_max_position_embeddings;
   for (let i = 0; i < half; i++) {

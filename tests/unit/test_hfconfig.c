@@ -2,6 +2,7 @@
  * transformers' defaults, every rejection, and the generation_config.json
  * merge of special token ids. */
 #include <ftw.h>
+#include <math.h>
 #include <unistd.h>
 
 #include "../../lib/formats/hfconfig.h"
@@ -61,6 +62,9 @@ static const char llama3[] = "{\"architectures\": [\"LlamaForCausalLM\"], \"atte
 #define QWEN "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"qwen2\", " REQ
 #define LLAMA "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", " REQ
 #define MISTRAL "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", " REQ
+#define PHI3 "{\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\", " REQ
+/* longrope factors of a rotary_dim of 16 (the REQ head) */
+#define LR8 "[1, 1, 1, 1, 1, 1, 1, 1]"
 
 T_TEST(qwen2_config_is_read)
 {
@@ -134,6 +138,52 @@ T_TEST(mistral_config_is_read)
 	dir = mkckpt("{\"architectures\": [\"LlamaForCausalLM\"], " REQ ", \"sliding_window\": 16}", NULL);
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.sliding_window == 0);
+	free(dir);
+}
+
+/* microsoft/Phi-4-mini-instruct's config.json, but for the 48 longrope
+ * factors of each kind (made here): partial rotary 0.75 of head_dim 128,
+ * longrope with the original context at the top level, a window longer
+ * than the context. */
+T_TEST(phi4_mini_config_is_read)
+{
+	struct llm_buf b = {0};
+	llm_buf_puts(&b,
+	    "{\"architectures\": [\"Phi3ForCausalLM\"], \"attention_bias\": false,"
+	    " \"bos_token_id\": 199999, \"eos_token_id\": 199999, \"hidden_act\": \"silu\","
+	    " \"hidden_size\": 3072, \"intermediate_size\": 8192, \"max_position_embeddings\": 131072,"
+	    " \"model_type\": \"phi3\", \"num_attention_heads\": 24, \"num_hidden_layers\": 32,"
+	    " \"num_key_value_heads\": 8, \"original_max_position_embeddings\": 4096,"
+	    " \"partial_rotary_factor\": 0.75, \"rms_norm_eps\": 1e-05, \"rope_scaling\": {");
+	for (int k = 0; k < 2; k++) {
+		llm_buf_printf(&b, "\"%s_factor\": [", k ? "short" : "long");
+		for (int i = 0; i < 48; i++)
+			llm_buf_printf(&b, "%s%g", i ? ", " : "", k ? 1.0 + i / 100.0 : 1.0 + i);
+		llm_buf_puts(&b, "], ");
+	}
+	llm_buf_puts(&b,
+	    "\"type\": \"longrope\"}, \"rope_theta\": 10000.0, \"sliding_window\": 262144,"
+	    " \"tie_word_embeddings\": true, \"torch_dtype\": \"bfloat16\", \"vocab_size\": 200064}");
+	char *dir = mkckpt(b.p, NULL);
+	struct llm_hfconfig c;
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_PHI3 && c.head_dim == 128 && c.rotary_dim == 96 && c.tie_word_embeddings);
+	const struct llm_rope_scaling *r = &c.rope_scaling;
+	T_CHECK(r->longrope && r->nfactors == 48 && r->factors[1] == 1.01 && r->long_factors[47] == 48);
+	/* factor 131072 / 4096 = 32: sqrt(1 + ln 32 / ln 4096) */
+	T_CHECK(r->original_max_position_embeddings == 4096 && fabs(r->attention_factor - sqrt(1 + 5.0 / 12)) < 1e-15);
+	T_CHECK(c.sliding_window == 262144);
+	/* a context within the original takes the short factors; past it the long ones */
+	struct llm_rope_scaling s = *r;
+	T_CHECK(llm_rope_scaling_for_context(&s, 4096) == 0 && !s.longrope && s.factors[1] == 1.01);
+	s = *r;
+	T_CHECK(llm_rope_scaling_for_context(&s, 4097) == 1 && s.factors[1] == 2);
+	free(dir);
+	llm_buf_free(&b);
+	/* Phi-3-mini-4k: no rope_scaling, no partial rotary */
+	dir = mkckpt(PHI3 ", \"rope_scaling\": null, \"sliding_window\": 2047}", NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.rotary_dim == 16 && c.sliding_window == 2047 && c.max_position_embeddings == 4096);
 	free(dir);
 }
 
@@ -254,7 +304,7 @@ static const struct {
 	        " \"original_max_position_embeddings\": 8192.5, \"rope_type\": \"llama3\"}}",
 	    "original_max_position_embeddings 8192.5 is not a positive whole number" },
 	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
-	    "rope_scaling 'linear' is not supported (only 'default' and 'llama3')" },
+	    "rope_scaling 'linear' is not supported (only 'default', 'llama3' and 'longrope')" },
 	{ QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported" },
 	{ LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported" },
 	{ LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null" },
@@ -268,15 +318,29 @@ static const struct {
 	{ MISTRAL ", \"sliding_window\": 0}", "sliding_window must be positive" },
 	{ MISTRAL ", \"sliding_window\": \"4096\"}", "sliding_window" },
 	{ QWEN ", \"torch_dtype\": \"float8_e4m3fn\"}", "torch_dtype 'float8_e4m3fn' is not supported" },
+	{ PHI3 ", \"partial_rotary_factor\": 0.7}",
+	    "partial_rotary_factor 0.7 of head_dim 16 gives 11 rotated dims, not an even number" },
+	{ PHI3 ", \"partial_rotary_factor\": 1.5}", "partial_rotary_factor 1.5 of head_dim 16 gives 24" },
+	{ PHI3 ", \"original_max_position_embeddings\": 64, \"rope_scaling\": {\"type\": \"longrope\","
+	       " \"short_factor\": [1, 1], \"long_factor\": [1, 1]}}",
+	    "rope_scaling: 2 short_factor values, not rotary_dim / 2 = 8" },
+	{ PHI3 ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": " LR8 ", \"long_factor\": [1]}}",
+	    "rope_scaling: 1 long_factor and 8 short_factor values" },
+	{ PHI3 ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": " LR8 ", \"long_factor\": " LR8 "}}",
+	    "rope_scaling 'longrope' needs 'factor', 'attention_factor' or a top-level "
+	    "'original_max_position_embeddings'" },
+	{ PHI3 ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 0, 1, 1, 1, 1, 1, 1],"
+	       " \"long_factor\": " LR8 ", \"factor\": 2}}",
+	    "rope_scaling: short_factor[1]: expected a positive number" },
 	{ "{\"architectures\": [\"Gemma3ForCausalLM\"], " REQ "}",
 	    "unsupported architecture 'Gemma3ForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
-	    "Qwen3ForCausalLM, MistralForCausalLM)" },
+	    "Qwen3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM)" },
 	{ "{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
 	    "unsupported architecture 'Qwen2ForSequenceClassification'" },
 	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
 	    "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'" },
 	{ "{\"model_type\": \"gemma\", " REQ "}",
-	    "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3, mistral)" },
+	    "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3, mistral, phi3)" },
 	{ "{" REQ "}", "neither 'architectures' nor 'model_type' given" },
 	{ "{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings" },
 	{ "{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings" },
@@ -401,6 +465,7 @@ main(void)
 	T_RUN(qwen2_config_is_read);
 	T_RUN(llama_config_is_read);
 	T_RUN(mistral_config_is_read);
+	T_RUN(phi4_mini_config_is_read);
 	T_RUN(defaults_follow_transformers);
 	T_RUN(explicit_values_override_defaults);
 	T_RUN(bad_configs_are_rejected);

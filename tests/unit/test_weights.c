@@ -174,17 +174,29 @@ T_TEST(rope_rows)
 {
 	float c[4], s[4];
 
-	llm_rope_row(c, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 0);
-	llm_rope_row(s, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 1);
+	llm_rope_row(c, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 8, 0);
+	llm_rope_row(s, 0, 10000.0, &(struct llm_rope_scaling){0}, 8, 8, 1);
 	for (int i = 0; i < 4; i++)
 		T_CHECK(c[i] == 1.0f && s[i] == 0.0f);
-	llm_rope_row(c, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 0);
-	llm_rope_row(s, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 1);
+	llm_rope_row(c, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 8, 0);
+	llm_rope_row(s, 3, 10000.0, &(struct llm_rope_scaling){0}, 8, 8, 1);
 	/* theta^(-2i/8) for i = 0..3: 1, 0.1, 0.01, 0.001. */
 	static const double f[4] = {1, 0.1, 0.01, 0.001};
 	for (int i = 0; i < 4; i++) {
 		T_CHECKF(fabs(c[i] - cos(3 * f[i])) < 1e-7, "cos %d: %g", i, c[i]);
 		T_CHECKF(fabs(s[i] - sin(3 * f[i])) < 1e-7, "sin %d: %g", i, s[i]);
+	}
+	/* partial rotary (4 of 8 dims) and an attention factor (longrope):
+	 * theta^(-2i/4), cos and sin times 1.5, then the passed dims' cos 1
+	 * and sin 0 */
+	struct llm_rope_scaling af = {.attention_factor = 1.5};
+	llm_rope_row(c, 3, 10000.0, &af, 8, 4, 0);
+	llm_rope_row(s, 3, 10000.0, &af, 8, 4, 1);
+	static const double g[2] = {1, 0.01};
+	for (int i = 0; i < 2; i++) {
+		T_CHECKF(c[i] == (float)(cos(3 * g[i]) * 1.5), "cos %d: %g", i, c[i]);
+		T_CHECKF(s[i] == (float)(sin(3 * g[i]) * 1.5), "sin %d: %g", i, s[i]);
+		T_CHECK(c[2 + i] == 1.0f && s[2 + i] == 0.0f);
 	}
 }
 
@@ -224,9 +236,10 @@ T_TEST(rope_scaling_json)
 					.low_freq_factor = 1,
 					.high_freq_factor = 4,
 					.original_max_position_embeddings = 8192},
-				ff = {.nfactors = 2, .factors = {1, 26.84375}}, r;
-	const struct llm_rope_scaling *k[2] = {&l3, &ff};
-	for (int i = 0; i < 2; i++) {
+				ff = {.nfactors = 2, .factors = {1, 26.84375}},
+				fa = {.nfactors = 2, .factors = {1, 2}, .attention_factor = 1.25}, r;
+	const struct llm_rope_scaling *k[3] = {&l3, &ff, &fa};
+	for (int i = 0; i < 3; i++) {
 		json_t *j = llm_rope_scaling_json(k[i]);
 		T_CHECKF(llm_rope_scaling_load(j, "m", &r) == 0, "%s", llm_errmsg());
 		T_CHECK(memcmp(&r, k[i], sizeof(r)) == 0);
