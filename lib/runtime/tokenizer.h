@@ -65,6 +65,12 @@ enum llm_token_type {
 #define LLM_TOKENIZER_RE_LLAMA3 \
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*" \
 	"|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* GPT-4o's o200k (Phi-4-mini; llama.cpp's pre-tokenizer "gpt-4o") */
+#define LLM_TOKENIZER_RE_O200K \
+	"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" \
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+" \
+	"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*" \
+	"|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define LLM_TOKENIZER_RE_QWEN2 \
 	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*" \
 	"|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"

@@ -171,7 +171,7 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
 	    "[--head-dim n] [--longrope n] [--partial-rotary f] [--rope-llama3 n] [--sliding-window n] [-s seed] "
-	    "[-t tokenizer-dir] -o dir\n");
+	    "[-t tokenizer-dir] [--vocab n] -o dir\n");
 }
 
 static void
@@ -207,7 +207,8 @@ help(void)
 	       "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
 	       "                              of the project, else the cache filled by\n"
 	       "                              tests/tools/fetch-tokenizer)\n"
-	       "  -v, --verbose               say which tokenizer was used and what was written\n");
+	       "  -v, --verbose               say which tokenizer was used and what was written\n"
+	       "      --vocab N               vocab_size N (default: the preset's)\n");
 }
 
 /* Random numbers: xoshiro256** seeded through splitmix64, the pair that
@@ -831,6 +832,7 @@ main(int argc, char **argv)
 		{"sliding-window", required_argument, NULL, 'W'},
 		{"tokenizer-dir", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
+		{"vocab", required_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	struct model m = {.p = &presets[0], .family = QWEN2, .dtype = LLM_DT_F32, .layers = -1};
@@ -922,6 +924,11 @@ main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'V':
+			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
+				bad_usage("--vocab: %s", llm_errmsg(), NULL);
+			m.vocab = v;
+			break;
 		case ':':
 			bad_usage("option '%s' needs an argument", argv[optind - 1], NULL);
 			break;
@@ -948,7 +955,8 @@ main(int argc, char **argv)
 		m.partial = "0.75";
 	if (m.layers < 0)
 		m.layers = m.p->layers;
-	m.vocab = m.p->vocab;
+	if (!m.vocab)
+		m.vocab = m.p->vocab;
 	if (m.head_dim && (m.family == QWEN2 || m.family == PHI3))
 		bad_usage("%s", "--head-dim needs --family llama, qwen3 or mistral", NULL);
 	if (m.p->head_dim && m.family == QWEN2)
