@@ -390,6 +390,12 @@ three_ways() {
 	# factors in all three
 	mkmodel --preset tiny --family phi3 --longrope 32 --seed 1 -o "$T/p3" >&2
 	three_ways "$T/p3" '.family == "phi3" and .config.rotary_dim == 12 and (.config.rope_scaling.factors | length) == 6'
+	# the safetensors of the same weights: the same weights.bin and logits, bit for bit
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$T/p3" OUT="$T/s" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	cmp <(tail -c +4097 "$T/s/weights.bin") <(tail -c +4097 "$T/b/weights.bin")
+	llm-run -m "$T/s/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 0 --logits "$T/st.f32" >/dev/null 2>&1
+	cmp "$T/st.f32" "$T/ours.f32"
 }
 
 @test "phi3 RoPE factors: short without long, or the wrong size, are refused" {

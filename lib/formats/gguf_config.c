@@ -252,17 +252,18 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 			    LLM_GGUF_ROPE_SHORT, LLM_GGUF_ROPE_FREQS);
 			goto out;
 		}
+		float af;
+		snprintf(k, sizeof(k), "%s.rope.scaling.attn_factor", arch);
 		if (get_size(g, arch, "rope.scaling.original_context_length", 0, &orig) < 0 ||
-		    (rc = get_real(g, arch, "rope.scaling.attn_factor", &r->attention_factor)) < 0)
+		    (rc = llm_gguf_get_f32(g, k, &af)) < 0)
 			goto out;
-		/* absent: transformers' default for the context's factor */
+		/* the f32 as it is (hfconfig.c takes transformers' f32 too);
+		 * absent: transformers' default for the context's factor */
 		double f = (double)c->max_position_embeddings / (double)orig;
-		if (rc == 1)
-			r->attention_factor = f <= 1 ? 1 : sqrt(1 + log(f) / log((double)orig));
+		r->attention_factor = rc == 1 ? (float)(f <= 1 ? 1 : sqrt(1 + log(f) / log((double)orig))) : af;
 		rc = -1;
-		if (!(r->attention_factor > 0)) {
-			llm_seterr("%s: key '%s.rope.scaling.attn_factor': %g is not positive", g->path, arch,
-			    r->attention_factor);
+		if (!(r->attention_factor > 0 && isfinite(r->attention_factor))) {
+			llm_seterr("%s: key '%s': %g is not a positive number", g->path, k, r->attention_factor);
 			goto out;
 		}
 		r->nfactors = nshort;

@@ -187,6 +187,14 @@ longrope(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		s->attention_factor = s->factor <= 1 ?
 		    1 :
 		    sqrt(1 + log(s->factor) / log(s->original_max_position_embeddings));
+	/* transformers holds the factors as a float32 tensor and scales the
+	 * float32 cos and sin by the factor as a float32 (as llama.cpp's
+	 * converter stores them): the values taken are those */
+	s->attention_factor = (float)s->attention_factor;
+	for (int i = 0; i < s->nfactors; i++) {
+		s->factors[i] = (float)s->factors[i];
+		s->long_factors[i] = (float)s->long_factors[i];
+	}
 	return 0;
 }
 

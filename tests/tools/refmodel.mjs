@@ -128,11 +128,14 @@ function loadConfig(dir) {
       orig = j.original_max_position_embeddings;
       factor = c.max_position_embeddings / orig;
     }
+    // torch.tensor(factors, dtype=float32); the factor scales float32 cos
+    // and sin as a float32
+    const af = rs.attention_factor ?? (factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(orig)));
     c.longrope = {
       orig,
-      attention_factor: rs.attention_factor ?? (factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(orig))),
-      short: rs.short_factor,
-      long: rs.long_factor,
+      attention_factor: Math.fround(af),
+      short: rs.short_factor.map(Math.fround),
+      long: rs.long_factor.map(Math.fround),
     };
   }
   return c;

@@ -169,13 +169,14 @@ T_TEST(phi4_mini_config_is_read)
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.family == LLM_FAMILY_PHI3 && c.head_dim == 128 && c.rotary_dim == 96 && c.tie_word_embeddings);
 	const struct llm_rope_scaling *r = &c.rope_scaling;
-	T_CHECK(r->longrope && r->nfactors == 48 && r->factors[1] == 1.01 && r->long_factors[47] == 48);
-	/* factor 131072 / 4096 = 32: sqrt(1 + ln 32 / ln 4096) */
-	T_CHECK(r->original_max_position_embeddings == 4096 && fabs(r->attention_factor - sqrt(1 + 5.0 / 12)) < 1e-15);
+	/* the factors as float32, as transformers' tensor holds them */
+	T_CHECK(r->longrope && r->nfactors == 48 && r->factors[1] == (float)1.01 && r->long_factors[47] == 48);
+	/* factor 131072 / 4096 = 32: sqrt(1 + ln 32 / ln 4096), a float32 */
+	T_CHECK(r->original_max_position_embeddings == 4096 && r->attention_factor == (float)sqrt(1 + 5.0 / 12));
 	T_CHECK(c.sliding_window == 262144);
 	/* a context within the original takes the short factors; past it the long ones */
 	struct llm_rope_scaling s = *r;
-	T_CHECK(llm_rope_scaling_for_context(&s, 4096) == 0 && !s.longrope && s.factors[1] == 1.01);
+	T_CHECK(llm_rope_scaling_for_context(&s, 4096) == 0 && !s.longrope && s.factors[1] == (float)1.01);
 	s = *r;
 	T_CHECK(llm_rope_scaling_for_context(&s, 4097) == 1 && s.factors[1] == 2);
 	free(dir);
