@@ -286,6 +286,16 @@ rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, en
 			rs.heads = h;
 		}
 	}
+	/* a checkpoint's norms that scale by 1 + w (gemma3; GGUF files hold
+	 * 1 + w) */
+	int norm = r == LLM_ROLE_ATTN_NORM || r == LLM_ROLE_ATTN_POST_NORM || r == LLM_ROLE_FFN_NORM ||
+	    r == LLM_ROLE_FFN_POST_NORM || r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM || r == LLM_ROLE_FINAL_NORM;
+	if (norm && fs->norm_plus_one && !gguf) {
+		if (strcmp(rs.transform, "copy") != 0)
+			llm_fatal("%s: %s norms that scale by 1 + w under %s are not supported", dir, fs->name,
+			    rs.transform);
+		rs.transform = "add_one";
+	}
 	rs.part = llm_role_part(names, r, c, &rs.first, &rs.total);
 	return rs;
 }
@@ -331,8 +341,14 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	    rope_shape);
 	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, &(struct rowsel){"rope_sin", 0, 0, 0, 0}, NULL, LLM_DT_F32, 2,
 	    rope_shape);
+	if (mc->rope_local_theta) {
+		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_COS, NULL, NULL, &(struct rowsel){"rope_local_cos", 0, 0, 0, 0},
+		    NULL, LLM_DT_F32, 2, rope_shape);
+		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_SIN, NULL, NULL, &(struct rowsel){"rope_local_sin", 0, 0, 0, 0},
+		    NULL, LLM_DT_F32, 2, rope_shape);
+	}
 	for (int l = 0; l < mc->n_layers; l++)
-		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_WDOWN; r++)
+		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_LAYER_LAST; r++)
 			if (llm_role_present(r, mc))
 				ADD(r, l);
 	ADD(LLM_ROLE_FINAL_NORM, 0);
@@ -603,7 +619,8 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
 		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
 		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.sliding_window, cfg.rope_scaling,
-		cfg.rotary_dim ? cfg.rotary_dim : cfg.head_dim};
+		cfg.rotary_dim ? cfg.rotary_dim : cfg.head_dim, cfg.post_norms, cfg.act, cfg.embed_scale,
+		cfg.attn_scale, cfg.window_pattern, cfg.rope_local_theta};
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;

@@ -303,10 +303,10 @@ same_tokenizer() {
 
 @test "a GGUF of another architecture is refused by name" {
 	g=$(small --arch gpt2)
-	refuse "$g" "unsupported architecture 'gpt2' (supported: qwen2, llama, qwen3, phi3)"
+	refuse "$g" "unsupported architecture 'gpt2' (supported: qwen2, llama, qwen3, phi3, gemma3)"
 	# llama.cpp's Mistral files are 'llama': 'mistral' is not its name (issue 44)
 	g=$(small --arch mistral)
-	refuse "$g" "unsupported architecture 'mistral' (supported: qwen2, llama, qwen3, phi3)"
+	refuse "$g" "unsupported architecture 'mistral' (supported: qwen2, llama, qwen3, phi3, gemma3)"
 }
 
 @test "a tensor of a type llm does not decode is refused by name and type" {
@@ -352,9 +352,10 @@ same_tokenizer() {
 	refuse "$g" "key 'tokenizer.ggml.pre': pre-tokenizer 'falcon' is not supported (supported: qwen2, deepseek-r1-qwen, llama-bpe, gpt-4o)"
 }
 
-# three_ways CKPT MODEL.JQ: CKPT as a GGUF file (hf2gguf), built through
-# model.mk (model.json satisfying the jq filter): our logits on 40 tokens
-# and llama.cpp's on the same file are refmodel's on CKPT within 1e-4.
+# three_ways CKPT MODEL.JQ [TOL]: CKPT as a GGUF file (hf2gguf), built
+# through model.mk (model.json satisfying the jq filter): our logits on 40
+# tokens are refmodel's on CKPT within 1e-4, llama.cpp's on the same file
+# within TOL (default 1e-4).
 three_ways() {
 	local ids
 	ids=$(seq -s, 100 139)
@@ -370,7 +371,7 @@ three_ways() {
 	command -v ggml-ref >/dev/null || skip "no ggml-ref in $LLM_TOOLS"
 	ggml-ref logits "$T/m3.gguf" "$ids" "$T/lc.f32"
 	tail -c $((151936 * 4)) "$T/lc.f32" >"$T/lc1.f32"
-	run -0 cmpf32 -g -a 1e-4 -c 151936 "$T/ref.f32" "$T/lc1.f32"
+	run -0 cmpf32 -g -a "${3:-1e-4}" -c 151936 "$T/ref.f32" "$T/lc1.f32"
 	echo "llama.cpp: $output" >&3
 }
 
@@ -393,6 +394,20 @@ three_ways() {
 	# the safetensors of the same weights: the same weights.bin and logits, bit for bit
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$T/p3" OUT="$T/s" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	cmp <(tail -c +4097 "$T/s/weights.bin") <(tail -c +4097 "$T/b/weights.bin")
+	llm-run -m "$T/s/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 0 --logits "$T/st.f32" >/dev/null 2>&1
+	cmp "$T/st.f32" "$T/ours.f32"
+}
+
+@test "a gemma3 GGUF (four norms holding 1 + w, q/k norms, GELU-tanh, local layers with a window of 5 and their own RoPE base): our logits are refmodel's, llama.cpp's within 1e-3; the safetensors give the same bits (issue 44)" {
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --seed 1 -o "$T/g3" >&2
+	# llama.cpp's GELU reads its input rounded to f16 (a table of 65536
+	# values, GGML_GELU_FP16): 3e-4 of the logits' scale here
+	three_ways "$T/g3" '.family == "gemma3" and .config.window_pattern == 2 and .config.rope_local_theta == 10000
+		and .config.post_norms and ([.weights.tensors[] | select(.transform == "add_one")] | length) == 0' 1e-3
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$T/g3" OUT="$T/s" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
+	jq -e '[.weights.tensors[] | select(.transform == "add_one")] | length == 13' "$T/s/model.json"
 	cmp <(tail -c +4097 "$T/s/weights.bin") <(tail -c +4097 "$T/b/weights.bin")
 	llm-run -m "$T/s/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 0 --logits "$T/st.f32" >/dev/null 2>&1
 	cmp "$T/st.f32" "$T/ours.f32"

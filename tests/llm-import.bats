@@ -178,9 +178,9 @@ setup() {
 
 @test "an unsupported architecture is a clear error and writes nothing" {
 	cp -r "$M" "$BATS_TEST_TMPDIR/m"
-	jq '.architectures = ["Gemma3ForCausalLM"] | .model_type = "gemma3_text"' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
+	jq '.architectures = ["Gemma2ForCausalLM"] | .model_type = "gemma2"' "$M/config.json" > "$BATS_TEST_TMPDIR/m/config.json"
 	run -1 llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/m"
-	assert_output --partial "unsupported architecture 'Gemma3ForCausalLM'"
+	assert_output --partial "unsupported architecture 'Gemma2ForCausalLM'"
 	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
 }
 

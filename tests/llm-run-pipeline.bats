@@ -164,6 +164,23 @@ decode_check() {
 	decode_check "$d" "phi3 bf16 short"
 }
 
+@test "gemma3 (four 1 + w norms a layer, q/k norms, GELU-tanh, the embedding times sqrt(hidden), a window of 5 on the local layer, two RoPE bases): refmodel's logits for prompts across the window and the chunks and 17 decode steps, f32 and bf16 (issue 44)" {
+	local d
+	for dt in f32 bf16; do
+		d="$BATS_FILE_TMPDIR/gemma3-$dt"
+		mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --dtype $dt --seed 1 -o "$d/ck" >&2
+		make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+			MODEL="$d/ck" OUT="$d/out" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations f32" >&2
+		decode_check "$d" "gemma3 $dt"
+	done
+	jq -e '.config.embed_scale == 8 and .config.hidden_act == "gelu_tanh" and .config.sliding_window == 5' \
+		"$d/out/model.json"
+	for n in 4 6 17 40; do
+		check_prompt "$d" $n
+	done
+	run -0 node "$PROJECT_ROOT/tests/tools/checkweights.mjs" "$d/out/model.json" "$d/out"
+}
+
 @test "qwen3 (q_norm and k_norm, head_dim 32 of hidden 64 / 4 heads): refmodel's logits and greedy tokens, f32 and bf16" {
 	local d
 	for dt in f32 bf16; do

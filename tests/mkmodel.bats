@@ -117,8 +117,16 @@ check_tensors() {
 				echo "$p.self_attn.q_norm.weight $dt [${11}]"
 				echo "$p.self_attn.k_norm.weight $dt [${11}]"
 			fi
+			if [ "$fam" = gemma3 ]; then
+				echo "$p.self_attn.q_norm.weight $dt [${11}]"
+				echo "$p.self_attn.k_norm.weight $dt [${11}]"
+			fi
 			echo "$p.self_attn.o_proj.weight $dt [$d,$q]"
 			echo "$p.post_attention_layernorm.weight $dt [$d]"
+			if [ "$fam" = gemma3 ]; then
+				echo "$p.pre_feedforward_layernorm.weight $dt [$d]"
+				echo "$p.post_feedforward_layernorm.weight $dt [$d]"
+			fi
 			if [ "$fam" = phi3 ]; then
 				echo "$p.mlp.gate_up_proj.weight $dt [$((2 * f)),$d]"
 			else
@@ -183,7 +191,7 @@ check_tiny() {
 		.rope_scaling == null' "$d/config.json" >/dev/null
 	check_tensors "$d" qwen3 BF16 2 64 128 64 128 151936 false 32
 	run -2 --separate-stderr mkmodel --head-dim 32 -o "$T/m"
-	[[ ${stderr_lines[0]} == "mkmodel: --head-dim needs --family llama, qwen3 or mistral"* ]]
+	[[ ${stderr_lines[0]} == "mkmodel: --head-dim needs --family llama, qwen3, mistral or gemma3"* ]]
 	run -2 --separate-stderr mkmodel --family llama --head-dim 7 -o "$T/m"
 	run -2 --separate-stderr mkmodel --rope-llama3 64 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: --rope-llama3 needs --family llama"* ]]
@@ -227,6 +235,23 @@ check_tiny() {
 	[[ ${stderr_lines[0]} == "mkmodel: --partial-rotary 0.7 of head_dim 16 does not split a head into even parts"* ]]
 	run -2 --separate-stderr mkmodel --longrope 32 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: --longrope needs --family phi3"* ]]
+}
+
+@test "--family gemma3 [--sliding-window n] [--window-pattern n]: Gemma3TextConfig, four norms a layer and q/k norms; --preset gemma-3-1b (issue 44)" {
+	local d="$T/g3"
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --seed 1 -o "$d"
+	jq -e '.architectures == ["Gemma3ForCausalLM"] and .model_type == "gemma3_text" and .sliding_window == 5
+		and .sliding_window_pattern == 2 and .hidden_activation == "gelu_pytorch_tanh" and .rope_theta == 1000000
+		and .rope_local_base_freq == 10000 and .query_pre_attn_scalar == 16 and .final_logit_softcapping == null
+		and (has("hidden_act") | not)' "$d/config.json" >/dev/null
+	check_tensors "$d" gemma3 F32 2 64 64 32 128 151936 false 16
+	mkmodel --preset gemma-3-1b --family gemma3 -L 1 --dtype bf16 -o "$T/g1"
+	jq -e '.hidden_size == 1152 and .num_attention_heads == 4 and .num_key_value_heads == 1 and .head_dim == 256
+		and .intermediate_size == 6912 and .vocab_size == 262144 and .sliding_window == 512
+		and .sliding_window_pattern == 6 and .tie_word_embeddings == true' "$T/g1/config.json" >/dev/null
+	check_tensors "$T/g1" gemma3 BF16 1 1152 1024 256 6912 262144 true 256
+	run -2 --separate-stderr mkmodel --window-pattern 2 -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --window-pattern needs --family gemma3"* ]]
 }
 
 @test "--preset qwen3-0.6b: Qwen3-0.6B's config and shapes (q 2048 wide on hidden 1024, head_dim 128)" {

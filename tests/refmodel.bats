@@ -88,6 +88,12 @@ agree_tiny() {
 	! cmp -s -n $((8 * 151936 * 4)) "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/long.f32"
 }
 
+@test "refmodel and refmodel.mjs agree on tiny gemma3 (1 + w norms, four a layer, GELU-tanh, a window of 5 on the local layer, two RoPE bases) (issue 44)" {
+	local d="$BATS_TEST_TMPDIR/g3"
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --seed 1 -o "$d" >&2
+	agree "$d" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+}
+
 @test "refmodel and refmodel.mjs agree on tiny llama with f32 weights" {
 	agree_tiny llama f32
 }

@@ -55,6 +55,15 @@ em_fmt(const char *f, ...)
 	return em_keep(b.p);
 }
 
+/* v as an MLIR float literal: "%.17g" (round-trips a double), with
+ * ".0" where that prints an integer (MLIR reads "8" as no float). */
+static const char *
+em_real(double v)
+{
+	const char *s = em_fmt("%.17g", v);
+	return strpbrk(s, ".eEn") ? s : em_fmt("%s.0", s);
+}
+
 /* A fresh value name: the hint and a number, with a "_" between them
  * when the hint ends in a digit ("q5" + 72 must not be "q" + 572). */
 const char *
@@ -275,15 +284,15 @@ rmsnorm_of(struct em *e, const char *x, struct rows r, int64_t d, const char *w_
 		    .omap = "d0, d1",
 		    .nd = 2,
 		    .iters = "parallel, parallel",
-		    .body = em_fmt("      %%n = arith.constant %.17g : f32\n"
-				   "      %%eps = arith.constant %.17g : f32\n"
+		    .body = em_fmt("      %%n = arith.constant %s : f32\n"
+				   "      %%eps = arith.constant %s : f32\n"
 				   "      %%ms = arith.mulf %%a1, %%n : f32\n"
 				   "      %%me = arith.addf %%ms, %%eps : f32\n"
 				   "      %%iv = math.rsqrt %%me : f32\n"
 				   "      %%y = arith.mulf %%a0, %%iv : f32\n"
 				   "%s"
 				   "      %%r = arith.mulf %%y, %s : f32\n",
-			1.0 / (double)d, e->c->rms_norm_eps, wcode, wn)});
+			em_real(1.0 / (double)d), em_real(e->c->rms_norm_eps), wcode, wn)});
 }
 
 static const char *
@@ -643,7 +652,7 @@ fill(struct em *e, const char *type, const char *dyn, int nd, const char *value)
  * keys t <= pos + s (and t > pos + s - W with a sliding window W).
  * Returns [R, H*HD] with query head h*G + g at columns of block h*G + g. */
 static const char *
-attention(struct em *e, const char *q, const char *kc, const char *vc)
+attention(struct em *e, const char *q, const char *kc, const char *vc, int64_t window)
 {
 	const struct llm_model_config *c = e->c;
 	int64_t kvh = c->n_kv_heads, g = c->n_heads / c->n_kv_heads, hd = c->head_dim;
@@ -692,16 +701,16 @@ attention(struct em *e, const char *q, const char *kc, const char *vc)
 	 * unshifted by its tile (the rowmax below sees lane numbers, not
 	 * positions), harmless for the causal mask (any shift at least the
 	 * row's maximum gives the same softmax) but not for a window. */
-	if (c->sliding_window)
+	if (window)
 		mask = em_fmt("%s      %%back = arith.subi %%lim, %%ti : index\n"
 			      "      %%win = arith.constant %" PRId64 " : index\n"
 			      "      %%ok = arith.cmpi ult, %%back, %%win : index\n",
-		    rowkey, c->sliding_window);
-	const char *scaled = em_fmt("%s      %%scale = arith.constant %.17g : f32\n"
+		    rowkey, window);
+	const char *scaled = em_fmt("%s      %%scale = arith.constant %s : f32\n"
 				    "      %%x = arith.mulf %%a0, %%scale : f32\n",
-	    mask, 1.0 / sqrt((double)hd));
+	    mask, em_real(c->attn_scale ? c->attn_scale : 1.0 / sqrt((double)hd)));
 	const char *neg = "      %neg = arith.constant -1.0e30 : f32\n", *rmax, *pbody;
-	if (c->sliding_window) {
+	if (window) {
 		sc = em_generic(e,
 		    &(struct gspec){.sched = "softmax",
 			    .hint = "window",
@@ -812,6 +821,29 @@ cache_view(struct em *e, int l, int which, const char **mem, const char **ten)
 	    em_fmt(": memref<%s> to tensor<%s>", ty, ty));
 }
 
+/* The gated MLP's act(gate) * up, gate %a0 and up %a1: SiLU, x / (1 +
+ * exp(-x)); GELU-tanh (gelu_pytorch_tanh), 0.5 x (1 + tanh(y)) with
+ * y = sqrt(2/pi) (x + 0.044715 x^3), as x / (1 + exp(-2y)), the same
+ * function, on the exp the pipelines make a vectorisable polynomial. */
+static const char silu_body[] = "      %ng = arith.negf %a0 : f32\n"
+				"      %eg = math.exp %ng : f32\n"
+				"      %one = arith.constant 1.0 : f32\n"
+				"      %den = arith.addf %one, %eg : f32\n"
+				"      %sg = arith.divf %a0, %den : f32\n"
+				"      %r = arith.mulf %sg, %a1 : f32\n";
+static const char gelu_tanh_body[] = "      %k = arith.constant -1.5957691216057308 : f32\n"
+				     "      %c = arith.constant 0.044715 : f32\n"
+				     "      %x2 = arith.mulf %a0, %a0 : f32\n"
+				     "      %x3 = arith.mulf %x2, %a0 : f32\n"
+				     "      %cx3 = arith.mulf %x3, %c : f32\n"
+				     "      %in = arith.addf %a0, %cx3 : f32\n"
+				     "      %ny = arith.mulf %in, %k : f32\n"
+				     "      %eg = math.exp %ny : f32\n"
+				     "      %one = arith.constant 1.0 : f32\n"
+				     "      %den = arith.addf %one, %eg : f32\n"
+				     "      %sg = arith.divf %a0, %den : f32\n"
+				     "      %r = arith.mulf %sg, %a1 : f32\n";
+
 static const char *
 layer(struct em *e, const char *x, int l)
 {
@@ -837,7 +869,10 @@ layer(struct em *e, const char *x, int l)
 	/* RoPE rows pos .. pos+R-1 of the tables */
 	const char *tt = em_fmt("tensor<%" PRId64 "x%" PRId64 "xf32>", C, h2);
 	const char *st = em_fmt("tensor<%sx%" PRId64 "xf32>", R, h2);
-	const char *cosT = wview(e, LLM_TENSOR_ROPE_COS, NULL), *sinT = wview(e, LLM_TENSOR_ROPE_SIN, NULL);
+	/* a local layer (gemma3) has its own RoPE base, and the window */
+	int local = llm_layer_local(c, l), own = local && c->rope_local_theta;
+	const char *cosT = wview(e, own ? LLM_TENSOR_ROPE_LOCAL_COS : LLM_TENSOR_ROPE_COS, NULL),
+		   *sinT = wview(e, own ? LLM_TENSOR_ROPE_LOCAL_SIN : LLM_TENSOR_ROPE_SIN, NULL);
 	const char *cs = em_val(e, "cos"), *sn = em_val(e, "sin");
 	em_top(e, cs, em_fmt("tensor.extract_slice %s[%%pos, 0] [%s, %" PRId64 "] [1, 1]", cosT, Rd, h2),
 	    em_fmt(": %s to %s", tt, st));
@@ -885,12 +920,14 @@ layer(struct em *e, const char *x, int l)
 		Rd, hd),
 	    em_fmt(": %s into %s", vtt, ct));
 	em_top(e, kall, em_fmt("tensor.collapse_shape %s [[0], [1, 2], [3]]", kc2), em_fmt(": %s into %s", ct4, ctk));
-	const char *att = attention(e, qr, kall, vc2);
+	const char *att = attention(e, qr, kall, vc2, local ? c->sliding_window : 0);
 	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", kc2, km),
 	    em_fmt(": (%s, memref<%s) -> ()", ct4, ct4 + strlen("tensor<")));
 	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", vc2, vm),
 	    em_fmt(": (%s, memref<%s) -> ()", ct, ct + strlen("tensor<")));
 	const char *o = linear(e, att, e->R, c->n_heads * hd, wname(l, LLM_ROLE_WO), NULL, "matmul");
+	if (c->post_norms)
+		o = rmsnorm(e, o, e->R, wname(l, LLM_ROLE_ATTN_POST_NORM));
 	x = add(e, x, o, e->R, d);
 
 	e->stage = "mlp";
@@ -910,13 +947,10 @@ layer(struct em *e, const char *x, int l)
 		    .omap = "d0, d1",
 		    .nd = 2,
 		    .iters = "parallel, parallel",
-		    .body = "      %ng = arith.negf %a0 : f32\n"
-			    "      %eg = math.exp %ng : f32\n"
-			    "      %one = arith.constant 1.0 : f32\n"
-			    "      %den = arith.addf %one, %eg : f32\n"
-			    "      %sg = arith.divf %a0, %den : f32\n"
-			    "      %r = arith.mulf %sg, %a1 : f32\n"});
+		    .body = c->act == LLM_ACT_GELU_TANH ? gelu_tanh_body : silu_body});
 	const char *dn = linear(e, act, e->R, f, wname(l, LLM_ROLE_WDOWN), NULL, "matmul");
+	if (c->post_norms)
+		dn = rmsnorm(e, dn, e->R, wname(l, LLM_ROLE_FFN_POST_NORM));
 	return add(e, x, dn, e->R, d);
 }
 
@@ -995,6 +1029,20 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 				    "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %wb, %zb : f32\n")});
 	}
 
+	if (c->embed_scale && c->embed_scale != 1)
+		/* gemma3: the rows times sqrt(hidden) */
+		x = em_generic(&e,
+		    &(struct gspec){.sched = "eltwise",
+			    .hint = "xs",
+			    INS({x, em_tensor2(e.R, d, "f32"), "d0, d1", "f32"}),
+			    .otype = em_tensor2(e.R, d, "f32"),
+			    .odyn = e.R.dyn,
+			    .omap = "d0, d1",
+			    .nd = 2,
+			    .iters = "parallel, parallel",
+			    .body = em_fmt("      %%s = arith.constant %s : f32\n"
+					   "      %%r = arith.mulf %%a0, %%s : f32\n",
+				em_real(c->embed_scale))});
 	for (int l = 0; l < c->n_layers; l++)
 		x = layer(&e, x, l);
 

@@ -161,11 +161,15 @@ check_plan(struct packer *k)
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *p = &m->tensors[i];
 		k->qtype[i] = -1;
-		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0) {
+		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0 ||
+		    strcmp(p->transform, "rope_local_cos") == 0 || strcmp(p->transform, "rope_local_sin") == 0) {
 			int64_t want[2] = {m->max_context, m->cfg.head_dim / 2};
 			if (p->nsource != 0)
 				return llm_seterr("%s: tensor '%s': transform '%s' takes no source", m->path, p->name,
 				    p->transform);
+			if (strncmp(p->transform, "rope_local_", 11) == 0 && !(m->cfg.rope_local_theta > 0))
+				return llm_seterr("%s: tensor '%s': transform '%s' needs config.rope_local_theta",
+				    m->path, p->name, p->transform);
 			if (p->dtype != LLM_DT_F32)
 				return llm_seterr("%s: tensor '%s': transform '%s' makes f32, not %s", m->path, p->name,
 				    p->transform, llm_dtype_name(p->dtype));
@@ -179,7 +183,9 @@ check_plan(struct packer *k)
 			continue;
 		}
 		int permute = strcmp(p->transform, "unpermute_qk") == 0 || strcmp(p->transform, "rotary_halves") == 0;
-		if (strcmp(p->transform, "copy") != 0 && !permute)
+		if (strcmp(p->transform, "add_one") == 0 && (p->dtype != LLM_DT_F32 || p->ndim != 1))
+			return llm_seterr("%s: tensor '%s': transform 'add_one' makes an f32 vector", m->path, p->name);
+		if (strcmp(p->transform, "copy") != 0 && strcmp(p->transform, "add_one") != 0 && !permute)
 			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name, p->transform);
 		if (p->nsource != 1)
 			return llm_seterr("%s: tensor '%s': transform '%s' takes one source, not %d", m->path, p->name,
@@ -479,11 +485,16 @@ slot_put(struct packer *k, struct llm_out *o, struct slot *s)
 	return 0;
 }
 
+/* rope_cos, rope_sin (the global tables: rope_theta, the scaling) and
+ * rope_local_cos, rope_local_sin (rope_local_theta, unscaled). */
 static int
 write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p)
 {
+	const struct llm_model_config *c = &k->m->cfg;
 	int64_t rows = p->shape[0], cols = p->shape[1];
-	int use_sin = strcmp(p->transform, "rope_sin") == 0;
+	int use_sin = strcmp(p->transform, "rope_sin") == 0 || strcmp(p->transform, "rope_local_sin") == 0;
+	int local = strncmp(p->transform, "rope_local_", 11) == 0;
+	const struct llm_rope_scaling none = {0};
 	int64_t per = (int64_t)CHUNK / cols;
 
 	if (per < 1)
@@ -493,8 +504,8 @@ write_rope(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
 		float *row = s->buf;
 		for (int64_t i = 0; i < n; i++)
-			llm_rope_row(row + i * cols, r + i, k->m->cfg.rope_theta, &k->m->cfg.rope_scaling,
-			    k->m->cfg.head_dim, k->m->cfg.rotary_dim, use_sin);
+			llm_rope_row(row + i * cols, r + i, local ? c->rope_local_theta : c->rope_theta,
+			    local ? &none : &c->rope_scaling, c->head_dim, c->rotary_dim, use_sin);
 		s->p = s->buf;
 		s->n = (size_t)(n * cols) * sizeof(float);
 		if (slot_put(k, o, s) < 0)
@@ -508,6 +519,32 @@ static size_t
 src_bytes(const struct llm_source_tensor *t, uint64_t n)
 {
 	return (size_t)(n / t->blck * t->bsize);
+}
+
+/* add_one: f32 1 + w of each element w of the source (as Gemma 3's
+ * RMSNorm computes its scale, in float32). */
+static int
+write_add_one(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan_tensor *p,
+    const struct llm_source_tensor *t)
+{
+	size_t n = (size_t)t->nelem;
+	const uint8_t *src = t->data;
+
+	for (size_t i = 0; i < n; i += CHUNK) {
+		size_t c = n - i < CHUNK ? n - i : CHUNK;
+		struct slot *s = slot_get(&k->hs, ti, i == 0, i + c == n);
+		float *f = s->buf;
+		if (llm_source_read(t, src + src_bytes(t, i), c, LLM_DT_F32, f, k->stage) < 0)
+			return llm_seterr("%s: tensor '%s': cannot convert %s to f32", k->m->path, p->name,
+			    t->type_name);
+		for (size_t j = 0; j < c; j++)
+			f[j] = 1.0f + f[j];
+		s->p = s->buf;
+		s->n = c * sizeof(float);
+		if (slot_put(k, o, s) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int
@@ -907,10 +944,11 @@ write_pair(struct packer *k)
 			goto fail;
 		const struct llm_source_tensor *t = k->src[i];
 		if ((!t ? write_rope(k, &bin, i, p) :
-			    p->layout                        ? write_tiled(k, &bin, i, p, t) :
-			    k->qtype[i] >= 0 && t->quant < 0 ? write_rounded(k, &bin, i, p, t) :
-			    k->heads[i] || p->part           ? write_rows(k, &bin, i, p, t) :
-							       write_copy(k, &bin, i, p, t)) < 0)
+			    p->layout                            ? write_tiled(k, &bin, i, p, t) :
+			    k->qtype[i] >= 0 && t->quant < 0     ? write_rounded(k, &bin, i, p, t) :
+			    k->heads[i] || p->part               ? write_rows(k, &bin, i, p, t) :
+			    strcmp(p->transform, "add_one") == 0 ? write_add_one(k, &bin, i, p, t) :
+								   write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}

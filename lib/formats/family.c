@@ -12,8 +12,10 @@
 
 #include "family.h"
 
-/* q, k, v, gate, up: the names of the projections under a layer */
-#define HF_NAMES_OF(q, k, v, gate, up) { \
+/* q, k, v, gate, up: the names of the projections under a layer;
+ * ffn_norm the MLP's input norm's (Gemma 3 names its attention's output
+ * norm post_attention_layernorm, which is that of the others) */
+#define HF_NAMES_OF(q, k, v, gate, up, ffn_norm) { \
 	[LLM_ROLE_EMBED] = "model.embed_tokens.weight", \
 	[LLM_ROLE_ATTN_NORM] = "model.layers.%d.input_layernorm.weight", \
 	[LLM_ROLE_WQ] = "model.layers.%d." q ".weight", \
@@ -25,14 +27,18 @@
 	[LLM_ROLE_QNORM] = "model.layers.%d.self_attn.q_norm.weight", \
 	[LLM_ROLE_KNORM] = "model.layers.%d.self_attn.k_norm.weight", \
 	[LLM_ROLE_WO] = "model.layers.%d.self_attn.o_proj.weight", \
-	[LLM_ROLE_FFN_NORM] = "model.layers.%d.post_attention_layernorm.weight", \
+	[LLM_ROLE_ATTN_POST_NORM] = "model.layers.%d.post_attention_layernorm.weight", \
+	[LLM_ROLE_FFN_NORM] = "model.layers.%d." ffn_norm ".weight", \
 	[LLM_ROLE_WGATE] = "model.layers.%d." gate ".weight", \
 	[LLM_ROLE_WUP] = "model.layers.%d." up ".weight", \
 	[LLM_ROLE_WDOWN] = "model.layers.%d.mlp.down_proj.weight", \
+	[LLM_ROLE_FFN_POST_NORM] = "model.layers.%d.post_feedforward_layernorm.weight", \
 	[LLM_ROLE_FINAL_NORM] = "model.norm.weight", \
 	[LLM_ROLE_LM_HEAD] = "lm_head.weight", \
 }
-#define HF_NAMES HF_NAMES_OF("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj")
+#define HF_NAMES \
+	HF_NAMES_OF("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj", \
+	    "post_attention_layernorm")
 
 /* llama.cpp's tensor names (gguf-py constants.py, MODEL_TENSOR). */
 #define GGUF_NAMES_OF(q, k, v, gate, up) { \
@@ -47,10 +53,12 @@
 	[LLM_ROLE_QNORM] = "blk.%d.attn_q_norm.weight", \
 	[LLM_ROLE_KNORM] = "blk.%d.attn_k_norm.weight", \
 	[LLM_ROLE_WO] = "blk.%d.attn_output.weight", \
+	[LLM_ROLE_ATTN_POST_NORM] = "blk.%d.post_attention_norm.weight", \
 	[LLM_ROLE_FFN_NORM] = "blk.%d.ffn_norm.weight", \
 	[LLM_ROLE_WGATE] = "blk.%d." gate ".weight", \
 	[LLM_ROLE_WUP] = "blk.%d." up ".weight", \
 	[LLM_ROLE_WDOWN] = "blk.%d.ffn_down.weight", \
+	[LLM_ROLE_FFN_POST_NORM] = "blk.%d.post_ffw_norm.weight", \
 	[LLM_ROLE_FINAL_NORM] = "output_norm.weight", \
 	[LLM_ROLE_LM_HEAD] = "output.weight", \
 }
@@ -70,10 +78,12 @@ static const char *const runtime_names[LLM_ROLE_COUNT] = {
 	[LLM_ROLE_QNORM] = "layers.%d.q_norm",
 	[LLM_ROLE_KNORM] = "layers.%d.k_norm",
 	[LLM_ROLE_WO] = "layers.%d.wo",
+	[LLM_ROLE_ATTN_POST_NORM] = "layers.%d.attn_post_norm",
 	[LLM_ROLE_FFN_NORM] = "layers.%d.ffn_norm",
 	[LLM_ROLE_WGATE] = "layers.%d.wgate",
 	[LLM_ROLE_WUP] = "layers.%d.wup",
 	[LLM_ROLE_WDOWN] = "layers.%d.wdown",
+	[LLM_ROLE_FFN_POST_NORM] = "layers.%d.ffn_post_norm",
 	[LLM_ROLE_FINAL_NORM] = "final_norm",
 	[LLM_ROLE_LM_HEAD] = "lm_head",
 };
@@ -141,8 +151,33 @@ static const struct llm_family_spec specs[] = {
 		.qkv_bias = 0,
 		.window = 2,
 		.hf = HF_NAMES_OF("self_attn.qkv_proj", "self_attn.qkv_proj", "self_attn.qkv_proj", "mlp.gate_up_proj",
-		    "mlp.gate_up_proj"),
+		    "mlp.gate_up_proj", "post_attention_layernorm"),
 		.gguf = GGUF_NAMES_OF("attn_qkv", "attn_qkv", "attn_qkv", "ffn_up", "ffn_up"),
+		.gguf_permuted_qk = 0,
+	},
+	{
+		/* Gemma3TextConfig (Gemma 3 1B; the text of the larger ones):
+		 * four norms a layer, each scaling by 1 + w, q/k norms,
+		 * GELU-tanh, the embedding times sqrt(hidden), sliding-window
+		 * local layers with their own RoPE base, 1 global layer in
+		 * sliding_window_pattern, query_pre_attn_scalar */
+		.family = LLM_FAMILY_GEMMA3,
+		.name = "gemma3",
+		.model_type = "gemma3_text",
+		.architectures = {"Gemma3ForCausalLM"},
+		.max_position_embeddings = 131072,
+		.qkv_bias = 0,
+		.window = 3,
+		.qk_norm = 1,
+		.head_dim = 256,
+		.rope_theta = 1000000,
+		.post_norms = 1,
+		.norm_plus_one = 1,
+		.embed_scale = 1,
+		.tied = 1,
+		.hf = HF_NAMES_OF("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj",
+		    "mlp.up_proj", "pre_feedforward_layernorm"),
+		.gguf = GGUF_NAMES,
 		.gguf_permuted_qk = 0,
 	},
 };
@@ -161,6 +196,21 @@ llm_family_by_name(const char *name)
 {
 	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
 		if (strcmp(specs[i].name, name) == 0)
+			return specs[i].family;
+	return LLM_FAMILY_NONE;
+}
+
+const char *
+llm_family_model_type(const struct llm_family_spec *fs)
+{
+	return fs->model_type ? fs->model_type : fs->name;
+}
+
+enum llm_family
+llm_family_by_model_type(const char *mt)
+{
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+		if (strcmp(llm_family_model_type(&specs[i]), mt) == 0)
 			return specs[i].family;
 	return LLM_FAMILY_NONE;
 }
@@ -187,6 +237,8 @@ llm_role_present(enum llm_role r, const struct llm_model_config *c)
 		return !c->tie_word_embeddings;
 	if (r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM)
 		return c->qk_norm;
+	if (r == LLM_ROLE_ATTN_POST_NORM || r == LLM_ROLE_FFN_POST_NORM)
+		return c->post_norms;
 	return 1;
 }
 
@@ -206,10 +258,12 @@ llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[
 		[LLM_ROLE_QNORM] = {hd},
 		[LLM_ROLE_KNORM] = {hd},
 		[LLM_ROLE_WO] = {d, q},
+		[LLM_ROLE_ATTN_POST_NORM] = {d},
 		[LLM_ROLE_FFN_NORM] = {d},
 		[LLM_ROLE_WGATE] = {c->intermediate_size, d},
 		[LLM_ROLE_WUP] = {c->intermediate_size, d},
 		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
+		[LLM_ROLE_FFN_POST_NORM] = {d},
 		[LLM_ROLE_FINAL_NORM] = {d},
 		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
 	};
@@ -238,9 +292,9 @@ llm_role_part(const char *const *names, enum llm_role r, const struct llm_model_
 	int n = 0;
 
 	*first = *rows = 0;
-	if (r < LLM_ROLE_ATTN_NORM || r > LLM_ROLE_WDOWN)
+	if (r < LLM_ROLE_ATTN_NORM || r > LLM_ROLE_LAYER_LAST)
 		return 0;
-	for (int o = LLM_ROLE_ATTN_NORM; o <= LLM_ROLE_WDOWN; o++) {
+	for (int o = LLM_ROLE_ATTN_NORM; o <= LLM_ROLE_LAYER_LAST; o++) {
 		if (!llm_role_present(o, c) || strcmp(names[o], names[r]) != 0)
 			continue;
 		llm_role_shape(o, c, shape);

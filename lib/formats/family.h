@@ -22,11 +22,13 @@ enum llm_family {
 	LLM_FAMILY_QWEN3,
 	LLM_FAMILY_MISTRAL,
 	LLM_FAMILY_PHI3,
+	LLM_FAMILY_GEMMA3,
 	LLM_FAMILY_COUNT
 };
 /* clang-format on */
 
-/* Runtime tensor roles, in weights.bin order within a layer. */
+/* Runtime tensor roles, in weights.bin order within a layer (the roles of
+ * a layer: LLM_ROLE_ATTN_NORM .. LLM_ROLE_LAYER_LAST). */
 enum llm_role {
 	LLM_ROLE_EMBED,
 	LLM_ROLE_ATTN_NORM,
@@ -39,19 +41,26 @@ enum llm_role {
 	LLM_ROLE_QNORM,
 	LLM_ROLE_KNORM,
 	LLM_ROLE_WO,
+	LLM_ROLE_ATTN_POST_NORM,
 	LLM_ROLE_FFN_NORM,
 	LLM_ROLE_WGATE,
 	LLM_ROLE_WUP,
 	LLM_ROLE_WDOWN,
+	LLM_ROLE_FFN_POST_NORM,
 	LLM_ROLE_FINAL_NORM,
 	LLM_ROLE_LM_HEAD,
-	LLM_ROLE_COUNT
+	LLM_ROLE_COUNT,
+	LLM_ROLE_LAYER_LAST = LLM_ROLE_FFN_POST_NORM
 };
 
 /* The RoPE tables of the plan (transforms rope_cos, rope_sin): computed,
  * not taken from the checkpoint, [max_context, head_dim / 2] f32. */
 #define LLM_TENSOR_ROPE_COS "rope.cos"
 #define LLM_TENSOR_ROPE_SIN "rope.sin"
+/* The local (sliding-window) layers' tables, where their RoPE base is
+ * their own (gemma3: transforms rope_local_cos, rope_local_sin). */
+#define LLM_TENSOR_ROPE_LOCAL_COS "rope.local.cos"
+#define LLM_TENSOR_ROPE_LOCAL_SIN "rope.local.sin"
 /* The GGUF tensor of llama.cpp's converter for rope_scaling llama3: the
  * factors that divide each inv_freq (read into the config's rope_scaling). */
 #define LLM_GGUF_ROPE_FREQS "rope_freqs.weight"
@@ -63,6 +72,8 @@ struct llm_family_spec {
 	enum llm_family family;
 	const char *name;                /* "qwen2": config.json model_type, GGUF
 	                                         * general.architecture, model.json family */
+	const char *model_type;          /* config.json's model_type, where it is not
+	                                         * name ("gemma3_text") */
 	const char *architectures[4];    /* config.json architectures[0] */
 	int64_t max_position_embeddings; /* config.json's default (transformers') */
 	int qkv_bias;                    /* always has q/k/v biases; else config.json's
@@ -70,11 +81,21 @@ struct llm_family_spec {
 	int window;                      /* 1: config.json may turn on Qwen2's
 	                                         * use_sliding_window (refused); 2: Mistral's
 	                                         * sliding_window (null: none) holds on every
-	                                         * layer */
+	                                         * layer; 3: Gemma 3's on the local layers
+	                                         * (sliding_window_pattern or layer_types),
+	                                         * which have their own RoPE base
+	                                         * (rope_local_base_freq) */
 	int qk_norm;                     /* RMSNorm of each head of q and k (weights
 	                                         * [head_dim]) before RoPE */
 	int64_t head_dim;                /* config.json's default head_dim; 0:
 	                                         * hidden_size / num_attention_heads */
+	double rope_theta;               /* config.json's default (0: 10000) */
+	int post_norms;                  /* RMSNorms of the attention's and the MLP's
+	                                         * outputs (gemma3) */
+	int norm_plus_one;               /* a checkpoint's norm weights w scale by 1 + w
+	                                         * (gemma3; GGUF files hold 1 + w) */
+	int embed_scale;                 /* the embedding rows times sqrt(hidden_size) */
+	int tied;                        /* tie_word_embeddings' default */
 	/* Checkpoint names per role; "%d" is the layer.  Roles of a layer
 	 * that name one tensor (Phi-3's qkv_proj) take consecutive parts of
 	 * its rows, in role order (llm_role_part). */
@@ -94,6 +115,10 @@ const struct llm_family_spec *llm_family_spec(enum llm_family f);
 /* The family whose spec is called name ("llama", "qwen2"), or
  * LLM_FAMILY_NONE. */
 enum llm_family llm_family_by_name(const char *name);
+/* config.json's model_type of spec fs, and the family of a model_type
+ * (or LLM_FAMILY_NONE). */
+const char *llm_family_model_type(const struct llm_family_spec *fs);
+enum llm_family llm_family_by_model_type(const char *mt);
 /* Its name, or "" for LLM_FAMILY_NONE. */
 const char *llm_family_name(enum llm_family f);
 

@@ -100,6 +100,50 @@ get_real(const struct llm_gguf *g, const char *arch, const char *key, double *ou
 	return 0;
 }
 
+/* llama.cpp's gemma3 (src/models/gemma3.cpp): A.attention.sliding_window
+ * (absent or 0: none) on the layers A.attention.sliding_window_pattern
+ * (default 6) makes local, whose RoPE base is A.rope.freq_base_swa
+ * (default 10000); the scores scaled by 1/sqrt(head_dim) (1/sqrt(hidden /
+ * heads) for the 62 layers of 27B), the embedding by sqrt(hidden); the
+ * norms' weights are 1 + w already (the converter adds 1); no soft-capping. */
+static int
+gemma3(struct llm_hfconfig *c, const struct llm_gguf *g, const char *arch)
+{
+	char k[160];
+	uint64_t w = 0, pat = 6;
+	int rc;
+
+	snprintf(k, sizeof(k), "%s.final_logit_softcapping", arch);
+	if (llm_gguf_find_kv(g, k))
+		return llm_seterr("%s: key '%s': soft-capping is not supported", g->path, k);
+	snprintf(k, sizeof(k), "%s.attention.sliding_window", arch);
+	if (llm_gguf_get_u64(g, k, &w) < 0)
+		return -1;
+	snprintf(k, sizeof(k), "%s.attention.sliding_window_pattern", arch);
+	if (llm_gguf_get_u64(g, k, &pat) < 0)
+		return -1;
+	if (w > (uint64_t)MAX_SIZE || pat == 0 || pat > (uint64_t)MAX_SIZE)
+		return llm_seterr("%s: keys '%s.attention.sliding_window' %" PRIu64 " and '%s' %" PRIu64
+				  " are out of range",
+		    g->path, arch, w, k, pat);
+	if (w) {
+		float base = 10000;
+		snprintf(k, sizeof(k), "%s.rope.freq_base_swa", arch);
+		if ((rc = llm_gguf_get_f32(g, k, &base)) < 0)
+			return -1;
+		if (!(base > 0 && isfinite(base)))
+			return llm_seterr("%s: key '%s': %g is not positive", g->path, k, (double)base);
+		c->sliding_window = (int64_t)w;
+		c->window_pattern = (int64_t)pat;
+		c->rope_local_theta = base;
+	}
+	c->act = LLM_ACT_GELU_TANH;
+	c->post_norms = 1;
+	c->embed_scale = (float)sqrt((double)c->hidden_size);
+	c->attn_scale = 1 / sqrt(c->n_layers == 62 ? (double)(c->hidden_size / c->n_heads) : (double)c->head_dim);
+	return 0;
+}
+
 /* The RoPE factors tensor name, if present: f32 [rotary_dim / 2] of
  * positive numbers into out, *n of them (0 when absent). */
 static int
@@ -213,6 +257,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		    g->path, arch, c->rotary_dim, c->head_dim);
 		goto out;
 	}
+	if (fs->window == 3 && gemma3(c, g, arch) < 0)
+		goto out;
 	if (fs->window == 2) {
 		/* 0: none (llama.cpp's converter writes 0 for a null window) */
 		uint64_t w = 0;

@@ -104,7 +104,7 @@ supported(int model_types, char *buf, size_t n)
 		const struct llm_family_spec *fs = llm_family_spec(f);
 		for (size_t i = 0; i < LLM_NELEM(fs->architectures) && fs->architectures[i]; i++) {
 			len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%s", len ? ", " : "",
-			    model_types ? fs->name : fs->architectures[i]);
+			    model_types ? llm_family_model_type(fs) : fs->architectures[i]);
 			if (model_types)
 				break;
 		}
@@ -138,11 +138,11 @@ decide_family(struct llm_hfconfig *c, const json_t *j, const char *ctx, const st
 		if (!fs)
 			return llm_seterr("%s: unsupported architecture '%s' (supported: %s)", ctx,
 			    llm_json_shown(arch), supported(0, list, sizeof(list)));
-		if (mt && strcmp(mt, fs->name) != 0)
+		if (mt && strcmp(mt, llm_family_model_type(fs)) != 0)
 			return llm_seterr("%s: model_type '%s' does not match architecture '%s'", ctx,
 			    llm_json_shown(mt), arch);
 	} else if (mt) {
-		fs = llm_family_spec(llm_family_by_name(mt));
+		fs = llm_family_spec(llm_family_by_model_type(mt));
 		if (!fs)
 			return llm_seterr("%s: unsupported model_type '%s' (supported: %s)", ctx, llm_json_shown(mt),
 			    supported(1, list, sizeof(list)));
@@ -198,6 +198,67 @@ longrope(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	return 0;
 }
 
+/* Gemma3TextConfig's keys (its defaults): hidden_activation
+ * (gelu_pytorch_tanh), query_pre_attn_scalar (256), sliding_window (4096)
+ * on the layers sliding_window_pattern (6) or layer_types make local,
+ * rope_local_base_freq (10000) theirs; no soft-capping. */
+static int
+gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	const char *s = "gelu_pytorch_tanh";
+	double qpas = 256;
+	const json_t *lt = json_object_get(j, "layer_types"); /* borrowed */
+	static const char *const capped[] = {"final_logit_softcapping", "attn_logit_softcapping"};
+
+	if (llm_json_str_opt(j, "hidden_activation", ctx, &s) < 0)
+		return -1;
+	if (strcmp(s, "gelu_pytorch_tanh") != 0)
+		return llm_seterr("%s: hidden_activation '%s' is not supported (only 'gelu_pytorch_tanh')", ctx,
+		    llm_json_shown(s));
+	c->act = LLM_ACT_GELU_TANH;
+	for (size_t i = 0; i < LLM_NELEM(capped); i++) {
+		const json_t *v = json_object_get(j, capped[i]); /* borrowed */
+		if (v && !json_is_null(v))
+			return llm_seterr("%s: %s is not supported (Gemma 3 has none)", ctx, capped[i]);
+	}
+	c->sliding_window = 4096;
+	c->window_pattern = 6;
+	c->rope_local_theta = 10000;
+	if (positive_num(j, "query_pre_attn_scalar", ctx, &qpas) < 0 ||
+	    size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0 ||
+	    size_key(j, "sliding_window_pattern", ctx, 0, &c->window_pattern) < 0 ||
+	    positive_num(j, "rope_local_base_freq", ctx, &c->rope_local_theta) < 0)
+		return -1;
+	if (lt && !json_is_null(lt)) {
+		/* a repeating pattern: local layers, then one global */
+		size_t n = json_array_size(lt), first = n;
+		for (size_t i = 0; i < n && first == n; i++)
+			if (json_is_string(json_array_get(lt, i)) &&
+			    strcmp(json_string_value(json_array_get(lt, i)), "full_attention") == 0)
+				first = i;
+		if (!json_is_array(lt) || n != (size_t)c->n_layers)
+			return llm_seterr("%s: layer_types: expected an array of %lld strings", ctx,
+			    (long long)c->n_layers);
+		c->window_pattern = first == n ? 0 : (int64_t)first + 1;
+		for (size_t i = 0; i < n; i++) {
+			const char *t = json_string_value(json_array_get(lt, i));
+			int local = llm_layer_local(&(struct llm_model_config){.window_pattern = c->window_pattern},
+			    (int64_t)i);
+			if (!t || strcmp(t, local ? "sliding_attention" : "full_attention") != 0)
+				return llm_seterr(
+				    "%s: layer_types[%zu]: '%s', where the pattern of %lld layers has '%s' "
+				    "(only a repeating pattern is supported)",
+				    ctx, i, t ? llm_json_shown(t) : "(not a string)", (long long)c->window_pattern,
+				    local ? "sliding_attention" : "full_attention");
+		}
+	}
+	c->attn_scale = 1 / sqrt(qpas);
+	/* Gemma3TextScaledWordEmbedding: embed_scale, a float32 tensor */
+	c->embed_scale = (float)sqrt((double)c->hidden_size);
+	c->post_norms = 1;
+	return 0;
+}
+
 static int
 parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 {
@@ -239,7 +300,8 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
 		return -1;
 	c->rms_norm_eps = 1e-6;
-	c->rope_theta = 10000;
+	c->rope_theta = fs->rope_theta ? fs->rope_theta : 10000;
+	c->tie_word_embeddings = fs->tied;
 	if (positive_num(j, "rms_norm_eps", ctx, &c->rms_norm_eps) < 0 ||
 	    positive_num(j, "rope_theta", ctx, &c->rope_theta) < 0)
 		return -1;
@@ -262,11 +324,16 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		    ctx, prf, (long long)c->head_dim, (long long)c->rotary_dim);
 	if (c->rope_scaling.longrope && longrope(c, j, ctx) < 0)
 		return -1;
-	s = "silu";
-	if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
-		return -1;
-	if (strcmp(s, "silu") != 0)
-		return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, llm_json_shown(s));
+	if (fs->window == 3) {
+		if (gemma3(c, j, ctx) < 0)
+			return -1;
+	} else {
+		s = "silu";
+		if (llm_json_str_opt(j, "hidden_act", ctx, &s) < 0)
+			return -1;
+		if (strcmp(s, "silu") != 0)
+			return llm_seterr("%s: hidden_act '%s' is not supported (only 'silu')", ctx, llm_json_shown(s));
+	}
 
 	if (fs->qkv_bias) {
 		/* Qwen2Attention has q/k/v biases whatever the config says. */

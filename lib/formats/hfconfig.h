@@ -30,13 +30,17 @@ struct llm_hfconfig {
 	double rms_norm_eps;
 	double rope_theta;
 	struct llm_rope_scaling rope_scaling;
-	int tie_word_embeddings;    /* default: false */
-	int attention_bias;         /* q/k/v biases: always for a family with qkv_bias,
+	int tie_word_embeddings; /* default: false */
+	int attention_bias;      /* q/k/v biases: always for a family with qkv_bias,
 	                           * else config.json attention_bias */
-	int mlp_bias;               /* llama mlp_bias (rejected if true for now) */
-	int qk_norm;                /* the family's q_norm and k_norm (qwen3) */
-	int64_t sliding_window;     /* mistral's sliding_window; 0: null or absent */
-	int64_t rotary_dim;         /* head_dim x partial_rotary_factor (default 1) */
+	int mlp_bias;            /* llama mlp_bias (rejected if true for now) */
+	int qk_norm;             /* the family's q_norm and k_norm (qwen3) */
+	int64_t sliding_window;  /* mistral's sliding_window; 0: null or absent */
+	int64_t rotary_dim;      /* head_dim x partial_rotary_factor (default 1) */
+	/* gemma3's (model.h) */
+	int post_norms, act;
+	double embed_scale, attn_scale, rope_local_theta;
+	int64_t window_pattern;
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;             /* -1 if none; generation_config wins */
 	int n_eos;                  /* union of config and generation_config eos ids */

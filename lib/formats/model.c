@@ -265,6 +265,33 @@ llm_rope_scaling_for_context(struct llm_rope_scaling *s, int64_t max_context)
 	return lng;
 }
 
+static const char *const act_names[] = {[LLM_ACT_SILU] = "silu", [LLM_ACT_GELU_TANH] = "gelu_tanh"};
+
+/* config.hidden_act: absent (silu) or one of act_names. */
+static int
+get_act(const json_t *c, const char *ctx, int *out)
+{
+	const char *s = NULL;
+
+	*out = LLM_ACT_SILU;
+	if (llm_json_str_opt(c, "hidden_act", ctx, &s) < 0)
+		return -1;
+	for (int i = 0; s && i < (int)LLM_NELEM(act_names); i++)
+		if (strcmp(s, act_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	if (s)
+		return llm_seterr("%s: hidden_act '%s' is not silu or gelu_tanh", ctx, llm_json_shown(s));
+	return 0;
+}
+
+int
+llm_layer_local(const struct llm_model_config *c, int64_t l)
+{
+	return !c->window_pattern || (l + 1) % c->window_pattern != 0;
+}
+
 static int
 load_config(struct llm_model *m, json_t *c, const char *ctx)
 {
@@ -282,6 +309,11 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 	    llm_json_bool_opt(c, "qk_norm", ctx, &k->qk_norm) < 0 ||
 	    llm_json_int_opt(c, "sliding_window", ctx, &k->sliding_window) < 0 ||
 	    llm_json_int_opt(c, "rotary_dim", ctx, &k->rotary_dim) < 0 ||
+	    llm_json_bool_opt(c, "post_norms", ctx, &k->post_norms) < 0 ||
+	    llm_json_num_opt(c, "embed_scale", ctx, &k->embed_scale) < 0 ||
+	    llm_json_num_opt(c, "attn_scale", ctx, &k->attn_scale) < 0 ||
+	    llm_json_int_opt(c, "window_pattern", ctx, &k->window_pattern) < 0 ||
+	    llm_json_num_opt(c, "rope_local_theta", ctx, &k->rope_local_theta) < 0 || get_act(c, ctx, &k->act) < 0 ||
 	    llm_rope_scaling_load(json_object_get(c, "rope_scaling"), ctx, &k->rope_scaling) < 0)
 		return -1;
 	if (k->n_heads % k->n_kv_heads)
@@ -293,6 +325,10 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 		return llm_seterr("%s: sliding_window %" PRId64 " is negative", ctx, k->sliding_window);
 	if (!json_object_get(c, "rotary_dim"))
 		k->rotary_dim = k->head_dim;
+	if (k->embed_scale < 0 || k->attn_scale < 0 || k->rope_local_theta < 0 || k->window_pattern < 0 ||
+	    !isfinite(k->embed_scale) || !isfinite(k->attn_scale) || !isfinite(k->rope_local_theta))
+		return llm_seterr("%s: embed_scale, attn_scale, rope_local_theta and window_pattern must be positive",
+		    ctx);
 	if (k->rotary_dim < 2 || k->rotary_dim > k->head_dim || k->rotary_dim % 2 || (k->head_dim - k->rotary_dim) % 2)
 		return llm_seterr("%s: rotary_dim %" PRId64 " is not an even number of 2 to head_dim %" PRId64
 				  " that leaves an even rest",
@@ -454,6 +490,18 @@ config_json(const struct llm_model_config *c)
 		json_object_set_new(o, "sliding_window", json_integer(c->sliding_window));
 	if (c->rotary_dim && c->rotary_dim != c->head_dim)
 		json_object_set_new(o, "rotary_dim", json_integer(c->rotary_dim));
+	if (c->post_norms)
+		json_object_set_new(o, "post_norms", json_true());
+	if (c->act != LLM_ACT_SILU)
+		json_object_set_new(o, "hidden_act", json_string(act_names[c->act]));
+	if (c->embed_scale)
+		json_object_set_new(o, "embed_scale", json_real(c->embed_scale));
+	if (c->attn_scale)
+		json_object_set_new(o, "attn_scale", json_real(c->attn_scale));
+	if (c->window_pattern)
+		json_object_set_new(o, "window_pattern", json_integer(c->window_pattern));
+	if (c->rope_local_theta)
+		json_object_set_new(o, "rope_local_theta", json_real(c->rope_local_theta));
 	json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
 	return o;
 }

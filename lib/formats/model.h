@@ -40,6 +40,9 @@ struct llm_rope_scaling {
 	double long_factors[LLM_MAX_ROPE_FACTORS];
 };
 
+/* The MLP's gate activation. */
+enum llm_act { LLM_ACT_SILU, LLM_ACT_GELU_TANH };
+
 struct llm_model_config {
 	int64_t hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
 	int64_t intermediate_size, vocab_size, max_position_embeddings;
@@ -51,7 +54,25 @@ struct llm_model_config {
 	int64_t rotary_dim; /* the leading dims of a head that RoPE rotates (the
 	                     * rest pass through): head_dim, or fewer under
 	                     * partial_rotary_factor (phi3); absent: head_dim */
+	/* Gemma 3's (model.json keys of the same names; absent: the values
+	 * that change nothing) */
+	int post_norms;          /* RMSNorms of the attention's and the MLP's
+	                          * outputs before the residual adds */
+	int act;                 /* enum llm_act ("hidden_act": "silu",
+	                          * "gelu_tanh") */
+	double embed_scale;      /* the embedding rows times it; 0: 1 */
+	double attn_scale;       /* the scores times it; 0: 1/sqrt(head_dim) */
+	int64_t window_pattern;  /* layer l is global when l + 1 is a multiple
+	                          * of it, else local (the sliding window, and
+	                          * rope_local_theta); 0: every layer local */
+	double rope_local_theta; /* the local layers' RoPE base (tables
+	                          * rope.local.*, unscaled); 0: the global
+	                          * tables */
 };
+
+/* Whether layer l of c is a local one: the sliding window (when c has
+ * one) and the local RoPE tables (when c has them) hold there. */
+int llm_layer_local(const struct llm_model_config *c, int64_t l);
 
 /* rope_scaling rs (borrowed; NULL for absent) into *s: 0, or -1 with
  * llm_errmsg naming ctx and a rope type it does not support. */

@@ -187,7 +187,7 @@ for (const t of W.tensors) {
 	written[t.name] = fnv1a(out);
 	const nel = t.shape.reduce((a, b) => a * b, 1);
 	if (nel * dtypeSize[t.dtype] !== t.bytes) bad(`${t.name}: bytes ${t.bytes} != shape x dtype`);
-	if (t.transform === 'copy' || t.transform === 'rotary_halves') {
+	if (t.transform === 'copy' || t.transform === 'rotary_halves' || t.transform === 'add_one') {
 		const s = sources.get(t.source[0]);
 		if (!s) { bad(`${t.name}: no source '${t.source[0]}'`); continue; }
 		const first = t.first_row ?? 0;
@@ -210,21 +210,27 @@ for (const t of W.tensors) {
 		}
 		const rows = Buffer.concat(order.map((r) =>
 			pread(s.fd, s.pos + (first + r) * rowLen * es, rowLen * es)));
-		const want = storeAs(sourceValues(rows, s.dtype), t.dtype);
+		let vals = sourceValues(rows, s.dtype);
+		// add_one (gemma3's norms): 1 + w in float32
+		if (t.transform === 'add_one') vals = vals.map((v) => Math.fround(1 + v));
+		const want = storeAs(vals, t.dtype);
 		if (!want.equals(out)) {
 			let i = 0;
 			while (want[i] === out[i]) i++;
 			bad(`${t.name}: byte ${i} of the tensor differs from ${t.source[0]} in ${s.file} ` +
 				`converted ${s.dtype} -> ${t.dtype}`);
 		}
-	} else if (t.transform === 'rope_cos' || t.transform === 'rope_sin') {
+	} else if (/^rope_(local_)?(cos|sin)$/.test(t.transform)) {
 		nrope++;
 		const [C, half] = t.shape;
 		if (C !== model.limits.max_context || half !== cfg.head_dim / 2) bad(`${t.name}: shape`);
-		const fn = t.transform === 'rope_cos' ? Math.cos : Math.sin;
+		const fn = t.transform.endsWith('cos') ? Math.cos : Math.sin;
+		// the local layers' tables (gemma3): their own base, unscaled
+		const local = t.transform.startsWith('rope_local_');
+		const scaling = local ? null : cfg.rope_scaling;
 		// partial rotary: the dims past rotary_dim pass (cos 1, sin 0)
-		const rd = cfg.rotary_dim ?? cfg.head_dim, af = cfg.rope_scaling?.attention_factor ?? 1;
-		const f = invFreq(rd, cfg.rope_theta, ropeScaling(cfg.rope_scaling));
+		const rd = cfg.rotary_dim ?? cfg.head_dim, af = scaling?.attention_factor ?? 1;
+		const f = invFreq(rd, local ? cfg.rope_local_theta : cfg.rope_theta, ropeScaling(scaling));
 		for (let p = 0; p < C; p++)
 			for (let i = 0; i < half; i++) {
 				const want = i < rd / 2 ? fn(p * f[i]) * af : fn(0);
@@ -236,7 +242,7 @@ for (const t of W.tensors) {
 		// Row 0 is exact: cos 0 = 1 (times the attention factor where it
 		// rotates), sin 0 = 0.
 		for (let i = 0; i < half; i++)
-			if (out.readFloatLE(4 * i) !== (t.transform === 'rope_cos' ? (i < rd / 2 ? Math.fround(af) : 1) : 0))
+			if (out.readFloatLE(4 * i) !== (t.transform.endsWith('cos') ? (i < rd / 2 ? Math.fround(af) : 1) : 0))
 				bad(`${t.name}[0][${i}] is not exact`);
 	} else {
 		bad(`${t.name}: unknown transform ${t.transform}`);

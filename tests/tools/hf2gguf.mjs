@@ -158,7 +158,8 @@ function load(t) {
   return buf;
 }
 
-const arch = opt.arch ?? cfg.model_type;
+// llama.cpp's architecture: the model_type, but gemma3 for gemma3_text
+const arch = opt.arch ?? (cfg.model_type === "gemma3_text" ? "gemma3" : cfg.model_type);
 const D = cfg.hidden_size, L = cfg.num_hidden_layers, H = cfg.num_attention_heads;
 const KVH = cfg.num_key_value_heads ?? H, HD = cfg.head_dim ?? D / H;
 
@@ -248,7 +249,13 @@ for (let l = 0; l < L; l++) {
   add(g + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
   add(g + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
   add(g + "attn_output.weight", p + "self_attn.o_proj.weight");
-  add(g + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+  if (arch === "gemma3") {
+    // Gemma3's four norms: post_attention_layernorm is the attention
+    // output's; the MLP's input norm is pre_feedforward_layernorm
+    add(g + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
+    add(g + "ffn_norm.weight", p + "pre_feedforward_layernorm.weight");
+    add(g + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
+  } else add(g + "ffn_norm.weight", p + "post_attention_layernorm.weight");
   add(g + "ffn_gate.weight", p + "mlp.gate_proj.weight");
   add(g + "ffn_up.weight", p + "mlp.up_proj.weight");
   add(g + "ffn_up.weight", p + "mlp.gate_up_proj.weight"); // phi3: gate and up in one
@@ -290,11 +297,21 @@ if (scaling?.long_factor) {
   tensors.push({ name: "rope_freqs.weight", type: TYPES.F32, shape: [HD / 2], bytes: 2 * HD, as: "data", data });
 }
 
+// Gemma3Model.modify_tensors: every *norm.weight + 1 (Gemma3RMSNorm's 1 + w),
+// added in the tensor's own type (here f32, the checkpoints the tests make)
+const normShift = (t) => arch === "gemma3" && t.name.endsWith("norm.weight");
+for (const t of tensors)
+  if (normShift(t) && t.src.dtype !== "F32") die(`${dir}: gemma3 norms are shifted here only from F32`);
+
 // tensorData: tensor t's bytes as written.
 function tensorData(t) {
   if (t.as === "zeros") return Buffer.alloc(t.bytes);
   if (t.as === "data") return t.data;
   let b = load(t.src);
+  if (normShift(t)) {
+    b = Buffer.from(b);
+    for (let i = 0; i < b.length; i += 4) b.writeFloatLE(Math.fround(1 + b.readFloatLE(i)), i);
+  }
   if (t.heads) b = permute(b, t.shape[0], t.heads);
   return t.as === "q8" ? q8(b, t.src.dtype) : t.as === "f32" ? f32Bytes(b, t.src.dtype) : b;
 }
@@ -319,6 +336,16 @@ u32(`${arch}.attention.head_count_kv`, KVH);
 f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
 f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
 u32(`${arch}.rope.dimension_count`, RD);
+if (arch === "gemma3") {
+  // as Gemma3Model writes them (key and value lengths always; the
+  // pattern, which the converter leaves to llama.cpp's default 6, too)
+  u32(`${arch}.attention.sliding_window`, cfg.sliding_window);
+  u32(`${arch}.attention.sliding_window_pattern`, cfg.sliding_window_pattern ?? 6);
+  if (HD === D / H) {
+    u32(`${arch}.attention.key_length`, HD);
+    u32(`${arch}.attention.value_length`, HD);
+  }
+}
 if (arch === "phi3") {
   // 0: no window (the converter's way to say null)
   u32(`${arch}.attention.sliding_window`, cfg.sliding_window ?? 0);

@@ -124,13 +124,31 @@ static const struct preset presets[] = {
 	 "  \"pad_token_id\": 199999,\n"
 	 "  \"transformers_version\": \"4.45.0\"\n"
 	 "}\n", 0},
+	/* google/gemma-3-1b-it (with --family gemma3): head_dim 256 on 4
+	 * heads of hidden 1152, one kv head, 262144 tokens. */
+	{"gemma-3-1b", 1152, 26, 4, 1, 6912, 262144, 32768, 1, "1e-06", "1000000",
+	 2, 1, 26, 0, "4.50.0.dev0",
+	 "{\n"
+	 "  \"bos_token_id\": 2,\n"
+	 "  \"cache_implementation\": \"hybrid\",\n"
+	 "  \"do_sample\": true,\n"
+	 "  \"eos_token_id\": [\n"
+	 "    1,\n"
+	 "    106\n"
+	 "  ],\n"
+	 "  \"pad_token_id\": 0,\n"
+	 "  \"top_k\": 64,\n"
+	 "  \"top_p\": 0.95,\n"
+	 "  \"transformers_version\": \"4.50.0.dev0\"\n"
+	 "}\n", 256},
 };
 /* clang-format on */
 
-enum family { QWEN2, LLAMA, QWEN3, MISTRAL, PHI3 };
-static const char *const family_names[] = {"qwen2", "llama", "qwen3", "mistral", "phi3"};
+enum family { QWEN2, LLAMA, QWEN3, MISTRAL, PHI3, GEMMA3 };
+static const char *const family_names[] = {"qwen2", "llama", "qwen3", "mistral", "phi3", "gemma3"};
+static const char *const model_types[] = {"qwen2", "llama", "qwen3", "mistral", "phi3", "gemma3_text"};
 static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM",
-	"MistralForCausalLM", "Phi3ForCausalLM"};
+	"MistralForCausalLM", "Phi3ForCausalLM", "Gemma3ForCausalLM"};
 enum init { MATRIX, NORM, BIAS };
 
 struct tensor {
@@ -150,6 +168,7 @@ struct model {
 	int64_t window;      /* mistral's and phi3's sliding_window; 0: null */
 	const char *partial; /* phi3's partial_rotary_factor, as JSON spells it */
 	int64_t longrope;    /* phi3: rope_scaling longrope and this original context; 0: null */
+	int64_t pattern;     /* gemma3's sliding_window_pattern */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -171,7 +190,7 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
 	    "[--head-dim n] [--longrope n] [--partial-rotary f] [--rope-llama3 n] [--sliding-window n] [-s seed] "
-	    "[-t tokenizer-dir] [--vocab n] -o dir\n");
+	    "[-t tokenizer-dir] [--vocab n] [--window-pattern n] -o dir\n");
 }
 
 static void
@@ -182,11 +201,12 @@ help(void)
 	       "Write a Hugging Face checkpoint directory with seeded random weights.\n"
 	       "\n"
 	       "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
-	       "  -f, --family qwen2|llama|qwen3|mistral|phi3\n"
+	       "  -f, --family qwen2|llama|qwen3|mistral|phi3|gemma3\n"
 	       "                              architecture (default qwen2; llama: no q/k/v biases;\n"
 	       "                              qwen3: no biases, q_norm and k_norm; mistral: llama's\n"
 	       "                              layers, MistralConfig; phi3: llama's layers with\n"
-	       "                              qkv_proj and gate_up_proj fused, Phi3Config)\n"
+	       "                              qkv_proj and gate_up_proj fused, Phi3Config; gemma3:\n"
+	       "                              four norms a layer, q/k norms, Gemma3TextConfig)\n"
 	       "  -h, --help                  print this help\n"
 	       "      --head-dim N            head_dim (llama, qwen3, mistral; default hidden / heads)\n"
 	       "  -L, --layers N              number of decoder layers (default: the preset's)\n"
@@ -196,19 +216,23 @@ help(void)
 	       "                              renamed into an existing one)\n"
 	       "      --partial-rotary F      phi3: partial_rotary_factor F (default 0.75, Phi-4-mini's)\n"
 	       "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
-	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini\n"
+	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini,\n"
+	       "                              gemma-3-1b\n"
 	       "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
 	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
 	       "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
-	       "      --sliding-window N      mistral, phi3: sliding_window N (default null)\n"
+	       "      --sliding-window N      mistral, phi3: sliding_window N (default null);\n"
+	       "                              gemma3: of the local layers (default 512)\n"
 	       "  -t, --tokenizer-dir DIR     tokenizer.json, tokenizer_config.json and\n"
 	       "                              chat_template.jinja to copy (default: $LLM_TOKENIZER_DIR,\n"
 	       "                              else ../shared/fixtures/tokenizers/" TOKENIZER_SUBDIR "\n"
 	       "                              of the project, else the cache filled by\n"
 	       "                              tests/tools/fetch-tokenizer)\n"
 	       "  -v, --verbose               say which tokenizer was used and what was written\n"
-	       "      --vocab N               vocab_size N (default: the preset's)\n");
+	       "      --vocab N               vocab_size N (default: the preset's)\n"
+	       "      --window-pattern N      gemma3: sliding_window_pattern N (default 6: every\n"
+	       "                              6th layer global)\n");
 }
 
 /* Random numbers: xoshiro256** seeded through splitmix64, the pair that
@@ -372,12 +396,16 @@ plan(struct model *m)
 			add(m, BIAS, kv, 0, "%s.%lld.self_attn.k_proj.bias", l, (long long)i);
 			add(m, BIAS, kv, 0, "%s.%lld.self_attn.v_proj.bias", l, (long long)i);
 		}
-		if (m->family == QWEN3) {
+		if (m->family == QWEN3 || m->family == GEMMA3) {
 			add(m, NORM, m->head_dim, 0, "%s.%lld.self_attn.q_norm.weight", l, (long long)i);
 			add(m, NORM, m->head_dim, 0, "%s.%lld.self_attn.k_norm.weight", l, (long long)i);
 		}
 		add(m, MATRIX, d, q, "%s.%lld.self_attn.o_proj.weight", l, (long long)i);
 		add(m, NORM, d, 0, "%s.%lld.post_attention_layernorm.weight", l, (long long)i);
+		if (m->family == GEMMA3) {
+			add(m, NORM, d, 0, "%s.%lld.pre_feedforward_layernorm.weight", l, (long long)i);
+			add(m, NORM, d, 0, "%s.%lld.post_feedforward_layernorm.weight", l, (long long)i);
+		}
 		if (m->family == PHI3) {
 			add(m, MATRIX, 2 * p->ffn, d, "%s.%lld.mlp.gate_up_proj.weight", l, (long long)i);
 		} else {
@@ -450,17 +478,23 @@ config_json(const struct model *m, struct llm_buf *b)
 
 	/* Keys sorted, as transformers writes them. */
 	llm_buf_printf(b, "{\n  \"architectures\": [\n    \"%s\"\n  ],\n", architectures[m->family]);
-	if (m->family == LLAMA || m->family == QWEN3)
+	if (m->family == LLAMA || m->family == QWEN3 || m->family == GEMMA3)
 		llm_buf_puts(b, "  \"attention_bias\": false,\n");
+	llm_buf_puts(b, "  \"attention_dropout\": 0.0,\n");
+	if (m->family == GEMMA3)
+		llm_buf_puts(b, "  \"attn_logit_softcapping\": null,\n");
 	llm_buf_printf(b,
-	    "  \"attention_dropout\": 0.0,\n"
 	    "  \"bos_token_id\": %lld,\n"
 	    "  \"eos_token_id\": %lld,\n",
 	    (long long)p->bos, (long long)p->eos);
+	if (m->family == GEMMA3)
+		llm_buf_puts(b, "  \"final_logit_softcapping\": null,\n");
 	if (m->family != QWEN2 && m->family != PHI3)
 		llm_buf_printf(b, "  \"head_dim\": %lld,\n", (long long)m->head_dim);
 	llm_buf_printf(b,
-	    "  \"hidden_act\": \"silu\",\n"
+	    m->family == GEMMA3 ? "  \"hidden_activation\": \"gelu_pytorch_tanh\",\n" :
+				  "  \"hidden_act\": \"silu\",\n");
+	llm_buf_printf(b,
 	    "  \"hidden_size\": %lld,\n"
 	    "  \"initializer_range\": 0.02,\n"
 	    "  \"intermediate_size\": %lld,\n"
@@ -475,13 +509,16 @@ config_json(const struct model *m, struct llm_buf *b)
 	    "  \"num_attention_heads\": %lld,\n"
 	    "  \"num_hidden_layers\": %lld,\n"
 	    "  \"num_key_value_heads\": %lld,\n",
-	    family_names[m->family], (long long)p->heads, (long long)m->layers, (long long)p->kv_heads);
+	    model_types[m->family], (long long)p->heads, (long long)m->layers, (long long)p->kv_heads);
 	if (m->family == PHI3 && m->longrope)
 		llm_buf_printf(b, "  \"original_max_position_embeddings\": %lld,\n", (long long)m->longrope);
 	if (m->family == PHI3)
 		llm_buf_printf(b, "  \"partial_rotary_factor\": %s,\n", m->partial);
 	if (m->family == LLAMA)
 		llm_buf_puts(b, "  \"pretraining_tp\": 1,\n");
+	if (m->family == GEMMA3)
+		/* head_dim, as in Gemma 3 1B, 4B and 12B (and llama.cpp's rule) */
+		llm_buf_printf(b, "  \"query_pre_attn_scalar\": %lld,\n", (long long)m->head_dim);
 	llm_buf_printf(b, "  \"rms_norm_eps\": %s,\n", p->rms_eps);
 	if (m->family == LLAMA && m->rope_llama3)
 		llm_buf_printf(b,
@@ -495,15 +532,22 @@ config_json(const struct model *m, struct llm_buf *b)
 		    (long long)m->rope_llama3);
 	else if (m->family == PHI3 && m->longrope)
 		longrope_json(m, b);
-	else if (m->family == LLAMA || m->family == QWEN3 || m->family == PHI3)
-		llm_buf_puts(b, "  \"rope_scaling\": null,\n");
-	llm_buf_printf(b, "  \"rope_theta\": %s,\n", p->rope_theta);
+	if (m->family == GEMMA3)
+		llm_buf_puts(b, "  \"rope_local_base_freq\": 10000.0,\n");
+	if (m->family == LLAMA || m->family == QWEN3 || m->family == PHI3 || m->family == GEMMA3)
+		if (!(m->family == LLAMA && m->rope_llama3) && !(m->family == PHI3 && m->longrope))
+			llm_buf_puts(b, "  \"rope_scaling\": null,\n");
+	/* Gemma 3's global layers: 1000000, local ones 10000 */
+	llm_buf_printf(b, "  \"rope_theta\": %s,\n", m->family == GEMMA3 ? "1000000.0" : p->rope_theta);
 	if (m->family == QWEN2)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)p->sliding_window);
 	else if (m->family == QWEN3 || ((m->family == MISTRAL || m->family == PHI3) && !m->window))
 		llm_buf_puts(b, "  \"sliding_window\": null,\n");
 	else if (m->family == MISTRAL || m->family == PHI3)
 		llm_buf_printf(b, "  \"sliding_window\": %lld,\n", (long long)m->window);
+	else if (m->family == GEMMA3)
+		llm_buf_printf(b, "  \"sliding_window\": %lld,\n  \"sliding_window_pattern\": %lld,\n",
+		    (long long)(m->window ? m->window : 512), (long long)m->pattern);
 	llm_buf_printf(b,
 	    "  \"tie_word_embeddings\": %s,\n"
 	    "  \"torch_dtype\": \"%s\",\n"
@@ -833,6 +877,7 @@ main(int argc, char **argv)
 		{"tokenizer-dir", required_argument, NULL, 't'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"vocab", required_argument, NULL, 'V'},
+		{"window-pattern", required_argument, NULL, 'w'},
 		{NULL, 0, NULL, 0},
 	};
 	struct model m = {.p = &presets[0], .family = QWEN2, .dtype = LLM_DT_F32, .layers = -1};
@@ -862,8 +907,11 @@ main(int argc, char **argv)
 				m.family = MISTRAL;
 			else if (strcmp(optarg, "phi3") == 0)
 				m.family = PHI3;
+			else if (strcmp(optarg, "gemma3") == 0)
+				m.family = GEMMA3;
 			else
-				bad_usage("unknown family '%s'", optarg, "qwen2, llama, qwen3, mistral or phi3");
+				bad_usage("unknown family '%s'", optarg,
+				    "qwen2, llama, qwen3, mistral, phi3 or gemma3");
 			break;
 		case 'h':
 			help();
@@ -883,7 +931,8 @@ main(int argc, char **argv)
 					m.p = &presets[i];
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
-				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b, qwen3-0.6b or phi-4-mini");
+				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini or "
+				    "gemma-3-1b");
 			break;
 		case 'H':
 			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
@@ -924,6 +973,11 @@ main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'w':
+			if (llm_parse_i64(optarg, 1, 1000, &v) < 0)
+				bad_usage("--window-pattern: %s", llm_errmsg(), NULL);
+			m.pattern = v;
+			break;
 		case 'V':
 			if (llm_parse_i64(optarg, 1, INT32_MAX, &v) < 0)
 				bad_usage("--vocab: %s", llm_errmsg(), NULL);
@@ -946,8 +1000,12 @@ main(int argc, char **argv)
 		bad_usage("%s", "no output directory (-o)", NULL);
 	if (m.rope_llama3 && m.family != LLAMA)
 		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
-	if (m.window && m.family != MISTRAL && m.family != PHI3)
-		bad_usage("%s", "--sliding-window needs --family mistral or phi3", NULL);
+	if (m.window && m.family != MISTRAL && m.family != PHI3 && m.family != GEMMA3)
+		bad_usage("%s", "--sliding-window needs --family mistral, phi3 or gemma3", NULL);
+	if (m.pattern && m.family != GEMMA3)
+		bad_usage("%s", "--window-pattern needs --family gemma3", NULL);
+	if (!m.pattern)
+		m.pattern = 6;
 	if ((m.longrope || m.partial) && m.family != PHI3)
 		bad_usage("%s", m.longrope ? "--longrope needs --family phi3" : "--partial-rotary needs --family phi3",
 		    NULL);
@@ -958,7 +1016,7 @@ main(int argc, char **argv)
 	if (!m.vocab)
 		m.vocab = m.p->vocab;
 	if (m.head_dim && (m.family == QWEN2 || m.family == PHI3))
-		bad_usage("%s", "--head-dim needs --family llama, qwen3 or mistral", NULL);
+		bad_usage("%s", "--head-dim needs --family llama, qwen3, mistral or gemma3", NULL);
 	if (m.p->head_dim && m.family == QWEN2)
 		bad_usage("preset %s needs --family llama or qwen3 (its head_dim is not hidden / heads)", m.p->name,
 		    NULL);

@@ -63,8 +63,12 @@ struct w {
 struct layer {
 	struct w attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
 	struct w ffn_norm, wgate, wup, wdown;
+	struct w attn_post_norm, ffn_post_norm; /* gemma3 */
 	int has_qkv_bias, has_o_bias;
 };
+
+/* Gemma3RMSNorm scales by 1 + g: norm_offset 1 (gemma3), else 0. */
+static double norm_offset;
 
 struct model {
 	struct llm_hfconfig c;
@@ -138,6 +142,7 @@ load(struct model *m, const char *dir)
 	m->dir = dir;
 	if (llm_hfconfig_load(c, dir) < 0)
 		llm_fatal("%s", llm_errmsg());
+	norm_offset = llm_family_spec(c->family)->norm_plus_one;
 	if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0)
 		llm_fatal("%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld", dir,
 		    (long long)c->n_heads, (long long)c->n_kv_heads);
@@ -196,7 +201,16 @@ load(struct model *m, const char *dir)
 		}
 		if (l->has_o_bias)
 			l->bo = need_layer(m, i, "self_attn.o_proj.bias", 0, d);
-		l->ffn_norm = need_layer(m, i, "post_attention_layernorm.weight", 0, d);
+		if (c->post_norms) {
+			/* Gemma3DecoderLayer: post_attention_layernorm is the
+			 * attention output's; the MLP's input norm is
+			 * pre_feedforward_layernorm */
+			l->attn_post_norm = need_layer(m, i, "post_attention_layernorm.weight", 0, d);
+			l->ffn_norm = need_layer(m, i, "pre_feedforward_layernorm.weight", 0, d);
+			l->ffn_post_norm = need_layer(m, i, "post_feedforward_layernorm.weight", 0, d);
+		} else {
+			l->ffn_norm = need_layer(m, i, "post_attention_layernorm.weight", 0, d);
+		}
 		if (c->family == LLM_FAMILY_PHI3) {
 			/* gate, up = gate_up_proj(x).chunk(2, dim=-1) */
 			struct w gu = need_layer(m, i, "mlp.gate_up_proj.weight", 2 * f, d);
@@ -311,11 +325,14 @@ linear(double *y, const double *x, int n, const struct w *w, const struct w *b, 
 	free(xr);
 }
 
-/* out[t] = x[t] * rsqrt(mean(x[t]^2) + eps) * g, for n rows of d. */
+/* out[t] = x[t] * rsqrt(mean(x^2) + eps) * (norm_offset + g), for n rows
+ * of d (out may be x). */
 static void
 rmsnorm(double *out, const double *x, int n, int64_t d, const struct w *g, double eps, double *buf)
 {
 	row(g, 0, buf);
+	for (int64_t i = 0; i < d; i++)
+		buf[i] += norm_offset;
 	for (int t = 0; t < n; t++) {
 		const double *xt = x + (size_t)t * d;
 		double ss = 0, r;
@@ -328,12 +345,13 @@ rmsnorm(double *out, const double *x, int n, int64_t d, const struct w *g, doubl
 }
 
 /* inv_freq[i] of dim rotated dims, as transformers computes it for a
- * sequence of n positions. */
+ * sequence of n positions; a local layer (gemma3's rotary_emb_local):
+ * rope_local_base_freq, unscaled. */
 static double
-inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t dim, int n)
+inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t dim, int n, int local)
 {
-	double f = pow(c->rope_theta, -(double)(2 * i) / (double)dim);
-	const struct llm_rope_scaling *s = &c->rope_scaling;
+	const struct llm_rope_scaling none = {0}, *s = local ? &none : &c->rope_scaling;
+	double f = pow(local ? c->rope_local_theta : c->rope_theta, -(double)(2 * i) / (double)dim);
 	/* longrope: 1 / (ext * base^(2i/dim)), the long factors for a
 	 * sequence past the original context */
 	if (s->longrope)
@@ -358,13 +376,13 @@ inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t dim, int n)
  * where rotate_half(x) = (-x2, x1) and both halves share the angles
  * pos * inv_freq[i]; cos and sin times the attention factor (longrope). */
 static void
-rope(double *x, int64_t nh, int64_t hd, int pos, int n, const struct llm_hfconfig *cf)
+rope(double *x, int64_t nh, int64_t hd, int pos, int n, const struct llm_hfconfig *cf, int local)
 {
 	int64_t rd = cf->rotary_dim, half = rd / 2;
-	double af = cf->rope_scaling.attention_factor ? cf->rope_scaling.attention_factor : 1;
+	double af = cf->rope_scaling.attention_factor && !local ? cf->rope_scaling.attention_factor : 1;
 
 	for (int64_t i = 0; i < half; i++) {
-		double inv_freq = inv_freq_of(cf, i, rd, n);
+		double inv_freq = inv_freq_of(cf, i, rd, n, local);
 		double a = (double)pos * inv_freq, c = cos(a) * af, s = sin(a) * af;
 		for (int64_t h = 0; h < nh; h++) {
 			double *xh = x + h * hd;
@@ -384,7 +402,7 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 	int64_t d = c->hidden_size, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
 	int64_t q_dim = nh * hd, kv_dim = nkv * hd, f = c->intermediate_size;
 	int64_t group = nh / nkv, widest = d;
-	double scale = 1.0 / sqrt((double)hd);
+	double scale = c->attn_scale ? c->attn_scale : 1.0 / sqrt((double)hd);
 	double *x, *h, *q, *k, *v, *att, *o, *g, *u, *buf, *p;
 
 	if (f > widest)
@@ -405,9 +423,18 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 
 	for (int t = 0; t < n; t++)
 		row(&m->embed, tokens[t], x + (size_t)t * d);
+	/* Gemma3TextScaledWordEmbedding: times embed_scale */
+	for (size_t i = 0; c->embed_scale && i < (size_t)n * d; i++)
+		x[i] *= c->embed_scale;
 
 	for (int64_t li = 0; li < c->n_layers; li++) {
 		const struct layer *l = &m->layers[li];
+		/* gemma3: a local layer (not a multiple of the pattern) has
+		 * the window and its own RoPE base; else every layer has
+		 * the window (mistral) */
+		int local = !c->window_pattern || (li + 1) % c->window_pattern != 0;
+		int64_t win = local ? c->sliding_window : 0;
+		int own = local && c->rope_local_theta;
 
 		rmsnorm(h, x, n, d, &l->attn_norm, c->rms_norm_eps, buf);
 		linear(q, h, n, &l->wq, l->has_qkv_bias ? &l->bq : NULL, buf);
@@ -419,8 +446,8 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 			rmsnorm(k, k, n * (int)nkv, hd, &l->k_norm, c->rms_norm_eps, buf);
 		}
 		for (int t = 0; t < n; t++) {
-			rope(q + (size_t)t * q_dim, nh, hd, t, n, c);
-			rope(k + (size_t)t * kv_dim, nkv, hd, t, n, c);
+			rope(q + (size_t)t * q_dim, nh, hd, t, n, c, own);
+			rope(k + (size_t)t * kv_dim, nkv, hd, t, n, c, own);
 		}
 		/* Causal attention: position t sees positions 0..t, or with
 		 * Mistral's sliding window W the last W of them (t - W < j). */
@@ -430,8 +457,7 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 				int64_t kh = hh / group;
 				double max = -INFINITY, sum = 0;
 				double *out = att + (size_t)t * q_dim + hh * hd;
-				int j0 = c->sliding_window && t >= c->sliding_window ? t - (int)c->sliding_window + 1 :
-										       0;
+				int j0 = win && t >= win ? t - (int)win + 1 : 0;
 
 				for (int j = j0; j <= t; j++) {
 					const double *kj = k + (size_t)j * kv_dim + kh * hd;
@@ -456,15 +482,24 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 				}
 			}
 		linear(o, att, n, &l->wo, l->has_o_bias ? &l->bo : NULL, buf);
+		if (c->post_norms)
+			rmsnorm(o, o, n, d, &l->attn_post_norm, c->rms_norm_eps, buf);
 		for (size_t i = 0; i < (size_t)n * d; i++)
 			x[i] += o[i];
 
 		rmsnorm(h, x, n, d, &l->ffn_norm, c->rms_norm_eps, buf);
 		linear(g, h, n, &l->wgate, NULL, buf);
 		linear(u, h, n, &l->wup, NULL, buf);
-		for (size_t i = 0; i < (size_t)n * f; i++)
-			g[i] = g[i] / (1.0 + exp(-g[i])) * u[i];
+		for (size_t i = 0; i < (size_t)n * f; i++) {
+			double a = g[i];
+			/* SiLU, or gelu_pytorch_tanh: 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3))) */
+			g[i] = c->act == LLM_ACT_GELU_TANH ?
+			    0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))) * u[i] :
+			    a / (1.0 + exp(-a)) * u[i];
+		}
 		linear(o, g, n, &l->wdown, NULL, buf);
+		if (c->post_norms)
+			rmsnorm(o, o, n, d, &l->ffn_post_norm, c->rms_norm_eps, buf);
 		for (size_t i = 0; i < (size_t)n * d; i++)
 			x[i] += o[i];
 	}

@@ -85,6 +85,7 @@ function loadConfig(dir) {
   else if (j.model_type === "qwen3" || arch === "Qwen3ForCausalLM") family = "qwen3";
   else if (j.model_type === "mistral" || arch === "MistralForCausalLM") family = "mistral";
   else if (j.model_type === "phi3" || arch === "Phi3ForCausalLM") family = "phi3";
+  else if (j.model_type === "gemma3_text" || arch === "Gemma3ForCausalLM") family = "gemma3";
   else die(`${file}: unsupported model_type '${j.model_type}'`);
   const need = (k) => {
     if (typeof j[k] !== "number") die(`${file}: missing number '${k}'`);
@@ -100,8 +101,8 @@ function loadConfig(dir) {
     vocab_size: need("vocab_size"),
     num_key_value_heads: j.num_key_value_heads ?? j.num_attention_heads,
     rms_norm_eps: j.rms_norm_eps ?? 1e-6,
-    rope_theta: j.rope_theta ?? 10000.0,
-    tie_word_embeddings: j.tie_word_embeddings ?? false,
+    rope_theta: j.rope_theta ?? (family === "gemma3" ? 1000000.0 : 10000.0),
+    tie_word_embeddings: j.tie_word_embeddings ?? family === "gemma3",
     attention_bias: j.attention_bias ?? false,
     hidden_act: j.hidden_act ?? "silu",
     // MistralConfig's and Phi3Config's sliding_window (null: none);
@@ -109,9 +110,21 @@ function loadConfig(dir) {
     sliding_window: family === "mistral" || family === "phi3" ? j.sliding_window ?? null : null,
     max_position_embeddings: j.max_position_embeddings ?? (family === "phi3" ? 4096 : 2048),
   };
+  if (family === "gemma3") {
+    // Gemma3TextConfig's defaults
+    c.hidden_act = j.hidden_activation ?? "gelu_pytorch_tanh";
+    c.query_pre_attn_scalar = j.query_pre_attn_scalar ?? 256;
+    c.sliding_window = j.sliding_window ?? 4096;
+    c.rope_local_base_freq = j.rope_local_base_freq ?? 10000.0;
+    const pattern = j.sliding_window_pattern ?? 6;
+    c.layer_types = j.layer_types ?? Array.from({ length: c.num_hidden_layers },
+      (_, i) => ((i + 1) % pattern ? "sliding_attention" : "full_attention"));
+    if (c.hidden_act !== "gelu_pytorch_tanh") die(`${file}: hidden_activation '${c.hidden_act}' is not supported`);
+  }
   // Qwen3Config's head_dim defaults to 128
-  c.head_dim = j.head_dim ?? (family === "qwen3" ? 128 : Math.floor(c.hidden_size / c.num_attention_heads));
-  if (c.hidden_act !== "silu") die(`${file}: hidden_act '${c.hidden_act}' is not supported`);
+  c.head_dim = j.head_dim ?? (family === "qwen3" ? 128 : family === "gemma3" ? 256 :
+    Math.floor(c.hidden_size / c.num_attention_heads));
+  if (family !== "gemma3" && c.hidden_act !== "silu") die(`${file}: hidden_act '${c.hidden_act}' is not supported`);
   // _compute_default_rope_parameters: dim = int(head_dim * partial_rotary_factor)
   c.rotary_dim = Math.trunc(c.head_dim * (j.partial_rotary_factor ?? 1.0));
   try {
@@ -422,18 +435,35 @@ function silu(x) {
   return x / (1 + Math.exp(-x));
 }
 
+// ACT2FN["gelu_pytorch_tanh"]: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+function geluTanh(x) {
+  return 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+}
+
 // ---- the model ----------------------------------------------------------
 
 function forward(c, st, ids) {
   const D = c.hidden_size, H = c.num_attention_heads, KVH = c.num_key_value_heads;
   const hd = c.head_dim, F = c.intermediate_size, V = c.vocab_size, T = ids.length;
-  const nRep = H / KVH, scaling = hd ** -0.5;
+  const nRep = H / KVH;
+  // Gemma3Attention: query_pre_attn_scalar ** -0.5
+  const scaling = c.family === "gemma3" ? c.query_pre_attn_scalar ** -0.5 : hd ** -0.5;
+  // Gemma3RMSNorm: x * rsqrt(mean(x^2) + eps) * (1 + w)
+  const gemma = c.family === "gemma3";
+  const normW = (w) => (gemma ? { shape: w.shape, data: w.data.map((v) => 1 + v) } : w);
   if (!Number.isInteger(nRep)) die("num_attention_heads is not a multiple of num_key_value_heads");
 
   // nn.Embedding
   const embed = st.get("model.embed_tokens.weight", [V, D]);
   let hidden = tensor([T, D]);
   for (let t = 0; t < T; t++) hidden.data.set(embed.data.subarray(ids[t] * D, (ids[t] + 1) * D), t * D);
+  // Gemma3TextScaledWordEmbedding: times embed_scale, a float32 tensor of sqrt(hidden_size)
+  if (gemma) {
+    const normalizer = Math.fround(Math.sqrt(D));
+    for (let i = 0; i < T * D; i++) hidden.data[i] *= normalizer;
+  }
+  // Gemma3's local layers: rotary_emb_local, rope_local_base_freq, unscaled
+  const local = gemma ? rotaryEmbedding(T, c.rotary_dim, c.rope_local_base_freq, null, null) : null;
 
   const { cos, sin } = rotaryEmbedding(T, c.rotary_dim, c.rope_theta, c.rope_scaling, c.longrope);
   const qkvBias = c.family === "qwen2" || c.attention_bias;
@@ -448,10 +478,13 @@ function forward(c, st, ids) {
   for (let l = 0; l < c.num_hidden_layers; l++) {
     const p = `model.layers.${l}.`;
     const W = (n, shape) => st.get(p + n, shape);
+    const N = (n, shape) => normW(W(n, shape));
+    const sliding = gemma && c.layer_types[l] === "sliding_attention";
+    const rot = sliding ? local : { cos, sin };
 
     // self-attention block
     let residual = hidden;
-    let x = rmsNorm(hidden, W("input_layernorm.weight", [D]), c.rms_norm_eps);
+    let x = rmsNorm(hidden, N("input_layernorm.weight", [D]), c.rms_norm_eps);
     let qs, ks, vs;
     if (c.family === "phi3") {
       // Phi3Attention: qkv = qkv_proj(x); query_pos = heads * head_dim;
@@ -468,18 +501,23 @@ function forward(c, st, ids) {
       vs = toHeads(linearLayer(x, W("self_attn.v_proj.weight", [KVH * hd, D]),
         qkvBias ? W("self_attn.v_proj.bias", [KVH * hd]) : null), KVH, hd);
     }
-    const qn = c.family === "qwen3" ? headNorm(qs, W("self_attn.q_norm.weight", [hd])) : qs;
-    const kn = c.family === "qwen3" ? headNorm(ks, W("self_attn.k_norm.weight", [hd])) : ks;
-    const qr = applyPartialRotary(qn, cos, sin), kr = applyPartialRotary(kn, cos, sin);
-    const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling, c.sliding_window));
+    const qkNorm = c.family === "qwen3" || gemma;
+    const qn = qkNorm ? headNorm(qs, N("self_attn.q_norm.weight", [hd])) : qs;
+    const kn = qkNorm ? headNorm(ks, N("self_attn.k_norm.weight", [hd])) : ks;
+    const qr = applyPartialRotary(qn, rot.cos, rot.sin), kr = applyPartialRotary(kn, rot.cos, rot.sin);
+    const window = gemma ? (sliding ? c.sliding_window : null) : c.sliding_window;
+    const attnOut = fromHeads(attention(qr, kr, vs, nRep, scaling, window));
     x = linearLayer(attnOut, W("self_attn.o_proj.weight", [D, H * hd]),
       oBias ? W("self_attn.o_proj.bias", [D]) : null);
+    // Gemma3DecoderLayer: post_attention_layernorm on the attention's output
+    if (gemma) x = rmsNorm(x, N("post_attention_layernorm.weight", [D]), c.rms_norm_eps);
     hidden = tensor([T, D]);
     for (let i = 0; i < T * D; i++) hidden.data[i] = residual.data[i] + x.data[i];
 
     // MLP block
     residual = hidden;
-    x = rmsNorm(hidden, W("post_attention_layernorm.weight", [D]), c.rms_norm_eps);
+    x = gemma ? rmsNorm(hidden, N("pre_feedforward_layernorm.weight", [D]), c.rms_norm_eps) :
+      rmsNorm(hidden, W("post_attention_layernorm.weight", [D]), c.rms_norm_eps);
     let gate, up;
     if (c.family === "phi3") {
       // Phi3MLP: gate, up_states = gate_up_proj(x).chunk(2, dim=-1)
@@ -491,13 +529,15 @@ function forward(c, st, ids) {
       up = linearLayer(x, W("mlp.up_proj.weight", [F, D]), null);
     }
     const act = tensor([T, F]);
-    for (let i = 0; i < T * F; i++) act.data[i] = silu(gate.data[i]) * up.data[i];
+    const actFn = gemma ? geluTanh : silu;
+    for (let i = 0; i < T * F; i++) act.data[i] = actFn(gate.data[i]) * up.data[i];
     x = linearLayer(act, W("mlp.down_proj.weight", [D, F]), null);
+    if (gemma) x = rmsNorm(x, N("post_feedforward_layernorm.weight", [D]), c.rms_norm_eps);
     hidden = tensor([T, D]);
     for (let i = 0; i < T * D; i++) hidden.data[i] = residual.data[i] + x.data[i];
   }
 
-  hidden = rmsNorm(hidden, st.get("model.norm.weight", [D]), c.rms_norm_eps);
+  hidden = rmsNorm(hidden, normW(st.get("model.norm.weight", [D])), c.rms_norm_eps);
   const lmHead = c.tie_word_embeddings || !st.has("lm_head.weight") ? embed : st.get("lm_head.weight", [V, D]);
   return linearLayer(hidden, lmHead, null); // [T, V]
 }

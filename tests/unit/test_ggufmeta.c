@@ -234,8 +234,8 @@ x_zero(struct g *g)
 
 T_TEST(config_refusals)
 {
-	T_CHECK(
-	    config_fails(x_arch, "t.gguf: unsupported architecture 'mamba' (supported: qwen2, llama, qwen3, phi3)"));
+	T_CHECK(config_fails(x_arch,
+	    "t.gguf: unsupported architecture 'mamba' (supported: qwen2, llama, qwen3, phi3, gemma3)"));
 	T_CHECK(config_fails(x_heads,
 	    "t.gguf: key 'llama.attention.head_count' 2 is not a multiple of "
 	    "'llama.attention.head_count_kv' 3"));

@@ -63,6 +63,9 @@ static const char llama3[] = "{\"architectures\": [\"LlamaForCausalLM\"], \"atte
 #define LLAMA "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", " REQ
 #define MISTRAL "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", " REQ
 #define PHI3 "{\"architectures\": [\"Phi3ForCausalLM\"], \"model_type\": \"phi3\", " REQ
+#define GEMMA3 "{\"architectures\": [\"Gemma3ForCausalLM\"], \"model_type\": \"gemma3_text\"," \
+	" \"hidden_size\": 64, \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"intermediate_size\": 128," \
+	" \"vocab_size\": 1000"
 /* longrope factors of a rotary_dim of 16 (the REQ head) */
 #define LR8 "[1, 1, 1, 1, 1, 1, 1, 1]"
 
@@ -185,6 +188,41 @@ T_TEST(phi4_mini_config_is_read)
 	dir = mkckpt(PHI3 ", \"rope_scaling\": null, \"sliding_window\": 2047}", NULL);
 	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
 	T_CHECK(c.rotary_dim == 16 && c.sliding_window == 2047 && c.max_position_embeddings == 4096);
+	free(dir);
+}
+
+/* google/gemma-3-1b-it's config.json. */
+static const char gemma3_1b[] =
+    "{\"architectures\": [\"Gemma3ForCausalLM\"], \"attention_bias\": false, \"attention_dropout\": 0.0,"
+    " \"attn_logit_softcapping\": null, \"bos_token_id\": 2, \"cache_implementation\": \"hybrid\","
+    " \"eos_token_id\": [1, 106], \"final_logit_softcapping\": null, \"head_dim\": 256,"
+    " \"hidden_activation\": \"gelu_pytorch_tanh\", \"hidden_size\": 1152, \"initializer_range\": 0.02,"
+    " \"intermediate_size\": 6912, \"max_position_embeddings\": 32768, \"model_type\": \"gemma3_text\","
+    " \"num_attention_heads\": 4, \"num_hidden_layers\": 26, \"num_key_value_heads\": 1, \"pad_token_id\": 0,"
+    " \"query_pre_attn_scalar\": 256, \"rms_norm_eps\": 1e-06, \"rope_local_base_freq\": 10000,"
+    " \"rope_scaling\": null, \"rope_theta\": 1000000, \"sliding_window\": 512, \"sliding_window_pattern\": 6,"
+    " \"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.50.0.dev0\", \"use_cache\": true,"
+    " \"vocab_size\": 262144}";
+
+T_TEST(gemma3_config_is_read)
+{
+	char *dir = mkckpt(gemma3_1b, NULL);
+	struct llm_hfconfig c;
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_GEMMA3 && strcmp(c.family_name, "gemma3") == 0);
+	T_CHECK(c.head_dim == 256 && c.n_kv_heads == 1 && c.qk_norm && c.post_norms && c.act == LLM_ACT_GELU_TANH);
+	T_CHECK(
+	    c.sliding_window == 512 && c.window_pattern == 6 && c.rope_local_theta == 10000 && c.rope_theta == 1000000);
+	T_CHECK(c.attn_scale == 1.0 / 16 && c.embed_scale == (float)sqrt(1152.0) && c.tie_word_embeddings);
+	T_CHECK(c.n_eos == 2 && c.bos_id == 2);
+	free(dir);
+	/* the defaults (Gemma3TextConfig's); layer_types in place of the pattern */
+	dir = mkckpt(GEMMA3 ", \"query_pre_attn_scalar\": 64, \"layer_types\": [\"sliding_attention\","
+			    " \"full_attention\", \"sliding_attention\"]}",
+	    NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.head_dim == 256 && c.sliding_window == 4096 && c.window_pattern == 2 && c.attn_scale == 0.125 &&
+	    c.rope_theta == 1000000 && c.max_position_embeddings == 131072 && c.tie_word_embeddings);
 	free(dir);
 }
 
@@ -333,15 +371,24 @@ static const struct {
 	{ PHI3 ", \"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 0, 1, 1, 1, 1, 1, 1],"
 	       " \"long_factor\": " LR8 ", \"factor\": 2}}",
 	    "rope_scaling: short_factor[1]: expected a positive number" },
-	{ "{\"architectures\": [\"Gemma3ForCausalLM\"], " REQ "}",
-	    "unsupported architecture 'Gemma3ForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
-	    "Qwen3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM)" },
+	{ "{\"architectures\": [\"Gemma2ForCausalLM\"], " REQ "}",
+	    "unsupported architecture 'Gemma2ForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
+	    "Qwen3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM)" },
+	{ "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], " REQ "}",
+	    "unsupported architecture 'Gemma3ForConditionalGeneration'" },
+	{ GEMMA3 ", \"hidden_activation\": \"gelu\"}", "hidden_activation 'gelu' is not supported" },
+	{ GEMMA3 ", \"final_logit_softcapping\": 30.0}", "final_logit_softcapping is not supported" },
+	{ GEMMA3 ", \"layer_types\": [\"sliding_attention\", \"sliding_attention\"]}",
+	    "layer_types: expected an array of 3 strings" },
+	{ GEMMA3 ", \"layer_types\": [\"full_attention\", \"sliding_attention\", \"full_attention\"]}",
+	    "layer_types[1]: 'sliding_attention', where the pattern of 1 layers has 'full_attention'" },
+	{ "{\"model_type\": \"gemma3\", " REQ "}", "unsupported model_type 'gemma3'" },
 	{ "{\"architectures\": [\"Qwen2ForSequenceClassification\"], \"model_type\": \"qwen2\", " REQ "}",
 	    "unsupported architecture 'Qwen2ForSequenceClassification'" },
 	{ "{\"architectures\": [\"Qwen2ForCausalLM\"], \"model_type\": \"llama\", " REQ "}",
 	    "model_type 'llama' does not match architecture 'Qwen2ForCausalLM'" },
 	{ "{\"model_type\": \"gemma\", " REQ "}",
-	    "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3, mistral, phi3)" },
+	    "unsupported model_type 'gemma' (supported: qwen2, llama, qwen3, mistral, phi3, gemma3_text)" },
 	{ "{" REQ "}", "neither 'architectures' nor 'model_type' given" },
 	{ "{\"architectures\": \"LlamaForCausalLM\", " REQ "}", "key 'architectures': expected an array of strings" },
 	{ "{\"architectures\": [7], " REQ "}", "key 'architectures': expected an array of strings" },
@@ -467,6 +514,7 @@ main(void)
 	T_RUN(llama_config_is_read);
 	T_RUN(mistral_config_is_read);
 	T_RUN(phi4_mini_config_is_read);
+	T_RUN(gemma3_config_is_read);
 	T_RUN(defaults_follow_transformers);
 	T_RUN(explicit_values_override_defaults);
 	T_RUN(bad_configs_are_rejected);

@@ -238,7 +238,7 @@ T_TEST(build_and_parse_round_trip)
 	d.source_dir = "/m";
 	d.source_files = src;
 	d.nsource_files = 1;
-	d.cfg = (struct llm_model_config){8, 1, 2, 1, 4, 16, 10, 32, 1e-6, 10000, 1, 0, 0, 0, {0}, 4};
+	d.cfg = (struct llm_model_config){8, 1, 2, 1, 4, 16, 10, 32, 1e-6, 10000, 1, 0, 0, 0, {0}, 4, 0, 0, 0, 0, 0, 0};
 	d.weight_dtype = LLM_DT_BF16;
 	d.kv_dtype = LLM_DT_F16;
 	d.max_context = 32;
