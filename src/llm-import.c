@@ -300,6 +300,17 @@ rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, en
 	return rs;
 }
 
+/* A checkpoint's name of a role: the prefix of a multimodal checkpoint's
+ * text model ("" else), then the family's name of it. */
+static const char *
+src_name(const char *prefix, const char *f, int layer, char *buf, size_t n)
+{
+	size_t l = (size_t)snprintf(buf, n, "%s", prefix);
+	if (l < n)
+		snprintf(buf + l, n - l, f, layer);
+	return buf;
+}
+
 static const char *
 role_name(const char *f, int layer, char *buf, size_t n)
 {
@@ -331,7 +342,7 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	int nd_ = llm_role_shape(role, mc, shape); \
 	struct rowsel rs_ = rows_of(fs, names, gguf, role, mc, dir); \
 	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
-	    role_name(names[role], layer, hn, sizeof(hn)), role, layer, &rs_, nd_ == 2, \
+	    src_name(c->tensor_prefix, names[role], layer, hn, sizeof(hn)), role, layer, &rs_, nd_ == 2, \
 	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
 } while (0)
 
@@ -577,8 +588,11 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	if (o->wdt == LLM_DT_NONE) {
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
+		char en[160];
 		const struct llm_source_tensor *e = llm_source_find(src,
-		    gguf ? fs->gguf[LLM_ROLE_EMBED] : fs->hf[LLM_ROLE_EMBED], &err);
+		    gguf ? fs->gguf[LLM_ROLE_EMBED] :
+			   src_name(cfg.tensor_prefix, fs->hf[LLM_ROLE_EMBED], 0, en, sizeof(en)),
+		    &err);
 		o->wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
 		    cfg.torch_dtype != LLM_DT_NONE                ? cfg.torch_dtype :
 								    LLM_DT_F32;

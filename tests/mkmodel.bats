@@ -250,8 +250,17 @@ check_tiny() {
 		and .intermediate_size == 6912 and .vocab_size == 262144 and .sliding_window == 512
 		and .sliding_window_pattern == 6 and .tie_word_embeddings == true' "$T/g1/config.json" >/dev/null
 	check_tensors "$T/g1" gemma3 BF16 1 1152 1024 256 6912 262144 true 256
+	# --multimodal: Gemma3ForConditionalGeneration's layout, the same values
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --multimodal --seed 1 -o "$T/mm"
+	jq -e '.architectures == ["Gemma3ForConditionalGeneration"] and .model_type == "gemma3" and
+		.text_config.model_type == "gemma3_text" and .text_config.sliding_window == 5' "$T/mm/config.json" >/dev/null
+	n=$(hdrlen "$T/mm/model.safetensors")
+	tail -c +9 "$T/mm/model.safetensors" | head -c "$n" |
+		jq -e '(keys - ["__metadata__"]) | all(startswith("language_model.") or startswith("vision_tower."))' >/dev/null
 	run -2 --separate-stderr mkmodel --window-pattern 2 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: --window-pattern needs --family gemma3"* ]]
+	run -2 --separate-stderr mkmodel --multimodal -o "$T/m"
+	[[ ${stderr_lines[0]} == "mkmodel: --multimodal needs --family gemma3"* ]]
 }
 
 @test "--preset qwen3-0.6b: Qwen3-0.6B's config and shapes (q 2048 wide on hidden 1024, head_dim 128)" {

@@ -92,6 +92,16 @@ agree_tiny() {
 	local d="$BATS_TEST_TMPDIR/g3"
 	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --seed 1 -o "$d" >&2
 	agree "$d" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	# 4B's layout (text_config, language_model.) and linear RoPE scaling
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --rope-linear 8.0 --multimodal \
+		--seed 1 -o "$d-mm" >&2
+	agree "$d-mm" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	# the scaling reaches the global layer only: the first position's logits
+	# (angle 0) are the unscaled model's, the rest not
+	cp "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/mm.f32"
+	agree "$d" --tokens 9707,11,1879,0,151643,3,77,5,6,7 --all
+	cmp -n $((151936 * 4)) "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/mm.f32"
+	! cmp -s "$BATS_TEST_TMPDIR/c.f32" "$BATS_TEST_TMPDIR/mm.f32"
 }
 
 @test "refmodel and refmodel.mjs agree on tiny llama with f32 weights" {

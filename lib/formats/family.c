@@ -165,6 +165,12 @@ static const struct llm_family_spec specs[] = {
 		.name = "gemma3",
 		.model_type = "gemma3_text",
 		.architectures = {"Gemma3ForCausalLM"},
+		/* Gemma3TextConfig's, which 4B's text_config leaves out */
+		.defaults = "{\"vocab_size\": 262208, \"hidden_size\": 2304, \"intermediate_size\": 9216,"
+			    " \"num_hidden_layers\": 26, \"num_attention_heads\": 8, \"num_key_value_heads\": 4}",
+		.wrapper_arch = "Gemma3ForConditionalGeneration",
+		.wrapper_config = "text_config",
+		.wrapper_prefix = "language_model.",
 		.max_position_embeddings = 131072,
 		.qkv_bias = 0,
 		.window = 3,

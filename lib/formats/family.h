@@ -96,6 +96,15 @@ struct llm_family_spec {
 	                                         * (gemma3; GGUF files hold 1 + w) */
 	int embed_scale;                 /* the embedding rows times sqrt(hidden_size) */
 	int tied;                        /* tie_word_embeddings' default */
+	/* config.json keys the family's config class defaults (a JSON
+	 * object: a key the config lacks takes its value), or NULL */
+	const char *defaults;
+	/* A multimodal model whose text model is this family's
+	 * (Gemma3ForConditionalGeneration): its architecture, the config key
+	 * of the text model's config, the keys the text config takes from
+	 * the top when it lacks them, and the prefix of the text model's
+	 * tensor names in the checkpoint. */
+	const char *wrapper_arch, *wrapper_config, *wrapper_prefix;
 	/* Checkpoint names per role; "%d" is the layer.  Roles of a layer
 	 * that name one tensor (Phi-3's qkv_proj) take consecutive parts of
 	 * its rows, in role order (llm_role_part). */

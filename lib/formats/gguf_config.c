@@ -276,7 +276,25 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	if ((rc = llm_gguf_get_strdup(g, k, &scaling)) < 0)
 		goto out;
 	rc = -1;
-	if (scaling && strcmp(scaling, "none") != 0) {
+	if (scaling && strcmp(scaling, "linear") == 0) {
+		/* every inv_freq / A.rope.scaling.factor (gemma3: the global
+		 * layers'), as freq_factors of that one factor */
+		double f = 0;
+		if ((rc = get_real(g, arch, "rope.scaling.factor", &f)) != 0) {
+			if (rc == 1)
+				llm_seterr("%s: key '%s' 'linear' without '%s.rope.scaling.factor'", g->path, k, arch);
+			rc = -1;
+			goto out;
+		}
+		rc = -1;
+		if (!(f > 0) || c->rotary_dim / 2 > LLM_MAX_ROPE_FACTORS) {
+			llm_seterr("%s: key '%s.rope.scaling.factor': %g is not a positive number", g->path, arch, f);
+			goto out;
+		}
+		c->rope_scaling.nfactors = (int)(c->rotary_dim / 2);
+		for (int i = 0; i < c->rope_scaling.nfactors; i++)
+			c->rope_scaling.factors[i] = f;
+	} else if (scaling && strcmp(scaling, "none") != 0) {
 		llm_seterr("%s: key '%s': rope scaling '%s' is not supported", g->path, k, scaling);
 		goto out;
 	}
@@ -284,7 +302,12 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 	 * that divide each inv_freq, f32 [rotary_dim / 2]; longrope (phi3)
 	 * as the long and the short ones, with the original context and the
 	 * attention factor in the metadata */
-	if (factors(g, LLM_GGUF_ROPE_FREQS, c->rotary_dim, c->rope_scaling.factors, &c->rope_scaling.nfactors) < 0)
+	if (llm_gguf_find_tensor(g, LLM_GGUF_ROPE_FREQS) && c->rope_scaling.nfactors) {
+		llm_seterr("%s: tensor '%s' and a linear rope scaling", g->path, LLM_GGUF_ROPE_FREQS);
+		goto out;
+	}
+	if (!c->rope_scaling.nfactors &&
+	    factors(g, LLM_GGUF_ROPE_FREQS, c->rotary_dim, c->rope_scaling.factors, &c->rope_scaling.nfactors) < 0)
 		goto out;
 	int nlong = 0, nshort = 0;
 	if (factors(g, LLM_GGUF_ROPE_LONG, c->rotary_dim, c->rope_scaling.long_factors, &nlong) < 0 ||

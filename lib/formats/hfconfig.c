@@ -259,17 +259,85 @@ gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	return 0;
 }
 
+/* The config to read, a new reference: a multimodal config's text model
+ * (the family's wrapper_config, with the top's token ids and dtype where
+ * it lacks them, and the family's architecture), then the family's
+ * defaults for the keys it lacks; NULL with llm_errmsg. */
+static json_t *
+text_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+{
+	const json_t *archs = json_object_get(j, "architectures"), *a0 = json_array_get(archs, 0); /* borrowed */
+	const struct llm_family_spec *fs = NULL;
+	json_t *t;
+
+	for (int f = LLM_FAMILY_NONE + 1; f < LLM_FAMILY_COUNT && json_is_string(a0); f++) {
+		const struct llm_family_spec *s = llm_family_spec(f);
+		if (s->wrapper_arch && strcmp(json_string_value(a0), s->wrapper_arch) == 0)
+			fs = s;
+	}
+	if (fs) {
+		static const char *const top[] = {"bos_token_id", "eos_token_id", "torch_dtype", "dtype",
+			"tie_word_embeddings"};
+		const json_t *sub = json_object_get(j, fs->wrapper_config); /* borrowed */
+		if (!json_is_object(sub))
+			return llm_seterr("%s: %s without an object '%s'", ctx, fs->wrapper_arch, fs->wrapper_config),
+			       NULL;
+		t = json_deep_copy(sub);
+		for (size_t i = 0; i < LLM_NELEM(top); i++)
+			if (!json_object_get(t, top[i]) && json_object_get(j, top[i]))
+				json_object_set(t, top[i], json_object_get(j, top[i]));
+		json_object_set_new(t, "architectures", json_pack("[s]", fs->architectures[0]));
+		json_object_set_new(t, "model_type", json_string(llm_family_model_type(fs)));
+		snprintf(c->tensor_prefix, sizeof(c->tensor_prefix), "%s", fs->wrapper_prefix);
+	} else
+		t = json_deep_copy(j);
+	return t;
+}
+
+/* Keys of the family's config class that the config lacks take its
+ * defaults (family.h). */
+static void
+add_defaults(json_t *t, const struct llm_family_spec *fs)
+{
+	json_t *d = fs->defaults ? json_loads(fs->defaults, 0, NULL) : NULL, *v;
+	const char *k;
+
+	json_object_foreach (d, k, v) {
+		if (!json_object_get(t, k))
+			json_object_set(t, k, v);
+	}
+	json_decref(d);
+}
+
+static int parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struct llm_family_spec *fs);
+
 static int
-parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
+parse_config(struct llm_hfconfig *c, const json_t *j0, const char *ctx)
 {
 	const struct llm_family_spec *fs = NULL;
+	json_t *j;
+	int rc;
+
+	if (!json_is_object(j0))
+		return llm_seterr("%s: not a JSON object", ctx);
+	if (!(j = text_config(c, j0, ctx)))
+		return -1;
+	rc = decide_family(c, j, ctx, &fs);
+	if (rc == 0 && c->tensor_prefix[0])
+		snprintf(c->architecture, sizeof(c->architecture), "%s", fs->wrapper_arch);
+	if (rc == 0) {
+		add_defaults(j, fs);
+		rc = parse_body(c, j, ctx, fs);
+	}
+	json_decref(j);
+	return rc;
+}
+
+static int
+parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struct llm_family_spec *fs)
+{
 	const char *s;
 	int b;
-
-	if (!json_is_object(j))
-		return llm_seterr("%s: not a JSON object", ctx);
-	if (decide_family(c, j, ctx, &fs) < 0)
-		return -1;
 	if (size_key(j, "hidden_size", ctx, 1, &c->hidden_size) < 0 ||
 	    size_key(j, "num_hidden_layers", ctx, 1, &c->n_layers) < 0 ||
 	    size_key(j, "num_attention_heads", ctx, 1, &c->n_heads) < 0 ||
@@ -310,8 +378,8 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	if (llm_rope_scaling_load(json_object_get(j, "rope_scaling"), ctx, &c->rope_scaling) < 0)
 		return -1;
 	if (c->rope_scaling.nfactors && !c->rope_scaling.longrope)
-		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default', 'llama3' and "
-				  "'longrope')",
+		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default', 'linear', "
+				  "'llama3' and 'longrope')",
 		    ctx);
 	/* transformers: dim = int(head_dim * partial_rotary_factor) */
 	double prf = 1;
@@ -324,6 +392,18 @@ parse_config(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		    ctx, prf, (long long)c->head_dim, (long long)c->rotary_dim);
 	if (c->rope_scaling.longrope && longrope(c, j, ctx) < 0)
 		return -1;
+	if (c->rope_scaling.linear) {
+		/* _compute_linear_scaling_rope_parameters: inv_freq / factor,
+		 * as freq_factors of the one factor */
+		struct llm_rope_scaling *r = &c->rope_scaling;
+		r->nfactors = (int)(c->rotary_dim / 2);
+		if (r->nfactors > LLM_MAX_ROPE_FACTORS)
+			return llm_seterr("%s: rope_scaling 'linear': rotary_dim %lld is too large", ctx,
+			    (long long)c->rotary_dim);
+		for (int i = 0; i < r->nfactors; i++)
+			r->factors[i] = r->factor;
+		r->linear = 0;
+	}
 	if (fs->window == 3) {
 		if (gemma3(c, j, ctx) < 0)
 			return -1;

@@ -17,13 +17,16 @@
 
 struct llm_hfconfig {
 	enum llm_family family;
-	char family_name[16];  /* "qwen2", "llama", "qwen3" or "mistral" */
-	char architecture[64]; /* architectures[0] */
-	int64_t hidden_size;   /* d */
-	int64_t n_layers;      /* num_hidden_layers */
-	int64_t n_heads;       /* num_attention_heads */
-	int64_t n_kv_heads;    /* num_key_value_heads (default n_heads) */
-	int64_t head_dim;      /* head_dim, default hidden_size / n_heads */
+	char family_name[16];   /* "qwen2", "llama", "qwen3" or "mistral" */
+	char architecture[64];  /* architectures[0] */
+	char tensor_prefix[32]; /* of the text model's tensor names in a
+	                         * multimodal checkpoint ("language_model."),
+	                         * else "" */
+	int64_t hidden_size;    /* d */
+	int64_t n_layers;       /* num_hidden_layers */
+	int64_t n_heads;        /* num_attention_heads */
+	int64_t n_kv_heads;     /* num_key_value_heads (default n_heads) */
+	int64_t head_dim;       /* head_dim, default hidden_size / n_heads */
 	int64_t intermediate_size;
 	int64_t vocab_size;
 	int64_t max_position_embeddings;

@@ -209,8 +209,17 @@ llm_rope_scaling_load(const json_t *rs, const char *ctx, struct llm_rope_scaling
 		s->longrope = 1;
 		return 0;
 	}
+	if (strcmp(type, "linear") == 0) {
+		if (llm_json_num(rs, "factor", c, &s->factor) < 0)
+			return -1;
+		if (!(s->factor > 0 && isfinite(s->factor)))
+			return llm_seterr("%s: 'factor': expected a positive number", c);
+		s->linear = 1;
+		return 0;
+	}
 	if (strcmp(type, "llama3") != 0)
-		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default', 'llama3' and 'longrope')",
+		return llm_seterr("%s: rope_scaling '%.64s' is not supported (only 'default', 'linear', 'llama3' and "
+				  "'longrope')",
 		    ctx, llm_json_shown(type));
 	if (llm_json_num(rs, "factor", c, &s->factor) < 0 ||
 	    llm_json_num(rs, "low_freq_factor", c, &s->low_freq_factor) < 0 ||
@@ -333,8 +342,8 @@ load_config(struct llm_model *m, json_t *c, const char *ctx)
 		return llm_seterr("%s: rotary_dim %" PRId64 " is not an even number of 2 to head_dim %" PRId64
 				  " that leaves an even rest",
 		    ctx, k->rotary_dim, k->head_dim);
-	if (k->rope_scaling.longrope)
-		return llm_seterr("%s: rope_scaling 'longrope' is fixed for one context at import (freq_factors)", ctx);
+	if (k->rope_scaling.longrope || k->rope_scaling.linear)
+		return llm_seterr("%s: rope_scaling 'longrope' and 'linear' are freq_factors in model.json", ctx);
 	if (k->rope_scaling.nfactors && k->rope_scaling.nfactors != k->rotary_dim / 2)
 		return llm_seterr("%s: rope_scaling: %d factors, not rotary_dim / 2 = %" PRId64, ctx,
 		    k->rope_scaling.nfactors, k->rotary_dim / 2);

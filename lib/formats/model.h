@@ -37,6 +37,8 @@ struct llm_rope_scaling {
 	double attention_factor; /* cos and sin times it; 0 reads as 1 */
 	int longrope;            /* long_factors (nfactors of them) past
 	                          * original_max_position_embeddings */
+	int linear;              /* config.json's linear: every inv_freq / factor
+	                          * (hfconfig.c makes it freq_factors) */
 	double long_factors[LLM_MAX_ROPE_FACTORS];
 };
 

@@ -98,7 +98,17 @@ const exists = (f) => fs.existsSync(path.join(dir, f));
 
 // ---- the checkpoint --------------------------------------------------------
 
-const cfg = readJson("config.json");
+let cfg = readJson("config.json");
+// Gemma3ForConditionalGeneration: the text model (text_config, with
+// Gemma3TextConfig's defaults; tensors under language_model.), as the
+// converter's Gemma3Model takes it; the vision tower is left out
+let prefix = "";
+if ((cfg.architectures ?? [])[0] === "Gemma3ForConditionalGeneration") {
+  cfg = { vocab_size: 262208, hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26,
+    num_attention_heads: 8, num_key_value_heads: 4, eos_token_id: cfg.eos_token_id, ...cfg.text_config,
+    model_type: "gemma3_text" };
+  prefix = "language_model.";
+}
 if (opt.vocab) cfg.vocab_size = opt.vocab;
 
 // The safetensors headers: name -> { file, dtype, shape, begin, end }, the
@@ -220,6 +230,7 @@ function q8(buf, dtype) {
 const TYPES = { F32: 0, F16: 1, BF16: 30 }, Q8_0 = 8, IQ4_NL = 20;
 const tensors = [];
 function add(gname, hname, heads) {
+  hname = prefix + hname;
   if (opt.drop.has(gname) || !header.has(hname)) return;
   const t = hfTensor(hname);
   if (!(t.dtype in TYPES)) die(`${path.join(dir, t.file)}: tensor '${hname}': dtype ${t.dtype} is not F32, F16 or BF16`);
@@ -290,6 +301,8 @@ if (scaling?.long_factor) {
     f.forEach((v, i) => data.writeFloatLE(v, 4 * i));
     tensors.push({ name, type: TYPES.F32, shape: [f.length], bytes: data.length, as: "data", data });
   }
+} else if ((scaling?.rope_type ?? scaling?.type) === "linear") {
+  // TextModel.set_gguf_parameters: rope.scaling.type linear and its factor
 } else if (scaling) {
   const f = invFreq(HD, cfg.rope_theta ?? 10000, null), g = invFreq(HD, cfg.rope_theta ?? 10000, scaling);
   const data = Buffer.alloc(2 * HD);
@@ -334,6 +347,10 @@ u32(`${arch}.feed_forward_length`, cfg.intermediate_size);
 u32(`${arch}.attention.head_count`, H);
 u32(`${arch}.attention.head_count_kv`, KVH);
 f32(`${arch}.rope.freq_base`, cfg.rope_theta ?? 10000);
+if ((scaling?.rope_type ?? scaling?.type) === "linear") {
+  str(`${arch}.rope.scaling.type`, "linear");
+  f32(`${arch}.rope.scaling.factor`, scaling.factor);
+}
 f32(`${arch}.attention.layer_norm_rms_epsilon`, cfg.rms_norm_eps);
 u32(`${arch}.rope.dimension_count`, RD);
 if (arch === "gemma3") {

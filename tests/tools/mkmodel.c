@@ -169,6 +169,9 @@ struct model {
 	const char *partial; /* phi3's partial_rotary_factor, as JSON spells it */
 	int64_t longrope;    /* phi3: rope_scaling longrope and this original context; 0: null */
 	int64_t pattern;     /* gemma3's sliding_window_pattern */
+	const char *linear;  /* gemma3: rope_scaling linear of this factor (JSON) */
+	int wrap;            /* gemma3: as Gemma3ForConditionalGeneration (4B and
+	                      * up): text_config, tensors under language_model. */
 	uint64_t seed;
 	struct tensor *t;
 	size_t nt, cap;
@@ -190,7 +193,7 @@ usage(FILE *fp)
 	fprintf(fp,
 	    "usage: mkmodel [-hv] [-d dtype] [-f family] [-L layers] [-p preset] "
 	    "[--head-dim n] [--longrope n] [--partial-rotary f] [--rope-llama3 n] [--sliding-window n] [-s seed] "
-	    "[-t tokenizer-dir] [--vocab n] [--window-pattern n] -o dir\n");
+	    "[-t tokenizer-dir] [--multimodal] [--rope-linear f] [--vocab n] [--window-pattern n] -o dir\n");
 }
 
 static void
@@ -210,6 +213,9 @@ help(void)
 	       "  -h, --help                  print this help\n"
 	       "      --head-dim N            head_dim (llama, qwen3, mistral; default hidden / heads)\n"
 	       "  -L, --layers N              number of decoder layers (default: the preset's)\n"
+	       "      --multimodal            gemma3: as Gemma3ForConditionalGeneration (4B and up):\n"
+	       "                              the config in text_config, the tensors under\n"
+	       "                              language_model. (the same values), a vision tensor\n"
 	       "      --longrope N            phi3: rope_scaling longrope (short and long factors\n"
 	       "                              made from the seed) and original_max_position_embeddings N\n"
 	       "  -o, --output DIR            output directory (created; replaced files are\n"
@@ -221,6 +227,7 @@ help(void)
 	       "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
 	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
+	       "      --rope-linear F         gemma3: rope_scaling linear of factor F (4B: 8.0)\n"
 	       "  -s, --seed N                random seed, 0 .. 2^63-1 (default 0)\n"
 	       "      --sliding-window N      mistral, phi3: sliding_window N (default null);\n"
 	       "                              gemma3: of the local layers (default 512)\n"
@@ -358,7 +365,8 @@ add(struct model *m, enum init init, int64_t d0, int64_t d1, const char *fmt, ..
 	va_start(ap, fmt);
 	llm_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	t->name = b.p;
+	t->name = m->wrap ? llm_xasprintf("language_model.%s", b.p) : llm_xstrdup(b.p);
+	llm_buf_free(&b);
 	t->init = init;
 	t->ndim = d1 ? 2 : 1;
 	t->shape[0] = d0;
@@ -417,6 +425,12 @@ plan(struct model *m)
 	add(m, NORM, d, 0, "model.norm.weight");
 	if (!p->tied)
 		add(m, MATRIX, m->vocab, d, "lm_head.weight");
+	if (m->wrap) {
+		/* a tensor of the vision tower, which the text model ignores */
+		add(m, NORM, 8, 0, "vision");
+		free(m->t[m->nt - 1].name);
+		m->t[m->nt - 1].name = llm_xstrdup("vision_tower.vision_model.post_layernorm.weight");
+	}
 	qsort(m->t, m->nt, sizeof(*m->t), cmp_tensor);
 	for (size_t i = 0; i < m->nt; i++) {
 		struct tensor *t = &m->t[i];
@@ -534,8 +548,12 @@ config_json(const struct model *m, struct llm_buf *b)
 		longrope_json(m, b);
 	if (m->family == GEMMA3)
 		llm_buf_puts(b, "  \"rope_local_base_freq\": 10000.0,\n");
+	if (m->family == GEMMA3 && m->linear)
+		llm_buf_printf(b, "  \"rope_scaling\": {\n    \"factor\": %s,\n    \"rope_type\": \"linear\"\n  },\n",
+		    m->linear);
 	if (m->family == LLAMA || m->family == QWEN3 || m->family == PHI3 || m->family == GEMMA3)
-		if (!(m->family == LLAMA && m->rope_llama3) && !(m->family == PHI3 && m->longrope))
+		if (!(m->family == LLAMA && m->rope_llama3) && !(m->family == PHI3 && m->longrope) &&
+		    !(m->family == GEMMA3 && m->linear))
 			llm_buf_puts(b, "  \"rope_scaling\": null,\n");
 	/* Gemma 3's global layers: 1000000, local ones 10000 */
 	llm_buf_printf(b, "  \"rope_theta\": %s,\n", m->family == GEMMA3 ? "1000000.0" : p->rope_theta);
@@ -712,7 +730,10 @@ write_safetensors(const struct model *m, float *f32, uint16_t *h16)
 		double base = t->init == NORM ? 1.0 : 0.0;
 		struct rng r;
 
-		rng_init(&r, m->seed, t->name);
+		/* seeded by the text model's name: a wrapped model holds the
+		 * same weights */
+		rng_init(&r, m->seed,
+		    t->name + (strncmp(t->name, "language_model.", 15) == 0 ? strlen("language_model.") : 0));
 		while (n > 0) {
 			size_t k = n < CHUNK ? (size_t)n : CHUNK;
 			const void *out = f32;
@@ -878,6 +899,8 @@ main(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"vocab", required_argument, NULL, 'V'},
 		{"window-pattern", required_argument, NULL, 'w'},
+		{"multimodal", no_argument, NULL, 'M'},
+		{"rope-linear", required_argument, NULL, 'N'},
 		{NULL, 0, NULL, 0},
 	};
 	struct model m = {.p = &presets[0], .family = QWEN2, .dtype = LLM_DT_F32, .layers = -1};
@@ -973,6 +996,17 @@ main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'M':
+			m.wrap = 1;
+			break;
+		case 'N': {
+			char *end;
+			double f = strtod(optarg, &end);
+			if (end == optarg || *end || !(f >= 1))
+				bad_usage("--rope-linear: '%s' is not a number of at least 1", optarg, NULL);
+			m.linear = optarg;
+			break;
+		}
 		case 'w':
 			if (llm_parse_i64(optarg, 1, 1000, &v) < 0)
 				bad_usage("--window-pattern: %s", llm_errmsg(), NULL);
@@ -1002,8 +1036,12 @@ main(int argc, char **argv)
 		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
 	if (m.window && m.family != MISTRAL && m.family != PHI3 && m.family != GEMMA3)
 		bad_usage("%s", "--sliding-window needs --family mistral, phi3 or gemma3", NULL);
-	if (m.pattern && m.family != GEMMA3)
-		bad_usage("%s", "--window-pattern needs --family gemma3", NULL);
+	if ((m.pattern || m.wrap || m.linear) && m.family != GEMMA3)
+		bad_usage("%s",
+		    m.pattern  ? "--window-pattern needs --family gemma3" :
+			m.wrap ? "--multimodal needs --family gemma3" :
+				 "--rope-linear needs --family gemma3",
+		    NULL);
 	if (!m.pattern)
 		m.pattern = 6;
 	if ((m.longrope || m.partial) && m.family != PHI3)
@@ -1061,6 +1099,31 @@ main(int argc, char **argv)
 
 	plan(&m);
 	config_json(&m, &cfg);
+	if (m.wrap) {
+		/* Gemma3ForConditionalGeneration: the text model's config as
+		 * text_config */
+		struct llm_buf w = {0};
+		llm_buf_printf(&w,
+		    "{\n  \"architectures\": [\n    \"Gemma3ForConditionalGeneration\"\n  ],\n"
+		    "  \"boi_token_index\": 255999,\n  \"eoi_token_index\": 256000,\n  \"eos_token_id\": %lld,\n"
+		    "  \"image_token_index\": 262144,\n  \"model_type\": \"gemma3\",\n  \"text_config\": ",
+		    (long long)m.p->eos);
+		for (const char *q = cfg.p; *q; q++) {
+			if (q[1] == 0 && *q == '\n')
+				break;
+			llm_buf_printf(&w, "%c", *q);
+			if (*q == '\n')
+				llm_buf_puts(&w, "  ");
+		}
+		llm_buf_printf(&w,
+		    ",\n  \"torch_dtype\": \"%s\",\n  \"vision_config\": {\n"
+		    "    \"model_type\": \"siglip_vision_model\"\n  }\n}\n",
+		    m.dtype == LLM_DT_F32     ? "float32" :
+			m.dtype == LLM_DT_F16 ? "float16" :
+						"bfloat16");
+		llm_buf_free(&cfg);
+		cfg = w;
+	}
 	put_file("config.json", cfg.p);
 	put_file("generation_config.json", m.p->genconfig);
 	static const char *tokfiles[] = {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"};

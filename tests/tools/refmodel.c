@@ -80,10 +80,20 @@ struct model {
 
 /* Look up a tensor and check its shape: [rows, cols], or [cols] when rows
  * is 0. */
+/* The tensor name of a multimodal checkpoint's text model: with its
+ * prefix ("language_model."). */
+static const struct llm_st_tensor *
+find(struct model *m, const char *name)
+{
+	char full[320];
+	snprintf(full, sizeof(full), "%s%s", m->c.tensor_prefix, name);
+	return llm_st_find(&m->st, full);
+}
+
 static struct w
 need(struct model *m, const char *name, int64_t rows, int64_t cols)
 {
-	const struct llm_st_tensor *t = llm_st_find(&m->st, name);
+	const struct llm_st_tensor *t = find(m, name);
 	struct w w;
 
 	if (!t)
@@ -130,7 +140,7 @@ has_layer(struct model *m, int64_t i, const char *what)
 	char name[256];
 
 	snprintf(name, sizeof(name), "model.layers.%lld.%s", (long long)i, what);
-	return llm_st_find(&m->st, name) != NULL;
+	return find(m, name) != NULL;
 }
 
 static void
@@ -160,7 +170,7 @@ load(struct model *m, const char *dir)
 	v = c->vocab_size;
 	m->embed = need(m, "model.embed_tokens.weight", v, d);
 	m->final_norm = need(m, "model.norm.weight", 0, d);
-	if (c->tie_word_embeddings || !llm_st_find(&m->st, "lm_head.weight"))
+	if (c->tie_word_embeddings || !find(m, "lm_head.weight"))
 		m->lm_head = m->embed;
 	else
 		m->lm_head = need(m, "lm_head.weight", v, d);
@@ -356,6 +366,9 @@ inv_freq_of(const struct llm_hfconfig *c, int64_t i, int64_t dim, int n, int loc
 	 * sequence past the original context */
 	if (s->longrope)
 		return f / (n > s->original_max_position_embeddings ? s->long_factors[i] : s->factors[i]);
+	/* linear (hfconfig.c gives its factor as factors): inv_freq / factor */
+	if (s->nfactors)
+		return f / s->factors[i];
 	if (!s->llama3)
 		return f;
 	/* llama3: torch.where(wavelen > low_wavelen, f / factor, f), then the

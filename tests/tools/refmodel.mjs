@@ -78,6 +78,19 @@ function loadConfig(dir) {
   } catch (e) {
     die(`${file}: ${e.code ? e.message : "bad JSON: " + e.message}`);
   }
+  // Gemma3ForConditionalGeneration: the text model's config is text_config
+  // (Gemma3TextConfig, its defaults for what it leaves out), its tensors
+  // under language_model.
+  let prefix = "";
+  if ((j.architectures || [])[0] === "Gemma3ForConditionalGeneration") {
+    const t = j.text_config;
+    j = {
+      vocab_size: 262208, hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26,
+      num_attention_heads: 8, num_key_value_heads: 4, tie_word_embeddings: j.tie_word_embeddings, ...t,
+      architectures: ["Gemma3ForCausalLM"], model_type: "gemma3_text",
+    };
+    prefix = "language_model.";
+  }
   const arch = (j.architectures || [])[0] || "";
   let family;
   if (j.model_type === "qwen2" || arch === "Qwen2ForCausalLM") family = "qwen2";
@@ -109,6 +122,7 @@ function loadConfig(dir) {
     // Qwen2's needs use_sliding_window
     sliding_window: family === "mistral" || family === "phi3" ? j.sliding_window ?? null : null,
     max_position_embeddings: j.max_position_embeddings ?? (family === "phi3" ? 4096 : 2048),
+    prefix,
   };
   if (family === "gemma3") {
     // Gemma3TextConfig's defaults
@@ -454,7 +468,8 @@ function forward(c, st, ids) {
   if (!Number.isInteger(nRep)) die("num_attention_heads is not a multiple of num_key_value_heads");
 
   // nn.Embedding
-  const embed = st.get("model.embed_tokens.weight", [V, D]);
+  const P = c.prefix;
+  const embed = st.get(P + "model.embed_tokens.weight", [V, D]);
   let hidden = tensor([T, D]);
   for (let t = 0; t < T; t++) hidden.data.set(embed.data.subarray(ids[t] * D, (ids[t] + 1) * D), t * D);
   // Gemma3TextScaledWordEmbedding: times embed_scale, a float32 tensor of sqrt(hidden_size)
@@ -476,7 +491,7 @@ function forward(c, st, ids) {
   };
 
   for (let l = 0; l < c.num_hidden_layers; l++) {
-    const p = `model.layers.${l}.`;
+    const p = `${P}model.layers.${l}.`;
     const W = (n, shape) => st.get(p + n, shape);
     const N = (n, shape) => normW(W(n, shape));
     const sliding = gemma && c.layer_types[l] === "sliding_attention";
@@ -537,8 +552,8 @@ function forward(c, st, ids) {
     for (let i = 0; i < T * D; i++) hidden.data[i] = residual.data[i] + x.data[i];
   }
 
-  hidden = rmsNorm(hidden, normW(st.get("model.norm.weight", [D])), c.rms_norm_eps);
-  const lmHead = c.tie_word_embeddings || !st.has("lm_head.weight") ? embed : st.get("lm_head.weight", [V, D]);
+  hidden = rmsNorm(hidden, normW(st.get(P + "model.norm.weight", [D])), c.rms_norm_eps);
+  const lmHead = c.tie_word_embeddings || !st.has(P + "lm_head.weight") ? embed : st.get(P + "lm_head.weight", [V, D]);
   return linearLayer(hidden, lmHead, null); // [T, V]
 }
 

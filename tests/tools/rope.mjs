@@ -12,7 +12,7 @@
 export function ropeScaling(rs) {
   const type = rs ? (rs.rope_type ?? rs.type) : "default";
   if (type === "default") return null;
-  if (!["llama3", "longrope", "freq_factors"].includes(type))
+  if (!["llama3", "longrope", "freq_factors", "linear"].includes(type))
     throw new Error(`rope_scaling '${type}' is not supported`);
   return rs;
 }
@@ -25,6 +25,11 @@ export function invFreq(dim, base, scaling) {
   if (scaling.rope_type === "freq_factors") {
     // model.json's: each inv_freq divided by its factor (ggml's freq_factors)
     for (let i = 0; i < half; i++) f[i] /= scaling.factors[i];
+    return f;
+  }
+  if ((scaling.rope_type ?? scaling.type) === "linear") {
+    // _compute_linear_scaling_rope_parameters: inv_freq /= factor
+    for (let i = 0; i < half; i++) f[i] /= scaling.factor;
     return f;
   }
   const { factor, low_freq_factor: lo, high_freq_factor: hi } = scaling;

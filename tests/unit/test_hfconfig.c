@@ -224,6 +224,23 @@ T_TEST(gemma3_config_is_read)
 	T_CHECK(c.head_dim == 256 && c.sliding_window == 4096 && c.window_pattern == 2 && c.attn_scale == 0.125 &&
 	    c.rope_theta == 1000000 && c.max_position_embeddings == 131072 && c.tie_word_embeddings);
 	free(dir);
+	/* google/gemma-3-4b-it: Gemma3ForConditionalGeneration, the text
+	 * config without the keys that keep Gemma3TextConfig's defaults,
+	 * linear scaling (the global layers'), tensors under language_model. */
+	dir = mkckpt("{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"eos_token_id\": [1, 106],"
+		     " \"model_type\": \"gemma3\", \"text_config\": {\"hidden_size\": 2560,"
+		     " \"intermediate_size\": 10240, \"model_type\": \"gemma3_text\", \"num_hidden_layers\": 34,"
+		     " \"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, \"sliding_window\": 1024},"
+		     " \"torch_dtype\": \"bfloat16\", \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}",
+	    NULL);
+	T_CHECKF(llm_hfconfig_load(&c, dir) == 0, "%s", llm_errmsg());
+	T_CHECK(c.family == LLM_FAMILY_GEMMA3 && strcmp(c.architecture, "Gemma3ForConditionalGeneration") == 0 &&
+	    strcmp(c.tensor_prefix, "language_model.") == 0);
+	T_CHECK(c.hidden_size == 2560 && c.n_layers == 34 && c.n_heads == 8 && c.n_kv_heads == 4 &&
+	    c.vocab_size == 262208 && c.head_dim == 256 && c.sliding_window == 1024 && c.n_eos == 2 &&
+	    c.torch_dtype == LLM_DT_BF16);
+	T_CHECK(c.rope_scaling.nfactors == 128 && c.rope_scaling.factors[0] == 8 && c.rope_scaling.factors[127] == 8);
+	free(dir);
 }
 
 T_TEST(defaults_follow_transformers)
@@ -342,8 +359,11 @@ static const struct {
 	{ LLAMA ", \"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0,"
 	        " \"original_max_position_embeddings\": 8192.5, \"rope_type\": \"llama3\"}}",
 	    "original_max_position_embeddings 8192.5 is not a positive whole number" },
-	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
-	    "rope_scaling 'linear' is not supported (only 'default', 'llama3' and 'longrope')" },
+	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\"}}", "rope_scaling: missing key 'factor'" },
+	{ LLAMA ", \"rope_scaling\": {\"type\": \"linear\", \"factor\": -2}}",
+	    "rope_scaling: 'factor': expected a positive number" },
+	{ LLAMA ", \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}}",
+	    "rope_scaling 'dynamic' is not supported (only 'default', 'linear', 'llama3' and 'longrope')" },
 	{ QWEN ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", "rope_scaling 'yarn' is not supported" },
 	{ LLAMA ", \"rope_scaling\": {\"factor\": 2.0}}", "rope_scaling without 'rope_type' is not supported" },
 	{ LLAMA ", \"rope_scaling\": \"linear\"}", "key 'rope_scaling': expected an object or null" },
@@ -375,7 +395,10 @@ static const struct {
 	    "unsupported architecture 'Gemma2ForCausalLM' (supported: Qwen2ForCausalLM, LlamaForCausalLM, "
 	    "Qwen3ForCausalLM, MistralForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM)" },
 	{ "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], " REQ "}",
-	    "unsupported architecture 'Gemma3ForConditionalGeneration'" },
+	    "Gemma3ForConditionalGeneration without an object 'text_config'" },
+	{ "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"text_config\": {\"hidden_size\": 64,"
+	  " \"num_attention_heads\": 3}}",
+	    "num_attention_heads 3 is not a multiple of num_key_value_heads 4" },
 	{ GEMMA3 ", \"hidden_activation\": \"gelu\"}", "hidden_activation 'gelu' is not supported" },
 	{ GEMMA3 ", \"final_logit_softcapping\": 30.0}", "final_logit_softcapping is not supported" },
 	{ GEMMA3 ", \"layer_types\": [\"sliding_attention\", \"sliding_attention\"]}",
