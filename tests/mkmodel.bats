@@ -276,6 +276,18 @@ check_tiny() {
 	[[ ${stderr_lines[0]} == "mkmodel: preset qwen3-0.6b needs --family llama or qwen3"* ]]
 }
 
+@test "--preset llama-3.2-1b and mistral-7b: their configs and shapes (issue 44)" {
+	mkmodel --preset llama-3.2-1b --family llama --rope-llama3 8192 -L 1 --dtype bf16 -o "$T/l32"
+	jq -e '.hidden_size == 2048 and .num_attention_heads == 32 and .num_key_value_heads == 8 and .head_dim == 64
+		and .vocab_size == 128256 and .rope_theta == 500000 and .tie_word_embeddings == true
+		and .rope_scaling.original_max_position_embeddings == 8192' "$T/l32/config.json" >/dev/null
+	check_tensors "$T/l32" llama BF16 1 2048 2048 512 8192 128256 true 64
+	mkmodel --preset mistral-7b --family mistral -L 1 --dtype bf16 -o "$T/m7"
+	jq -e '.hidden_size == 4096 and .intermediate_size == 14336 and .vocab_size == 32768 and .rope_theta == 1000000
+		and .sliding_window == null' "$T/m7/config.json" >/dev/null
+	check_tensors "$T/m7" llama BF16 1 4096 4096 1024 14336 32768 false 128
+}
+
 @test "mkmodel -h prints the usage and the options" {
 	run -0 mkmodel -h
 	[[ ${lines[0]} == "usage: mkmodel "*" -o dir" ]]

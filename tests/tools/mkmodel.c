@@ -141,6 +141,30 @@ static const struct preset presets[] = {
 	 "  \"top_p\": 0.95,\n"
 	 "  \"transformers_version\": \"4.50.0.dev0\"\n"
 	 "}\n", 256},
+	/* meta-llama/Llama-3.2-1B-Instruct (with --family llama; its RoPE
+	 * scaling: --rope-llama3 8192). */
+	{"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 1, "1e-05", "500000.0",
+	 128000, 128009, 16, 0, "4.45.0.dev0",
+	 "{\n"
+	 "  \"bos_token_id\": 128000,\n"
+	 "  \"do_sample\": true,\n"
+	 "  \"eos_token_id\": [\n"
+	 "    128001,\n"
+	 "    128008,\n"
+	 "    128009\n"
+	 "  ],\n"
+	 "  \"temperature\": 0.6,\n"
+	 "  \"top_p\": 0.9,\n"
+	 "  \"transformers_version\": \"4.45.0.dev0\"\n"
+	 "}\n", 64},
+	/* mistralai/Mistral-7B-Instruct-v0.3 (with --family mistral). */
+	{"mistral-7b", 4096, 32, 32, 8, 14336, 32768, 32768, 0, "1e-05", "1000000.0",
+	 1, 2, 32, 0, "4.42.0.dev0",
+	 "{\n"
+	 "  \"bos_token_id\": 1,\n"
+	 "  \"eos_token_id\": 2,\n"
+	 "  \"transformers_version\": \"4.42.0.dev0\"\n"
+	 "}\n", 128},
 };
 /* clang-format on */
 
@@ -223,7 +247,7 @@ help(void)
 	       "      --partial-rotary F      phi3: partial_rotary_factor F (default 0.75, Phi-4-mini's)\n"
 	       "  -p, --preset NAME           tiny (default), tiny-k, qwen2.5-0.5b,\n"
 	       "                              ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini,\n"
-	       "                              gemma-3-1b\n"
+	       "                              gemma-3-1b, llama-3.2-1b, mistral-7b\n"
 	       "      --rope-llama3 N         llama: rope_scaling llama3 with Llama 3.2's factor 32,\n"
 	       "                              low_freq_factor 1, high_freq_factor 4 and\n"
 	       "                              original_max_position_embeddings N (8192 in Llama 3.2)\n"
@@ -954,8 +978,8 @@ main(int argc, char **argv)
 					m.p = &presets[i];
 			if (!m.p)
 				bad_usage("unknown preset '%s'", optarg,
-				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini or "
-				    "gemma-3-1b");
+				    "tiny, tiny-k, qwen2.5-0.5b, ds-r1-distill-qwen-1.5b, qwen3-0.6b, phi-4-mini, "
+				    "gemma-3-1b, llama-3.2-1b or mistral-7b");
 			break;
 		case 'H':
 			if (llm_parse_i64(optarg, 2, 1024, &v) < 0 || v % 2)
