@@ -290,12 +290,12 @@ same_tokenizer() {
 	g=$(small)
 	build "$g" "$T/out" "--max-context 64 --prefill-chunk 16"
 	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 4
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$g" OUT="$T/out" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$g" OUT="$T/out" \
 		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16"
 	assert_output --partial "Nothing to be done"
 	sleep 1
 	touch "$g"
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$g" OUT="$T/out" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="$LLM" MODEL="$g" OUT="$T/out" \
 		IMPORT_FLAGS="--max-context 64 --prefill-chunk 16"
 	assert_output --partial "llm-import"
 	refute_output --partial "llm-lower"

@@ -94,7 +94,7 @@ logits() {
 
 @test "a second build makes nothing, touching the checkpoint lowers nothing" {
 	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF"
 	assert_output --partial "Nothing to be done"
 	cp -r "$BATS_FILE_TMPDIR/tiny" "$T/ck"
@@ -102,7 +102,7 @@ logits() {
 	before=$(stat -c %Y "$T/out2/model.llm")
 	sleep 1
 	touch "$T/ck/config.json"
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$T/ck" OUT="$T/out2" IMPORT_FLAGS="$IF"
 	assert_output --partial "llm-import"
 	refute_output --partial "llm-lower"
@@ -114,7 +114,7 @@ logits() {
 	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
 	logits "$T/out" "$T/before.f32"
 	rm "$T/out/weights.bin"
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF"
 	assert_output --partial "llm-pack-weights"
 	refute_output --partial "llm-lower"
@@ -128,7 +128,7 @@ logits() {
 	build "$BATS_FILE_TMPDIR/tiny" "$T/a" layer
 	n=$(ls "$T/cache" | wc -l)
 	[ "$n" -gt 0 ]
-	run -0 make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/b" LOWER_FLAGS=-v IMPORT_FLAGS="$IF"
 	[ "$(grep -c 'cache hit' <<<"$output")" -eq "$n" ]
 	[ "$(ls "$T/cache" | wc -l)" -eq "$n" ]
