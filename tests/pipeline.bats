@@ -53,6 +53,16 @@ logits() {
 	run -0 cmpf32 -a 1e-4 "$T/ref" "$T/first"
 }
 
+@test "none, layer and stage builds give bit-identical logits (gemma3: local and global layers, four norms a layer; issue 44)" {
+	mkmodel --preset tiny --family gemma3 --sliding-window 5 --window-pattern 2 --seed 1 -o "$T/g3" >&2
+	for s in none layer stage; do
+		build "$T/g3" "$T/$s" $s
+		logits "$T/$s" "$T/$s.f32"
+	done
+	cmp "$T/none.f32" "$T/layer.f32"
+	cmp "$T/none.f32" "$T/stage.f32"
+}
+
 @test "none, layer and stage builds give bit-identical logits (0.5B shapes)" {
 	for s in none layer stage; do
 		build "$BATS_FILE_TMPDIR/q05" "$T/$s" $s
