@@ -269,6 +269,10 @@ check-unit: $(UNITS)
 
 check-man:
 	mandoc -T lint -W warning man/*.[0-9]
+	@# a quoting macro left open runs on: two quotes in a row in the text
+	@for f in man/*.[0-9]; do \
+		if mandoc -T utf8 $$f | grep -n "’’\|‘‘"; then echo "$$f: quotes left open (nested Ql, Dq or Sq)"; exit 1; fi; \
+	done
 
 # Lines of C at most LINE_MAX columns (tabs of 8), as QBE checks; the C
 # laid out as .clang-format says (clang-format 22 leaves every file of CSRC
