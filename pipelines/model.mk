@@ -116,7 +116,7 @@ $(P)/strategy.$(STRATEGY):
 	@touch $@
 
 $(P)/parts.mk: $(OUT)/model.json $(P)/strategy.$(STRATEGY)
-	$(call step,$(P)/,$(LLM)llm-split -s $(STRATEGY) -o $(P) $(OUT)/model.json)
+	$(call step,$(P)/,$(LLM)llm-split -s $(STRATEGY) -o $(P) $(OUT)/model.json$(if $(silent), >/dev/null))
 	@touch $@
 
 $(P)/verify.json: $(P)/parts.mk

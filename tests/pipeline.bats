@@ -233,6 +233,8 @@ logits() {
 	[ "$lowered" -gt 0 ]
 	run -0 mk OUT="$T/b" -s
 	refute_output --regexp "$t"
+	# nothing at all: not llm-split's summary either (issue 48)
+	assert_output ""
 	run -0 mk OUT="$T/c" V=1
 	assert_line --regexp "llm-import --max-context 128 --prefill-chunk 32 -o $T/c $BATS_FILE_TMPDIR/tiny$"
 	assert_line --regexp "^llm-import model.json$t"
