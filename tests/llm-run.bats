@@ -850,6 +850,18 @@ stop_job() {
 	[[ "$stderr" == "llm-run: $d: the message does not fit in the context: "*" a context of 64 positions (-c)" ]]
 }
 
+@test "-i on a terminal begins with a banner and the keys, on standard error; piped input gets none (issue 48, item 9)" {
+	d=$(fixture_linked a)
+	run -0 bash -c "printf 'ab\\n' | script -qec \"llm-run -m '$d' -i -n 2 --chat-template llama2 2>&1\" /dev/null"
+	assert_output --partial "llm-run: chat with "
+	assert_output --partial "(template llama2)."
+	assert_output --partial "Ctrl-D, /exit or /quit ends; /help lists the commands."
+	run -0 bash -c "printf 'ab\\n' | script -qec \"llm-run -m '$d' -i -n 2 2>&1\" /dev/null"
+	assert_output --partial "no chat template: each line you type is appended to the text"
+	run -0 --separate-stderr llm-run -m "$d" -i -n 2 --chat-template llama2 <<<ab
+	[[ "$stderr" != *"Ctrl-D"* ]]
+}
+
 @test "a chat takes a template named, a file, or the model's own; without one -i continues the text, as llama-cli's interactive mode (issue 48, item 5)" {
 	d=$(fixture_linked a)
 	# no template: each line and a newline continue the text

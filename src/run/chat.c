@@ -363,6 +363,21 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 		c.nsystem = 1;
 	}
 	run_catch_sigint();
+	if (tty && !single) {
+		/* a banner and the keys, on the terminal only */
+		const char *desc = llm_model_desc(g->m);
+		if (c.plain)
+			fprintf(stderr,
+			    "%s: %s, no chat template: each line you type is appended to the text, which "
+			    "goes on from there.\n",
+			    llm_prog, desc);
+		else
+			fprintf(stderr, "%s: chat with %s (template %s).\n", llm_prog, desc,
+			    llm_chat_template_name(g->m));
+		fputs(
+		    "Enter sends a line; Ctrl-C stops a reply; Ctrl-D, /exit or /quit ends; /help lists the commands.\n",
+		    stderr);
+	}
 	for (int turn = 0;; turn++) {
 		if (single && turn == 1)
 			break;
