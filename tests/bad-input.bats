@@ -289,7 +289,7 @@ report() {
 	bad 1 "^llm-run: m.llm: token id 99999 is out of range \[0, 258\)$" llm-run -m m.llm --tokens 99999 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1,,2 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1, -n 1
-	bad 1 "^llm-run: m.llm: empty prompt" llm-run -m m.llm -p '' -n 1
+	bad 1 "^llm-run: m.llm: the prompt is empty" llm-run -m m.llm -p '' -n 1
 	bad 1 "^llm-run: latin1.txt: .*UTF-8" llm-run -m m.llm -f latin1.txt -n 1
 	bad 1 "^llm-run: nope.txt: No such file or directory$" llm-run -m m.llm -f nope.txt -n 1
 	bad 2 "^llm-run: -n: " llm-run -m m.llm -p hi -n abc

@@ -178,7 +178,7 @@ run_once(struct gen *g, struct llm_seq *s, double t_load, int64_t *ids, size_t n
 	struct result r;
 
 	if (nids == 0)
-		llm_fatal("%s: empty prompt", g->model);
+		llm_fatal("%s: the prompt is empty", g->model);
 	for (size_t i = 0; i < nids; i++)
 		if (ids[i] < 0 || ids[i] >= llm_vocab_size(g->m))
 			llm_fatal("%s: token id %" PRId64 " is out of range [0, %" PRId64 ")", g->model, ids[i],
