@@ -641,6 +641,11 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->act_bf16 = o->act_bf16;
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
+	/* llama.cpp's name of the file type: the mix quantized to, or the
+	 * GGUF's whose blocks the build keeps */
+	m->file_type = o->mix >= 0 ? llm_qmix_label(o->mix) :
+	    keep_quant && gguf     ? llm_ftype_label(cfg.file_type) :
+				     NULL;
 	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
 	if (o->act_auto && m->act_q8) {
 		/* auto, and no matrix took an int8 layout (block types read

@@ -255,6 +255,9 @@ decodes_as() {
 	gen=$(llm-run -m "$T/b/model.llm" -t 2 --tokens 1,2,3,4,5 -n 16 --logits "$T/run.f32" --json |
 		jq -r '.generated_tokens[0:15] | join(",")')
 	ids="1,2,3,4,5,$gen"
+	# the bench names the file type as llama-bench does (issue 48)
+	llm-run -m "$T/b/model.llm" -t 2 --bench pp=1,tg=0,reps=1 --json >"$T/bench.json"
+	[[ "$(jq -r '.[0].model_type' "$T/bench.json")" == "llama "*" Q4_K - Medium" ]]
 	# refmodel (double precision) on the checkpoint of the decoded weights
 	node "$PROJECT_ROOT/tests/tools/gguf2hf.mjs" "$T/d.gguf" "$T/hf" >&2
 	refmodel --all --tokens "$ids" -o "$T/ref.f32" "$T/hf"
@@ -287,6 +290,8 @@ decodes_as() {
 			IMPORT_FLAGS="--max-context 64 --prefill-chunk 16 --activations q8" -j2 >&2
 		[ "$(jq -r .dtypes.activations "$T/b/model.json")" = q8 ]
 		grep -q "llvm.call @llm_qdot_" "$T/b/decode.mlir"
+		# the model's description says the activations are rounded
+		[[ "$(llm-run -m "$T/b/model.llm" --bench pp=1,tg=0,reps=1 --json | jq -r '.[0].model_type')" == *", q8 act" ]]
 		# prompts of 1 to 4 tokens (prefill rows one and two at a time),
 		# then a decode step: refmodel rounds the same activations, in
 		# double where ours are f32, so a code can round the other way
@@ -605,6 +610,10 @@ same() {
 		llm-pack-weights -t 2 "$T/ours/model.json" >/dev/null
 		cmp <(data "$T/ours") <(data "$T/lc")
 		echo "$c: $(types "$T/ours")" >&3
+		# the file type in llama.cpp's words, from the mix and from the file
+		label=$([ "$mix" = q8_0 ] && echo Q8_0 || echo "Q4_K - Medium")
+		[ "$(jq -r .dtypes.file_type "$T/ours/model.json")" = "$label" ]
+		[ "$(jq -r .dtypes.file_type "$T/lc/model.json")" = "$label" ]
 		[ "$fam" != phi3 ] || [ "$(jq -r '.weights.tensors[] | select(.name == "layers.1.wk") | .quant' \
 			"$T/ours/model.json")" = Q6_K ]
 		rm -r "$T/ck" "$T/ck.gguf" "$T/lc" "$T/ours"

@@ -126,7 +126,12 @@ describe(struct llm *m)
 	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(md->weight_dtype));
 	for (char *c = dt; *c; c++)
 		*c = (char)toupper((unsigned char)*c);
-	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, label, dt);
+	/* the import's file type when it has one (llama-bench's words), and
+	 * the activations when the products round them */
+	snprintf(m->desc, sizeof(m->desc), "%s %s %s%s", md->family, label, md->file_type ? md->file_type : dt,
+	    md->act_q8       ? ", q8 act" :
+		md->act_bf16 ? ", bf16 act" :
+			       "");
 }
 
 /* The token that ends an assistant's turn in the chat template: the

@@ -377,6 +377,8 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		goto out;
 	}
 	c->torch_dtype = llm_dtype_is_float_weight(e->dtype) ? e->dtype : LLM_DT_NONE;
+	if (llm_gguf_get_u32(g, "general.file_type", &c->file_type) < 0)
+		goto out;
 	c->tie_word_embeddings = !llm_gguf_find_tensor(g, fs->gguf[LLM_ROLE_LM_HEAD]);
 	snprintf(k, sizeof(k), fs->gguf[LLM_ROLE_BQ], 0);
 	c->attention_bias = fs->qkv_bias || llm_gguf_find_tensor(g, k) != NULL;

@@ -44,6 +44,7 @@ struct llm_hfconfig {
 	int post_norms, act;
 	double embed_scale, attn_scale, rope_local_theta;
 	int64_t window_pattern;
+	uint32_t file_type;         /* a GGUF's general.file_type (llama_ftype); 0 else */
 	enum llm_dtype torch_dtype; /* LLM_DT_NONE if absent */
 	int64_t bos_id;             /* -1 if none; generation_config wins */
 	int n_eos;                  /* union of config and generation_config eos ids */

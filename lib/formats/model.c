@@ -581,6 +581,8 @@ llm_model_build(const struct llm_model *m)
 	const char *act = m->act_q8 ? "q8" : m->act_bf16 ? "bf16" : llm_dtype_name(m->act_dtype);
 	json_object_set_new(dtypes, "activations", json_string(act));
 	json_object_set_new(dtypes, "kv", json_string(llm_dtype_name(m->kv_dtype)));
+	if (m->file_type)
+		json_object_set_new(dtypes, "file_type", json_string(m->file_type));
 	json_object_set_new(limits, "max_context", json_integer(m->max_context));
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
 	for (size_t i = 0; i < m->ntensors; i++)
@@ -664,7 +666,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	if (get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0)
 		goto fail;
 	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
-	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0)
+	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0 ||
+	    llm_json_str_opt(o, "file_type", path, &m->file_type) < 0)
 		goto fail;
 	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
 	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)

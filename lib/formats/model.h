@@ -128,14 +128,19 @@ struct llm_model {
 	const char **source_files;
 	struct llm_model_config cfg;
 	enum llm_dtype weight_dtype, act_dtype, kv_dtype;
-	int act_q8;   /* dtypes.activations "q8": the products with
+	int act_q8;            /* dtypes.activations "q8": the products with
 	                         * quantized weights quantize x to int8 in blocks
 	                         * of 32 (as llama.cpp does) and run on the int8
 	                         * kernels (ir.txt "Kernels"); else f32 */
-	int act_bf16; /* dtypes.activations "bf16": the products with
+	int act_bf16;          /* dtypes.activations "bf16": the products with
 	                         * bf16 weights round x to bf16 and sum the
 	                         * products in f32 (vdpbf16ps where the target
 	                         * has it: ir.txt "Kernels") */
+	const char *file_type; /* dtypes.file_type: llama.cpp's name of the
+	                        * quantized file type the weights are
+	                        * ("Q4_K - Medium": the --dtype mix, or a
+	                        * GGUF's general.file_type whose blocks the
+	                        * build keeps); NULL: none */
 	int64_t max_context, prefill_chunk;
 	size_t ntokenizer_files;
 	const char **tokenizer_files;

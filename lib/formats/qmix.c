@@ -8,19 +8,49 @@
 
 static const struct {
 	const char *name;
-	uint32_t base; /* the type of every matrix no rule below changes */
+	uint32_t base;  /* the type of every matrix no rule below changes */
+	uint32_t ftype; /* llama_ftype */
 } mixes[] = {
-	[LLM_QMIX_Q8_0] = {"q8_0", LLM_GGML_Q8_0},
-	[LLM_QMIX_Q4_0] = {"q4_0", LLM_GGML_Q4_0},
-	[LLM_QMIX_Q4_1] = {"q4_1", LLM_GGML_Q4_1},
-	[LLM_QMIX_Q5_0] = {"q5_0", LLM_GGML_Q5_0},
-	[LLM_QMIX_Q5_1] = {"q5_1", LLM_GGML_Q5_1},
-	[LLM_QMIX_Q4_K_S] = {"q4_k_s", LLM_GGML_Q4_K},
-	[LLM_QMIX_Q4_K_M] = {"q4_k_m", LLM_GGML_Q4_K},
-	[LLM_QMIX_Q5_K_S] = {"q5_k_s", LLM_GGML_Q5_K},
-	[LLM_QMIX_Q5_K_M] = {"q5_k_m", LLM_GGML_Q5_K},
-	[LLM_QMIX_Q6_K] = {"q6_k", LLM_GGML_Q6_K},
+	[LLM_QMIX_Q8_0] = {"q8_0", LLM_GGML_Q8_0, 7},
+	[LLM_QMIX_Q4_0] = {"q4_0", LLM_GGML_Q4_0, 2},
+	[LLM_QMIX_Q4_1] = {"q4_1", LLM_GGML_Q4_1, 3},
+	[LLM_QMIX_Q5_0] = {"q5_0", LLM_GGML_Q5_0, 8},
+	[LLM_QMIX_Q5_1] = {"q5_1", LLM_GGML_Q5_1, 9},
+	[LLM_QMIX_Q4_K_S] = {"q4_k_s", LLM_GGML_Q4_K, 14},
+	[LLM_QMIX_Q4_K_M] = {"q4_k_m", LLM_GGML_Q4_K, 15},
+	[LLM_QMIX_Q5_K_S] = {"q5_k_s", LLM_GGML_Q5_K, 16},
+	[LLM_QMIX_Q5_K_M] = {"q5_k_m", LLM_GGML_Q5_K, 17},
+	[LLM_QMIX_Q6_K] = {"q6_k", LLM_GGML_Q6_K, 18},
 };
+
+/* llama_model_ftype_name's words for the llama_ftype values of quantized
+ * files (llama-model-loader.cpp); the others (all F32, F16, BF16) name
+ * no quantized type. */
+/* a table */
+/* clang-format off */
+static const char *const ftype_labels[] = {
+	[2] = "Q4_0", [3] = "Q4_1", [7] = "Q8_0", [8] = "Q5_0", [9] = "Q5_1",
+	[10] = "Q2_K - Medium", [11] = "Q3_K - Small", [12] = "Q3_K - Medium", [13] = "Q3_K - Large",
+	[14] = "Q4_K - Small", [15] = "Q4_K - Medium", [16] = "Q5_K - Small", [17] = "Q5_K - Medium",
+	[18] = "Q6_K", [19] = "IQ2_XXS - 2.0625 bpw", [20] = "IQ2_XS - 2.3125 bpw", [21] = "Q2_K - Small",
+	[22] = "IQ3_XS - 3.3 bpw", [23] = "IQ3_XXS - 3.0625 bpw", [24] = "IQ1_S - 1.5625 bpw",
+	[25] = "IQ4_NL - 4.5 bpw", [26] = "IQ3_S - 3.4375 bpw", [27] = "IQ3_S mix - 3.66 bpw",
+	[28] = "IQ2_S - 2.5 bpw", [29] = "IQ2_M - 2.7 bpw", [30] = "IQ4_XS - 4.25 bpw", [31] = "IQ1_M - 1.75 bpw",
+};
+/* clang-format on */
+
+const char *
+llm_qmix_label(int mix)
+{
+	return llm_ftype_label(mixes[mix].ftype);
+}
+
+const char *
+llm_ftype_label(uint32_t ftype)
+{
+	ftype &= ~UINT32_C(1024); /* LLAMA_FTYPE_GUESSED */
+	return ftype < sizeof(ftype_labels) / sizeof(ftype_labels[0]) ? ftype_labels[ftype] : NULL;
+}
 
 int
 llm_qmix_parse(const char *s)

@@ -49,6 +49,12 @@ enum {
 /* The mix called s ("q4_k_m", case ignored), or -1. */
 int llm_qmix_parse(const char *s);
 const char *llm_qmix_name(int mix);
+/* llama.cpp's name of the mix's file type ("Q4_K - Medium"), as
+ * llama_model_ftype_name gives it. */
+const char *llm_qmix_label(int mix);
+/* llama.cpp's name of general.file_type ftype (llama_ftype), or NULL for
+ * one of no quantized type (all F32, F16, BF16) or unknown. */
+const char *llm_ftype_label(uint32_t ftype);
 /* "q8_0, q4_0, ...", for messages. */
 const char *llm_qmix_names(void);
 

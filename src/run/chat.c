@@ -374,8 +374,8 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 		else
 			fprintf(stderr, "%s: chat with %s (template %s).\n", llm_prog, desc,
 			    llm_chat_template_name(g->m));
-		fputs(
-		    "Enter sends a line; Ctrl-C stops a reply; Ctrl-D, /exit or /quit ends; /help lists the commands.\n",
+		fputs("Enter sends a line; Ctrl-C stops a reply; Ctrl-D, /exit or /quit ends; "
+		      "/help lists the commands.\n",
 		    stderr);
 	}
 	for (int turn = 0;; turn++) {
