@@ -136,7 +136,7 @@ $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
 # llm-run's modules (src/run/, run.h): models run through the API alone.
 RUNOBJ = $(O)/src/run/common.o $(O)/src/run/generate.o $(O)/src/run/chat.o $(O)/src/run/bench.o \
-	$(O)/src/run/perplexity.o $(O)/src/run/text.o
+	$(O)/src/run/perplexity.o $(O)/src/run/text.o $(O)/src/run/cache.o
 $(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h
 LINK_llm-run = $(RUNOBJ)
 $(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h include/llm.h $(LIBHDR) config.mk
@@ -358,6 +358,7 @@ install: all
 	for m in man/*.[1357]; do s=$${m##*.}; cp $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 	for f in $(MAN3_LINKS); do echo '.so man3/llm.3' >$(DESTDIR)$(MANDIR)/man3/$$f.3; done
 	cp -R share/llm/. $(DESTDIR)$(SHAREDIR)/llm/
+	cp pipelines/model.mk $(DESTDIR)$(SHAREDIR)/llm/model.mk
 	cp -R share/doc/llm/. $(DESTDIR)$(SHAREDIR)/doc/llm/
 
 uninstall:

@@ -116,7 +116,7 @@ cmp_str(const void *a, const void *b)
 static void
 run(char **argv, int verbose)
 {
-	struct llm_spawn_opts so = {NULL, TIMEOUT, verbose};
+	struct llm_spawn_opts so = {.timeout = TIMEOUT, .verbose = verbose};
 	if (llm_spawn(argv, &so, NULL) < 0)
 		llm_fatal("%s", llm_errmsg());
 }

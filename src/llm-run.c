@@ -42,7 +42,7 @@ static const char usage_text[] =
     "               [--presence-penalty p] [--frequency-penalty f] [--repeat-last-n n]\n"
     "               [--ignore-eos] [--stop text] [--tokenizer path]\n"
     "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
-    "               [--no-display-prompt] -m model\n"
+    "               [--no-display-prompt] [--no-cache] [--cache-dir dir] -m model\n"
     "               -i | --single-turn | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
     "               [-r n] -m model --bench [spec]\n"
@@ -53,10 +53,15 @@ static const char usage_text[] =
     "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
     "       llm-run [-m model | --tokenizer path] [--chat-template name|file] --render file\n"
     "               [--no-gen-prompt]\n"
-    "       llm-run -m model --verify\n";
+    "       llm-run -m model --verify\n"
+    "       llm-run [--cache-dir dir] --list-cache | --prune-cache\n";
 
 static const char help_text[] =
-    "  -m model             the bundle (model.llm) or build directory\n"
+    "  -m model             the bundle (model.llm) or build directory; or a GGUF file or a\n"
+    "                       Hugging Face checkpoint directory, compiled once into the cache\n"
+    "  --no-cache           compile a GGUF file or checkpoint for this run only\n"
+    "  --cache-dir dir      the cache (default: $LLM_CACHE_DIR, else $XDG_CACHE_HOME/llm, else\n"
+    "                       ~/.cache/llm); --list-cache lists it, --prune-cache empties it\n"
     "  -p text, -f file     the prompt (file - : standard input), echoed on standard output\n"
     "                       before the text it is continued with\n"
     "  --no-display-prompt  print only the generated text\n"
@@ -255,6 +260,8 @@ struct args {
 	int no_echo;            /* --no-display-prompt */
 	enum mode mode;
 	int single_turn; /* -st: one exchange (-p or a line of standard input) */
+	struct run_cache cache;
+	int cache_action; /* --list-cache 1, --prune-cache 2 */
 };
 
 /* the options, packed */
@@ -266,6 +273,7 @@ enum {
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN,
+	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -279,6 +287,10 @@ static const struct option longopts[] = {
 	{"conversation", no_argument, NULL, 'i'},
 	{"ctx-size", required_argument, NULL, 'c'},
 	{"escape", no_argument, NULL, OPT_ESCAPE},
+	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
+	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+	{"list-cache", no_argument, NULL, OPT_LIST_CACHE},
+	{"prune-cache", no_argument, NULL, OPT_PRUNE_CACHE},
 	{"file", required_argument, NULL, 'f'},
 	{"frequency-penalty", required_argument, NULL, OPT_FREQUENCY_PENALTY},
 	{"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
@@ -438,6 +450,18 @@ parse_args(int argc, char **argv, struct args *a)
 		case OPT_CACHE_TYPE_K:
 		case OPT_CACHE_TYPE_V:
 			a->kv_type[ch == OPT_CACHE_TYPE_V] = optarg;
+			break;
+		case OPT_NO_CACHE:
+			a->cache.off = 1;
+			break;
+		case OPT_CACHE_DIR:
+			a->cache.dir = optarg;
+			break;
+		case OPT_LIST_CACHE:
+		case OPT_PRUNE_CACHE:
+			if (a->cache_action)
+				usage_msg("give one of --list-cache and --prune-cache");
+			a->cache_action = ch == OPT_LIST_CACHE ? 1 : 2;
 			break;
 		case 'e':
 		case OPT_ESCAPE:
@@ -693,9 +717,13 @@ open_model(struct args *a, int64_t *ctx, double *t_load)
 		.tokenizer = a->tokenizer_path,
 		.chat_template = a->template_name};
 	check_run_args(a);
+	/* a GGUF file or a checkpoint: its compiled bundle */
+	a->cache.verbose = a->verbose;
+	char *bundle = run_cache_model(a->model, &a->cache);
 	double t = llm_now();
-	if (llm_open(a->model, &o, &m) != LLM_OK)
+	if (llm_open(bundle ? bundle : a->model, &o, &m) != LLM_OK)
 		llm_fatal("%s", llm_errmsg());
+	free(bundle);
 	if (llm_model_warning(m))
 		llm_warn("%s", llm_model_warning(m));
 	*ctx = choose_context(a, llm_context_limit(m), llm_kv_type(m));
@@ -717,6 +745,14 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]);
 	argv = llama_cli_spellings(&argc, argv);
 	parse_args(argc, argv, &a);
+	if (a.cache_action) {
+		if (a.model || a.mode != M_NONE || a.cache.off)
+			usage_msg("--list-cache and --prune-cache go alone (with --cache-dir)");
+		run_cache_list(&a.cache, a.cache_action == 2);
+		return LLM_EXIT_OK;
+	}
+	if (a.cache.off && a.cache.dir)
+		usage_msg("give one of --no-cache and --cache-dir");
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
 		if (a.model && a.tokenizer_path)
 			usage_msg("give one of -m and --tokenizer");

@@ -91,6 +91,8 @@ llm_spawn(char *const argv[], const struct llm_spawn_opts *opts, struct llm_buf 
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (outfd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, outfd, 1);
+	else if (opts->stdout_to_stderr)
+		posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
 	/* Block the forwarded signals until the handler knows the child;
 	 * the child starts with our old mask. */

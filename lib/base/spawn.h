@@ -12,6 +12,8 @@ struct llm_spawn_opts {
 	const char *stdout_path; /* NULL: inherit stdout */
 	double timeout;          /* seconds; 0: none */
 	int verbose;             /* echo the command line to stderr */
+	int stdout_to_stderr;    /* stdout goes where stderr goes (not with
+	                          * stdout_path) */
 };
 
 /* Returns 0 when the tool exited with status 0.  Otherwise -1 with

@@ -250,7 +250,7 @@ save_stdin(const char *path)
 static int
 stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 {
-	struct llm_spawn_opts so = {NULL, l->timeout, l->verbose};
+	struct llm_spawn_opts so = {.timeout = l->timeout, .verbose = l->verbose};
 	struct llm_buf err = {0};
 	double t0 = llm_now();
 	int rc = llm_spawn(argv, &so, &err);

@@ -142,7 +142,7 @@ run_output(char **argv)
 		return NULL;
 	}
 	close(fd);
-	struct llm_spawn_opts so = {path, 30, 0};
+	struct llm_spawn_opts so = {.stdout_path = path, .timeout = 30};
 	struct llm_buf err = {0};
 	if (llm_spawn(argv, &so, &err) == 0) {
 		if (llm_read_file(path, &text, NULL) < 0)

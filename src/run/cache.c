@@ -1,0 +1,416 @@
+/* cache.c: llm-run -m on a GGUF file or a Hugging Face checkpoint
+ * directory.  The source is compiled once, through the same programs and
+ * pipelines/model.mk that a user runs by hand, into an entry of the cache
+ * (--cache-dir, $LLM_CACHE_DIR, $XDG_CACHE_HOME/llm or ~/.cache/llm):
+ * models/KEY/model.llm, KEY a hash of what decides the build (below).
+ * Later runs open the entry at once.
+ *
+ * The key hashes the source's content and size (a GGUF file, or the
+ * checkpoint's config, weights and tokenizer files; a file up to 256 MiB
+ * whole, a larger one its first and last MiB and 64 KiB every 4 MiB),
+ * this program's version and the CPU (its model name and flags: the build
+ * is for the CPU it runs on).  Not the path: a copy of a file shares the
+ * entry.
+ *
+ * A build runs under an exclusive lock of models/KEY.lock, so concurrent
+ * first runs build once (the others wait, then open the entry), into
+ * models/KEY.tmp.PID, renamed to models/KEY when the bundle is whole: an
+ * interrupted build leaves no entry, and its temporary directory is
+ * removed by the next build of that key or by --prune-cache. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../lib/base/spawn.h"
+#include "../../lib/formats/model.h"
+#include "run.h"
+
+#define WHOLE (UINT64_C(256) << 20)   /* files up to this size are hashed whole */
+#define EDGE (UINT64_C(1) << 20)      /* else their first and last MiB */
+#define STRIDE (UINT64_C(4) << 20)    /* and a sample every 4 MiB */
+#define SAMPLE (UINT64_C(64) << 10)   /* of 64 KiB */
+
+/* The cache's root: the option, else the environment's. */
+static char *
+cache_root(const struct run_cache *c)
+{
+	const char *e;
+	if (c->dir)
+		return llm_xstrdup(c->dir);
+	if ((e = getenv("LLM_CACHE_DIR")) && *e)
+		return llm_xstrdup(e);
+	if ((e = getenv("XDG_CACHE_HOME")) && *e)
+		return llm_path_join(e, "llm");
+	if ((e = getenv("HOME")) && *e)
+		return llm_xasprintf("%s/.cache/llm", e);
+	llm_fatal("no cache directory: set HOME, XDG_CACHE_HOME or LLM_CACHE_DIR, or give --cache-dir "
+		  "(or --no-cache)");
+}
+
+/* 1 for a GGUF file, 2 for a checkpoint directory (config.json, no
+ * model.json), 0 for anything else (a bundle or a build directory, opened
+ * as it is). */
+static int
+source_kind(const char *path)
+{
+	struct stat sb;
+	char magic[4];
+	int kind = 0;
+
+	if (stat(path, &sb) < 0)
+		return 0;
+	if (S_ISREG(sb.st_mode)) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && read(fd, magic, 4) == 4 && memcmp(magic, "GGUF", 4) == 0)
+			kind = 1;
+		if (fd >= 0)
+			close(fd);
+	} else if (S_ISDIR(sb.st_mode)) {
+		char *cfg = llm_path_join(path, "config.json"), *mj = llm_path_join(path, "model.json");
+		kind = llm_file_exists(cfg) && !llm_file_exists(mj) ? 2 : 0;
+		free(cfg);
+		free(mj);
+	}
+	return kind;
+}
+
+/* The hash of a file's size and content (whole, or sampled: see the top). */
+static uint64_t
+hash_file(uint64_t h, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		llm_fatal("%s:", path);
+	uint64_t size = (uint64_t)sb.st_size;
+	h = llm_fnv1a(h, &size, sizeof(size));
+	char *buf = llm_xmalloc(SAMPLE);
+	for (uint64_t off = 0; off < size;) {
+		uint64_t n = size - off < SAMPLE ? size - off : SAMPLE;
+		ssize_t got = pread(fd, buf, (size_t)n, (off_t)off);
+		if (got <= 0)
+			llm_fatal("%s: read error:", path);
+		h = llm_fnv1a(h, buf, (size_t)got);
+		off += (uint64_t)got;
+		if (size > WHOLE && off >= EDGE && off < size - EDGE) {
+			/* the next sample, or the last MiB */
+			uint64_t next = (off - (off % STRIDE)) + STRIDE;
+			off = next < size - EDGE ? next : size - EDGE;
+		}
+	}
+	free(buf);
+	close(fd);
+	return h;
+}
+
+/* The files of a checkpoint that decide its build, sorted. */
+static int
+keep_name(const char *n)
+{
+	static const char *const exact[] = {"config.json", "generation_config.json", "model.safetensors.index.json",
+		"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"};
+	size_t l = strlen(n);
+	for (size_t i = 0; i < LLM_NELEM(exact); i++)
+		if (strcmp(n, exact[i]) == 0)
+			return 1;
+	return l > 12 && strcmp(n + l - 12, ".safetensors") == 0;
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The CPU's model name and flags lines of /proc/cpuinfo (first CPU). */
+static uint64_t
+hash_cpu(uint64_t h)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[8192];
+	int seen = 0;
+	while (f && seen < 2 && fgets(line, sizeof(line), f))
+		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0 ||
+		    strncmp(line, "isa", 3) == 0) {
+			h = llm_fnv1a(h, line, strlen(line));
+			seen++;
+		}
+	if (f)
+		fclose(f);
+	return h;
+}
+
+static uint64_t
+source_key(const char *path, int kind)
+{
+	uint64_t h = llm_fnv1a(LLM_FNV_INIT, "llm-run cache 1 " LLM_VERSION, strlen("llm-run cache 1 " LLM_VERSION));
+	h = hash_cpu(h);
+	if (kind == 1)
+		return hash_file(h, path);
+	DIR *d = opendir(path);
+	if (!d)
+		llm_fatal("%s:", path);
+	char **names = NULL;
+	size_t n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (keep_name(e->d_name)) {
+			names = llm_xreallocarray(names, n + 1, sizeof(*names));
+			names[n++] = llm_xstrdup(e->d_name);
+		}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char *p = llm_path_join(path, names[i]);
+		h = llm_fnv1a(h, names[i], strlen(names[i]) + 1);
+		h = hash_file(h, p);
+		free(p);
+		free(names[i]);
+	}
+	free(names);
+	return h;
+}
+
+static int
+rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void
+rm_tree(const char *p)
+{
+	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The directory this program runs from, and model.mk beside the
+ * programs: $LLM_MODEL_MK, bin/../pipelines/model.mk (a source tree) or
+ * bin/../share/llm/model.mk (installed). */
+static char *
+self_dir(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		llm_fatal("/proc/self/exe:");
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	return llm_xstrdup(exe);
+}
+
+static char *
+find_model_mk(const char *bindir)
+{
+	const char *e = getenv("LLM_MODEL_MK");
+	if (e && *e)
+		return llm_xstrdup(e);
+	static const char *const rel[] = {"/../pipelines/model.mk", "/../../pipelines/model.mk",
+		"/../share/llm/model.mk"};
+	for (size_t i = 0; i < LLM_NELEM(rel); i++) {
+		char *p = llm_xasprintf("%s%s", bindir, rel[i]);
+		if (llm_file_exists(p))
+			return p;
+		free(p);
+	}
+	llm_fatal("%s: no pipelines/model.mk beside the programs (set LLM_MODEL_MK)", bindir);
+}
+
+/* Compile src (kind) into out with model.mk; its lines on stderr. */
+static void
+build(const char *src, const char *out, const struct run_cache *c)
+{
+	char *bindir = self_dir(), *mk = find_model_mk(bindir), *abs = realpath(src, NULL);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct llm_argv av = {0};
+
+	if (!abs)
+		llm_fatal("%s:", src);
+	llm_argv_add(&av, "make");
+	llm_argv_add(&av, "--no-print-directory");
+	llm_argv_addf(&av, "-j%ld", ncpu > 0 ? ncpu : 1);
+	llm_argv_add(&av, "-f");
+	llm_argv_add(&av, mk);
+	llm_argv_addf(&av, "LLM=%s/", bindir);
+	llm_argv_addf(&av, "MODEL=%s", abs);
+	llm_argv_addf(&av, "OUT=%s", out);
+	/* a make of its own, not of a make this run may be part of */
+	unsetenv("MAKEFLAGS");
+	unsetenv("MFLAGS");
+	unsetenv("MAKELEVEL");
+	/* the step lines are progress: on stderr, stdout being the text */
+	struct llm_spawn_opts so = {.stdout_to_stderr = 1, .verbose = c->verbose};
+	if (llm_spawn(av.v, &so, NULL) < 0) {
+		char *why = llm_xstrdup(llm_errmsg());
+		rm_tree(out);
+		llm_fatal("%s: compiling it failed: %s", src, why);
+	}
+	llm_argv_free(&av);
+	free(abs);
+	free(mk);
+	free(bindir);
+}
+
+/* --no-cache's build directory, removed at exit. */
+static char *nocache_dir;
+
+static void
+remove_nocache(void)
+{
+	if (nocache_dir)
+		rm_tree(nocache_dir);
+}
+
+char *
+run_cache_model(const char *src, const struct run_cache *c)
+{
+	int kind = source_kind(src);
+	if (!kind)
+		return NULL;
+	if (c->off) {
+		const char *t = getenv("TMPDIR");
+		nocache_dir = llm_xasprintf("%s/llm-run.XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(nocache_dir))
+			llm_fatal("%s:", nocache_dir);
+		atexit(remove_nocache);
+		fprintf(stderr, "%s: compiling %s (--no-cache: for this run only)\n", llm_prog, src);
+		char *out = llm_path_join(nocache_dir, "build");
+		build(src, out, c);
+		char *bundle = llm_path_join(out, "model.llm");
+		free(out);
+		return bundle;
+	}
+	char *root = cache_root(c), *models = llm_path_join(root, "models"), hex[17];
+	llm_hex64(source_key(src, kind), hex);
+	char *entry = llm_path_join(models, hex), *bundle = llm_path_join(entry, "model.llm");
+	if (llm_file_exists(bundle))
+		goto done;
+	if (llm_mkdirs(models) < 0)
+		llm_fatal("%s", llm_errmsg());
+	char *lockp = llm_xasprintf("%s.lock", entry);
+	int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd < 0)
+		llm_fatal("%s:", lockp);
+	if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+		fprintf(stderr, "%s: %s is being compiled by another run: waiting\n", llm_prog, src);
+		if (flock(lfd, LOCK_EX) < 0)
+			llm_fatal("%s:", lockp);
+	}
+	if (!llm_file_exists(bundle)) {
+		/* an interrupted build's leftovers of this key go */
+		char *pat = llm_xasprintf("%s.tmp.", hex);
+		DIR *d = opendir(models);
+		for (struct dirent *e; d && (e = readdir(d));)
+			if (strncmp(e->d_name, pat, strlen(pat)) == 0) {
+				char *p = llm_path_join(models, e->d_name);
+				rm_tree(p);
+				free(p);
+			}
+		if (d)
+			closedir(d);
+		free(pat);
+		char *tmp = llm_xasprintf("%s.tmp.%ld", entry, (long)getpid());
+		fprintf(stderr, "%s: compiling %s into %s: once, later runs start at once\n", llm_prog, src, entry);
+		build(src, tmp, c);
+		/* keep the bundle (all llm-run needs) and what it came from */
+		char *keep = llm_xasprintf("%s.tmp.%ld.keep", entry, (long)getpid());
+		char *tb = llm_path_join(tmp, "model.llm"), *kb = llm_path_join(keep, "model.llm");
+		char *info = llm_path_join(keep, "source");
+		if (mkdir(keep, 0755) < 0 || rename(tb, kb) < 0)
+			llm_fatal("%s:", keep);
+		FILE *f = fopen(info, "w");
+		if (!f || fprintf(f, "%s\n", src) < 0 || fclose(f) != 0)
+			llm_fatal("%s:", info);
+		rm_tree(tmp);
+		if (rename(keep, entry) < 0)
+			llm_fatal("%s:", entry);
+		free(tb), free(kb), free(info), free(keep), free(tmp);
+	}
+	close(lfd); /* the lock goes with it */
+	free(lockp);
+done:
+	free(entry);
+	free(models);
+	free(root);
+	return bundle;
+}
+
+/* The size of a tree's files. */
+static uint64_t tree_bytes;
+
+static int
+add_size(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)p, (void)ftw;
+	if (flag == FTW_F)
+		tree_bytes += (uint64_t)sb->st_size;
+	return 0;
+}
+
+void
+run_cache_list(const struct run_cache *c, int prune)
+{
+	char *root = cache_root(c), *models = llm_path_join(root, "models");
+	DIR *d = opendir(models);
+	int n = 0;
+
+	for (struct dirent *e; d && (e = readdir(d));) {
+		const char *name = e->d_name;
+		size_t l = strlen(name);
+		if (name[0] == '.' || (l > 5 && strcmp(name + l - 5, ".lock") == 0))
+			continue;
+		char *p = llm_path_join(models, name);
+		if (prune) {
+			/* an entry being built (locked) stays */
+			char *base = llm_xstrdup(name), *dot = strchr(base, '.');
+			if (dot)
+				*dot = 0;
+			char *lockp = llm_xasprintf("%s/%s.lock", models, base);
+			int lfd = open(lockp, O_RDWR | O_CLOEXEC);
+			if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) == 0) {
+				rm_tree(p);
+				if (!dot)
+					unlink(lockp);
+				n++;
+			}
+			if (lfd >= 0)
+				close(lfd);
+			free(lockp);
+			free(base);
+		} else if (!strchr(name, '.')) {
+			char *info = llm_path_join(p, "source"), src[PATH_MAX] = "?";
+			FILE *f = fopen(info, "r");
+			if (f && fgets(src, sizeof(src), f))
+				src[strcspn(src, "\n")] = 0;
+			if (f)
+				fclose(f);
+			struct stat sb;
+			char when[32] = "?";
+			if (stat(p, &sb) == 0)
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&sb.st_mtime));
+			tree_bytes = 0;
+			nftw(p, add_size, 16, FTW_PHYS);
+			printf("%s  %8.1f MiB  %s  %s\n", name, (double)tree_bytes / (1 << 20), when, src);
+			free(info);
+			n++;
+		}
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	if (prune)
+		fprintf(stderr, "%s: %s: %d removed\n", llm_prog, models, n);
+	else if (!n)
+		fprintf(stderr, "%s: %s: no compiled models\n", llm_prog, models);
+	free(models);
+	free(root);
+}
