@@ -359,11 +359,12 @@ llama_cli_spellings(int *argc, char **argv)
 		{"--n-gpu-layers", 1, NULL, NULL},
 		{"--gpu-layers", 1, NULL, NULL},
 		{"-hf", 1, NULL,
-			"nothing is downloaded: fetch the GGUF file or the checkpoint yourself, then -m FILE "
-			"(or compile it with pipelines/model.mk)"},
+			"nothing is downloaded: fetch the GGUF file or the checkpoint yourself and give it to -m"},
 		{"--hf-repo", 1, NULL, NULL},
 		{"-st", 0, "--single-turn", NULL},
 		{"-mli", 0, NULL, "multi-line input is not supported yet: -i reads a line a message"},
+		{"-co", 0, NULL, "there are no colours: the output is plain text"},
+		{"--color", 0, NULL, NULL},
 		{"--reverse-prompt", 1, "--stop", NULL},
 	};
 	char **out = llm_xcalloc((size_t)*argc + 1, sizeof(*out));

@@ -1095,7 +1095,7 @@ stop_job() {
 	[ "$(printf 'hi\nagain\n' | llm-run -m "$d" --single-turn --chat-template llama2 -n 4 --seed 1 --json 2>/dev/null |
 		one)" = "$want" ]
 	run -2 --separate-stderr llm-run -m "$d" -st -f /dev/null
-	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-mli"; do
+	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-mli" "-co" "--color"; do
 		run -2 --separate-stderr llm-run -m "$d" -p x $w
 		[ "$output" = "" ]
 		[ "${#stderr_lines[@]}" -eq 1 ]
