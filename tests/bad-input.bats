@@ -278,6 +278,8 @@ report() {
 	echo 'not a bundle' >junk.llm
 	head -c 70000 m.llm >short.llm
 	cp -r "$d" kv && jq '.kv_cache.bytes = 16' "$d/model.json" >kv/model.json
+	cp -r "$d" eos && jq '.tokenizer.eos_ids = [258]' "$d/model.json" >eos/model.json
+	cp -r "$d" bos && jq '.tokenizer.bos_id = 1000' "$d/model.json" >bos/model.json
 	printf '\377\376' >latin1.txt
 	echo '[{"role": "user"}]' >conv.json
 	echo 'x' >text.txt
@@ -286,6 +288,8 @@ report() {
 	bad 1 "^llm-run: junk.llm: not a model bundle" llm-run -m junk.llm -p hi
 	bad 1 "^llm-run: short.llm: " llm-run -m short.llm -p hi
 	bad 1 "^llm-run: kv/model.json: .*kv_cache" llm-run -m kv -p hi
+	bad 1 "^llm-run: eos/model.json: eos_ids\[0\]: 258 is outside the vocabulary \[0, 258\)$" llm-run -m eos -p hi
+	bad 1 "^llm-run: bos/model.json: bos_id 1000 is outside the vocabulary \[0, 258\)$" llm-run -m bos -p hi
 	bad 1 "^llm-run: m.llm: token id 99999 is out of range \[0, 258\)$" llm-run -m m.llm --tokens 99999 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1,,2 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1, -n 1

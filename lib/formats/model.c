@@ -694,7 +694,17 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 			llm_seterr("%s: eos_ids[%zu]: expected an integer", path, i);
 			goto fail;
 		}
+		if (json_integer_value(e) < 0 || json_integer_value(e) >= m->cfg.vocab_size) {
+			llm_seterr("%s: eos_ids[%zu]: %" PRId64 " is outside the vocabulary [0, %" PRId64 ")", path, i,
+			    (int64_t)json_integer_value(e), m->cfg.vocab_size);
+			goto fail;
+		}
 		m->eos_ids[m->n_eos++] = json_integer_value(e);
+	}
+	if (m->bos_id >= m->cfg.vocab_size || m->bos_id < -1) {
+		llm_seterr("%s: bos_id %" PRId64 " is outside the vocabulary [0, %" PRId64 ")", path, m->bos_id,
+		    m->cfg.vocab_size);
+		goto fail;
 	}
 
 	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
