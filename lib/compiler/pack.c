@@ -69,6 +69,7 @@ struct packer {
 	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
 	int64_t *heads;                       /* per plan tensor: unpermute_qk or
 	                                       * rotary_halves heads, else 0 */
+	unsigned char *rotary;                /* per plan tensor: 1 for rotary_halves */
 	int *qtype;                           /* per plan tensor: the block type of its
 	                                       * values (the source's, or the one a float
 	                                       * source is quantized to), else -1 */
@@ -157,6 +158,7 @@ check_plan(struct packer *k)
 		    m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
 	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
 	k->heads = llm_xcalloc(m->ntensors, sizeof(*k->heads));
+	k->rotary = llm_xcalloc(m->ntensors, sizeof(*k->rotary));
 	k->qtype = llm_xcalloc(m->ntensors, sizeof(*k->qtype));
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *p = &m->tensors[i];
@@ -192,6 +194,7 @@ check_plan(struct packer *k)
 			    p->transform, p->nsource);
 		if (permute && plan_heads(k, i, p, &k->heads[i]) < 0)
 			return -1;
+		k->rotary[i] = strcmp(p->transform, "rotary_halves") == 0;
 		const struct llm_source *s = &k->src_files;
 		const struct llm_source_tensor *t = llm_source_find(s, p->source[0], &err);
 		if (err)
@@ -585,7 +588,7 @@ source_row(const struct packer *k, size_t ti, const struct llm_plan_tensor *p, u
 		return first + r;
 	uint64_t hd = (uint64_t)p->shape[0] / (uint64_t)k->heads[ti], half = hd / 2;
 	uint64_t h = r / hd, j = r % hd;
-	if (strcmp(p->transform, "unpermute_qk") == 0)
+	if (!k->rotary[ti]) /* unpermute_qk */
 		return first + h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
 	/* rotary_halves: the rotated dims' halves (r2 each) then the passed
 	 * dims' halves (p2 each) become the head's halves, so that the
@@ -1030,6 +1033,7 @@ out:
 	llm_source_close(&k.src_files);
 	free(k.src);
 	free(k.heads);
+	free(k.rotary);
 	free(k.qtype);
 	free(k.stage);
 	free(k.sum);

@@ -165,9 +165,13 @@ static const struct llm_family_spec specs[] = {
 		.name = "gemma3",
 		.model_type = "gemma3_text",
 		.architectures = {"Gemma3ForCausalLM"},
-		/* Gemma3TextConfig's, which 4B's text_config leaves out */
-		.defaults = "{\"vocab_size\": 262208, \"hidden_size\": 2304, \"intermediate_size\": 9216,"
-			    " \"num_hidden_layers\": 26, \"num_attention_heads\": 8, \"num_key_value_heads\": 4}",
+		/* Gemma3TextConfig's (4B's text_config leaves out the sizes) */
+		.defaults =
+		    "{\"vocab_size\": 262208, \"hidden_size\": 2304, \"intermediate_size\": 9216,"
+		    " \"num_hidden_layers\": 26, \"num_attention_heads\": 8, \"num_key_value_heads\": 4,"
+		    " \"rope_theta\": 1000000, \"tie_word_embeddings\": true,"
+		    " \"hidden_activation\": \"gelu_pytorch_tanh\", \"query_pre_attn_scalar\": 256,"
+		    " \"sliding_window\": 4096, \"sliding_window_pattern\": 6, \"rope_local_base_freq\": 10000}",
 		.wrapper_arch = "Gemma3ForConditionalGeneration",
 		.wrapper_config = "text_config",
 		.wrapper_prefix = "language_model.",
@@ -176,11 +180,9 @@ static const struct llm_family_spec specs[] = {
 		.window = 3,
 		.qk_norm = 1,
 		.head_dim = 256,
-		.rope_theta = 1000000,
 		.post_norms = 1,
 		.norm_plus_one = 1,
 		.embed_scale = 1,
-		.tied = 1,
 		.hf = HF_NAMES_OF("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj",
 		    "mlp.up_proj", "pre_feedforward_layernorm"),
 		.gguf = GGUF_NAMES,

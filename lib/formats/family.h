@@ -89,13 +89,11 @@ struct llm_family_spec {
 	                                         * [head_dim]) before RoPE */
 	int64_t head_dim;                /* config.json's default head_dim; 0:
 	                                         * hidden_size / num_attention_heads */
-	double rope_theta;               /* config.json's default (0: 10000) */
 	int post_norms;                  /* RMSNorms of the attention's and the MLP's
 	                                         * outputs (gemma3) */
 	int norm_plus_one;               /* a checkpoint's norm weights w scale by 1 + w
 	                                         * (gemma3; GGUF files hold 1 + w) */
 	int embed_scale;                 /* the embedding rows times sqrt(hidden_size) */
-	int tied;                        /* tie_word_embeddings' default */
 	/* config.json keys the family's config class defaults (a JSON
 	 * object: a key the config lacks takes its value), or NULL */
 	const char *defaults;

@@ -198,19 +198,19 @@ longrope(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	return 0;
 }
 
-/* Gemma3TextConfig's keys (its defaults): hidden_activation
- * (gelu_pytorch_tanh), query_pre_attn_scalar (256), sliding_window (4096)
- * on the layers sliding_window_pattern (6) or layer_types make local,
- * rope_local_base_freq (10000) theirs; no soft-capping. */
+/* Gemma3TextConfig's keys (their defaults are the family spec's, merged
+ * in): hidden_activation, query_pre_attn_scalar, sliding_window on the
+ * layers sliding_window_pattern or layer_types make local,
+ * rope_local_base_freq theirs; no soft-capping. */
 static int
 gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 {
-	const char *s = "gelu_pytorch_tanh";
-	double qpas = 256;
+	const char *s = NULL;
+	double qpas = 0;
 	const json_t *lt = json_object_get(j, "layer_types"); /* borrowed */
 	static const char *const capped[] = {"final_logit_softcapping", "attn_logit_softcapping"};
 
-	if (llm_json_str_opt(j, "hidden_activation", ctx, &s) < 0)
+	if (llm_json_str(j, "hidden_activation", ctx, &s) < 0)
 		return -1;
 	if (strcmp(s, "gelu_pytorch_tanh") != 0)
 		return llm_seterr("%s: hidden_activation '%s' is not supported (only 'gelu_pytorch_tanh')", ctx,
@@ -221,12 +221,9 @@ gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		if (v && !json_is_null(v))
 			return llm_seterr("%s: %s is not supported (Gemma 3 has none)", ctx, capped[i]);
 	}
-	c->sliding_window = 4096;
-	c->window_pattern = 6;
-	c->rope_local_theta = 10000;
 	if (positive_num(j, "query_pre_attn_scalar", ctx, &qpas) < 0 ||
-	    size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0 ||
-	    size_key(j, "sliding_window_pattern", ctx, 0, &c->window_pattern) < 0 ||
+	    size_key(j, "sliding_window", ctx, 1, &c->sliding_window) < 0 ||
+	    size_key(j, "sliding_window_pattern", ctx, 1, &c->window_pattern) < 0 ||
 	    positive_num(j, "rope_local_base_freq", ctx, &c->rope_local_theta) < 0)
 		return -1;
 	if (lt && !json_is_null(lt)) {
@@ -368,8 +365,7 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
 		return -1;
 	c->rms_norm_eps = 1e-6;
-	c->rope_theta = fs->rope_theta ? fs->rope_theta : 10000;
-	c->tie_word_embeddings = fs->tied;
+	c->rope_theta = 10000;
 	if (positive_num(j, "rms_norm_eps", ctx, &c->rms_norm_eps) < 0 ||
 	    positive_num(j, "rope_theta", ctx, &c->rope_theta) < 0)
 		return -1;
