@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -75,10 +76,29 @@ llm_atsignal(void (*fn)(void))
 	cleanups[i] = fn;
 }
 
+/* The signals cleanups run on, held from the creation of a temporary (or
+ * folder) until it is recorded: one delivered in between would find the
+ * file made and not yet known, and leave it. */
+static void
+hold_signals(sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void
+release_signals(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 static void
 track_tmp(char *path)
 {
-	llm_atsignal(cleanup_tmps);
 	for (int i = 0; i < MAXTMP; i++)
 		if (!tmps[i]) {
 			tmps[i] = path;
@@ -539,7 +559,13 @@ llm_out_open(struct llm_out *o, const char *path)
 		return 0;
 	}
 	o->tmp = llm_xasprintf("%s.tmp.XXXXXX", o->path);
-	if ((o->fd = mkstemp(o->tmp)) < 0) {
+	llm_atsignal(cleanup_tmps);
+	sigset_t old;
+	hold_signals(&old);
+	if ((o->fd = mkstemp(o->tmp)) >= 0)
+		track_tmp(o->tmp);
+	release_signals(&old);
+	if (o->fd < 0) {
 		int err = errno;
 		free(o->tmp);
 		free(o->path);
@@ -547,7 +573,6 @@ llm_out_open(struct llm_out *o, const char *path)
 		errno = err;
 		return llm_seterr("%s:", path);
 	}
-	track_tmp(o->tmp);
 	fchmod(o->fd, 0644 & ~umask(umask(0)));
 	if (!(o->fp = fdopen(o->fd, "wb"))) {
 		llm_seterr("%s:", path);
@@ -639,14 +664,19 @@ llm_mkdirs(const char *path)
 		if (*s == '/' || *s == 0) {
 			char c = *s;
 			*s = 0;
-			if (mkdir(p, 0777) == 0) {
-				llm_atsignal(cleanup_tmps);
+			llm_atsignal(cleanup_tmps);
+			sigset_t old;
+			hold_signals(&old);
+			int rc = mkdir(p, 0777), err = errno;
+			if (rc == 0)
 				for (int i = 0; i < MAXMADE; i++)
 					if (!made[i]) {
 						made[i] = llm_xstrdup(p);
 						break;
 					}
-			} else if (errno != EEXIST) {
+			release_signals(&old);
+			errno = err;
+			if (rc != 0 && errno != EEXIST) {
 				llm_seterr("%s:", p);
 				free(p);
 				return -1;
