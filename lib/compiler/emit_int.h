@@ -57,7 +57,9 @@ struct em {
  * codes [n/8, k/G, 8, G] i8 (4-bit codes: [n/8, k/G, 8, G/2], two a
  * byte), scales and (with minimums) offsets [n/8, k/G, 8] f32, at their
  * offsets inside the tensor's bytes.  B is the bytes of a group's codes
- * (G or G/2), four says the codes are nibbles. */
+ * (G or G/2; 5- and 6-bit codes: G * bits / 8 on average, their pieces
+ * spanning rows), four says the codes are nibbles, pk that they are 5 or
+ * 6 bits in pieces (quant.h; em_qpiece reads them as int8). */
 struct qparts {
 	const char *codes, *scales, *mins;
 	const char *ct, *st;             /* their tensor types */
@@ -66,6 +68,7 @@ struct qparts {
 	const char *pc, *pct, *ps, *pst; /* prefetch: codes [nt*ng, pieces*64] and scales [nt*ng, R] memrefs, types */
 	int64_t nt, ng, R, G, B, gpb;    /* gpb: "-sub8" groups a block */
 	int four, code, sub;
+	int pk, np, pb; /* 5- or 6-bit codes: codes [n/8, k/G, np, pb], np pieces of pb bytes a group */
 };
 
 struct gin {
@@ -106,6 +109,7 @@ const char *em_view_at(struct em *e, uint64_t off, const char *ty);
 const char *em_wview_as(struct em *e, const char *name, const char *shape_as, const char **elt);
 
 /* emit_int8.c */
+const char *em_lanes(int n, int times);
 void em_ln(struct llm_buf *b, int ind, const char *f, ...);
 int em_qa8(const struct llm_plan_tensor *pt);
 struct qact em_qact(struct em *e, const char *x, struct rows rw, int64_t k);
@@ -115,6 +119,7 @@ void em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct l
 const char *em_qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt);
 const char *em_qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name);
 const char *em_qround(struct em *e, const char *x, struct rows r, int64_t k);
+void em_qpiece(struct llm_buf *b, int ind, const struct qparts *q, const char *piece, const char *res);
 void em_qscales(struct llm_buf *b, const struct qparts *q, int ind);
 const char *em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx);
 struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces);

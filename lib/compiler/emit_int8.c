@@ -17,8 +17,12 @@ qinfo(const struct llm_plan_tensor *t)
 	q.R = t->ql.rows;
 	q.G = t->ql.group;
 	q.code = t->ql.code;
-	q.four = q.code != LLM_QCODE_I8;
-	q.B = q.four ? q.G / 2 : q.G;
+	int bits = llm_qcode_bits(q.code);
+	q.four = bits == 4;
+	q.pk = bits == 5 || bits == 6;
+	q.B = q.G * bits / 8;
+	q.np = q.pk ? (int)(q.R * q.G / LLM_QPIECE) : 0;
+	q.pb = q.pk ? LLM_QPIECE / 8 * bits : 0;
 	q.nt = t->shape[0] / q.R;
 	q.ng = t->shape[1] / q.G;
 	q.sub = t->ql.sub;
@@ -29,13 +33,19 @@ qinfo(const struct llm_plan_tensor *t)
 
 /* The views of t's parts; with pieces > 0 the codes are viewed as
  * [n/8, k/G, pieces, 64] (64-byte pieces of the same bytes), with pieces
- * < 0 as [n/8, k/G, 8 * B] (a tile's group in one). */
+ * < 0 as [n/8, k/G, 8 * B] (a tile's group in one).  5- and 6-bit codes
+ * are always [n/8, k/G, np, pb], their pieces. */
 struct qparts
 em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 {
 	struct qparts q = qinfo(t);
 	int64_t n = t->shape[0], k = t->shape[1];
-	const char *cs = pieces > 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%dx64xi8", q.nt, q.ng, pieces) :
+	int pw = 64; /* bytes a piece */
+	if (q.pk) {
+		pieces = q.np;
+		pw = q.pb;
+	}
+	const char *cs = pieces > 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%dx%dxi8", q.nt, q.ng, pieces, pw) :
 	    pieces < 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R * q.B) :
 			 em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
 	const char *ss = em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
@@ -44,7 +54,7 @@ em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
 	q.codes = em_view_at(e, t->offset, cs);
 	q.scales = em_view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
 	if (pieces > 0) {
-		q.pct = em_fmt("memref<%" PRId64 "x%dxi8>", q.nt * q.ng, pieces * 64);
+		q.pct = em_fmt("memref<%" PRId64 "x%dxi8>", q.nt * q.ng, pieces * pw);
 		q.pst = em_fmt("memref<%" PRId64 "x%" PRId64 "x%s>", q.nt * q.ng, q.R, q.se);
 		q.pc = em_mview_at(e, t->offset, q.pct);
 		q.ps = em_mview_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), q.pst);
@@ -147,6 +157,55 @@ qfactor(const struct qparts *q, const char *part, const char *sd, const char *re
 	    res, part, q->st, res, q->gpb, res, res, res, sd, res, q->dt, res, res, res, res, res, res, res);
 }
 
+/* In a body at tile %t, group %g, row %h, lane %j: the int8 code `res` of
+ * that element from the 5- or 6-bit pieces (quant.h): its nibble, the
+ * bits of its planes above it, less the zero. */
+static const char *
+packed_code(const struct qparts *q, const char *res)
+{
+	struct llm_buf b = {0};
+	int bits = llm_qcode_bits(q->code), zero = llm_qcode_zero(q->code);
+	llm_buf_printf(&b,
+	    "      %%pG = arith.constant %" PRId64 " : index\n"
+	    "      %%pc64 = arith.constant 64 : index\n"
+	    "      %%pc32 = arith.constant 32 : index\n"
+	    "      %%pc8 = arith.constant 8 : index\n"
+	    "      %%phG = arith.muli %%h, %%pG : index\n"
+	    "      %%pi = arith.addi %%phG, %%j : index\n"
+	    "      %%pp = arith.divui %%pi, %%pc64 : index\n"
+	    "      %%po = arith.remui %%pi, %%pc64 : index\n"
+	    "      %%pj = arith.remui %%po, %%pc32 : index\n"
+	    "      %%phi = arith.cmpi uge, %%po, %%pc32 : index\n"
+	    "      %%pn = tensor.extract %s[%%t, %%g, %%pp, %%pj] : %s\n"
+	    "      %%p15 = arith.constant 15 : i8\n"
+	    "      %%p4 = arith.constant 4 : i8\n"
+	    "      %%pnl = arith.andi %%pn, %%p15 : i8\n"
+	    "      %%pnh = arith.shrui %%pn, %%p4 : i8\n"
+	    "      %%pv4 = arith.select %%phi, %%pnh, %%pnl : i8\n"
+	    "      %%pw = arith.divui %%po, %%pc8 : index\n"
+	    "      %%pbi = arith.remui %%po, %%pc8 : index\n"
+	    "      %%pbc = arith.index_cast %%pbi : index to i8\n"
+	    "      %%p1 = arith.constant 1 : i8\n",
+	    q->G, q->codes, q->ct);
+	for (int k = 4; k < bits; k++)
+		llm_buf_printf(&b,
+		    "      %%pa%d = arith.constant %d : index\n"
+		    "      %%px%d = arith.addi %%pw, %%pa%d : index\n"
+		    "      %%pb%d = tensor.extract %s[%%t, %%g, %%pp, %%px%d] : %s\n"
+		    "      %%ps%d = arith.shrui %%pb%d, %%pbc : i8\n"
+		    "      %%pt%d = arith.andi %%ps%d, %%p1 : i8\n"
+		    "      %%pk%d = arith.constant %d : i8\n"
+		    "      %%pu%d = arith.shli %%pt%d, %%pk%d : i8\n"
+		    "      %%pv%d = arith.ori %%pv%d, %%pu%d : i8\n",
+		    k, 32 + 8 * (k - 4), k, k, k, q->codes, k, q->ct, k, k, k, k, k, k, k, k, k, k + 1, k, k);
+	/* (less 0 for u5: folded) */
+	llm_buf_printf(&b,
+	    "      %%pz = arith.constant %d : i8\n"
+	    "      %s = arith.subi %%pv%d, %%pz : i8\n",
+	    zero, res, bits);
+	return em_keep(b.p);
+}
+
 /* The embedding rows of the tokens %tok (ttt, R rows) from a tiled layout:
  * class "gather" over [R, K/G, G] (4-bit: [R, K/G, 2, G/2]), each value
  * decoded from its tile (token v: tile v/8, row v%8), collapsed to [R, K]. */
@@ -168,11 +227,13 @@ em_qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt)
 				  "      %%c8i = arith.constant 8 : index\n"
 				  "      %%t = arith.divui %%ii, %%c8i : index\n"
 				  "      %%h = arith.remui %%ii, %%c8i : index\n"
-				  "      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n"
+				  "%s"
 				  "%s"
 				  "%s"
 				  "%s",
-	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt, q.codes, q.ct,
+	    q.four ? 3 : 2, q.four ? "      %hf = linalg.index 2 : index\n" : "", ttt,
+	    q.pk ? packed_code(&q, "%wb") :
+		   em_fmt("      %%wb = tensor.extract %s[%%t, %%g, %%h, %%j] : %s\n", q.codes, q.ct),
 	    qfactor(&q, q.scales, q.sd, "%ws"), q.mins ? qfactor(&q, q.mins, q.md, "%wm") : "",
 	    qvalue(&qf, "%wb", "%ws", q.mins ? "%wm" : NULL, "%hf", "%r"));
 	const char *x = em_generic(e,
@@ -417,14 +478,14 @@ em_qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	return e->qa;
 }
 
-/* 1 if the int8 kernels read pt's layout (with activations "q8"): int8
- * codes in groups of 32 or 16, 4-bit codes in groups of 32, offsets only
- * with groups of 32. */
+/* 1 if the int8 kernels read pt's layout (with activations "q8"): 8-, 5-
+ * or 6-bit codes in groups of 32 or 16, 4-bit codes in groups of 32,
+ * offsets only with groups of 32. */
 int
 em_qa8(const struct llm_plan_tensor *pt)
 {
 	int G = pt->ql.group;
-	if (pt->ql.code != LLM_QCODE_I8 || pt->ql.mins)
+	if (llm_qcode_bits(pt->ql.code) == 4 || pt->ql.mins)
 		return G == 32;
 	return G == 32 || G == 16;
 }
@@ -541,13 +602,47 @@ em_qscales(struct llm_buf *b, const struct qparts *q, int ind)
 
 /* The lane indices 0 .. n - 1, `times` times over: a shuffle that repeats
  * an n-element vector into n * times. */
-static const char *
-lanes_repeated(int n, int times)
+const char *
+em_lanes(int n, int times)
 {
 	struct llm_buf b = {0};
 	for (int i = 0; i < n * times; i++)
 		llm_buf_printf(&b, "%s%d", i ? ", " : "", i % n);
 	return em_keep(b.p);
+}
+
+/* The 64 codes of piece `piece` (an index value) of tile %_t's group
+ * %_g in the 5- or 6-bit form (quant.h) as the int8 codes res, a
+ * vector<64xi8>: the 32 bytes' low nibbles then high ones, each plane's
+ * 64 bits (a bitcast to vector<64xi1>) selecting its bit above them, less
+ * the zero. */
+void
+em_qpiece(struct llm_buf *b, int ind, const struct qparts *q, const char *piece, const char *res)
+{
+	const char *b32 = "vector<32xi8>", *b64 = "vector<64xi8>";
+	int bits = llm_qcode_bits(q->code);
+	em_ln(b, ind, "%s_z = arith.constant 0 : i8", res);
+	em_ln(b, ind, "%s_o0 = arith.constant 0 : index", res);
+	em_ln(b, ind, "%s_m = arith.constant dense<15> : %s", res, b32);
+	em_ln(b, ind, "%s_s = arith.constant dense<4> : %s", res, b32);
+	em_ln(b, ind, "%s_k0 = arith.constant dense<0> : %s", res, b64);
+	em_rd(b, ind, em_fmt("%s_n", res), q->codes, em_fmt("%%_t, %%_g, %s, %s_o0", piece, res), em_fmt("%s_z", res),
+	    q->ct, b32);
+	em_ln(b, ind, "%s_l = arith.andi %s_n, %s_m : %s", res, res, res, b32);
+	em_ln(b, ind, "%s_h = arith.shrui %s_n, %s_s : %s", res, res, res, b32);
+	em_ln(b, ind, "%s_v4 = vector.shuffle %s_l, %s_h [%s] : %s, %s", res, res, res, em_lanes(64, 1), b32, b32);
+	for (int k = 4; k < bits; k++) {
+		em_ln(b, ind, "%s_o%d = arith.constant %d : index", res, k, 32 + 8 * (k - 4));
+		em_rd(b, ind, em_fmt("%s_b%d", res, k), q->codes, em_fmt("%%_t, %%_g, %s, %s_o%d", piece, res, k),
+		    em_fmt("%s_z", res), q->ct, "vector<8xi8>");
+		em_ln(b, ind, "%s_i%d = vector.bitcast %s_b%d : vector<8xi8> to vector<64xi1>", res, k, res, k);
+		em_ln(b, ind, "%s_k%d = arith.constant dense<%d> : %s", res, k, 1 << k, b64);
+		em_ln(b, ind, "%s_e%d = arith.select %s_i%d, %s_k%d, %s_k0 : vector<64xi1>, %s", res, k, res, k, res, k,
+		    res, b64);
+		em_ln(b, ind, "%s_v%d = arith.ori %s_v%d, %s_e%d : %s", res, k + 1, res, k, res, k, b64);
+	}
+	em_ln(b, ind, "%s_zz = arith.constant dense<%d> : %s", res, llm_qcode_zero(q->code), b64);
+	em_ln(b, ind, "%s = arith.subi %s_v%d, %s_zz : %s", res, res, bits, res, b64);
 }
 
 /* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
@@ -602,10 +697,10 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 			const char *xt = em_fmt("vector<%dxi8>", xn), *st = em_fmt("vector<%dxi32>", xn / 4);
 			em_rd(b, 10, em_fmt("%%_x1_%d", j), d->a.xq, em_fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, xt);
 			em_ln(b, 10, "%%_x%d = vector.shuffle %%_x1_%d, %%_x1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(xn, rep), xt, xt);
+			    em_lanes(xn, rep), xt, xt);
 			em_rd(b, 10, em_fmt("%%_xs1_%d", j), d->a.xs4, em_fmt("%%_r%d, %%_so", j), "%_i32", d->ts, st);
 			em_ln(b, 10, "%%_xs%d = vector.shuffle %%_xs1_%d, %%_xs1_%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(xn / 4, rep), st, st);
+			    em_lanes(xn / 4, rep), st, st);
 		} else {
 			/* 4-bit codes of 32: byte j holds element j (low nibble)
 			 * and j + 16 (high); each half of x four times, and what
@@ -613,16 +708,16 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 			em_rd(b, 10, em_fmt("%%_xa%d", j), d->a.xq, em_fmt("%%_r%d, %%_xo", j), "%_i0", d->tq, b16);
 			em_rd(b, 10, em_fmt("%%_xb%d", j), d->a.xq, em_fmt("%%_r%d, %%_xo2", j), "%_i0", d->tq, b16);
 			em_ln(b, 10, "%%_xl%d = vector.shuffle %%_xa%d, %%_xa%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(16, 4), b16, b16);
+			    em_lanes(16, 4), b16, b16);
 			em_ln(b, 10, "%%_xh%d = vector.shuffle %%_xb%d, %%_xb%d [%s] : %s, %s", j, j, j,
-			    lanes_repeated(16, 4), b16, b16);
+			    em_lanes(16, 4), b16, b16);
 			if (q->code == LLM_QCODE_I4) {
 				if (!d->a.xk)
 					llm_fatal("qdot: i4 codes without qact's sums (em.xk)");
 				em_rd(b, 10, em_fmt("%%_k1_%d", j), d->a.xk, em_fmt("%%_r%d, %%_so", j), "%_i32", d->ts,
 				    i8);
 				em_ln(b, 10, "%%_k%d = vector.shuffle %%_k1_%d, %%_k1_%d [%s] : %s, %s", j, j, j,
-				    lanes_repeated(8, 2), i8, i8);
+				    em_lanes(8, 2), i8, i8);
 			}
 		}
 		em_ln(b, 10, "%%_dx%d = tensor.extract %s[%%_r%d, %%_bk] : %s", j, d->a.dx, j, d->tb);
@@ -636,18 +731,20 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		 * a token), and the scales at the same group.  The distance in
 		 * bytes is measured per CPU: llm-lower sets it, in groups, from
 		 * the tuning table (tune.h; BENCHMARKS.md "Prefetching W in
-		 * decode").  The last tile's prefetches stay on its last
-		 * group. */
+		 * decode"; the 5- and 6-bit forms take the distance of the
+		 * int8 codes they stand for).  The last tile's prefetches stay
+		 * on its last group. */
+		int gbytes = q->pk ? q->np * q->pb : nw * 64;
 		em_ln(b, 10,
 		    "%%_pfd = arith.constant {llm.tune = \"decode.prefetch_bytes.g%d\", llm.tune_unit = %d : i64} 0"
 		    " : index",
-		    nw * 64, nw * 64);
+		    nw * 64, gbytes);
 		em_ln(b, 10, "%%_pfm = arith.constant %" PRId64 " : index", q->nt * q->ng - 1);
 		em_ln(b, 10, "%%_pft = arith.muli %%_t, %%_ng : index");
 		em_ln(b, 10, "%%_pfa = arith.addi %%_pft, %%_g : index");
 		em_ln(b, 10, "%%_pfb = arith.addi %%_pfa, %%_pfd : index");
 		em_ln(b, 10, "%%_pfg = arith.minui %%_pfb, %%_pfm : index");
-		for (int h = 0; h < nw; h++) {
+		for (int h = 0; 64 * h < gbytes; h++) {
 			em_ln(b, 10, "%%_pfo%d = arith.constant %d : index", h, 64 * h);
 			em_ln(b, 10, "memref.prefetch %s[%%_pfg, %%_pfo%d], read, locality<0>, data : %s", q->pc, h,
 			    q->pct);
@@ -655,7 +752,11 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		em_ln(b, 10, "memref.prefetch %s[%%_pfg, %%_c0], read, locality<3>, data : %s", q->ps, q->pst);
 	}
 	for (int h = 0; h < nw; h++) {
-		em_rd(b, 10, em_fmt("%%_w%d", h), q->codes, em_fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0", q->ct, b64);
+		if (q->pk)
+			em_qpiece(b, 10, q, em_fmt("%%_h%d", h), em_fmt("%%_w%d", h));
+		else
+			em_rd(b, 10, em_fmt("%%_w%d", h), q->codes, em_fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0",
+			    q->ct, b64);
 		if (q->four) {
 			em_ln(b, 10, "%%_lo%d = arith.andi %%_w%d, %%_m15 : %s", h, h, b64);
 			em_ln(b, 10, "%%_hi%d = arith.shrui %%_w%d, %%_s4 : %s", h, h, b64);

@@ -127,7 +127,17 @@ tile_body(struct llm_buf *b, int i, void *arg)
 			em_rd(b, 10, "%_mv", mx, "%_g, %_c0", "%_f0", sxt, v8);
 	} else
 		em_qscales(b, q, 10);
-	if (!q->four)
+	if (q->pk) {
+		/* the group's four pieces of 64 codes, in order */
+		for (int p = 0; p < 4; p++) {
+			em_ln(b, 10, "%%_pq%d = arith.constant %d : index", p, p);
+			em_qpiece(b, 10, q, em_fmt("%%_pq%d", p), em_fmt("%%_wq%d", p));
+		}
+		const char *b64 = "vector<64xi8>", *b128 = "vector<128xi8>";
+		em_ln(b, 10, "%%_wa = vector.shuffle %%_wq0, %%_wq1 [%s] : %s, %s", em_lanes(128, 1), b64, b64);
+		em_ln(b, 10, "%%_wb = vector.shuffle %%_wq2, %%_wq3 [%s] : %s, %s", em_lanes(128, 1), b64, b64);
+		em_ln(b, 10, "%%_w = vector.shuffle %%_wa, %%_wb [%s] : %s, %s", em_lanes(256, 1), b128, b128);
+	} else if (!q->four)
 		em_rd(b, 10, "%_w", q->codes, "%_t, %_g, %_c0", "%_i0", q->ct, "vector<256xi8>");
 	else {
 		/* byte j of a row's 16 holds code j (low nibble) and j + 16

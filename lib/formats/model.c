@@ -408,7 +408,8 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 			return llm_seterr("%s: layout %s needs a quantized source, dtype i8 (the codes) and a "
 					  "matrix of whole %d-row tiles and %d-column groups",
 			    c, p->layout, p->ql.rows, p->ql.group);
-		if (p->ql.sub && !m->act_q8)
+		int bits = llm_qcode_bits(p->ql.code);
+		if ((p->ql.sub || bits == 5 || bits == 6) && !m->act_q8)
 			return llm_seterr("%s: layout %s is read by the int8 kernels only: it needs dtypes.activations "
 					  "\"q8\"",
 			    c, p->layout);

@@ -353,7 +353,48 @@ llm_dequantize(uint32_t t, const void *src, float *dst, size_t n)
 
 /* ---- the tiled int8 layout ---- */
 
-static const char *const code_names[] = {[LLM_QCODE_I8] = "i8", [LLM_QCODE_I4] = "i4", [LLM_QCODE_U4] = "u4"};
+static const char *const code_names[] = {[LLM_QCODE_I8] = "i8",
+	[LLM_QCODE_I4] = "i4",
+	[LLM_QCODE_U4] = "u4",
+	[LLM_QCODE_I5] = "i5",
+	[LLM_QCODE_U5] = "u5",
+	[LLM_QCODE_I6] = "i6"};
+
+int
+llm_qcode_bits(int code)
+{
+	static const int bits[] = {[LLM_QCODE_I8] = 8,
+		[LLM_QCODE_I4] = 4,
+		[LLM_QCODE_U4] = 4,
+		[LLM_QCODE_I5] = 5,
+		[LLM_QCODE_U5] = 5,
+		[LLM_QCODE_I6] = 6};
+	return bits[code];
+}
+
+int
+llm_qcode_zero(int code)
+{
+	return code == LLM_QCODE_I4 ? 8 : code == LLM_QCODE_I5 ? 16 : code == LLM_QCODE_I6 ? 32 : 0;
+}
+
+/* The packed code of type ti (the 5- and 6-bit types), for plans with
+ * int8 activations; else its code. */
+static int
+packed_code(int ti)
+{
+	switch (types[ti].type) {
+	case LLM_GGML_Q5_0:
+		return LLM_QCODE_I5;
+	case LLM_GGML_Q5_1:
+	case LLM_GGML_Q5_K:
+		return LLM_QCODE_U5;
+	case LLM_GGML_Q6_K:
+		return LLM_QCODE_I6;
+	default:
+		return types[ti].code;
+	}
+}
 
 int
 llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l)
@@ -364,7 +405,7 @@ llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l)
 	l->rows = LLM_QTILE_ROWS;
 	l->group = types[ti].group;
 	l->mins = types[ti].mins;
-	l->code = types[ti].code;
+	l->code = sub ? packed_code(ti) : types[ti].code;
 	l->half = types[ti].half;
 	l->sub = sub && types[ti].subs;
 	return 0;
@@ -407,11 +448,31 @@ llm_qlayout_fits(const struct llm_qlayout *l, int64_t rows, int64_t cols)
 	return rows > 0 && cols > 0 && rows % l->rows == 0 && cols % (l->sub ? LLM_QSUPER : l->group) == 0;
 }
 
-/* Bytes of the codes of one group of one row. */
+/* Bytes of the codes of one group of one row (of 5- and 6-bit codes, an
+ * eighth of the tile's group, whose pieces span rows). */
 static int64_t
 group_bytes(const struct llm_qlayout *l)
 {
-	return l->code == LLM_QCODE_I8 ? l->group : l->group / 2;
+	return l->group * llm_qcode_bits(l->code) / 8;
+}
+
+/* The tile's group of R * G codes v (0 .. 2^bits - 1, in the i8 order) as
+ * pieces of 64: 32 bytes of nibbles, then the planes of the bits above
+ * the fourth (quant.h). */
+static void
+pack_pieces(const uint8_t *v, int64_t n, int bits, uint8_t *out)
+{
+	for (int64_t p = 0; p < n / LLM_QPIECE; p++, v += LLM_QPIECE) {
+		for (int j = 0; j < LLM_QPIECE / 2; j++)
+			*out++ = (uint8_t)((v[j] & 15) | (v[j + LLM_QPIECE / 2] & 15) << 4);
+		for (int b = 4; b < bits; b++)
+			for (int j = 0; j < LLM_QPIECE / 8; j++) {
+				uint8_t w = 0;
+				for (int i = 0; i < 8; i++)
+					w |= (uint8_t)(((v[8 * j + i] >> b) & 1) << i);
+				*out++ = w;
+			}
+	}
 }
 
 size_t
@@ -468,13 +529,15 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 {
 	uint32_t blck = 1, size = 0;
 	int64_t G = l->group, ng = cols / G, R = l->rows, gb = group_bytes(l), nb = cols / QK_K;
-	int zero = l->code == LLM_QCODE_I4 ? 8 : 0, ti = find(t);
+	int zero = llm_qcode_zero(l->code), bits = llm_qcode_bits(l->code), ti = find(t);
 	uint64_t sup = llm_qlayout_super_at(l, rows, cols);
 
 	if (ti < 0 || (l->sub && !types[ti].subs) || !llm_ggml_type_block(t, &blck, &size) || cols % blck)
 		return -1;
 	size_t rowbytes = (size_t)(cols / blck) * size;
 	int8_t *q = llm_xmalloc((size_t)cols), isc[QK_K / 16], imn[QK_K / 16]; /* a block's groups: 8 or 16 */
+	/* 5- and 6-bit codes: the tile's values v, [ng][R][G], packed at the end */
+	uint8_t *v = bits == 5 || bits == 6 ? llm_xmalloc((size_t)(cols * R)) : NULL;
 	float *s = llm_xmalloc((size_t)ng * sizeof(float)), *m = llm_xmalloc((size_t)ng * sizeof(float));
 	for (int64_t r = 0; r < R; r++) {
 		const uint8_t *row = (const uint8_t *)src + (size_t)r * rowbytes;
@@ -482,7 +545,10 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 		for (int64_t g = 0; g < ng; g++) {
 			uint8_t *c = codes + (g * R + r) * gb;
 			const int8_t *qg = q + g * G;
-			if (l->code == LLM_QCODE_I8)
+			if (v)
+				for (int64_t j = 0; j < G; j++)
+					v[(g * R + r) * G + j] = (uint8_t)(qg[j] + zero);
+			else if (bits == 8)
 				memcpy(c, qg, (size_t)G);
 			else
 				for (int64_t j = 0; j < G / 2; j++)
@@ -511,6 +577,9 @@ llm_qlayout_tile(const struct llm_qlayout *l, uint32_t t, const void *src, int64
 			}
 		}
 	}
+	for (int64_t g = 0; v && g < ng; g++)
+		pack_pieces(v + g * R * G, R * G, bits, codes + g * R * gb);
+	free(v);
 	free(q);
 	free(s);
 	free(m);

@@ -57,17 +57,32 @@ int llm_quant_split(uint32_t t, const void *src, size_t n, int8_t *q, float *s, 
  * "i8-r8-g32-f16", "i4-r8-g32-f16", "u4-r8-g32-min-sub8" ...: i8 codes are
  * the bytes as int8; i4 codes are the nibble - 8 (-8 .. 7), u4 codes the
  * nibble (0 .. 15).  4-bit codes are used for the types whose codes fit
- * (Q4_0, Q3_K: i4; Q4_1, Q4_K, Q2_K: u4). */
+ * (Q4_0, Q3_K: i4; Q4_1, Q4_K, Q2_K: u4).
+ *
+ * In plans with int8 activations the 5- and 6-bit types keep their bits:
+ * i5 (Q5_0: v - 16), u5 (Q5_1, Q5_K: v) and i6 (Q6_K: v - 32), v the
+ * type's unsigned 5- or 6-bit value.  A tile's group, its R rows' codes in
+ * the i8 order ([R][G], R * G codes), is pieces of 64 codes, each 32 bytes
+ * of nibbles (byte j: the low 4 bits of code j of the piece in its low
+ * nibble, of code j + 32 in its high nibble), then one 8-byte plane per
+ * bit above the fourth (bit i of the little-endian 64-bit word: that bit
+ * of code i's v): 40 or 48 bytes a piece, G * 5 or G * 6 bytes a group. */
 #define LLM_QTILE_ROWS 8
 #define LLM_QSUPER 256 /* elements of a k-quant block: one d (and dmin) */
 #define LLM_QLAYOUT_NAME 32
-enum { LLM_QCODE_I8, LLM_QCODE_I4, LLM_QCODE_U4 };
+enum { LLM_QCODE_I8, LLM_QCODE_I4, LLM_QCODE_U4, LLM_QCODE_I5, LLM_QCODE_U5, LLM_QCODE_I6 };
+/* The bits of a code (8, 4, 5 or 6) and the value v - code (8 for i4, 16
+ * for i5, 32 for i6, else 0). */
+int llm_qcode_bits(int code);
+int llm_qcode_zero(int code);
+#define LLM_QPIECE 64 /* codes of a piece of the 5- and 6-bit forms */
 struct llm_qlayout {
 	int rows, group, mins, code, half; /* half: f16 scales and offsets */
 	int sub;                           /* "-sub8": int8 sub-scales, f16 d */
 };
-/* The layout of ggml type t, with sub: its "-sub8" form where it has one;
- * -1 if t is not supported. */
+/* The layout of ggml type t; with sub (int8 activations) its "-sub8" form
+ * where it has one, and 5- or 6-bit codes for the types whose values have
+ * that many bits; -1 if t is not supported. */
 int llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l);
 void llm_qlayout_name(const struct llm_qlayout *l, char out[LLM_QLAYOUT_NAME]);
 /* 0, or -1 if s is not a layout name. */

@@ -77,7 +77,8 @@ tiled(char **argv)
 	if (m.len != llm_qlayout_bytes(&l, rows, cols))
 		llm_fatal("%s: %zu bytes, the layout takes %" PRIu64, argv[3], m.len,
 		    llm_qlayout_bytes(&l, rows, cols));
-	int64_t R = l.rows, G = l.group, ng = cols / G, gb = l.code == LLM_QCODE_I8 ? G : G / 2;
+	int bits = llm_qcode_bits(l.code), zero = llm_qcode_zero(l.code);
+	int64_t R = l.rows, G = l.group, ng = cols / G, gb = G * bits / 8;
 	const uint8_t *q = m.p;
 	const uint8_t *s = (const uint8_t *)m.p + llm_qlayout_scales_at(&l, rows, cols);
 	const uint8_t *mn = (const uint8_t *)m.p + llm_qlayout_mins_at(&l, rows, cols);
@@ -87,11 +88,20 @@ tiled(char **argv)
 			int64_t t = r / R, h = r % R, g = c / G, j = c % G;
 			int64_t sg = (t * ng + g) * R + h;
 			int code;
-			if (l.code == LLM_QCODE_I8)
+			if (bits == 8)
 				code = (int8_t)q[sg * G + j];
-			else {
+			else if (bits == 4) {
 				uint8_t b = q[sg * gb + j % (G / 2)];
-				code = (j < G / 2 ? b & 15 : b >> 4) - (l.code == LLM_QCODE_I4 ? 8 : 0);
+				code = (j < G / 2 ? b & 15 : b >> 4) - zero;
+			} else {
+				/* code i of the tile's group: piece i / 64, whose 32
+				 * bytes of nibbles, then planes of 8 bytes */
+				int64_t i = h * G + j, o = i % 64;
+				const uint8_t *pc = q + (t * ng + g) * R * gb + i / 64 * (8 * bits);
+				int v = o < 32 ? pc[o] & 15 : pc[o - 32] >> 4;
+				for (int k = 4; k < bits; k++)
+					v |= ((pc[32 + 8 * (k - 4) + o / 8] >> (o % 8)) & 1) << k;
+				code = v - zero;
 			}
 			float v = scale_at(&l, s, rows, cols, t, g, h) * (float)code;
 			out[r * cols + c] = l.mins ? v + scale_at(&l, mn, rows, cols, t, g, h) : v;

@@ -4,6 +4,7 @@
  * against ggml's own decoder and quantizer byte for byte). */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../lib/base/dtype.h"
@@ -144,10 +145,12 @@ T_TEST(layout_names_and_sizes)
 		{LLM_GGML_Q5_1, "i8-r8-g32-min-f16", 0}, {LLM_GGML_Q2_K, "u4-r8-g16-min", 0},
 		{LLM_GGML_Q3_K, "i4-r8-g16", 0}, {LLM_GGML_Q4_K, "u4-r8-g32-min", 0},
 		{LLM_GGML_Q5_K, "i8-r8-g32-min", 0}, {LLM_GGML_Q6_K, "i8-r8-g16", 0},
-		/* the "-sub8" forms, where a type has one */
+		/* int8 activations: the "-sub8" forms, where a type has one,
+		 * and 5- and 6-bit codes */
 		{LLM_GGML_Q8_0, "i8-r8-g32-f16", 1}, {LLM_GGML_Q3_K, "i4-r8-g16", 1},
-		{LLM_GGML_Q4_K, "u4-r8-g32-min-sub8", 1}, {LLM_GGML_Q5_K, "i8-r8-g32-min-sub8", 1},
-		{LLM_GGML_Q6_K, "i8-r8-g16-sub8", 1},
+		{LLM_GGML_Q4_K, "u4-r8-g32-min-sub8", 1}, {LLM_GGML_Q5_K, "u5-r8-g32-min-sub8", 1},
+		{LLM_GGML_Q6_K, "i6-r8-g16-sub8", 1}, {LLM_GGML_Q5_0, "i5-r8-g32-f16", 1},
+		{LLM_GGML_Q5_1, "u5-r8-g32-min-f16", 1},
 	};
 	/* clang-format on */
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -181,6 +184,60 @@ T_TEST(layout_names_and_sizes)
 	    llm_qlayout_super_at(&l, 64, 512) == 1024 && llm_qlayout_scales_at(&l, 64, 512) == 16384 &&
 	    llm_qlayout_mins_at(&l, 64, 512) == 16384 + 1280 && llm_qlayout_bytes(&l, 64, 512) == 16384 + 2560);
 	T_CHECK(llm_qlayout_fits(&l, 64, 512) && !llm_qlayout_fits(&l, 64, 224));
+	/* 5- and 6-bit codes: 5 or 6 bits a code, f16 scales (Q5_0: 0.6875
+	 * bytes a weight, as in the file), sub-scales (Q6_K: 0.82) */
+	llm_qlayout_parse("i5-r8-g32-f16", &l);
+	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 64 * 256 * 5 / 8 &&
+	    llm_qlayout_bytes(&l, 64, 256) == 64 * 256 * 11 / 16);
+	llm_qlayout_parse("i6-r8-g16-sub8", &l);
+	T_CHECK(llm_qlayout_scales_at(&l, 64, 256) == 64 * 256 * 6 / 8 &&
+	    llm_qlayout_bytes(&l, 64, 256) == 64 * 256 * 6 / 8 + 64 * 16 + 64 * 2);
+	T_CHECK(llm_qcode_bits(l.code) == 6 && llm_qcode_zero(l.code) == 32);
+}
+
+/* The 5- and 6-bit pieces (quant.h) of a tile of Q5_0 and Q6_K blocks:
+ * each code, read back from its nibble and planes, is the code
+ * llm_quant_split gives. */
+static void
+packed_tile(void)
+{
+	static const uint32_t types[] = {LLM_GGML_Q5_0, LLM_GGML_Q6_K, LLM_GGML_Q5_K};
+	uint32_t x = 7;
+	for (size_t ti = 0; ti < sizeof(types) / sizeof(types[0]); ti++) {
+		uint32_t t = types[ti], blck, size;
+		struct llm_qlayout l;
+		const int64_t rows = 8, cols = 512;
+		T_CHECK(llm_ggml_type_block(t, &blck, &size) && llm_qlayout_of(t, 1, &l) == 0);
+		size_t rb = (size_t)(cols / blck) * size;
+		uint8_t *src = malloc(rb * rows), *out = calloc(1, llm_qlayout_bytes(&l, rows, cols));
+		for (size_t i = 0; i < rb * rows; i++)
+			src[i] = (uint8_t)((x = x * 1664525u + 1013904223u) >> 24);
+		if (t != LLM_GGML_Q6_K)
+			for (int64_t b = 0; b < rows * cols / blck; b++)
+				memset(src + b * size, 0x3c, 2); /* finite d (and dmin) */
+		else
+			for (int64_t b = 0; b < rows * cols / blck; b++)
+				memset(src + b * size + size - 2, 0x3c, 2);
+		T_CHECK(llm_qlayout_tile(&l, t, src, rows, cols, 0, out, out + llm_qlayout_scales_at(&l, rows, cols),
+			    out + llm_qlayout_mins_at(&l, rows, cols)) == 0);
+		int8_t q[512];
+		float s[32], m[32];
+		int bits = llm_qcode_bits(l.code), G = l.group, bad = 0;
+		for (int64_t h = 0; h < rows; h++) {
+			llm_quant_split(t, src + h * rb, (size_t)cols, q, s, m);
+			for (int64_t c = 0; c < cols; c++) {
+				int64_t g = c / G, i = h * G + c % G, o = i % 64;
+				const uint8_t *p = out + g * (G * bits) + i / 64 * (8 * bits);
+				int v = (o < 32 ? p[o] & 15 : p[o - 32] >> 4);
+				for (int k = 4; k < bits; k++)
+					v |= ((p[32 + 8 * (k - 4) + o / 8] >> (o % 8)) & 1) << k;
+				bad += v - llm_qcode_zero(l.code) != q[c];
+			}
+		}
+		T_CHECKF(bad == 0, "%s: %d codes differ", llm_ggml_type_name(t), bad);
+		free(src);
+		free(out);
+	}
 }
 
 /* A tile of 8 Q4_0 rows of 64: row r's block b has d = r + 1 and codes
@@ -337,6 +394,7 @@ main(void)
 	T_RUN(layout_names_and_sizes);
 	T_RUN(tile_of_q4_0);
 	T_RUN(tile_of_q6_k_sub8);
+	T_RUN(packed_tile);
 	T_RUN(quantize_grid_values_exactly);
 	T_RUN(quantize_error_within_the_bits);
 	return T_DONE();
