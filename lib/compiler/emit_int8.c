@@ -563,6 +563,7 @@ struct qd {
 	const char *tq, *ts, *tb, *st; /* x codes, sums of 4, per-block; the tile's y */
 	const char *bias, *bt;         /* the bias (its view, then its f32 vector), its element type */
 	const char *sx, *mx, *xt;      /* prefill, "-sub8": the tile's scales, offsets [ng, 8] f32, their type */
+	const char *cx, *cxt;          /* prefill, 5- and 6-bit codes: the tile's int8 codes [ng, np, 64], type */
 };
 
 /* The scales (%_sv) and offsets (%_mv) of the 8 rows of tile %_t, group
@@ -752,7 +753,9 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 		em_ln(b, 10, "memref.prefetch %s[%%_pfg, %%_c0], read, locality<3>, data : %s", q->ps, q->pst);
 	}
 	for (int h = 0; h < nw; h++) {
-		if (q->pk)
+		if (d->cx)
+			em_rd(b, 10, em_fmt("%%_w%d", h), d->cx, em_fmt("%%_g, %%_h%d, %%_c0", h), "%_i0", d->cxt, b64);
+		else if (q->pk)
 			em_qpiece(b, 10, q, em_fmt("%%_h%d", h), em_fmt("%%_w%d", h));
 		else
 			em_rd(b, 10, em_fmt("%%_w%d", h), q->codes, em_fmt("%%_t, %%_g, %%_h%d, %%_c0", h), "%_i0",
@@ -853,6 +856,31 @@ em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, cons
 	return xt;
 }
 
+/* 5- and 6-bit codes in prefill: the int8 codes of the tile %_t, rebuilt
+ * once for all the rows of x (not once a pass), [ng, np, 64] in *cx;
+ * returns its type.  The passes then read them as i8 codes. */
+static const char *
+qcodes_once(struct llm_buf *b, const struct qparts *q, const char **cx)
+{
+	const char *ct = em_fmt("tensor<%" PRId64 "x%dx64xi8>", q->ng, q->np);
+	em_ln(b, 6, "%%_ce = tensor.empty() : %s", ct);
+	em_ln(b, 6, "%%_cx = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%%_ca = %%_ce) -> (%s) {", ct);
+	const char *at = "%_ca";
+	for (int p = 0; p < q->np; p++) {
+		em_ln(b, 8, "%%_cp%d = arith.constant %d : index", p, p);
+		em_qpiece(b, 8, q, em_fmt("%%_cp%d", p), em_fmt("%%_cu%d", p));
+		em_ln(b, 8,
+		    "%%_cw%d = vector.transfer_write %%_cu%d, %s[%%_g, %%_cp%d, %%_c0] {in_bounds = [true]} : "
+		    "vector<64xi8>, %s",
+		    p, p, at, p, ct);
+		at = em_fmt("%%_cw%d", p);
+	}
+	em_ln(b, 8, "scf.yield %s : %s", at, ct);
+	em_ln(b, 6, "}");
+	*cx = "%_cx";
+	return ct;
+}
+
 /* em_row_passes' pass for qdot */
 static void
 qdot_rows(struct llm_buf *b, const void *arg, int nr)
@@ -881,6 +909,8 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 	}
 	if (rw.dyn[0] && d->q.sub)
 		dt.xt = em_qscales_once(b, &d->q, &dt.sx, &dt.mx);
+	if (rw.dyn[0] && d->q.pk)
+		dt.cxt = qcodes_once(b, &d->q, &dt.cx);
 	/* rows of x a pass: two or three (prefill.three_rows) for 4-bit
 	 * codes without offsets (Q4_0: pp512 +4-7% with three on a Zen 5,
 	 * BENCHMARKS.md "Three rows of x a pass in the int8 products"), two
