@@ -1089,6 +1089,15 @@ llm_grammar_vocab_free(struct llm_grammar_vocab *v)
 	free(v);
 }
 
+const char *
+llm_grammar_vocab_token(const struct llm_grammar_vocab *v, size_t id, size_t *len)
+{
+	if (id >= v->n || v->off[id + 1] == v->off[id])
+		return NULL;
+	*len = v->off[id + 1] - v->off[id];
+	return v->text + v->off[id];
+}
+
 /* The tokens in byte order: each keeps the states of the prefix it shares
  * with the one before, so a prefix is followed once, and a prefix that
  * failed fails every token that starts with it at no cost. */

@@ -67,6 +67,8 @@ int llm_grammar_done(const struct llm_grammar_state *st);
 struct llm_grammar_vocab;
 struct llm_grammar_vocab *llm_grammar_vocab_new(size_t n, const char *const *bytes, const size_t *lens);
 void llm_grammar_vocab_free(struct llm_grammar_vocab *v);
+/* Token id's text (*len bytes, not NUL-terminated), or NULL: not text. */
+const char *llm_grammar_vocab_token(const struct llm_grammar_vocab *v, size_t id, size_t *len);
 /* allowed[i] = 1 for each token whose whole text st can take, else 0
  * (special and empty tokens 0).  Returns how many are allowed. */
 size_t llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *st, const struct llm_grammar_vocab *v,
