@@ -713,11 +713,11 @@ static void
 load_grammar(struct args *a)
 {
 	const char *opt = a->gram_opt, *where = a->gram_arg;
-	int file = strcmp(opt, "--grammar-file") == 0 || strcmp(opt, "--json-schema-file") == 0;
 	char *text;
 	size_t len;
 	if (!a->gram_arg)
 		return;
+	int file = strcmp(opt, "--grammar-file") == 0 || strcmp(opt, "--json-schema-file") == 0;
 	if (file) {
 		text = run_read_input(a->gram_arg, &len);
 	} else {

@@ -402,9 +402,10 @@ parse_primary(struct parser *ps, uint32_t r)
 		uint32_t sub = new_rule(ps, NULL, 0, R_GROUP, at);
 		skip(ps, 1);
 		parse_alts(ps, sub, 1);
-		if (ps->p >= ps->end || *ps->p != ')')
-			perr(ps, ps->p < ps->end ? ps->p : at, "expected ')' to close the '(' at %s",
-			    ps->p < ps->end ? "its left" : "this place");
+		if (ps->p >= ps->end)
+			perr(ps, at, "'(' is not closed");
+		if (*ps->p != ')')
+			perr(ps, ps->p, "expected ')'");
 		ps->p++;
 		emit(ps, r, (struct elem){E_REF, 0, sub, 0});
 	} else if (word_char((unsigned char)c)) {

@@ -204,7 +204,7 @@ T_TEST(bad_grammars_are_refused_with_line_and_column)
 	REFUSED("root ::= \"a\" root\n", "line 1, column 1: rule 'root' can never end");
 	REFUSED("root ::= \"a\"\nroot ::= \"b\"\n", "line 2, column 1: rule 'root' is defined twice");
 	REFUSED("root = \"a\"\n", "line 1, column 6: expected '::=' after the rule name 'root'");
-	REFUSED("root ::= (\"a\" | \"b\"\n", "line 1, column 10: expected ')' to close the '(' at this place");
+	REFUSED("root ::= (\"a\" | \"b\"\n", "line 1, column 10: '(' is not closed");
 	REFUSED("root ::= \"\\q\"\n", "line 1, column 11: unknown escape '\\q'");
 	REFUSED("root ::= \"a\"{3,2}\n", "line 1, column 13: repetition {3,2}: the most is below the least");
 	REFUSED("root ::= [z-a]\n", "line 1, column 11: range 0x7a-0x61 is reversed");
