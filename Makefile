@@ -204,14 +204,14 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # The JSON readers share one dictionary; the bundle has the tar one, the
 # template engine the Jinja one.
 fuzz: fuzz-build
 	@for n in $(FUZZ_NAMES); do \
 		mkdir -p build/fuzz/corpus/$$n; \
-		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights) d=-dict=tests/fuzz/json.dict ;; \
+		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

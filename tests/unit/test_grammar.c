@@ -218,8 +218,10 @@ T_TEST(bad_grammars_are_refused_with_line_and_column)
 /* A toy vocabulary: the mask equals accepting each token alone. */
 T_TEST(the_mask_is_what_the_matcher_takes_token_by_token)
 {
-	static const char *toks[] = {"{", "\"", "{\"", "\":", " ", "a", "ab", "\xc3", "\xa9", "\xc3\xa9", "}", "\"}", NULL, "", "1", "12",
-		",", "\n", "\n\n", "xyz"};
+	/* clang-format off */
+	static const char *toks[] = {"{", "\"", "{\"", "\":", " ", "a", "ab", "\xc3", "\xa9", "\xc3\xa9", "}", "\"}",
+		NULL, "", "1", "12", ",", "\n", "\n\n", "xyz"};
+	/* clang-format on */
 	size_t n = sizeof(toks) / sizeof(toks[0]), lens[32];
 	for (size_t i = 0; i < n; i++)
 		lens[i] = toks[i] ? strlen(toks[i]) : 0;
