@@ -261,7 +261,8 @@ add_ranges(struct llm_grammar *g, const uint32_t *r, size_t n)
 		g->rcap = 2 * (g->nranges + n) + 16;
 		g->ranges = llm_xreallocarray(g->ranges, g->rcap, sizeof(*g->ranges));
 	}
-	memcpy(g->ranges + g->nranges, r, n * sizeof(*r));
+	if (n)
+		memcpy(g->ranges + g->nranges, r, n * sizeof(*r));
 	g->nranges += n;
 	return (uint32_t)(g->nranges - n);
 }
