@@ -171,7 +171,7 @@ fresh(struct conv *c, const char *hint)
 	name = llm_xstrdup(base);
 	for (int i = 1; taken(c, name); i++) {
 		free(name);
-		name = hf(c, "%s-%d", base, i);
+		name = llm_xasprintf("%s-%d", base, i); /* owned by c->names, as the first */
 	}
 	free(base);
 	c->names = llm_xreallocarray(c->names, c->nnames + 1, sizeof(*c->names));
