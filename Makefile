@@ -45,7 +45,8 @@ T = tests/tools$(SANITIZE:1=/san)
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
 LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
-LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample
+LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
+	grammar json_schema
 LIB_API = api ppl
 LIBSRC = $(LIB_BASE:%=lib/base/%.c) $(LIB_FORMATS:%=lib/formats/%.c) $(LIB_COMPILER:%=lib/compiler/%.c) \
 	$(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
@@ -55,7 +56,7 @@ LIBOBJ = $(LIBSRC:%.c=$(O)/%.o)
 SOVERSION = 0
 # libllm (below)
 API_SRC = api runtime chatsrc jinja bundle model json util utf8 weights target spawn phase dtype hfconfig family hash quant \
-	gguf tokenizer tokjson tokbuild toklines chat chatcache sample
+	gguf tokenizer tokjson tokbuild toklines chat chatcache sample grammar json_schema
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
 APIOBJ = $(patsubst lib/%.c,$(O)/pic/%.o,$(filter $(API_SRC:%=\%/%.c),$(LIBSRC)))
 API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)
@@ -81,7 +82,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
-	$(O)/tests/unit/test_ppl
+	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar
 
 all: config.mk $(PROGS) $(TOOLS) $(API)
 
@@ -190,6 +191,7 @@ $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
 $(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
+$(O)/tests/unit/test_grammar: tests/unit/test_grammar.c
 
 # `make fuzz`: the libFuzzer targets of the readers (tests/fuzz/README
 # lists them), their seed corpora in build/fuzz/seeds/NAME (committed
@@ -202,14 +204,14 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # The JSON readers share one dictionary; the bundle has the tar one, the
 # template engine the Jinja one.
 fuzz: fuzz-build
 	@for n in $(FUZZ_NAMES); do \
 		mkdir -p build/fuzz/corpus/$$n; \
-		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights) d=-dict=tests/fuzz/json.dict ;; \
+		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

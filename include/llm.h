@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define LLM_API_VERSION 1
+#define LLM_API_VERSION 2
 
 enum llm_status {
 	LLM_OK = 0,
@@ -225,15 +225,51 @@ struct llm_sampling {
 	double presence_penalty;  /* less for a token in the window (llama.cpp's, OpenAI's); 0: off */
 	double frequency_penalty; /* less per time it is there; 0: off */
 	int64_t ignore_eos;       /* 1: never an end-of-sequence or end-of-turn token (llama-cli --ignore-eos) */
+	/* Added in API version 2, at the end: a program built with an older
+	 * llm.h passes a smaller struct and must be rebuilt.  GBNF text (llama.cpp's grammar notation; NULL: none):
+	 * the reply is held to it (see Grammars below). */
+	const char *grammar;
 };
-#define LLM_SAMPLING_GREEDY {0.0, 0, 1.0, 0.0, 1.0, 64, 0, 0.0, 0.0, 0}
+#define LLM_SAMPLING_GREEDY {0.0, 0, 1.0, 0.0, 1.0, 64, 0, 0.0, 0.0, 0, NULL}
 /* llama-cli's defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05). */
-#define LLM_SAMPLING_DEFAULT {0.8, 40, 0.95, 0.05, 1.0, 64, 0, 0.0, 0.0, 0}
+#define LLM_SAMPLING_DEFAULT {0.8, 40, 0.95, 0.05, 1.0, 64, 0, 0.0, 0.0, 0, NULL}
 
 /* The next token from the sequence's logits, its tokens as the penalty's
  * history.  The sampler's random state lives in s and is started afresh
- * from p->seed when p changes.  LLM_ERR_ARG before any eval. */
+ * from p->seed when p changes (p->grammar compared by its text).
+ * LLM_ERR_ARG before any eval, and for a grammar that is refused
+ * ("llm_seq_sample: grammar: line L, column C: what") or that allows no
+ * token of the vocabulary at this point; LLM_ERR_UNSUPPORTED for a
+ * grammar on a model without a tokenizer. */
 int llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id);
+
+/* ---- Grammars --------------------------------------------------------- */
+
+/* With llm_sampling.grammar, every token drawn is one whose text the
+ * grammar can take next (the others' logits are -inf before the other
+ * filters: the token drawn is checked first, and the whole vocabulary
+ * masked only when it is refused); a special token is never text, and an
+ * end-of-sequence or end-of-turn token is allowed only where the text so
+ * far is a whole sentence of the grammar, and drawn (whatever
+ * ignore_eos) where nothing else can follow.  The grammar's state belongs
+ * to the sequence: it goes on from one llm_seq_sample to the next while
+ * each follows the token drawn by the one before (evaluated alone), and
+ * starts afresh at the root when p changes or anything else was evaluated
+ * or rewound in between (a new prompt, a chat turn).  A token's text is
+ * its bytes as llm_token_piece gives them without flags; a character may
+ * span tokens.
+ *
+ * GBNF, as llama.cpp: `name ::= alternatives` a line, `|`, "literals",
+ * [classes], `.`, ( ), * + ? {m} {m,} {m,n}, # comments; `root` starts.
+ * LLM_OK if grammar (NUL-terminated) is one that llm_seq_sample accepts,
+ * else LLM_ERR_ARG with "line L, column C: what". */
+int llm_grammar_check(const char *grammar);
+/* A JSON schema (len bytes of JSON) as GBNF text, *grammar NUL-terminated
+ * (llm_free), for llm_sampling.grammar; the schema {"type": "object"} gives
+ * any JSON object.  LLM_ERR_ARG for text that is not JSON, or a
+ * schema with what is not supported (pattern, minimum, uniqueItems, ...:
+ * the message names the keyword and where it is). */
+int llm_json_schema_to_grammar(const char *schema, size_t len, char **grammar);
 
 #ifdef __cplusplus
 }

@@ -40,7 +40,8 @@ static const char usage_text[] =
     "usage: llm-run [-ev] [--json] [--logits file] [-n count] [-c n] [-t threads] [--seed n]\n"
     "               [--temp t] [--top-k k] [--top-p p] [--min-p p] [--repeat-penalty r]\n"
     "               [--presence-penalty p] [--frequency-penalty f] [--repeat-last-n n]\n"
-    "               [--ignore-eos] [--stop text] [--tokenizer path]\n"
+    "               [--ignore-eos] [--grammar text | --grammar-file file | -j schema |\n"
+    "               -jf file] [--stop text] [--tokenizer path]\n"
     "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
     "               [--no-display-prompt] [--no-cache] [--cache-dir dir] -m model\n"
     "               -i | --single-turn | -f file | -p text | --tokens ids\n"
@@ -83,6 +84,10 @@ static const char help_text[] =
     "  --presence-penalty p, --frequency-penalty f\n"
     "                       less p for a token in that window, f per time it is there (default 0)\n"
     "  --ignore-eos         never an end-of-sequence or end-of-turn token (as llama-cli)\n"
+    "  --grammar text, --grammar-file file\n"
+    "                       hold the reply to a GBNF grammar (llama.cpp's notation; root starts)\n"
+    "  -j, --json-schema schema, -jf, --json-schema-file file\n"
+    "                       hold the reply to JSON that follows a JSON schema\n"
     "  -s, --seed n         sampler and benchmark seed (default: from the clock)\n"
     "  --stop text          stop at this text (repeatable; -r, --reverse-prompt outside --bench)\n"
     "  --cache-type-k t, --cache-type-v t (-ctk, -ctv)\n"
@@ -262,6 +267,9 @@ struct args {
 	int single_turn; /* -st: one exchange (-p or a line of standard input) */
 	struct run_cache cache;
 	int cache_action; /* --list-cache 1, --prune-cache 2 */
+	/* --grammar, --grammar-file, --json-schema, --json-schema-file: the
+	 * one given (its option in gram_opt) */
+	const char *gram_arg, *gram_opt;
 };
 
 /* the options, packed */
@@ -273,7 +281,8 @@ enum {
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN,
-	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE,
+	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE,
+	OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -293,6 +302,10 @@ static const struct option longopts[] = {
 	{"prune-cache", no_argument, NULL, OPT_PRUNE_CACHE},
 	{"file", required_argument, NULL, 'f'},
 	{"frequency-penalty", required_argument, NULL, OPT_FREQUENCY_PENALTY},
+	{"grammar", required_argument, NULL, OPT_GRAMMAR},
+	{"grammar-file", required_argument, NULL, OPT_GRAMMAR_FILE},
+	{"json-schema", required_argument, NULL, OPT_JSON_SCHEMA},
+	{"json-schema-file", required_argument, NULL, OPT_JSON_SCHEMA_FILE},
 	{"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
 	{"model", required_argument, NULL, 'm'},
 	{"n-predict", required_argument, NULL, 'n'},
@@ -366,6 +379,8 @@ llama_cli_spellings(int *argc, char **argv)
 		{"-co", 0, NULL, "there are no colours: the output is plain text"},
 		{"--color", 0, NULL, NULL},
 		{"--reverse-prompt", 1, "--stop", NULL},
+		{"-j", 1, "--json-schema", NULL},
+		{"-jf", 1, "--json-schema-file", NULL},
 	};
 	char **out = llm_xcalloc((size_t)*argc + 1, sizeof(*out));
 	int n = 0;
@@ -559,6 +574,19 @@ parse_args(int argc, char **argv, struct args *a)
 		case OPT_IGNORE_EOS:
 			a->sp.ignore_eos = 1;
 			break;
+		case OPT_GRAMMAR:
+		case OPT_GRAMMAR_FILE:
+		case OPT_JSON_SCHEMA:
+		case OPT_JSON_SCHEMA_FILE:
+			if (a->gram_arg)
+				usage_msg(
+				    "give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
+			a->gram_arg = optarg;
+			a->gram_opt = ch == OPT_GRAMMAR ? "--grammar" :
+			    ch == OPT_GRAMMAR_FILE      ? "--grammar-file" :
+			    ch == OPT_JSON_SCHEMA       ? "--json-schema" :
+							  "--json-schema-file";
+			break;
 		case OPT_SINGLE_TURN:
 			set_mode(&a->mode, M_CHAT);
 			a->single_turn = 1;
@@ -673,6 +701,42 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("--ppl-context, --chunks, --kl-divergence and --kl-divergence-base go with --perplexity");
 	if (a->ppl.base && a->ppl.save_base)
 		usage_msg("give one of --kl-divergence and --kl-divergence-base");
+	if (a->gram_arg && a->mode != M_RUN && a->mode != M_CHAT)
+		usage_msg(llm_xasprintf("%s goes with -f, -p, --tokens or -i", a->gram_opt));
+}
+
+/* The grammar of --grammar, --grammar-file, --json-schema or
+ * --json-schema-file into a->sp, checked before the model loads: a bad
+ * one is one line naming the file (or the option) with its line and
+ * column. */
+static void
+load_grammar(struct args *a)
+{
+	const char *opt = a->gram_opt, *where = a->gram_arg;
+	char *text;
+	size_t len;
+	if (!a->gram_arg)
+		return;
+	int file = strcmp(opt, "--grammar-file") == 0 || strcmp(opt, "--json-schema-file") == 0;
+	if (file) {
+		text = run_read_input(a->gram_arg, &len);
+	} else {
+		text = llm_xstrdup(a->gram_arg);
+		len = strlen(text);
+		where = opt;
+	}
+	if (opt[2] == 'j') {
+		char *g;
+		if (llm_json_schema_to_grammar(text, len, &g) != LLM_OK)
+			llm_fatal("%s: %s", where, llm_errmsg());
+		free(text);
+		text = g;
+	} else if (strlen(text) != len) {
+		llm_fatal("%s: a NUL byte in the grammar", where);
+	}
+	if (llm_grammar_check(text) != LLM_OK)
+		llm_fatal("%s: %s", where, llm_errmsg());
+	a->sp.grammar = text;
 }
 
 /* What every run of a model needs given, and a seed when none was. */
@@ -776,6 +840,7 @@ main(int argc, char **argv)
 
 	int64_t ctx;
 	double t_load;
+	load_grammar(&a);
 	struct llm *m = open_model(&a, &ctx, &t_load);
 	if (a.mode == M_BENCH)
 		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json, a.verbose, t_load);

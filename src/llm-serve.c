@@ -97,7 +97,8 @@ struct gen {
 	size_t nstop;
 	int64_t *reply;
 	size_t nreply, prompt_tokens;
-	char *conv; /* a chat's conversation as JSON ({"messages", "tools"}), or NULL */
+	char *conv;    /* a chat's conversation as JSON ({"messages", "tools"}), or NULL */
+	char *grammar; /* sp.grammar: response_format's, grammar's or json_schema's, or NULL */
 	size_t convlen;
 	struct llm_stream
 	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
@@ -169,6 +170,7 @@ gen_free(struct gen *g)
 	free(g->stop);
 	free(g->reply);
 	free(g->conv);
+	free(g->grammar);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -349,6 +351,8 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 }
 
 /* The sampling and stopping fields. */
+static int grammar_of(const json_t *j, struct gen *g, struct bad *b);
+
 static int
 params_of(const json_t *j, struct gen *g, struct bad *b)
 {
@@ -394,6 +398,74 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 		}
 	} else if (st && !json_is_null(st))
 		return badf(b, NULL, "'stop' must be a string or an array of strings");
+	return grammar_of(j, g, b);
+}
+
+/* The grammar the reply is held to: OpenAI's response_format (json_object,
+ * or json_schema with its schema), or llama-server's grammar (GBNF) or
+ * json_schema; one of them.  0 and g->grammar (NULL: none), or -1. */
+static int
+grammar_of(const json_t *j, struct gen *g, struct bad *b)
+{
+	const json_t *rf = json_object_get(j, "response_format"), *gr = json_object_get(j, "grammar"),
+		     *js = json_object_get(j, "json_schema"); /* borrowed */
+	const json_t *schema = NULL;
+	const char *what = NULL;
+	if (rf && json_is_null(rf))
+		rf = NULL;
+	if (gr && json_is_null(gr))
+		gr = NULL;
+	if (js && json_is_null(js))
+		js = NULL;
+	if (rf) {
+		const json_t *t = json_object_get(rf, "type"); /* borrowed */
+		const char *type = json_string_value(t);
+		if (!json_is_object(rf) || !type)
+			return badf(b, NULL, "'response_format' must be an object with a string 'type'");
+		if (strcmp(type, "json_schema") == 0) {
+			const json_t *w = json_object_get(rf, "json_schema"); /* borrowed */
+			schema = json_object_get(w, "schema");
+			if (!json_is_object(schema) && !json_is_boolean(schema))
+				return badf(b, NULL, "'response_format.json_schema.schema' must be a JSON schema");
+			what = "response_format.json_schema.schema";
+		} else if (strcmp(type, "json_object") == 0) {
+			/* llama-server's: a schema may come with it */
+			schema = json_object_get(rf, "schema");
+			what = "response_format.schema";
+			if (!schema) {
+				static json_t *object;
+				if (!object)
+					object = json_pack("{s:s}", "type", "object");
+				schema = object;
+			}
+		} else if (strcmp(type, "text") != 0) {
+			return badf(b, NULL,
+			    "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '%s'", type);
+		}
+	}
+	if ((schema != NULL) + (gr != NULL) + (js != NULL) > 1)
+		return badf(b, NULL,
+		    "give one of 'response_format' (json_object, json_schema), 'grammar' and 'json_schema'");
+	if (js) {
+		if (!json_is_object(js) && !json_is_boolean(js))
+			return badf(b, NULL, "'json_schema' must be a JSON schema");
+		schema = js;
+		what = "json_schema";
+	}
+	if (schema) {
+		char *text = json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY);
+		int rc = llm_json_schema_to_grammar(text, strlen(text), &g->grammar);
+		free(text);
+		if (rc != LLM_OK)
+			return badf(b, NULL, "'%s': %s", what, llm_errmsg());
+	} else if (gr) {
+		if (!json_is_string(gr))
+			return badf(b, NULL, "'grammar' must be a string (GBNF)");
+		if (llm_grammar_check(json_string_value(gr)) != LLM_OK)
+			return badf(b, NULL, "'grammar': %s", llm_errmsg());
+		g->grammar = llm_xstrdup(json_string_value(gr));
+	}
+	g->sp.grammar = g->grammar;
 	return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "../runtime/chatcache.h"
 #include "../runtime/chatsrc.h"
 #include "../base/dtype.h"
+#include "../runtime/grammar.h"
 #include "../runtime/runtime.h"
 #include "../runtime/sample.h"
 #include "../base/util.h"
@@ -24,13 +26,14 @@
 struct llm {
 	struct llm_runtime *rt;
 	struct llm_chatsrc src;
-	pthread_mutex_t lock; /* the tokenizer: encode keeps a cache */
-	int64_t context;      /* a sequence's default */
-	int64_t eot;          /* the template's end of turn, or -1 */
-	atomic_int nseq;      /* sequences alive */
-	char desc[96];        /* llm_model_desc */
-	uint64_t params;      /* elements of the checkpoint's tensors */
-	unsigned char *added; /* (vocab) 1: an added token (a chat's cut point may follow it) */
+	pthread_mutex_t lock;             /* the tokenizer: encode keeps a cache */
+	int64_t context;                  /* a sequence's default */
+	int64_t eot;                      /* the template's end of turn, or -1 */
+	atomic_int nseq;                  /* sequences alive */
+	char desc[96];                    /* llm_model_desc */
+	uint64_t params;                  /* elements of the checkpoint's tensors */
+	unsigned char *added;             /* (vocab) 1: an added token (a chat's cut point may follow it) */
+	struct llm_grammar_vocab *gvocab; /* the tokens' texts for grammars, made at the first (under lock) */
 };
 
 struct llm_seq {
@@ -42,6 +45,15 @@ struct llm_seq {
 	struct llm_sampler *sampler;
 	struct llm_sampling sp; /* sampler's parameters */
 	float *banned;          /* the logits with the end tokens -inf (ignore_eos) */
+	/* The grammar (sp.grammar's text in gtext), where it is (gst) and
+	 * where it was before the last token drawn (gprev), drawn at
+	 * position gpos (-1: none yet) as glast. */
+	char *gtext;
+	struct llm_grammar *grammar;
+	struct llm_grammar_state gst, gprev;
+	int64_t gpos, glast;
+	uint8_t *allowed; /* (vocab) the grammar's mask */
+	float *masked;    /* (vocab) the logits with it */
 	/* The text of the tokens, for llm_seq_chat (lib/runtime/chatcache.h), and
 	 * its last plan: the rendering whose text from plan_from its tokens
 	 * plan_ids encode, evaluated at plan_keep. */
@@ -241,6 +253,7 @@ llm_close(struct llm **mp)
 	*mp = NULL;
 	llm_chatsrc_free(&m->src);
 	free(m->added);
+	llm_grammar_vocab_free(m->gvocab);
 	llm_runtime_close(m->rt);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -655,6 +668,12 @@ llm_seq_free(struct llm_seq **sp)
 	llm_ctx_free(s->ctx);
 	llm_sampler_free(s->sampler);
 	free(s->banned);
+	free(s->gtext);
+	llm_grammar_free(s->grammar);
+	llm_grammar_state_free(&s->gst);
+	llm_grammar_state_free(&s->gprev);
+	free(s->allowed);
+	free(s->masked);
 	free(s->tokens);
 	llm_chat_cache_free(&s->cache);
 	llm_buf_free(&s->plan_text);
@@ -878,6 +897,128 @@ llm_seq_load(struct llm_seq *s, const char *path)
 	return rc;
 }
 
+/* Whether p is s's sampling: the fields before grammar bit for bit, the
+ * grammar by its text. */
+static int
+same_sampling(const struct llm_seq *s, const struct llm_sampling *p)
+{
+	if (memcmp(&s->sp, p, offsetof(struct llm_sampling, grammar)) != 0)
+		return 0;
+	if (!p->grammar || !s->gtext)
+		return !p->grammar && !s->gtext;
+	return strcmp(p->grammar, s->gtext) == 0;
+}
+
+static int
+is_end(const struct llm *m, int64_t id)
+{
+	return llm_token_is_eos(m, id);
+}
+
+/* The model's tokens as text for grammars, made once. */
+static const struct llm_grammar_vocab *
+grammar_vocab(struct llm *m)
+{
+	pthread_mutex_lock(&m->lock);
+	if (!m->gvocab) {
+		size_t v = (size_t)llm_runtime_vocab(m->rt);
+		struct llm_buf b = {0};
+		size_t *off = llm_xcalloc(v + 1, sizeof(*off)), *lens = llm_xcalloc(v, sizeof(*lens));
+		const char **ptrs = llm_xcalloc(v, sizeof(*ptrs));
+		for (size_t i = 0; i < v; i++) {
+			off[i] = b.len;
+			if (!llm_tokenizer_is_special(m->src.tok, (int64_t)i))
+				llm_tokenizer_token_bytes(m->src.tok, (int64_t)i, &b);
+			lens[i] = b.len - off[i];
+		}
+		for (size_t i = 0; i < v; i++)
+			ptrs[i] = lens[i] ? b.p + off[i] : NULL;
+		m->gvocab = llm_grammar_vocab_new(v, ptrs, lens);
+		llm_buf_free(&b);
+		free(off);
+		free(lens);
+		free(ptrs);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return m->gvocab;
+}
+
+/* 1 if the grammar allows token id at st (an end token where the text is
+ * whole); st advanced then when adv. */
+static int
+grammar_allows(struct llm_seq *s, const struct llm_grammar_vocab *v, int64_t id, int adv)
+{
+	size_t len;
+	if (is_end(s->m, id))
+		return llm_grammar_complete(&s->gst);
+	const char *t = llm_grammar_vocab_token(v, (size_t)id, &len);
+	if (!t)
+		return 0;
+	if (adv)
+		return llm_grammar_accept(s->grammar, &s->gst, t, len);
+	struct llm_grammar_state tmp = {0};
+	llm_grammar_state_copy(&tmp, &s->gst);
+	int ok = llm_grammar_accept(s->grammar, &tmp, t, len);
+	llm_grammar_state_free(&tmp);
+	return ok;
+}
+
+/* The draw under the grammar: the token drawn from the logits if the
+ * grammar allows it, else one drawn from the logits of those it allows
+ * (llama.cpp's order: most draws need no mask); an end token where
+ * nothing else can follow.  The state then takes the token. */
+static int
+sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *logits, int64_t *id)
+{
+	const struct llm_model *mm = llm_runtime_model(s->m->rt);
+	int64_t v = llm_runtime_vocab(s->m->rt), pos = llm_ctx_pos(s->ctx);
+	const struct llm_grammar_vocab *gv = grammar_vocab(s->m);
+	/* where the grammar is: going on after the last draw, at it again, or afresh */
+	if (s->gpos >= 0 && pos == s->gpos)
+		llm_grammar_state_copy(&s->gst, &s->gprev);
+	else if (!(s->gpos >= 0 && pos == s->gpos + 1 && s->tokens[pos - 1] == s->glast))
+		llm_grammar_start(s->grammar, &s->gst);
+	llm_grammar_state_copy(&s->gprev, &s->gst);
+	int64_t end = mm->n_eos > 0 ? mm->eos_ids[0] : s->m->eot;
+	int64_t t = -1;
+	if (llm_grammar_done(&s->gst)) {
+		if (end < 0 || end >= v)
+			return fail(LLM_ERR_ARG,
+			    "llm_seq_sample: the grammar is complete and the model has no end token");
+		t = end;
+	} else {
+		t = llm_sampler_sample(s->sampler, logits, s->tokens, (size_t)pos);
+		if (!grammar_allows(s, gv, t, 0)) {
+			if (!s->allowed) {
+				s->allowed = llm_xmalloc((size_t)v);
+				s->masked = llm_xmalloc((size_t)v * sizeof(*s->masked));
+			}
+			size_t n = llm_grammar_mask(s->grammar, &s->gst, gv, s->allowed);
+			int complete = llm_grammar_complete(&s->gst);
+			for (int64_t i = 0; i < v; i++)
+				s->masked[i] = s->allowed[i] || (complete && is_end(s->m, i)) ? logits[i] : -INFINITY;
+			int any = n > 0;
+			for (int64_t i = 0; !any && i < v; i++)
+				any = s->masked[i] != -INFINITY;
+			if (!any) {
+				if (!complete || end < 0 || end >= v)
+					return fail(LLM_ERR_ARG,
+					    "llm_seq_sample: the grammar allows no token of the "
+					    "vocabulary here");
+				t = end; /* ignore_eos banned it: the grammar wins */
+			} else {
+				t = llm_sampler_sample(s->sampler, s->masked, s->tokens, (size_t)pos);
+			}
+		}
+	}
+	if (!is_end(s->m, t) && !grammar_allows(s, gv, t, 1))
+		return fail(LLM_ERR_ARG, "llm_seq_sample: the grammar refused the token drawn under its mask");
+	s->gpos = pos;
+	s->glast = t;
+	*id = t;
+	return LLM_OK;
+}
+
 int
 llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 {
@@ -885,18 +1026,34 @@ llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 		return fail(LLM_ERR_ARG, "llm_seq_sample: %s is NULL", !s ? "the sequence" : !p ? "p" : "id");
 	if (!s->logits)
 		return fail(LLM_ERR_ARG, "llm_seq_sample: no logits (nothing evaluated since the start or a rewind)");
-	if (!s->sampler || memcmp(&s->sp, p, sizeof(*p)) != 0) {
+	if (!s->sampler || !same_sampling(s, p)) {
 		struct llm_sampler_params sp = {p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
 			p->repeat_last_n, p->seed, p->presence_penalty, p->frequency_penalty};
 		if (p->ignore_eos != 0 && p->ignore_eos != 1)
 			return fail(LLM_ERR_ARG, "llm_seq_sample: ignore_eos %" PRId64 " is neither 0 nor 1",
 			    p->ignore_eos);
+		struct llm_grammar *g = NULL;
+		if (p->grammar) {
+			int rc = need_tokenizer(s->m, "llm_seq_sample");
+			if (rc)
+				return rc;
+			if (!(g = llm_grammar_parse(p->grammar, strlen(p->grammar))))
+				return fail(LLM_ERR_ARG, "llm_seq_sample: grammar: %s", llm_errmsg());
+		}
 		struct llm_sampler *n = llm_sampler_new(&sp, llm_runtime_vocab(s->m->rt));
-		if (!n)
+		if (!n) {
+			llm_grammar_free(g);
 			return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
+		}
 		llm_sampler_free(s->sampler);
 		s->sampler = n;
 		s->sp = *p;
+		llm_grammar_free(s->grammar);
+		free(s->gtext);
+		s->grammar = g;
+		s->gtext = p->grammar ? llm_xstrdup(p->grammar) : NULL;
+		s->sp.grammar = s->gtext;
+		s->gpos = -1;
 	}
 	const float *logits = llm_ctx_logits(s->ctx);
 	if (p->ignore_eos) {
@@ -913,6 +1070,32 @@ llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 			s->banned[s->m->eot] = -INFINITY;
 		logits = s->banned;
 	}
+	if (s->grammar)
+		return sample_grammar(s, p, logits, id);
 	*id = llm_sampler_sample(s->sampler, logits, s->tokens, (size_t)llm_ctx_pos(s->ctx));
+	return LLM_OK;
+}
+
+int
+llm_grammar_check(const char *grammar)
+{
+	if (!grammar)
+		return fail(LLM_ERR_ARG, "llm_grammar_check: grammar is NULL");
+	struct llm_grammar *g = llm_grammar_parse(grammar, strlen(grammar));
+	if (!g)
+		return fail(LLM_ERR_ARG, "%s", llm_errmsg());
+	llm_grammar_free(g);
+	return LLM_OK;
+}
+
+int
+llm_json_schema_to_grammar(const char *schema, size_t len, char **grammar)
+{
+	if (!schema || !grammar)
+		return fail(LLM_ERR_ARG, "llm_json_schema_to_grammar: %s is NULL", schema ? "grammar" : "schema");
+	char *g = llm_json_schema_grammar(schema, len);
+	if (!g)
+		return fail(LLM_ERR_ARG, "%s", llm_errmsg());
+	*grammar = g;
 	return LLM_OK;
 }
