@@ -106,6 +106,11 @@ const char *llm_model_desc(const struct llm *m);
 uint64_t llm_model_size(const struct llm *m);
 uint64_t llm_model_n_params(const struct llm *m);
 
+/* The OpenMP threads of the phases the calling thread runs from now on
+ * (libomp's omp_set_num_threads; llm_options.threads sets it at open for
+ * the thread that opens).  LLM_ERR_ARG for threads < 1. */
+int llm_set_threads(struct llm *m, int threads);
+
 /* ---- Text ------------------------------------------------------------- */
 
 enum llm_tokenize_flags {

@@ -46,7 +46,7 @@ static const char usage_text[] =
     "               [--no-display-prompt] [--no-cache] [--cache-dir dir] -m model\n"
     "               -i | --single-turn | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
-    "               [-r n] -m model --bench [spec]\n"
+    "               [-r n] [-pg pp,tg] [-o format] -m model --bench [spec]\n"
     "       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
     "               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
     "       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
@@ -103,7 +103,9 @@ static const char help_text[] =
     "  --tokenizer path     tokenizer.json, a bundle or a directory (default: the model's)\n"
     "  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
     "                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
-    "                       the runs (default 5); or spec pp=n,tg=n,depth=n,reps=n\n"
+    "                       the runs (default 5), -pg pp,tg a prompt then generation, -t a list\n"
+    "                       of threads, -o md|json|jsonl|csv the output; or spec\n"
+    "                       pp=n,tg=n,depth=n,reps=n\n"
     "  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
     "  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
     "  --chunks n           the first n chunks only\n"
@@ -252,6 +254,7 @@ struct args {
 	const char *logits_path, *tokenizer_path, *template_name, *system;
 	const char *render_path, *bench_arg;
 	const char *n_arg, *d_arg, *r_arg; /* -n, -d, -r as given */
+	const char *t_list, *out_arg;      /* -t 1,2 and -o: --bench's */
 	struct ppl_args ppl;
 	struct llm_sampling sp;
 	struct bench_spec bench;
@@ -281,7 +284,7 @@ enum {
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN,
-	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE,
+	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE, OPT_PG,
 	OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE,
 };
 /* clang-format on */
@@ -308,6 +311,8 @@ static const struct option longopts[] = {
 	{"json-schema-file", required_argument, NULL, OPT_JSON_SCHEMA_FILE},
 	{"ignore-eos", no_argument, NULL, OPT_IGNORE_EOS},
 	{"model", required_argument, NULL, 'm'},
+	{"output", required_argument, NULL, 'o'},
+	{"pg", required_argument, NULL, OPT_PG},
 	{"n-predict", required_argument, NULL, 'n'},
 	{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
 	{"prompt", required_argument, NULL, 'p'},
@@ -375,6 +380,7 @@ llama_cli_spellings(int *argc, char **argv)
 			"nothing is downloaded: fetch the GGUF file or the checkpoint yourself and give it to -m"},
 		{"--hf-repo", 1, NULL, NULL},
 		{"-st", 0, "--single-turn", NULL},
+		{"-pg", 1, "--pg", NULL},
 		{"-mli", 0, NULL, "multi-line input is not supported yet: -i reads a line a message"},
 		{"-co", 0, NULL, "there are no colours: the output is plain text"},
 		{"--color", 0, NULL, NULL},
@@ -429,7 +435,7 @@ parse_args(int argc, char **argv, struct args *a)
 {
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "c:d:ef:him:n:p:r:s:t:v", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:d:ef:him:n:o:p:r:s:t:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			a->prompt_file = optarg;
@@ -489,7 +495,27 @@ parse_args(int argc, char **argv, struct args *a)
 		case 'p':
 			a->prompt = optarg; /* a prompt, or --bench's list of pp tests */
 			break;
+		case 'o':
+			a->out_arg = optarg;
+			break;
+		case OPT_PG: {
+			/* llama-bench's -pg pp,tg (repeatable) */
+			struct bench_list l;
+			parse_bench_list("-pg", optarg, &l);
+			if (l.n != 2 || (l.v[0] == 0 && l.v[1] == 0))
+				usage_line(llm_xasprintf("-pg: '%s' is not a prompt and a generation count, as 512,128",
+				    optarg));
+			if (a->bench.npg == BENCH_MAX)
+				usage_line(llm_xasprintf("-pg: at most %d pairs", BENCH_MAX));
+			a->bench.pg[a->bench.npg][0] = l.v[0];
+			a->bench.pg[a->bench.npg++][1] = l.v[1];
+			break;
+		}
 		case 't':
+			if (strchr(optarg, ',')) {
+				a->t_list = optarg; /* --bench's list: checked with the mode */
+				break;
+			}
 			/* -1, as llama-cli: every core (OpenMP's default) */
 			a->threads = parse_int("-t", optarg, -1, 4096);
 			if (a->threads == 0)
@@ -648,8 +674,39 @@ parse_args(int argc, char **argv, struct args *a)
 			parse_bench_list("-d", a->d_arg, &a->bench.depth);
 		if (a->r_arg)
 			a->bench.reps = parse_int("-r", a->r_arg, 1, 1 << 24);
+		if (a->t_list) {
+			parse_bench_list("-t", a->t_list, &a->bench.threads);
+			for (int i = 0; i < a->bench.threads.n; i++)
+				if (a->bench.threads.v[i] < 1 || a->bench.threads.v[i] > 4096)
+					usage_line(
+					    llm_xasprintf("-t: '%s': each count of threads is 1 to 4096", a->t_list));
+			a->threads = a->bench.threads.v[0];
+		}
+		/* llama-bench's -o; --json is -o json */
+		static const char *const outs[] = {[BENCH_MD] = "md",
+			[BENCH_JSON] = "json",
+			[BENCH_JSONL] = "jsonl",
+			[BENCH_CSV] = "csv"};
+		a->bench.out = a->json ? BENCH_JSON : BENCH_MD;
+		if (a->out_arg) {
+			int o = 0;
+			while (o < (int)LLM_NELEM(outs) && strcmp(a->out_arg, outs[o]) != 0)
+				o++;
+			if (o == (int)LLM_NELEM(outs))
+				usage_line(llm_xasprintf("-o: '%s' is not md, json, jsonl or csv%s", a->out_arg,
+				    strcmp(a->out_arg, "sql") == 0 ? " (llama-bench's sql is not written here)" : ""));
+			if (a->json && o != BENCH_JSON)
+				usage_line(llm_xasprintf("--json and -o %s: give one", a->out_arg));
+			a->bench.out = o;
+		}
 		a->prompt = NULL;
 	} else {
+		if (a->t_list)
+			usage_line(llm_xasprintf("-t: '%s': a list of threads goes with --bench", a->t_list));
+		if (a->out_arg)
+			usage_line("-o goes with --bench (llama-bench's output format)");
+		if (a->bench.npg)
+			usage_line("-pg goes with --bench");
 		if (a->d_arg)
 			usage_msg("-d goes with --bench");
 		if (a->r_arg) {
@@ -675,7 +732,8 @@ parse_args(int argc, char **argv, struct args *a)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
 	if (a->bench_arg)
 		parse_bench(a->bench_arg, &a->bench);
-	if (a->mode == M_BENCH && bench_list_max(&a->bench.pp) == 0 && bench_list_max(&a->bench.tg) == 0) {
+	if (a->mode == M_BENCH && bench_list_max(&a->bench.pp) == 0 && bench_list_max(&a->bench.tg) == 0 &&
+	    a->bench.npg == 0) {
 		/* one line: an empty table would say nothing */
 		usage_line("--bench: nothing to measure: every prompt (pp, -p) and generation (tg, -n) count is 0");
 	}
@@ -801,7 +859,7 @@ main(int argc, char **argv)
 {
 	struct args a = {
 		.sp = LLM_SAMPLING_GREEDY,
-		.bench = {{1, {512}}, {1, {128}}, {1, {0}}, 5},
+		.bench = {.pp = {1, {512}}, .tg = {1, {128}}, .depth = {1, {0}}, .reps = 5},
 		.max_new = 128,
 		.mode = M_NONE,
 	};
@@ -843,7 +901,7 @@ main(int argc, char **argv)
 	load_grammar(&a);
 	struct llm *m = open_model(&a, &ctx, &t_load);
 	if (a.mode == M_BENCH)
-		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.json, a.verbose, t_load);
+		run_bench(m, a.model, ctx, &a.bench, (int)a.threads, a.sp.seed, a.verbose, t_load);
 	else if (a.mode == M_PPL) {
 		a.ppl.json = a.json;
 		a.ppl.verbose = a.verbose;

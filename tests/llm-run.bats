@@ -604,6 +604,52 @@ stop_job() {
 	assert_line --index 0 "llm-run: -d goes with --bench"
 }
 
+@test "--bench takes llama-bench's -o md, json, jsonl and csv, -t lists and -pg (issue 48)" {
+	d=$(fixture_linked a)
+	# -pg pp,tg: a prompt then generation, timed together; after -p and -n;
+	# -t 1,2: every test on each, threads outermost, as llama-bench
+	run -0 --separate-stderr llm-run -m "$d" -t 1,2 --bench -p 4 -n 2 -pg 4,3 -r 2 -o json
+	[ "$(jq -c 'map([.test, .n_threads, .n_prompt, .n_gen])' <<<"$output")" = \
+		'[["pp4",1,4,0],["tg2",1,0,2],["pp4+tg3",1,4,3],["pp4",2,4,0],["tg2",2,0,2],["pp4+tg3",2,4,3]]' ]
+	json=$output
+	# jsonl: the same objects, one a line
+	run -0 --separate-stderr llm-run -m "$d" -t 1,2 --bench -p 4 -n 2 -pg 4,3 -r 2 -o jsonl
+	[ "${#lines[@]}" -eq 6 ]
+	[ "$(jq -sc 'map([.test, .n_threads] )' <<<"$output")" = "$(jq -c 'map([.test, .n_threads])' <<<"$json")" ]
+	[ "$(jq -sc 'map(keys)' <<<"$output")" = "$(jq -c 'map(keys)' <<<"$json")" ]
+	# csv: a header of the keys in JSON's order, then a line a test; the
+	# samples quoted, space-separated
+	run -0 --separate-stderr llm-run -m "$d" -t 2 --bench -p 4 -n 0 -pg 2,2 -r 3 -o csv
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[0]}" = "test,depth,tokens_per_s,stddev,model_type,model_size,model_n_params,backends,n_threads,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,samples_ts" ]
+	[[ "${lines[1]}" =~ ^pp4,0,[0-9.e+-]+,[0-9.e+-]+,fixture\ 0M\ F32,[0-9]+,[0-9]+,CPU,2,4,0,0,[0-9.e+-]+,[0-9.e+-]+,\"[0-9.e+-]+\ [0-9.e+-]+\ [0-9.e+-]+\"$ ]]
+	[[ "${lines[2]}" =~ ^pp2\+tg2,0, ]]
+	# md is the table; --json is -o json
+	run -0 --separate-stderr llm-run -m "$d" --bench -p 4 -n 0 -r 1 -o md
+	[[ "${lines[2]}" =~ \|\ +pp4\ \| ]]
+	run -0 --separate-stderr llm-run -m "$d" --bench -p 4 -n 0 -r 1 -o json --json
+	# -pg alone measures, and counts against the context with the depth
+	run -0 --separate-stderr llm-run -m "$d" --bench -p 0 -n 0 -pg 2,2 -r 1 -o jsonl
+	[ "$(jq -r .test <<<"$output")" = "pp2+tg2" ]
+	run -1 --separate-stderr llm-run -m "$d" --bench -p 0 -n 0 -pg 40,30 -r 1
+	[ "$stderr" = "llm-run: $d: --bench pp=0,tg=0,pg=40+30 does not fit the context of 64 positions (-c)" ]
+	# refusals, one line each
+	run -2 --separate-stderr llm-run -m "$d" --bench -o sql
+	[ "$stderr" = "llm-run: -o: 'sql' is not md, json, jsonl or csv (llama-bench's sql is not written here)" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench -o csv --json
+	[ "$stderr" = "llm-run: --json and -o csv: give one" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench -pg 4
+	[ "$stderr" = "llm-run: -pg: '4' is not a prompt and a generation count, as 512,128" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench -t 1,0
+	[ "$stderr" = "llm-run: -t: '1,0': each count of threads is 1 to 4096" ]
+	run -2 --separate-stderr llm-run -m "$d" -p hi -t 1,2
+	[ "$stderr" = "llm-run: -t: '1,2': a list of threads goes with --bench" ]
+	run -2 --separate-stderr llm-run -m "$d" -p hi -o csv
+	[ "$stderr" = "llm-run: -o goes with --bench (llama-bench's output format)" ]
+	run -2 --separate-stderr llm-run -m "$d" -p hi -pg 4,4
+	[ "$stderr" = "llm-run: -pg goes with --bench" ]
+}
+
 @test "--bench depth=N prefills the depth once and starts every run at position N" {
 	d=$(fixture_linked a)
 	# The depth of 6 tokens: prefill 4 at 0, prefill_kv 2 at 4, once.

@@ -389,6 +389,16 @@ llm_model_desc(const struct llm *m)
 	return m ? m->desc : NULL;
 }
 
+int
+llm_set_threads(struct llm *m, int threads)
+{
+	if (!m || threads < 1)
+		return fail(LLM_ERR_ARG, "llm_set_threads: %s",
+		    !m ? "the model is NULL" : "threads must be at least 1");
+	llm_runtime_set_threads(m->rt, threads);
+	return LLM_OK;
+}
+
 uint64_t
 llm_model_size(const struct llm *m)
 {

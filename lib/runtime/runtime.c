@@ -199,11 +199,8 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	}
 	if (!(rt->lib = llm_bundle_dlopen(&rt->bundle, mb, RTLD_NOW | RTLD_LOCAL)))
 		return -1;
-	if (o->threads > 0) {
-		void (*set)(int) = (void (*)(int))dlsym(rt->lib, "omp_set_num_threads");
-		if (set)
-			set(o->threads);
-	}
+	if (o->threads > 0)
+		llm_runtime_set_threads(rt, o->threads);
 	for (int i = 0; i < LLM_PH_COUNT; i++) {
 		const struct llm_phase_spec *ps = &llm_phase_specs[i];
 		const struct llm_phase *ph = llm_model_phase(&rt->model, ps->name);
@@ -370,6 +367,16 @@ llm_runtime_close(struct llm_runtime *rt)
 	llm_bundle_close(&rt->bundle);
 	free(rt->target_cpu);
 	free(rt);
+}
+
+void
+llm_runtime_set_threads(struct llm_runtime *rt, int threads)
+{
+	/* libomp, loaded with the model library; a library without it (no
+	 * parallel loop) runs on the calling thread alone */
+	void (*set)(int) = (void (*)(int))dlsym(rt->lib, "omp_set_num_threads");
+	if (set)
+		set(threads);
 }
 
 const char *

@@ -50,6 +50,8 @@ const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
 uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
 int64_t llm_runtime_vocab(const struct llm_runtime *rt);
 /* target.json's CPU name, or NULL for a bundle without one. */
+/* OpenMP threads for the phases the calling thread runs from now on. */
+void llm_runtime_set_threads(struct llm_runtime *rt, int threads);
 const char *llm_runtime_target_cpu(const struct llm_runtime *rt);
 /* Positions the context may hold: what the KV cache was allocated for,
  * LLM_DEFAULT_CONTEXT (or the build's max_context if smaller) at open. */

@@ -1,10 +1,12 @@
 /* bench.c: llm-run --bench, llama-bench's tests on the public API.
  *
  * Random tokens, no sampling and no tokenizer.  The spec is llama-bench's
- * -p/-n/-d/-r (lists of counts; default pp512, tg128, 5 repetitions) or
+ * -p/-n/-pg/-d/-r/-t (lists of counts; default pp512, tg128, 5 repetitions) or
  * pp=N,tg=N,depth=N,reps=N.  pp: a prefill of N tokens at position depth
  * (through prefill_kv when depth > 0); tg: N decode steps after depth
- * tokens, or after one prompt token when depth is 0.  Each test runs reps
+ * tokens, or after one prompt token when depth is 0; pg: a prefill, then
+ * decode steps, the rate their tokens over the whole time.  With a list
+ * of threads every test runs on each, in that order.  Each test runs reps
  * times after one warm-up run; the rate is the mean over the runs with
  * its sample standard deviation.  The depth tokens are evaluated once per
  * depth, untimed, and every run rewinds the sequence to them: the phases
@@ -20,7 +22,7 @@
 #include "../../lib/base/util.h"
 #include "run.h"
 
-/* What llama-bench's columns say of the model. */
+/* What llama-bench's columns say of the model (threads: of the test). */
 struct bench_model {
 	const char *type; /* "qwen2 1.8B BF16", as llama_model_desc */
 	uint64_t size;    /* bytes of weights */
@@ -109,34 +111,31 @@ eval(struct llm_seq *s, const char *model, const int64_t *ids, size_t n)
 		llm_fatal("%s: %s", model, llm_errmsg());
 }
 
-/* One test, reps times after a warm-up: the rates. */
+/* One test, reps times after a warm-up: the rates (a prefill of npp
+ * tokens, then ntg decode steps; the tokens of both over the time of
+ * both). */
 static void
 bench_test(struct llm_seq *s, const char *model, struct drand48_data *rng, int64_t vocab, int64_t *tokens, int64_t npp,
     int64_t ntg, int64_t d, int64_t reps, double *rates)
 {
-	int64_t n = npp > ntg + 1 ? npp : ntg + 1;
 	for (int64_t rep = -1; rep < reps; rep++) {
-		double t0, secs;
 		int64_t first = 0;
-		bench_tokens(rng, vocab, tokens, n);
+		bench_tokens(rng, vocab, tokens, npp + ntg + 1);
 		if (llm_seq_rewind(s, d) != LLM_OK)
 			llm_fatal("%s: %s", model, llm_errmsg());
-		if (npp) {
-			t0 = llm_now();
-			eval(s, model, tokens, (size_t)npp);
-			secs = llm_now() - t0;
-		} else {
-			if (d == 0) {
-				eval(s, model, tokens, 1);
-				first = 1;
-			}
-			t0 = llm_now();
-			for (int64_t i = 0; i < ntg; i++)
-				eval(s, model, &tokens[first + i], 1);
-			secs = llm_now() - t0;
+		if (!npp && d == 0) {
+			/* a decode step needs a token of context: untimed */
+			eval(s, model, tokens, 1);
+			first = 1;
 		}
+		double t0 = llm_now();
+		if (npp)
+			eval(s, model, tokens, (size_t)npp);
+		for (int64_t i = 0; i < ntg; i++)
+			eval(s, model, &tokens[first + npp + i], 1);
+		double secs = llm_now() - t0;
 		if (rep >= 0) /* not the warm-up */
-			rates[rep] = run_rate((double)(npp ? npp : ntg), secs);
+			rates[rep] = run_rate((double)(npp + ntg), secs);
 	}
 }
 
@@ -149,23 +148,33 @@ bench_list_max(const struct bench_list *l)
 	return m;
 }
 
-/* Its depth, then the prompt, or one token and the generated ones (tg
- * needs a token of context before its first decode step). */
+/* The positions a test at depth d takes: its depth, then the prompt, or
+ * one token and the generated ones (tg needs a token of context before
+ * its first decode step, which the depth gives when there is one), or a
+ * pg's prompt and generation. */
+static int64_t
+bench_most(const struct bench_spec *b, int64_t d)
+{
+	int64_t most = d + bench_list_max(&b->pp), t = (d > 0 ? d : 1) + bench_list_max(&b->tg);
+	most = t > most ? t : most;
+	for (int i = 0; i < b->npg; i++)
+		if (d + b->pg[i][0] + b->pg[i][1] > most)
+			most = d + b->pg[i][0] + b->pg[i][1];
+	return most;
+}
+
 int64_t
 bench_need(const struct bench_spec *b)
 {
-	int64_t pmax = bench_list_max(&b->pp), tmax = bench_list_max(&b->tg), need = 0;
-	for (int i = 0; i < b->depth.n; i++) {
-		int64_t d = b->depth.v[i], p = d + pmax, t = (d > 0 ? d : 1) + tmax;
-		if (p > need)
-			need = p;
-		if (t > need)
-			need = t;
-	}
+	int64_t need = 0;
+	for (int i = 0; i < b->depth.n; i++)
+		if (bench_most(b, b->depth.v[i]) > need)
+			need = bench_most(b, b->depth.v[i]);
 	return need;
 }
 
-/* One test's line of llama-bench's -o json, with ours before its fields. */
+/* One test as llama-bench's -o json writes it, with ours before its
+ * fields. */
 static json_t *
 test_json(const struct bench_model *bm, const char *name, int64_t npp, int64_t ntg, int64_t d, const double *rates,
     int64_t reps, double mean, double sd)
@@ -180,15 +189,107 @@ test_json(const struct bench_model *bm, const char *name, int64_t npp, int64_t n
 	    "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples);
 }
 
+/* A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
+ * line end, its quotes doubled; an array as its values joined by spaces,
+ * quoted, as llama-bench writes samples_ts. */
+static void
+csv_field(struct llm_buf *b, json_t *v)
+{
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		llm_buf_puts(b, "\"");
+		json_array_foreach (v, i, e)
+			llm_buf_printf(b, "%s%.17g", i ? " " : "", json_number_value(e));
+		llm_buf_puts(b, "\"");
+	} else if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		if (!s[strcspn(s, ",\"\r\n")]) {
+			llm_buf_puts(b, s);
+			return;
+		}
+		llm_buf_puts(b, "\"");
+		for (; *s; s++)
+			llm_buf_printf(b, "%s%c", *s == '"' ? "\"" : "", *s);
+		llm_buf_puts(b, "\"");
+	} else if (json_is_integer(v))
+		llm_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		llm_buf_printf(b, "%.17g", json_real_value(v));
+	/* null (no CPU recorded): an empty field */
+}
+
+/* A test's line of CSV (after the header of its keys, with the first). */
+static void
+test_csv(json_t *t, int header)
+{
+	struct llm_buf b = {0};
+	const char *key;
+	json_t *v;
+	int first = 1;
+	if (header) {
+		json_object_foreach (t, key, v) {
+			llm_buf_printf(&b, "%s%s", first ? "" : ",", key);
+			first = 0;
+		}
+		llm_buf_puts(&b, "\n");
+		first = 1;
+	}
+	json_object_foreach (t, key, v) {
+		if (!first)
+			llm_buf_puts(&b, ",");
+		csv_field(&b, v);
+		first = 0;
+	}
+	llm_buf_puts(&b, "\n");
+	run_write(b.p, b.len);
+	llm_buf_free(&b);
+}
+
+/* One test's figures, written as b->out says (JSON: kept in arr for the
+ * end); the first says whether a header goes before it. */
+static void
+test_out(const struct bench_spec *b, const struct bench_model *bm, json_t *arr, int first, const char *name,
+    int64_t npp, int64_t ntg, int64_t d, const double *rates)
+{
+	double sum = 0, sum2 = 0;
+	for (int64_t r = 0; r < b->reps; r++) {
+		sum += rates[r];
+		sum2 += rates[r] * rates[r];
+	}
+	double mean = sum / (double)b->reps;
+	double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
+	double sd = var > 0 ? sqrt(var) : 0;
+	if (b->out == BENCH_MD) {
+		bench_row(bm, name, mean, sd);
+	} else {
+		json_t *t = test_json(bm, name, npp, ntg, d, rates, b->reps, mean, sd);
+		if (b->out == BENCH_JSON)
+			json_array_append_new(arr, t);
+		else if (b->out == BENCH_JSONL)
+			run_print_json(t); /* one line, written now */
+		else {
+			test_csv(t, first);
+			json_decref(t);
+		}
+	}
+	/* a loaded machine: say so rather than print a wide spread silently */
+	if (sd > 0.1 * mean)
+		llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more "
+			 "reps, or a quiet machine",
+		    name, 100 * sd / mean);
+	if (fflush(stdout) != 0)
+		llm_fatal("stdout: write error:");
+}
+
 void
 run_bench(struct llm *m, const char *model, int64_t context, const struct bench_spec *b, int threads, uint64_t seed,
-    int json, int verbose, double t_load)
+    int verbose, double t_load)
 {
 	struct drand48_data rng;
 	struct bench_model bm;
 	struct llm_seq *s;
-	int64_t pmax = bench_list_max(&b->pp), tmax = bench_list_max(&b->tg), dmax = bench_list_max(&b->depth);
-	int64_t n = pmax > tmax + 1 ? pmax : tmax + 1, vocab = llm_vocab_size(m);
+	int64_t dmax = bench_list_max(&b->depth), vocab = llm_vocab_size(m);
 	json_t *arr = json_array();
 
 	if (llm_seq_new(m, context, &s) != LLM_OK)
@@ -202,61 +303,69 @@ run_bench(struct llm *m, const char *model, int64_t context, const struct bench_
 	if (verbose)
 		run_describe(model, m, s, t_load);
 	if (bench_need(b) > context) {
-		char depth[32] = "";
-		if (dmax > 0)
-			snprintf(depth, sizeof(depth), ",depth=%" PRId64, dmax);
-		llm_fatal("%s: --bench pp=%" PRId64 ",tg=%" PRId64 "%s does not fit the context of %" PRId64
-			  " positions (-c)",
-		    model, pmax, tmax, depth, context);
+		/* the spec, as pp=N,tg=N, of the largest counts */
+		char spec[160];
+		int len = snprintf(spec, sizeof(spec), "pp=%" PRId64 ",tg=%" PRId64, bench_list_max(&b->pp),
+		    bench_list_max(&b->tg));
+		for (int i = 0; i < b->npg && len < (int)sizeof(spec); i++)
+			len += snprintf(spec + len, sizeof(spec) - (size_t)len, ",pg=%" PRId64 "+%" PRId64, b->pg[i][0],
+			    b->pg[i][1]);
+		if (dmax > 0 && len < (int)sizeof(spec))
+			snprintf(spec + len, sizeof(spec) - (size_t)len, ",depth=%" PRId64, dmax);
+		llm_fatal("%s: --bench %s does not fit the context of %" PRId64 " positions (-c)", model, spec,
+		    context);
 	}
+	int64_t n = bench_most(b, 0) + 1;
 	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > dmax ? n : dmax), sizeof(*tokens));
 	double *rates = llm_xreallocarray(NULL, (size_t)b->reps, sizeof(*rates));
 	bench_model_init(&bm, m, threads);
 	srand48_r((long)seed, &rng);
-	if (!json)
+	if (b->out == BENCH_MD)
 		bench_header();
-	for (int i = 0; i < b->depth.n; i++) {
-		int64_t d = b->depth.v[i];
-		if (d > 0 && (pmax > 0 || tmax > 0)) {
-			bench_tokens(&rng, vocab, tokens, d);
-			if (llm_seq_rewind(s, 0) != LLM_OK)
+	int first = 1, nth = b->threads.n ? b->threads.n : 1;
+	for (int ti = 0; ti < nth; ti++) {
+		if (b->threads.n) {
+			bm.threads = (int)b->threads.v[ti];
+			if (llm_set_threads(m, bm.threads) != LLM_OK)
 				llm_fatal("%s: %s", model, llm_errmsg());
-			eval(s, model, tokens, (size_t)d);
 		}
-		for (int t = 0; t < b->pp.n + b->tg.n; t++) {
-			int64_t npp = t < b->pp.n ? b->pp.v[t] : 0, ntg = t < b->pp.n ? 0 : b->tg.v[t - b->pp.n];
-			if (npp == 0 && ntg == 0)
-				continue;
-			bench_test(s, model, &rng, vocab, tokens, npp, ntg, d, b->reps, rates);
-			double sum = 0, sum2 = 0;
-			for (int64_t r = 0; r < b->reps; r++) {
-				sum += rates[r];
-				sum2 += rates[r] * rates[r];
+		for (int i = 0; i < b->depth.n; i++) {
+			int64_t d = b->depth.v[i];
+			if (d > 0) {
+				bench_tokens(&rng, vocab, tokens, d);
+				if (llm_seq_rewind(s, 0) != LLM_OK)
+					llm_fatal("%s: %s", model, llm_errmsg());
+				eval(s, model, tokens, (size_t)d);
 			}
-			double mean = sum / (double)b->reps;
-			double var = b->reps > 1 ? (sum2 - sum * mean) / (double)(b->reps - 1) : 0;
-			double sd = var > 0 ? sqrt(var) : 0;
-			char name[64];
-			int len = snprintf(name, sizeof(name), "%s%" PRId64, npp ? "pp" : "tg", npp ? npp : ntg);
-			if (d > 0)
-				snprintf(name + len, sizeof(name) - (size_t)len, " @ d%" PRId64, d);
-			if (json)
-				json_array_append_new(arr, test_json(&bm, name, npp, ntg, d, rates, b->reps, mean, sd));
-			else
-				bench_row(&bm, name, mean, sd);
-			/* a loaded machine: say so rather than print a wide spread silently */
-			if (sd > 0.1 * mean)
-				llm_warn("%s: the runs spread by %.0f%% of the mean (another process running?): more "
-					 "reps, or a quiet machine",
-				    name, 100 * sd / mean);
+			/* llama-bench's order: the prompts, the generations, then the pairs */
+			for (int t = 0; t < b->pp.n + b->tg.n + b->npg; t++) {
+				int64_t npp = t < b->pp.n  ? b->pp.v[t] :
+				    t >= b->pp.n + b->tg.n ? b->pg[t - b->pp.n - b->tg.n][0] :
+							     0;
+				int64_t ntg = t < b->pp.n ? 0 :
+				    t < b->pp.n + b->tg.n ? b->tg.v[t - b->pp.n] :
+							    b->pg[t - b->pp.n - b->tg.n][1];
+				if (npp == 0 && ntg == 0)
+					continue;
+				bench_test(s, model, &rng, vocab, tokens, npp, ntg, d, b->reps, rates);
+				char name[96];
+				int len = t >= b->pp.n + b->tg.n ?
+				    snprintf(name, sizeof(name), "pp%" PRId64 "+tg%" PRId64, npp, ntg) :
+				    snprintf(name, sizeof(name), "%s%" PRId64, npp ? "pp" : "tg", npp ? npp : ntg);
+				if (d > 0)
+					snprintf(name + len, sizeof(name) - (size_t)len, " @ d%" PRId64, d);
+				test_out(b, &bm, arr, first, name, npp, ntg, d, rates);
+				first = 0;
+			}
 		}
 	}
-	if (json)
+	if (b->out == BENCH_JSON)
 		run_print_json(arr);
 	else {
 		json_decref(arr);
-		printf("\nbuild: llm-run %s, LLVM %s%s%s\n", LLM_VERSION, LLM_LLVM_VERSION, bm.cpu ? ", code for " : "",
-		    bm.cpu ? bm.cpu : "");
+		if (b->out == BENCH_MD)
+			printf("\nbuild: llm-run %s, LLVM %s%s%s\n", LLM_VERSION, LLM_LLVM_VERSION,
+			    bm.cpu ? ", code for " : "", bm.cpu ? bm.cpu : "");
 	}
 	run_finish_stdout();
 	llm_seq_free(&s);

@@ -132,9 +132,15 @@ struct bench_list {
 	int n;
 	int64_t v[BENCH_MAX];
 };
+/* llama-bench's -o */
+enum { BENCH_MD, BENCH_JSON, BENCH_JSONL, BENCH_CSV };
 struct bench_spec {
 	struct bench_list pp, tg, depth;
+	struct bench_list threads; /* -t 1,2: each test on each (none: the -t or OpenMP default) */
+	int npg;                   /* -pg pp,tg: a prompt then generation, timed together */
+	int64_t pg[BENCH_MAX][2];
 	int64_t reps;
+	int out; /* BENCH_MD ... */
 };
 /* The largest count of a list (0 for none). */
 int64_t bench_list_max(const struct bench_list *l);
@@ -142,9 +148,9 @@ int64_t bench_list_max(const struct bench_list *l);
 int64_t bench_need(const struct bench_spec *b);
 /* Run the tests on a sequence of m of context positions (0: the default,
  * or what the tests need when that is more, up to the model's limit);
- * print llama-bench's table (or JSON). */
+ * print llama-bench's table, JSON, JSON lines or CSV (b->out). */
 void run_bench(struct llm *m, const char *model, int64_t context, const struct bench_spec *b, int threads,
-    uint64_t seed, int json, int verbose, double t_load);
+    uint64_t seed, int verbose, double t_load);
 
 /* ---- --perplexity (perplexity.c) -------------------------------------- */
 

@@ -296,11 +296,19 @@ main(int argc, char **argv)
 	llm_free(text);
 
 	/* four sequences in four threads: each as one alone */
-	int64_t alone[8], res[4][8];
+	int64_t alone[8], res[4][8], one[8];
 	llm_seq_free(&s);
 	status(llm_seq_new(m, 64, &s), LLM_OK, "seq_new again");
 	check(greedy(s, 8, alone, NULL) == 0, "greedy alone");
 	llm_seq_free(&s);
+	/* one thread or two: the same tokens */
+	status(llm_set_threads(m, 0), LLM_ERR_ARG, "set_threads 0");
+	status(llm_set_threads(NULL, 1), LLM_ERR_ARG, "set_threads of a NULL model");
+	status(llm_set_threads(m, 1), LLM_OK, "set_threads 1");
+	status(llm_seq_new(m, 64, &s), LLM_OK, "seq_new on one thread");
+	check(greedy(s, 8, one, NULL) == 0 && !memcmp(one, alone, sizeof(one)), "greedy on one thread as on two");
+	llm_seq_free(&s);
+	status(llm_set_threads(m, 2), LLM_OK, "set_threads 2");
 	pthread_t th[4];
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, thread_main, res[i]);
