@@ -7,12 +7,15 @@
 #
 #   make -f pipelines/model.mk MODEL=checkpoint OUT=build-dir [STRATEGY=layer] [-jN]
 #   make -f pipelines/model.mk MODEL=model.gguf OUT=build-dir ...
+#   make -f pipelines/model.mk OUT=build-dir clean
 #
 # Variables:
 #   MODEL         the Hugging Face checkpoint directory, or a GGUF file
 #                 (a name ending in .gguf)
 #   OUT           the build directory: model.json, weights.bin, parts/
-#                 (llm-split), obj/ (llm-lower), libmodel.so, model.llm
+#                 (llm-split), obj/ (llm-lower), libmodel.so, model.llm;
+#                 once model.llm holds the weights, weights.bin goes (the
+#                 tools read them from model.llm): a build holds them once
 #   STRATEGY      llm-split's cut: none, layer (default) or stage
 #   LLM           prefix of the llm-* programs, e.g. bin/ in the source
 #                 tree (default: the bin/ beside this file's directory when
@@ -80,10 +83,12 @@ all: $(OUT)/model.json
 
 bundle: $(OUT)/model.llm
 
-ifeq ($(strip $(MODEL)),)
+ifeq ($(strip $(OUT)),)
 $(error model.mk: set MODEL (checkpoint) and OUT (build directory))
 endif
-ifeq ($(strip $(OUT)),)
+# (make clean needs OUT only)
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(strip $(MODEL)),)
 $(error model.mk: set MODEL (checkpoint) and OUT (build directory))
 endif
 ifeq ($(wildcard $(MODEL)),)
@@ -95,19 +100,22 @@ endif
 ifeq ($(shell command -v $(LLM)llm-import 2>/dev/null),)
 $(error model.mk: $(LLM)llm-import: not found: build the tools (make) or set LLM to the prefix of the llm-* programs)
 endif
+endif
 
 # llm-import writes model.json last, after the phases: it stands for all.
 $(OUT)/model.json: $(MODEL_INPUTS)
 	$(call step,$@,$(strip $(LLM)llm-import $(IMPORT_TARGET) $(IMPORT_FLAGS)) -o $(OUT) $(MODEL))
 
-# llm-pack-weights leaves an up-to-date weights.bin alone; the stamp
-# records that it was checked, so that the bundle is not relinked.  A
-# weights.bin deleted since (the bundle holds the weights) is packed again.
-$(OUT)/weights.stamp: $(OUT)/model.json $(if $(wildcard $(OUT)/weights.bin),,FORCE)
+# llm-pack-weights leaves up-to-date weights alone: weights.bin, or after
+# a link model.llm's, which llm-link copies into the next bundle; the
+# stamp records that they were checked, and weights.json, rewritten with
+# the weights only, says when the bundle must be linked again.  With
+# neither weights.bin nor model.llm (both deleted) they are packed again.
+$(OUT)/weights.stamp: $(OUT)/model.json $(if $(wildcard $(OUT)/weights.bin $(OUT)/model.llm),,FORCE)
 	$(call step,$(OUT)/weights.bin,$(LLM)llm-pack-weights $(OUT)/model.json)
 	@touch $@
 
-$(OUT)/weights.bin: $(OUT)/weights.stamp
+$(OUT)/weights.json: $(OUT)/weights.stamp
 
 # The split depends on the strategy too: a stamp file per strategy.
 $(P)/strategy.$(STRATEGY):
@@ -146,13 +154,25 @@ $(OUT)/obj/%.o: $(P)/%.mlir $(TARGET_STAMP) | $(P)/verify.json
 	@mkdir -p $(@D)
 	$(call step,$@,$(LLM)llm-lower $(TARGET_FLAGS) -o $@ $<)
 
-$(OUT)/model.llm: $(OBJS) $(OUT)/weights.bin
+# The bundle holds the weights: weights.bin goes once it is written.
+$(OUT)/model.llm: $(OBJS) $(OUT)/weights.json
 	$(call step,$@,$(LLM)llm-link $(OUT) $(OBJS))
+	@rm -f $(OUT)/weights.bin
+
+# What the steps wrote in OUT (llm-import: model.json, its phases and the
+# tokenizer files; the rest by name), and OUT itself when that leaves it
+# empty; nothing else of OUT.
+clean:
+	rm -rf $(P) $(OUT)/obj
+	rm -f $(addprefix $(OUT)/,model.json decode.mlir prefill.mlir prefill_kv.mlir target.json \
+	    tokenizer.json tokenizer_config.json chat_template.jinja special_tokens_map.json \
+	    weights.bin weights.json weights.stamp libmodel.so model.llm)
+	-@rmdir $(OUT) 2>/dev/null || true
 
 run: all
 	$(LLM)llm-run -m $(OUT)/model.llm $(RUN_FLAGS)
 
 FORCE:
 
-.PHONY: all bundle run FORCE
+.PHONY: all bundle run clean FORCE
 .DELETE_ON_ERROR:

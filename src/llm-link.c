@@ -164,12 +164,17 @@ main(int argc, char **argv)
 	if (llm_model_load(&m, mpath) < 0)
 		llm_fatal("%s", llm_errmsg());
 	/* The weights must be of the same plan, the tokenizer files there:
-	 * checked first, so that nothing is written for a bad directory. */
-	struct llm_weights w;
-	char *wpath = llm_path_join(outdir, m.weights_file);
+	 * checked first, so that nothing is written for a bad directory.
+	 * They are the directory's weights.bin, or, once pipelines/model.mk
+	 * has moved it into the bundle, the bundle's (bundle.h). */
 	if (strchr(m.weights_file, '/'))
 		llm_fatal("%s: weights.file '%s' is not a plain name", mpath, m.weights_file);
-	if (llm_weights_open(&w, wpath, &m) < 0)
+	struct llm_bundle db;
+	struct llm_bundle_map wmap;
+	struct llm_weights w;
+	const struct llm_member *wm;
+	if (llm_bundle_open(&db, outdir) < 0 || !(wm = llm_bundle_get(&db, m.weights_file)) ||
+	    llm_bundle_map(&db, wm, &wmap) < 0 || llm_weights_view(&w, wmap.p, wmap.len, wm->label, &m) < 0)
 		llm_fatal("%s", llm_errmsg());
 	/* ... and what weights.json says they are: every tensor's checksum
 	 * (a full read), so that the bundle carries checked weights. */
@@ -179,16 +184,17 @@ main(int argc, char **argv)
 		llm_fatal("%s", llm_errmsg());
 	llm_weights_manifest_free(&wj);
 	llm_weights_close(&w);
+	llm_bundle_unmap(&wmap);
 	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 5, sizeof(*src));
 	size_t ns = 0;
-	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0};
+	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0, 0, 0};
 	for (size_t i = 0; i < m.ntokenizer_files; i++) {
 		const char *t = m.tokenizer_files[i];
 		struct stat st;
 		if (strchr(t, '/') || strcmp(t, "model.json") == 0 || strcmp(t, "libmodel.so") == 0 ||
 		    strcmp(t, m.weights_file) == 0 || strcmp(t, LLM_WEIGHTS_JSON) == 0 || t[0] == '.')
 			llm_fatal("%s: tokenizer file '%s' is not a plain name", mpath, t);
-		src[ns] = (struct llm_bundle_src){t, llm_path_join(outdir, t), 0};
+		src[ns] = (struct llm_bundle_src){t, llm_path_join(outdir, t), 0, 0, 0};
 		if (stat(src[ns].path, &st) < 0)
 			llm_fatal("%s:", src[ns].path);
 		if (!S_ISREG(st.st_mode))
@@ -268,11 +274,11 @@ main(int argc, char **argv)
 	if (tjson && bundle) {
 		if (llm_out_open(&tout, tpath) < 0 || fputs(tjson, tout.fp) == EOF || fflush(tout.fp) != 0)
 			llm_fatal("%s:", tpath);
-		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tout.tmp, 0};
+		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tout.tmp, 0, 0, 0};
 	} else if (tjson) {
 		if (llm_write_file(tpath, tjson, strlen(tjson)) < 0)
 			llm_fatal("%s", llm_errmsg());
-		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tpath, 0};
+		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tpath, 0, 0, 0};
 	} else if (!bundle && unlink(tpath) < 0 && errno != ENOENT)
 		llm_fatal("%s:", tpath);
 
@@ -353,9 +359,9 @@ main(int argc, char **argv)
 		llm_fatal("%s", llm_errmsg());
 
 	/* The bundle: small members first, weights.bin last and aligned. */
-	src[ns++] = (struct llm_bundle_src){LLM_WEIGHTS_JSON, jpath, 0};
-	src[ns++] = (struct llm_bundle_src){"libmodel.so", bundle ? lib.tmp : libpath, 0};
-	src[ns++] = (struct llm_bundle_src){m.weights_file, wpath, 1};
+	src[ns++] = (struct llm_bundle_src){LLM_WEIGHTS_JSON, jpath, 0, 0, 0};
+	src[ns++] = (struct llm_bundle_src){"libmodel.so", bundle ? lib.tmp : libpath, 0, 0, 0};
+	src[ns++] = (struct llm_bundle_src){m.weights_file, wm->file, 1, wm->offset, wm->size};
 	if (llm_bundle_write(bpath, src, ns) < 0)
 		llm_fatal("%s", llm_errmsg());
 	if (bundle) {
@@ -383,7 +389,7 @@ main(int argc, char **argv)
 	free(objdir);
 	free(libpath);
 	free(bpath);
-	free(wpath);
+	llm_bundle_close(&db);
 	free(jpath);
 	free(mpath);
 	llm_model_free(&m);

@@ -94,7 +94,11 @@ main(int argc, char **argv)
 
 	bin = llm_path_join(outdir, m.weights_file);
 	llm_hex64(m.fingerprint, fp);
-	if (st.reused)
+	if (st.reused && !llm_file_exists(bin)) {
+		char *b = llm_path_join(outdir, "model.llm");
+		llm_warn("%s holds the weights, up to date (fingerprint %s)", b, fp);
+		free(b);
+	} else if (st.reused)
 		llm_warn("%s is up to date (fingerprint %s)", bin, fp);
 	else if (opts.verbose)
 		llm_warn("%s: %zu tensors, %.3f GB in %.2f s (%.2f GB/s), fingerprint %s", bin, st.ntensors,

@@ -25,7 +25,7 @@ for a in "$@"; do
 		echo "$usage"
 		cat <<'EOF'
 
-  outdir               a build directory of pipelines/model.mk (model.json, parts/, obj/, weights.bin)
+  outdir               a build directory of pipelines/model.mk (model.json, parts/, obj/, model.llm)
   -b seconds           time budget (default 600): candidates that would pass it are not tried
   -n tokens            decode tokens a measurement (default 64)
   -o table             the tuning table to write (default ./tuning.json; starts from it if it
@@ -82,7 +82,8 @@ for t in jq llm-lower llm-link llm-run; do
 done
 [ -f "$out/model.json" ] || die "$out: no model.json: give a build directory of pipelines/model.mk"
 [ -f "$out/parts/parts.mk" ] || die "$out: no parts/parts.mk: build it with pipelines/model.mk first"
-[ -f "$out/weights.bin" ] || die "$out: no weights.bin: build it with pipelines/model.mk first"
+# the weights: weights.bin, or model.llm's (model.mk keeps them there)
+[ -f "$out/weights.bin" ] || [ -f "$out/model.llm" ] || die "$out: no weights.bin or model.llm: build it with pipelines/model.mk first"
 flags=
 # the build's own llm-lower flags (pipelines/model.mk keeps them), but
 # for what only changes what llm-lower says

@@ -139,7 +139,7 @@ same_tokenizer() {
 @test "stories260K.gguf compiles through model.mk and greedy decoding from BOS tells the known story" {
 	need_stories
 	o=$(stories)
-	for f in model.json weights.bin tokenizer.json libmodel.so model.llm; do
+	for f in model.json weights.json tokenizer.json libmodel.so model.llm; do
 		[ -s "$o/$f" ]
 	done
 	run -0 --separate-stderr llm-run -m "$o/model.llm" --tokens 1 -n 40
@@ -219,7 +219,7 @@ same_tokenizer() {
 			const t = JSON.parse(b.subarray(8, 8 + n))[process.argv[2]];
 			fs.writeFileSync(process.argv[3], b.subarray(8 + n + t.data_offsets[0], 8 + n + t.data_offsets[1]));
 		' "$ck/model.safetensors" "model.layers.1.self_attn.${p}_proj.weight" "$T/hf.$p"
-		tail -c +$((4096 + off + 1)) "$T/out/weights.bin" | head -c "$bytes" >"$T/packed.$p"
+		weights_of "$T/out" | tail -c +$((4096 + off + 1)) | head -c "$bytes" >"$T/packed.$p"
 		cmp "$T/hf.$p" "$T/packed.$p"
 	done
 	same_logits "$T/out" "$ck" 151936 "$(seq -s, 100 139)"
@@ -394,7 +394,7 @@ three_ways() {
 	# the safetensors of the same weights: the same weights.bin and logits, bit for bit
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$T/p3" OUT="$T/s" IMPORT_FLAGS="--max-context 64 --prefill-chunk 16" >&2
-	cmp <(tail -c +4097 "$T/s/weights.bin") <(tail -c +4097 "$T/b/weights.bin")
+	cmp <(weights_of "$T/s" | tail -c +4097) <(weights_of "$T/b" | tail -c +4097)
 	llm-run -m "$T/s/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 0 --logits "$T/st.f32" >/dev/null 2>&1
 	cmp "$T/st.f32" "$T/ours.f32"
 }
@@ -413,7 +413,7 @@ three_ways() {
 	jq -e '([.weights.tensors[] | select(.transform == "add_one")] | length == 13) and
 		.architecture == "Gemma3ForConditionalGeneration" and .weights.tensors[0].source == ["language_model.model.embed_tokens.weight"]' \
 		"$T/s/model.json"
-	cmp <(tail -c +4097 "$T/s/weights.bin") <(tail -c +4097 "$T/b/weights.bin")
+	cmp <(weights_of "$T/s" | tail -c +4097) <(weights_of "$T/b" | tail -c +4097)
 	llm-run -m "$T/s/model.llm" -t 2 --tokens "$(seq -s, 100 139)" -n 0 --logits "$T/st.f32" >/dev/null 2>&1
 	cmp "$T/st.f32" "$T/ours.f32"
 }

@@ -33,9 +33,12 @@ logits() {
 
 @test "model.mk builds a bundle that runs, with every step in order" {
 	run -0 build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
-	for f in model.json weights.bin parts/partition.json parts/verify.json libmodel.so model.llm; do
+	for f in model.json weights.json parts/partition.json parts/verify.json libmodel.so model.llm; do
 		[ -s "$T/out/$f" ]
 	done
+	# the weights once: in the bundle, not beside it (issue 48)
+	[ ! -e "$T/out/weights.bin" ]
+	tar -tf "$T/out/model.llm" | grep -qx weights.bin
 	[ "$(jq -r .valid "$T/out/parts/verify.json")" = true ]
 	run -0 llm-run -m "$T/out/model.llm" --tokens 1,2,3 -n 4
 }
@@ -116,21 +119,50 @@ logits() {
 		MODEL="$T/ck" OUT="$T/out2" IMPORT_FLAGS="$IF"
 	assert_output --partial "llm-import"
 	refute_output --partial "llm-lower"
-	assert_output --partial "is up to date"
+	assert_output --partial "model.llm holds the weights, up to date"
 	[ "$(stat -c %Y "$T/out2/model.llm")" = "$before" ]
 }
 
-@test "a weights.bin deleted after the build is packed again by the next one" {
+@test "a build holds the weights once, in model.llm: the directory runs, a relink and the reuse check read them there, clean removes the build (issue 48)" {
+	mk() { env -u MAKEFLAGS -u MFLAGS make --no-print-directory -f "$PROJECT_ROOT/pipelines/model.mk" \
+		LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF" "$@"; }
 	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
 	logits "$T/out" "$T/before.f32"
-	rm "$T/out/weights.bin"
-	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
-		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/out" IMPORT_FLAGS="$IF"
+	[ ! -e "$T/out/weights.bin" ]
+	# the build directory runs: its weights are model.llm's
+	llm-run -m "$T/out" -t 2 --tokens "$(seq -s, 100 139)" -n 16 --logits "$T/dir.f32" >/dev/null 2>&1
+	cmp "$T/before.f32" "$T/dir.f32"
+	run -0 llm-run -m "$T/out" --verify
+	assert_output --partial "model.llm: weights.bin: "
+	# pack checks them there and writes nothing
+	run -0 --separate-stderr llm-pack-weights "$T/out/model.json"
+	[ "$stderr" = "llm-pack-weights: $T/out/model.llm holds the weights, up to date (fingerprint $(jq -r .weights.fingerprint "$T/out/model.json"))" ]
+	[ ! -e "$T/out/weights.bin" ]
+	# nothing to do; other objects relink with the bundle's weights
+	run -0 mk
+	assert_output --partial "Nothing to be done"
+	run -0 mk LOWER_FLAGS="--features -fma"
+	assert_line --regexp "^llm-link model.llm: "
+	refute_output --partial "llm-pack-weights"
+	[ ! -e "$T/out/weights.bin" ]
+	logits "$T/out" "$T/relinked.f32"
+	cmpf32 -r 1e-5 "$T/before.f32" "$T/relinked.f32" >/dev/null
+	# without the bundle the weights are packed again
+	rm "$T/out/model.llm"
+	run -0 mk LOWER_FLAGS="--features -fma"
 	assert_output --partial "llm-pack-weights"
 	refute_output --partial "llm-lower"
-	[ -s "$T/out/weights.bin" ]
+	[ ! -e "$T/out/weights.bin" ]
 	logits "$T/out" "$T/after.f32"
-	cmp "$T/before.f32" "$T/after.f32"
+	cmp "$T/relinked.f32" "$T/after.f32"
+	# clean: what the steps wrote, then the directory, emptied
+	run -0 mk clean
+	[ ! -e "$T/out" ]
+	# and nothing else: a file of the user's stays, and so does OUT
+	build "$BATS_FILE_TMPDIR/tiny" "$T/out" layer
+	echo mine >"$T/out/notes.txt"
+	run -0 mk clean
+	[ "$(ls -A "$T/out")" = notes.txt ]
 }
 
 @test "an identical kernel is taken from the lowering cache, across builds" {

@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../formats/bundle.h"
 #include "../formats/gguf.h"
 #include "../base/json.h"
 #include "pack.h"
@@ -76,6 +77,7 @@ struct packer {
 	int threads;
 	uint64_t *sum; /* per plan tensor checksum */
 	float *stage;  /* CHUNK f32: decoded blocks */
+	const char *outdir;
 	char *binpath, *jsonpath;
 	struct hasher hs;
 	/* Progress. */
@@ -304,17 +306,28 @@ up_to_date(struct packer *k)
 		say_why(k, "the source files changed");
 		goto out;
 	}
-	if (llm_weights_open(&w, k->binpath, m) < 0) {
+	/* weights.bin, or the weights model.mk moved into the build's
+	 * model.llm (bundle.h): then they stay there */
+	struct llm_bundle b;
+	struct llm_bundle_map bm = {0};
+	const struct llm_member *wm;
+	if (llm_bundle_open(&b, k->outdir) < 0) {
 		say_why(k, "%s", llm_errmsg());
 		goto out;
 	}
-	if (llm_weights_check(w.map.p, w.map.len, k->binpath, &j) < 0) {
+	if (!(wm = llm_bundle_get(&b, m->weights_file)) || llm_bundle_map(&b, wm, &bm) < 0 ||
+	    llm_weights_view(&w, bm.p, bm.len, wm->label, m) < 0) {
 		say_why(k, "%s", llm_errmsg());
-		llm_weights_close(&w);
+		llm_bundle_unmap(&bm);
+		llm_bundle_close(&b);
 		goto out;
 	}
+	ok = llm_weights_check(w.map.p, w.map.len, wm->label, &j) == 0;
+	if (!ok)
+		say_why(k, "%s", llm_errmsg());
 	llm_weights_close(&w);
-	ok = 1;
+	llm_bundle_unmap(&bm);
+	llm_bundle_close(&b);
 out:
 	llm_weights_manifest_free(&j);
 	return ok;
@@ -1015,6 +1028,7 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 	llm_progress_begin(&k.pr);
 	if (open_sources(&k) < 0 || check_plan(&k) < 0)
 		goto out;
+	k.outdir = outdir;
 	k.binpath = llm_path_join(outdir, m->weights_file);
 	k.jsonpath = llm_path_join(outdir, LLM_WEIGHTS_JSON);
 	st->ntensors = m->ntensors;

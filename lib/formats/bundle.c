@@ -182,11 +182,19 @@ add_member(struct llm_bundle *b, char *name, uint64_t off, uint64_t size)
 	m->name = name;
 	m->offset = off;
 	m->size = size;
-	if (b->is_dir)
+	m->file = NULL;
+	m->fsize = 0;
+	if (b->is_dir) {
 		m->label = llm_path_join(b->path, name);
-	else
+		m->file = llm_xstrdup(m->label);
+		m->fsize = size;
+	} else
 		m->label = llm_xasprintf("%s: %s", b->path, name);
 }
+
+/* The name of a build directory's bundle, whose aligned member stands in
+ * for the directory's missing weights (bundle.h). */
+#define DIR_BUNDLE "model.llm"
 
 static int
 open_tar(struct llm_bundle *b)
@@ -343,6 +351,26 @@ open_dir(struct llm_bundle *b)
 		free(path);
 	}
 	closedir(d);
+	/* the weights moved into model.llm (model.mk): its aligned member */
+	struct llm_bundle inner;
+	char *bpath = llm_path_join(b->path, DIR_BUNDLE);
+	if (llm_bundle_find(b, DIR_BUNDLE) && llm_bundle_open(&inner, bpath) == 0) {
+		for (size_t i = 0; i < inner.n; i++) {
+			const struct llm_member *im = &inner.members[i];
+			if (im->offset % LLM_BUNDLE_ALIGN || strcmp(im->name, LLM_BUNDLE_PAD) == 0 ||
+			    llm_bundle_find(b, im->name))
+				continue;
+			add_member(b, llm_xstrdup(im->name), im->offset, im->size);
+			struct llm_member *m = &b->members[b->n - 1];
+			free(m->label);
+			free(m->file);
+			m->label = llm_xasprintf("%s: %s", bpath, im->name);
+			m->file = llm_xstrdup(bpath);
+			m->fsize = inner.size;
+		}
+		llm_bundle_close(&inner);
+	}
+	free(bpath);
 	qsort(b->members, b->n, sizeof(*b->members), cmp_members);
 	return 0;
 }
@@ -397,6 +425,7 @@ llm_bundle_close(struct llm_bundle *b)
 	for (size_t i = 0; i < b->n; i++) {
 		free(b->members[i].name);
 		free(b->members[i].label);
+		free(b->members[i].file);
 	}
 	free(b->members);
 	if (b->fd >= 0)
@@ -433,11 +462,11 @@ static int
 open_member_file(const struct llm_bundle *b, const struct llm_member *mb)
 {
 	struct stat st;
-	int fd = open(mb->label, O_RDONLY | O_CLOEXEC);
+	int fd = open(mb->file, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return llm_seterr("%s:", mb->label);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != mb->size) {
+		return llm_seterr("%s:", mb->file);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != mb->fsize) {
 		close(fd);
 		return llm_seterr("%s: changed while in use", mb->label);
 	}
@@ -567,7 +596,7 @@ llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int f
 
 	if (b->is_dir) {
 		/* A path with a slash, so that dlopen does not search. */
-		char *path = strchr(mb->label, '/') ? llm_xstrdup(mb->label) : llm_xasprintf("./%s", mb->label);
+		char *path = strchr(mb->file, '/') ? llm_xstrdup(mb->file) : llm_xasprintf("./%s", mb->file);
 		h = dlopen(path, flags);
 		free(path);
 		if (!h)
@@ -726,7 +755,9 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
-		if (stat(src[i].path, &st) == 0)
+		if (src[i].size)
+			w.total += src[i].size;
+		else if (stat(src[i].path, &st) == 0)
 			w.total += (uint64_t)st.st_size;
 	}
 	llm_progress_begin(&pr);
@@ -757,6 +788,16 @@ llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n)
 			goto done;
 		}
 		uint64_t size = (uint64_t)st.st_size;
+		if (src[i].size) {
+			/* a member of another bundle: its bytes */
+			if (src[i].offset > size || src[i].size > size - src[i].offset ||
+			    lseek(fd, (off_t)src[i].offset, SEEK_SET) < 0) {
+				llm_seterr("%s: shorter than the member it holds", src[i].path);
+				close(fd);
+				goto done;
+			}
+			size = src[i].size;
+		}
 		if (src[i].align) {
 			/* .pad's header, its data (a multiple of 512), then the
 			 * member's header(s): the data lands on the boundary. */

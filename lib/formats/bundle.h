@@ -7,7 +7,10 @@
  * duplicates, lying inside the file.  Members are then read whole (small
  * files), mapped in place (weights.bin: no copy), or loaded as a shared
  * library through a memfd.  A build directory gives the same interface:
- * its members are the regular files at its top level. */
+ * its members are the regular files at its top level, and the aligned
+ * member of its model.llm (weights.bin) when the directory lacks that
+ * file: pipelines/model.mk removes it once llm-link has put it in the
+ * bundle, so that a build holds the weights once. */
 #ifndef LLM_BUNDLE_H
 #define LLM_BUNDLE_H
 
@@ -23,8 +26,10 @@
 struct llm_member {
 	char *name;      /* relative name, e.g. "weights.bin" */
 	char *label;     /* for messages: "model.llm: weights.bin" or "out/weights.bin" */
-	uint64_t offset; /* of the data in the bundle file; 0 in a directory */
+	uint64_t offset; /* of the data in the bundle file (or in file) */
 	uint64_t size;
+	char *file;     /* a directory's member: the file that holds it (dir/name, or dir/model.llm) */
+	uint64_t fsize; /* that file's size when the directory was read */
 };
 
 struct llm_bundle {
@@ -81,6 +86,7 @@ struct llm_bundle_src {
 	const char *name; /* member name */
 	const char *path; /* file to copy */
 	int align;
+	uint64_t offset, size; /* size > 0: only bytes [offset, offset + size) of it (a member of a bundle) */
 };
 int llm_bundle_write(const char *out, const struct llm_bundle_src *src, size_t n);
 

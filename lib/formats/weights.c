@@ -52,14 +52,33 @@ llm_weights_header_decode(const uint8_t *p, size_t len, const char *path, struct
 	return 0;
 }
 
+static int check(struct llm_weights *w, const char *path, const struct llm_model *m);
+
 int
 llm_weights_open(struct llm_weights *w, const char *path, const struct llm_model *m)
 {
-	char a[17], b[17];
-
 	memset(w, 0, sizeof(*w));
 	if (llm_map_file(&w->map, path) < 0)
 		return -1;
+	w->owned = 1;
+	return check(w, path, m);
+}
+
+int
+llm_weights_view(struct llm_weights *w, const uint8_t *p, size_t len, const char *label, const struct llm_model *m)
+{
+	memset(w, 0, sizeof(*w));
+	w->map = (struct llm_map){p, len};
+	return check(w, label, m);
+}
+
+/* The header of w->map against its size and the plan m; w->path set.
+ * On failure w is closed. */
+static int
+check(struct llm_weights *w, const char *path, const struct llm_model *m)
+{
+	char a[17], b[17];
+
 	w->path = llm_xstrdup(path);
 	if (w->map.len < LLM_WEIGHTS_HEADER_BYTES) {
 		llm_seterr("%s: truncated header (%zu bytes)", path, w->map.len);
@@ -98,7 +117,8 @@ fail:
 void
 llm_weights_close(struct llm_weights *w)
 {
-	llm_unmap(&w->map);
+	if (w->owned)
+		llm_unmap(&w->map);
 	free(w->path);
 	memset(w, 0, sizeof(*w));
 }

@@ -47,6 +47,7 @@ struct llm_weights {
 	struct llm_weights_header hdr;
 	const uint8_t *data; /* map.p + header_bytes: the data area (4096-byte aligned) */
 	uint64_t data_bytes;
+	int owned; /* llm_weights_open mapped it (llm_weights_view: the caller's bytes) */
 };
 
 /* Map path read-only (no read of the data) and check the header: magic,
@@ -55,6 +56,9 @@ struct llm_weights {
  * must also equal the plan's (m->fingerprint, m->data_bytes, and
  * m->header_bytes).  0, or -1 with llm_errmsg "path: what is wrong". */
 int llm_weights_open(struct llm_weights *w, const char *path, const struct llm_model *m);
+/* The same checks on bytes mapped by the caller (a bundle member, label
+ * naming it), which stay the caller's. */
+int llm_weights_view(struct llm_weights *w, const uint8_t *p, size_t len, const char *label, const struct llm_model *m);
 void llm_weights_close(struct llm_weights *w);
 
 /* weights.json.  Strings borrow from root. */

@@ -29,6 +29,16 @@ tiny_build() {
 
 # tuning_with OUT PARAM VALUE: share/llm/tuning.json with PARAM set to
 # VALUE for every CPU (generic's, no entry of its own), written to OUT.
+# weights_of DIR: the weights of build DIR: its weights.bin, or, after
+# pipelines/model.mk, which keeps them in the bundle only, model.llm's.
+weights_of() {
+	if [ -e "$1/weights.bin" ]; then
+		cat "$1/weights.bin"
+	else
+		tar -xOf "$1/model.llm" weights.bin
+	fi
+}
+
 tuning_with() {
 	jq --arg p "$2" --argjson v "$3" '(.cpus[].params) |= del(.[$p]) | .cpus.generic.params[$p] = $v' \
 		"$PROJECT_ROOT/share/llm/tuning.json" >"$1"

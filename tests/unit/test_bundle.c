@@ -53,10 +53,10 @@ sources(struct llm_bundle_src *src)
 	put("s_long", "long", 4);
 	put("s_lib", "\177ELF-not-really", 15);
 	put("s_weights", big, sizeof(big));
-	src[0] = (struct llm_bundle_src){"model.json", path("s_model.json"), 0};
-	src[1] = (struct llm_bundle_src){LONGNAME, path("s_long"), 0};
-	src[2] = (struct llm_bundle_src){"libmodel.so", path("s_lib"), 0};
-	src[3] = (struct llm_bundle_src){"weights.bin", path("s_weights"), 1};
+	src[0] = (struct llm_bundle_src){"model.json", path("s_model.json"), 0, 0, 0};
+	src[1] = (struct llm_bundle_src){LONGNAME, path("s_long"), 0, 0, 0};
+	src[2] = (struct llm_bundle_src){"libmodel.so", path("s_lib"), 0, 0, 0};
+	src[3] = (struct llm_bundle_src){"weights.bin", path("s_weights"), 1, 0, 0};
 	return 4;
 }
 
@@ -300,11 +300,62 @@ T_TEST(directory_as_bundle)
 
 T_TEST(bad_member_names_not_written)
 {
-	struct llm_bundle_src src[1] = {{"../evil", "/dev/null", 0}};
+	struct llm_bundle_src src[1] = {{"../evil", "/dev/null", 0, 0, 0}};
 	char *out = path("evil.llm");
 	T_CHECK(llm_bundle_write(out, src, 1) < 0 && strstr(llm_errmsg(), "bad member name"));
 	T_CHECK(!llm_file_exists(out));
 	free(out);
+}
+
+/* A build directory without weights.bin takes model.llm's aligned member
+ * (pipelines/model.mk moves the weights there), and a bundle can be
+ * written from that member's bytes (offset, size). */
+T_TEST(directory_borrows_the_bundles_weights)
+{
+	struct llm_bundle_src src[4];
+	struct llm_bundle b;
+	struct llm_bundle_map m;
+	size_t n = sources(src), wl;
+	char *dir = path("bd"), *inner = path("bd/model.llm");
+	mkdir(dir, 0755);
+	T_CHECKF(llm_bundle_write(inner, src, n) == 0, "%s", llm_errmsg());
+	put("bd/model.json", "{}", 2);
+	T_CHECKF(llm_bundle_open(&b, dir) == 0, "%s", llm_errmsg());
+	const struct llm_member *w = llm_bundle_get(&b, "weights.bin");
+	T_CHECK(b.n == 3 && w && w->size == 200001 && w->offset % LLM_BUNDLE_ALIGN == 0);
+	T_CHECKF(w && strcmp(w->file, inner) == 0 && strstr(w->label, "model.llm: weights.bin"), "%s",
+	    w ? w->label : "");
+	T_CHECK(!llm_bundle_find(&b, "libmodel.so")); /* the aligned member only */
+	char *want = slurp("s_weights", &wl);
+	T_CHECKF(w && llm_bundle_map(&b, w, &m) == 0, "%s", llm_errmsg());
+	T_CHECK(m.len == wl && memcmp(m.p, want, wl) == 0);
+	llm_bundle_unmap(&m);
+	/* copied out of the bundle into another: the same bytes */
+	struct llm_bundle_src one = {"weights.bin", w ? w->file : "", 1, w ? w->offset : 0, w ? w->size : 0};
+	char *out = path("from-member.llm");
+	T_CHECKF(llm_bundle_write(out, &one, 1) == 0, "%s", llm_errmsg());
+	struct llm_bundle c;
+	T_CHECK(llm_bundle_open(&c, out) == 0);
+	T_CHECK(llm_bundle_map(&c, llm_bundle_get(&c, "weights.bin"), &m) == 0);
+	T_CHECK(m.len == wl && memcmp(m.p, want, wl) == 0);
+	llm_bundle_unmap(&m);
+	llm_bundle_close(&c);
+	/* a range past the end of its file is refused */
+	one.size = (uint64_t)1 << 30;
+	T_CHECK(llm_bundle_write(path("bad.llm"), &one, 1) < 0 && strstr(llm_errmsg(), "shorter than"));
+	llm_bundle_close(&b);
+	/* the directory's own weights.bin comes first */
+	put("bd/weights.bin", "own", 3);
+	T_CHECK(llm_bundle_open(&b, dir) == 0);
+	w = llm_bundle_get(&b, "weights.bin");
+	T_CHECK(w && w->size == 3 && w->offset == 0);
+	llm_bundle_close(&b);
+	free(want);
+	free(out);
+	free(dir);
+	free(inner);
+	for (size_t i = 0; i < n; i++)
+		free((char *)src[i].path);
 }
 
 int
@@ -318,6 +369,7 @@ main(void)
 	T_RUN(unsafe_members_refused);
 	T_RUN(pax_header_without_member);
 	T_RUN(directory_as_bundle);
+	T_RUN(directory_borrows_the_bundles_weights);
 	T_RUN(bad_member_names_not_written);
 	return T_DONE();
 }
