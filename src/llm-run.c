@@ -69,6 +69,8 @@ static const char help_text[] =
     "  --tokens ids         the prompt as token ids, e.g. 1,2,3\n"
     "  -i, --chat           chat: one user message a line of standard input\n"
     "  --single-turn, -st   one exchange of a chat: the message of -p, else a line of standard input\n"
+    "  --multiline-input, -mli\n"
+    "                       a chat message goes on until a line ends with / or \\ (as llama-cli)\n"
     "  llama-cli's spellings work too: --model, --prompt, --file, --threads, --n-predict,\n"
     "  --ctx-size, --conversation (-cnv), --system-prompt (-sys), --escape; -ngl is refused\n"
     "  -n count             tokens to generate at most (default 128; -1: until an end of sequence\n"
@@ -268,6 +270,7 @@ struct args {
 	int no_echo;            /* --no-display-prompt */
 	enum mode mode;
 	int single_turn; /* -st: one exchange (-p or a line of standard input) */
+	int multiline;   /* -mli: a chat message goes on until a line ends with / or \ */
 	struct run_cache cache;
 	int cache_action; /* --list-cache 1, --prune-cache 2 */
 	/* --grammar, --grammar-file, --json-schema, --json-schema-file: the
@@ -283,7 +286,7 @@ enum {
 	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
-	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN,
+	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN, OPT_MULTILINE,
 	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE, OPT_PG,
 	OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE,
 };
@@ -336,6 +339,7 @@ static const struct option longopts[] = {
 	{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"single-turn", no_argument, NULL, OPT_SINGLE_TURN},
+	{"multiline-input", no_argument, NULL, OPT_MULTILINE},
 	{"skip-special", no_argument, NULL, OPT_SKIP_SPECIAL},
 	{"stop", required_argument, NULL, OPT_STOP},
 	{"system", required_argument, NULL, OPT_SYSTEM},
@@ -381,7 +385,7 @@ llama_cli_spellings(int *argc, char **argv)
 		{"--hf-repo", 1, NULL, NULL},
 		{"-st", 0, "--single-turn", NULL},
 		{"-pg", 1, "--pg", NULL},
-		{"-mli", 0, NULL, "multi-line input is not supported yet: -i reads a line a message"},
+		{"-mli", 0, "--multiline-input", NULL},
 		{"-co", 0, NULL, "there are no colours: the output is plain text"},
 		{"--color", 0, NULL, NULL},
 		{"--reverse-prompt", 1, "--stop", NULL},
@@ -617,6 +621,9 @@ parse_args(int argc, char **argv, struct args *a)
 			set_mode(&a->mode, M_CHAT);
 			a->single_turn = 1;
 			break;
+		case OPT_MULTILINE:
+			a->multiline = 1;
+			break;
 		case 's':
 		case OPT_SEED:
 			a->sp.seed = (uint64_t)parse_int("--seed", optarg, 0, INT64_MAX);
@@ -728,6 +735,8 @@ parse_args(int argc, char **argv, struct args *a)
 				a->max_new = INT64_MAX;
 		}
 	}
+	if (a->multiline && a->mode != M_CHAT)
+		usage_line("--multiline-input (-mli) goes with -i (a chat)");
 	if ((a->prompt != NULL) + (a->prompt_file != NULL) + (a->tokens_arg != NULL) > 1)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --tokenize, --detokenize and --render");
 	if (a->bench_arg)
@@ -914,7 +923,7 @@ main(int argc, char **argv)
 			parse_ids(a.tokens_arg, &ids, &nids);
 		struct gen_opts g = {a.prompt, a.prompt_file, a.escape, ids, nids, a.mode == M_CHAT, a.system,
 			a.logits_path, a.sp, a.max_new, a.stop, a.nstop, a.json, a.verbose, a.plain_input, a.no_echo,
-			t_start, a.single_turn};
+			t_start, a.single_turn, a.multiline};
 		run_generate(m, a.model, ctx, t_load, &g);
 		free(ids);
 	}

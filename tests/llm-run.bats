@@ -957,6 +957,28 @@ stop_job() {
 	[[ "$stderr" == "llm-run: chat: 2 turns, "* ]]
 }
 
+@test "-mli (--multiline-input): lines go on until one ends with / or a backslash, as llama-cli's (issue 48)" {
+	d=$(fixture_linked c256 -C 256)
+	# two messages: "a\nb\nc" sent by the slash, "d\ne" by the backslash;
+	# a trailing slash elsewhere stays text without -mli
+	printf 'a\nb\nc/\nd\ne\\\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i -mli --chat-template llama3 -n 1 --json <"$T/in"
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "$(jq -c .prompt_tokens <<<"${lines[0]}" | llm-run -m "$d" --detokenize)" == *'a\nb\nc<|eot_id|>'* ]]
+	[[ "$(jq -c .prompt_tokens <<<"${lines[1]}" | llm-run -m "$d" --detokenize)" == *'d\ne<|eot_id|>'* ]]
+	# the long spelling; at the end of the input the last lines are sent
+	printf 'x\ny' | llm-run -m "$d" -i --multiline-input --chat-template llama3 -n 1 --json >"$T/o" 2>/dev/null
+	[ "$(wc -l <"$T/o")" -eq 1 ]
+	[[ "$(jq -c .prompt_tokens "$T/o" | llm-run -m "$d" --detokenize)" == *'x\ny<|eot_id|>'* ]]
+	# without it, a line is a message and a slash is text
+	printf 'p/\nq\n' | llm-run -m "$d" -i --chat-template llama3 -n 1 --json >"$T/o" 2>/dev/null
+	[ "$(wc -l <"$T/o")" -eq 2 ]
+	[[ "$(head -1 "$T/o" | jq -c .prompt_tokens | llm-run -m "$d" --detokenize)" == *'p/<|eot_id|>'* ]]
+	# only in a chat
+	run -2 --separate-stderr llm-run -m "$d" -p x -mli
+	[ "$stderr" = "llm-run: --multiline-input (-mli) goes with -i (a chat)" ]
+}
+
 @test "Ctrl-C in a chat stops the reply; at the prompt it ends the chat with exit 0" {
 	d=$(endless a)
 	mkfifo "$T/fifo"
@@ -1111,7 +1133,7 @@ stop_job() {
 	[ "$stderr" = "llm-run: $T/fifo: not a regular file or directory" ]
 }
 
-@test "llama-cli's one-dash words: -no-cnv, -ctk/-ctv, -r, -c 0, -t -1, -st taken; -fa, -ngl, -hf, -mli refused by name in one line; a range error is one line (issue 48)" {
+@test "llama-cli's one-dash words: -no-cnv, -ctk/-ctv, -r, -c 0, -t -1, -st taken; -fa, -ngl, -hf, -co refused by name in one line; a range error is one line (issue 48)" {
 	d=$(fixture_linked a)
 	want=$(llm-run -m "$d" -p 'ab c' -n 3 -t 1 --json 2>/dev/null | jq -c .generated_tokens)
 	[ "$want" != null ]
@@ -1141,7 +1163,7 @@ stop_job() {
 	[ "$(printf 'hi\nagain\n' | llm-run -m "$d" --single-turn --chat-template llama2 -n 4 --seed 1 --json 2>/dev/null |
 		one)" = "$want" ]
 	run -2 --separate-stderr llm-run -m "$d" -st -f /dev/null
-	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-mli" "-co" "--color"; do
+	for w in "-fa" "--flash-attn on" "-ngl 99" "--n-gpu-layers=99" "-hf org/repo" "-co" "--color"; do
 		run -2 --separate-stderr llm-run -m "$d" -p x $w
 		[ "$output" = "" ]
 		[ "${#stderr_lines[@]}" -eq 1 ]

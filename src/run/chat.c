@@ -325,10 +325,12 @@ read_line(struct llm_buf *line)
 	return rc;
 }
 
-/* One message: a line, continued on the next one while it ends with a
- * backslash.  -1 at the end of the input or on Ctrl-C. */
+/* One message, as llama-cli reads one: a line, continued on the next one
+ * while it ends with a backslash (dropped); with multiline (-mli) lines
+ * go on until one ends with a slash or a backslash (dropped).  The lines
+ * are joined by newlines.  -1 at the end of the input or on Ctrl-C. */
 static int
-read_message(struct llm_buf *msg)
+read_message(struct llm_buf *msg, int multiline)
 {
 	msg->len = 0;
 	for (;;) {
@@ -338,11 +340,15 @@ read_message(struct llm_buf *msg)
 			return -1;
 		if (rc == 0)
 			return 0;
-		if (msg->len > start && msg->p[msg->len - 1] == '\\') {
-			msg->p[msg->len - 1] = '\n';
-			continue;
+		char last = msg->len > start ? msg->p[msg->len - 1] : 0;
+		int more = multiline;
+		if (last == '\\' || (multiline && last == '/')) {
+			msg->len--;
+			more = last == '\\' && !multiline;
 		}
-		return 0;
+		if (!more)
+			return 0;
+		llm_buf_add(msg, "\n", 1);
 	}
 }
 
@@ -374,8 +380,11 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 		else
 			fprintf(stderr, "%s: chat with %s (template %s).\n", llm_prog, desc,
 			    llm_chat_template_name(g->m));
-		fputs("Enter sends a line; Ctrl-C stops a reply; Ctrl-D, /exit or /quit ends; "
-		      "/help lists the commands.\n",
+		fputs(g->multiline ?
+			"Enter starts a new line; a line ending with / or \\ sends; Ctrl-C stops a reply; "
+			"Ctrl-D, /exit or /quit ends; /help lists the commands.\n" :
+			"Enter sends a line (end it with \\ to go on); Ctrl-C stops a reply; Ctrl-D, /exit or "
+			"/quit ends; /help lists the commands.\n",
 		    stderr);
 	}
 	for (int turn = 0;; turn++) {
@@ -389,7 +398,7 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 				run_write("> ", 2);
 				fflush(stdout);
 			}
-			if (read_message(&msg) < 0)
+			if (read_message(&msg, g->multiline) < 0)
 				break;
 		}
 		int cmd = chat_command(&c, msg.p, msg.len);

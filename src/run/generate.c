@@ -271,6 +271,7 @@ run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const
 	g.t_start = a->t_start;
 	g.verbose = a->verbose;
 	g.plain_input = a->plain_input;
+	g.multiline = a->multiline;
 	if (llm_seq_new(m, ctx, &s) != LLM_OK)
 		llm_fatal("%s: %s", model, llm_errmsg());
 	if (a->verbose)

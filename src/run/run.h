@@ -53,6 +53,7 @@ struct gen_opts {
 	int json, verbose, plain_input, no_echo;
 	double t_start; /* when the process started */
 	int single;     /* chat: one exchange, its message -p's (prompt) or a line of standard input */
+	int multiline;  /* chat: -mli, llama-cli's multi-line input */
 };
 /* One generation, or the chat, on a sequence of m of ctx positions (0: the default). */
 void run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
@@ -73,6 +74,7 @@ struct gen {
 	size_t echo_len;
 	int echo_end;   /* the last byte of the prompt printed, or -1 */
 	double t_start; /* when the process started (the time to first token from it) */
+	int multiline;  /* chat: lines go on until one ends with / or \ (-mli) */
 };
 
 /* The result of one generation. */
