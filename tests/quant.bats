@@ -199,6 +199,31 @@ decodes_as() {
 	done
 }
 
+@test "a quantized build's weights take the bytes of llama-quantize's file, give or take 2%: 5- and 6-bit codes for Q5_0, Q5_1, Q5_K and Q6_K (issue 48)" {
+	need_llamacpp
+	# a 3072-wide FFN and a 256-wide model: Q4_K_M takes Q6_K for the head
+	# and some v and down, Q5_0 where llama-quantize falls back; the
+	# file's metadata is a few KiB (no tokenizer)
+	g=$(small llama)
+	for f in Q4_K_M Q5_0 Q5_1 Q5_K_M Q6_K; do
+		ggml-ref quantize "$g" "$T/q.gguf" "$f"
+		llm-import -o "$T/q" "$T/q.gguf" >/dev/null
+		llm-pack-weights "$T/q/model.json" >/dev/null
+		file=$(stat -c %s "$T/q.gguf")
+		# the file's tensors (not the RoPE tables, which the file has not)
+		ours=$(jq '[.weights.tensors[] | select(.source | length > 0) | .bytes] | add' "$T/q/model.json")
+		echo "$f ($(layouts "$T/q")): $ours bytes of weights, the file $file" >&3
+		[ "$ours" -le $((file * 102 / 100)) ]
+		# the layouts of 5 and 6 bits where the types have them
+		[ "$(jq '[.weights.tensors[] | select(.quant == "Q5_0" or .quant == "Q5_1" or .quant == "Q5_K" or .quant == "Q6_K") |
+			select(.layout | test("^(i5|u5|i6)-") | not)] | length' "$T/q/model.json")" = 0 ]
+		# with f32 activations they are bytes (the exact products' form)
+		llm-import --activations f32 -o "$T/f" "$T/q.gguf" >/dev/null
+		[ "$(jq '[.weights.tensors[] | select(.source | length > 0) | .bytes] | add' "$T/f/model.json")" -gt "$ours" ]
+		rm -r "$T/q" "$T/f"
+	done
+}
+
 @test "the k-quant mixes hold the types llama-quantize chose; q and k are unpermuted after decoding" {
 	need_llamacpp
 	g=$(small llama)
