@@ -36,6 +36,9 @@ llm_parse_hex64(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* kv_cache.layout: the one the kernels index (ir.txt) */
+#define KV_LAYOUT "layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"
+
 uint64_t
 llm_plan_fingerprint(json_t *dtypes, json_t *config, json_t *limits, json_t *tensors)
 {
@@ -556,6 +559,38 @@ phases_json(int64_t chunk)
 	return phases;
 }
 
+/* A loaded phase p against the one phases_json derives from the spec and
+ * limits.prefill_chunk (ctx names it): its entry, tokens and arguments
+ * are what the code is compiled for. */
+static int
+check_phase(json_t *p, int64_t chunk, const char *ctx)
+{
+	json_t *want = phases_json(chunk), *w = NULL, *e;
+	size_t i;
+	const char *name = json_string_value(json_object_get(p, "name"));
+	int rc = 0;
+	json_array_foreach (want, i, e)
+		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
+			w = e;
+	if (!w)
+		rc = llm_seterr("%s: name '%s' is not a phase (prefill, prefill_kv, decode)", ctx, name);
+	else {
+		static const char *const keys[] = {"entry", "tokens", "args"};
+		for (size_t k = 0; k < LLM_NELEM(keys) && rc == 0; k++)
+			if (!json_equal(json_object_get(p, keys[k]), json_object_get(w, keys[k]))) {
+				char *v = json_dumps(json_object_get(w, keys[k]), JSON_COMPACT | JSON_ENCODE_ANY);
+				char by[64] = "";
+				if (k == 1)
+					snprintf(by, sizeof(by), ", by limits.prefill_chunk %" PRId64, chunk);
+				rc = llm_seterr("%s: %s must be %s for phase '%s'%s (edited by hand?)", ctx, keys[k],
+				    v ? v : "?", name, by);
+				free(v);
+			}
+	}
+	json_decref(want);
+	return rc;
+}
+
 void
 llm_model_init(struct llm_model *m)
 {
@@ -590,8 +625,7 @@ llm_model_build(const struct llm_model *m)
 		json_array_append_new(tensors, tensor_json(&m->tensors[i]));
 	llm_hex64(llm_plan_fingerprint(dtypes, config, limits, tensors), fph);
 
-	json_object_set_new(kvc, "layout",
-	    json_string("layer,kv,kv_head,(k: head_dim,position | v: position,head_dim)"));
+	json_object_set_new(kvc, "layout", json_string(KV_LAYOUT));
 	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(m->max_context)));
 	json_object_set_new(kvc, "bytes", json_integer((json_int_t)kv_cache_bytes(c, m->max_context, m->kv_dtype)));
@@ -726,6 +760,17 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 			    llm_kv_positions(m->max_context), m->max_context);
 			goto fail;
 		}
+		/* the rest of it is derived too: what the code was compiled for */
+		json_t *dt = json_object_get(o, "dtype"), *lay = json_object_get(o, "layout");
+		if (dt && (!json_is_string(dt) || strcmp(json_string_value(dt), llm_dtype_name(m->kv_dtype)) != 0)) {
+			llm_seterr("%s: kv_cache.dtype must be dtypes.kv, %s (edited by hand?)", path,
+			    llm_dtype_name(m->kv_dtype));
+			goto fail;
+		}
+		if (lay && (!json_is_string(lay) || strcmp(json_string_value(lay), KV_LAYOUT) != 0)) {
+			llm_seterr("%s: kv_cache.layout must be \"%s\" (edited by hand?)", path, KV_LAYOUT);
+			goto fail;
+		}
 	}
 
 	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
@@ -791,6 +836,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 			llm_seterr("%s: file '%s' is outside the build directory", c, ph->file);
 			goto fail;
 		}
+		if (check_phase(p, m->prefill_chunk, c) < 0)
+			goto fail;
 	}
 	return 0;
 
