@@ -285,6 +285,7 @@ report() {
 	cp -r "$d" kvdt && perl -0pi -e 's/("kv_cache": \{[^}]*"dtype": )"f32"/$1"f16"/' kvdt/model.json
 	cp -r "$d" ptok && perl -0pi -e 's/("entry": "llm_decode",\s*"file": "[^"]*",\s*"tokens": )1/${1}2/' ptok/model.json
 	cp -r "$d" pent && perl -0pi -e 's/"entry": "llm_prefill"/"entry": "llm_decode"/' pent/model.json
+	cp -r "$d" parg && perl -0pi -e 's/"n_tokens"/"count"/' parg/model.json
 	printf '\377\376' >latin1.txt
 	echo '[{"role": "user"}]' >conv.json
 	echo 'x' >text.txt
@@ -298,6 +299,7 @@ report() {
 	bad 1 "^llm-run: kvdt/model.json: kv_cache.dtype must be dtypes.kv, f32 \(edited by hand\?\)$" llm-run -m kvdt -p hi
 	bad 1 "^llm-run: ptok/model.json: phases\[[0-9]\]: tokens must be 1 for phase 'decode', by limits.prefill_chunk [0-9]+ \(edited by hand\?\)$" llm-run -m ptok -p hi
 	bad 1 "^llm-run: pent/model.json: phases\[[0-9]\]: entry must be \"llm_prefill\" for phase 'prefill' \(edited by hand\?\)$" llm-run -m pent -p hi
+	bad 1 "^llm-run: parg/model.json: phases\[0\]: args must be \[.*\] for phase '[a-z_]+' \(edited by hand\?\)$" llm-run -m parg -p hi
 	bad 1 "^llm-run: m.llm: token id 99999 is out of range \[0, 258\)$" llm-run -m m.llm --tokens 99999 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1,,2 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1, -n 1
