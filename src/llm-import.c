@@ -434,12 +434,15 @@ hf_tokenizer(struct llm_model *m, const char *dir, const struct llm_hfconfig *c,
 				struct llm_tokenizer *tk = llm_tokenizer_load_json(f->data, f->len, p);
 				if (!tk)
 					llm_fatal("%s", llm_errmsg());
+				if (llm_tokenizer_warning(tk))
+					llm_warn("%s", llm_tokenizer_warning(tk));
 				llm_tokenizer_free(tk);
 			}
 			if (strcmp(f->name, "tokenizer_config.json") == 0) {
 				if (!(tc = llm_json_loadb(f->data, f->len, p)))
 					llm_fatal("%s", llm_errmsg());
-				if (llm_json_bool_opt(tc, "add_bos_token", p, &add_bos) < 0)
+				if (llm_json_bool_opt(tc, "add_bos_token", p, &add_bos) < 0 ||
+				    llm_chat_config_check(tc, p) < 0)
 					llm_fatal("%s", llm_errmsg());
 				if ((tmpl = llm_chat_config_template(tc)))
 					label = llm_xasprintf("%s: chat_template", p);

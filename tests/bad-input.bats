@@ -103,6 +103,10 @@ report() {
 	mkdir arch && cp ck/model.safetensors ck/tokenizer*.json arch/ &&
 		jq '.architectures = ["MambaForCausalLM"] | .model_type = "mamba"' ck/config.json >arch/config.json
 	mkdir tok && cp ck/model.safetensors ck/config.json tok/ && echo '{"model": ' >tok/tokenizer.json
+	# tokenizers that are not what they claim (issue 46)
+	mkdir bos5 && cp ck/* bos5/ && echo '{"bos_token": 5}' >bos5/tokenizer_config.json
+	mkdir dupid && cp ck/* dupid/ && rm -f dupid/tokenizer_config.json &&
+		jq '.model.vocab["zz-one"] = 3 | .model.vocab["zz-two"] = 3' ck/tokenizer.json >dupid/tokenizer.json
 	mkdir hdr && cp ck/*.json hdr/ && { printf '\377\377\377\377\0\0\0\0'; tail -c +9 ck/model.safetensors; } >hdr/model.safetensors
 	mkdir bare
 	echo x >file
@@ -116,6 +120,8 @@ report() {
 	bad 1 "^llm-import: nohidden/config.json: .*hidden_size" llm-import -o out nohidden
 	bad 1 "^llm-import: arch/config.json: .*(MambaForCausalLM|mamba)" llm-import -o out arch
 	bad 1 "^llm-import: tok/tokenizer.json" llm-import -o out tok
+	bad 1 "^llm-import: bos5/tokenizer_config.json: bos_token: expected a string or an object with a string 'content' \(transformers refuses it too\)$" llm-import -o out bos5
+	bad 1 "^llm-import: dupid/tokenizer.json: model.vocab: '.*' and '.*' both have id 3$" llm-import -o out dupid
 	bad 1 "^llm-import: bare/config.json: No such file or directory$" llm-import -o out bare
 	bad 1 "^llm-import: fifo: not a regular file$" llm-import -o out fifo
 	bad 1 "^llm-import: file/out: Not a directory$" llm-import -o file/out ck

@@ -284,3 +284,14 @@ setup() {
 	run -0 llm-run --tokenizer "$BATS_TEST_TMPDIR/out" --render "$BATS_TEST_TMPDIR/c.json"
 	[ "$output" = "<|im_start|>hi" ]
 }
+
+@test "a tokenizer.json with merges given twice imports with one warning naming the file and key; the later rank counts, as in Hugging Face's tokenizers (issue 46)" {
+	T=$BATS_TEST_TMPDIR
+	mkdir "$T/ck" && cp "$M"/* "$T/ck/"
+	jq '.model.merges += .model.merges[0:3]' "$M/tokenizer.json" >"$T/ck/tokenizer.json"
+	run -0 --separate-stderr llm-import -o "$T/out" "$T/ck"
+	[ "$stderr" = "llm-import: $T/ck/tokenizer.json: model.merges: 3 merges given twice (the later rank counts, as in Hugging Face's tokenizers)" ]
+	# and llm-run says it once on opening (-v describes the model)
+	run -0 --separate-stderr llm-run -m "$T/out" --tokenize <<<'"hello"'
+	[ "$(grep -c 'merges given twice' <<<"$stderr")" -eq 1 ]
+}

@@ -108,7 +108,7 @@ llm_pairmap_free(struct llm_pairmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void
+int
 llm_pairmap_put(struct llm_pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t id)
 {
 	if ((m->n + 1) * 2 > m->cap) {
@@ -125,15 +125,16 @@ llm_pairmap_put(struct llm_pairmap *m, int32_t a, int32_t b, uint32_t rank, int3
 	size_t mask = m->cap - 1;
 	for (size_t i = llm_pair_hash(k) & mask;; i = (i + 1) & mask) {
 		struct llm_pairmap_ent *e = &m->e[i];
+		int again = e->key == k;
 		if (e->key == UINT64_MAX) {
 			e->key = k;
 			m->n++;
-		} else if (e->key != k) {
+		} else if (!again) {
 			continue;
 		}
 		e->rank = rank;
 		e->id = id;
-		return;
+		return again;
 	}
 }
 

@@ -103,8 +103,9 @@ struct llm_pairmap {
 
 void llm_pairmap_init(struct llm_pairmap *m, size_t want);
 void llm_pairmap_free(struct llm_pairmap *m);
-/* Later entries replace earlier ones, as collecting into a HashMap does. */
-void llm_pairmap_put(struct llm_pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t id);
+/* Later entries replace earlier ones, as collecting into a HashMap does:
+ * 1 when (a, b) was there already, else 0. */
+int llm_pairmap_put(struct llm_pairmap *m, int32_t a, int32_t b, uint32_t rank, int32_t id);
 
 static inline uint64_t
 llm_pair_hash(uint64_t k)

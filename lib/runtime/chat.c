@@ -155,19 +155,54 @@ llm_chat_template_spec(struct llm_chat_template *t, const char *spec)
 	return rc;
 }
 
-void
-llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config)
+/* The special tokens a tokenizer_config.json names, as transformers reads
+ * them. */
+static const char *const special_keys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+	"mask_token"};
+
+/* A special token as transformers takes it: a string, an AddedToken
+ * object with a string content, or null (none). */
+static int
+special_ok(const json_t *v)
 {
-	static const char *const keys[] = {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
-		"mask_token"};
+	return !v || json_is_null(v) || json_is_string(v) ||
+	    (json_is_object(v) && json_is_string(json_object_get(v, "content")));
+}
+
+int
+llm_chat_config_check(const json_t *config, const char *label)
+{
+	for (size_t i = 0; i < LLM_NELEM(special_keys); i++)
+		if (!special_ok(json_object_get(config, special_keys[i])))
+			return llm_seterr(
+			    "%s: %s: expected a string or an object with a string 'content' (transformers "
+			    "refuses it too)",
+			    label, special_keys[i]);
+	json_t *extra = json_object_get(config, "additional_special_tokens"), *x;
+	size_t i;
+	if (extra && !json_is_null(extra) && !json_is_array(extra))
+		return llm_seterr("%s: additional_special_tokens: expected an array", label);
+	json_array_foreach (extra, i, x)
+		if (json_is_null(x) || !special_ok(x))
+			return llm_seterr("%s: additional_special_tokens[%zu]: expected a string or an object with a "
+					  "string 'content'",
+			    label, i);
+	return 0;
+}
+
+int
+llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config, const char *label)
+{
+	if (llm_chat_config_check(config, label) < 0)
+		return -1;
 	if (!t->tokens)
 		t->tokens = json_object();
-	for (size_t i = 0; i < LLM_NELEM(keys); i++) {
-		json_t *v = json_object_get(config, keys[i]); /* borrowed */
+	for (size_t i = 0; i < LLM_NELEM(special_keys); i++) {
+		json_t *v = json_object_get(config, special_keys[i]); /* borrowed */
 		if (json_is_object(v))
 			v = json_object_get(v, "content");
 		if (json_is_string(v))
-			json_object_set(t->tokens, keys[i], v);
+			json_object_set(t->tokens, special_keys[i], v);
 	}
 	json_t *extra = json_object_get(config, "additional_special_tokens"), *x;
 	if (json_is_array(extra)) {
@@ -181,6 +216,7 @@ llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config)
 		}
 		json_object_set_new(t->tokens, "additional_special_tokens", a);
 	}
+	return 0;
 }
 
 void

@@ -72,8 +72,14 @@ int llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t
 /* The special tokens of a tokenizer_config.json object (bos_token,
  * eos_token, unk_token, sep_token, pad_token, cls_token, mask_token as
  * strings, an AddedToken object as its content; additional_special_tokens
- * as an array of strings) replace t's where the config has them. */
-void llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config);
+ * as an array of strings) replace t's where the config has them; -1 with
+ * llm_errmsg (label: the file) for a config llm_chat_config_check refuses. */
+int llm_chat_template_tokens(struct llm_chat_template *t, const json_t *config, const char *label);
+/* The special-token keys of a tokenizer_config.json object, as
+ * transformers takes them: a string, an object with a string "content",
+ * or null; additional_special_tokens an array of such.  0, or -1 with
+ * llm_errmsg "label: key: ...". */
+int llm_chat_config_check(const json_t *config, const char *label);
 void llm_chat_template_free(struct llm_chat_template *t);
 /* The template text of a tokenizer_config.json object: its chat_template
  * string, or from a list of {"name", "template"} the one named

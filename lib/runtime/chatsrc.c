@@ -11,7 +11,7 @@
 
 /* The template from its text (jinja: chat_template.jinja's, else the
  * config's), then the config's special tokens. */
-static void
+static int
 settle(struct llm_chatsrc *s, const char *jinja, size_t len, const char *jlabel, const char *clabel)
 {
 	const char *text = jinja, *label = jlabel;
@@ -24,9 +24,19 @@ settle(struct llm_chatsrc *s, const char *jinja, size_t len, const char *jlabel,
 		free(s->warning);
 		s->warning = llm_xasprintf("the chat template is left out: %s", llm_errmsg());
 	}
-	if (s->tmpl.jinja && s->config)
-		llm_chat_template_tokens(&s->tmpl, s->config);
 	free(lab);
+	if (s->config && llm_chat_config_check(s->config, clabel) < 0)
+		return -1;
+	if (s->tmpl.jinja && s->config && llm_chat_template_tokens(&s->tmpl, s->config, clabel) < 0)
+		return -1;
+	/* what the tokenizer accepted but found odd: said with the rest */
+	const char *tw = s->tok ? llm_tokenizer_warning(s->tok) : NULL;
+	if (tw) {
+		char *w = s->warning ? llm_xasprintf("%s; %s", s->warning, tw) : llm_xstrdup(tw);
+		free(s->warning);
+		s->warning = w;
+	}
+	return 0;
 }
 
 /* The member name of b as text (freed by the caller), or NULL: absent;
@@ -72,7 +82,7 @@ llm_chatsrc_bundle(struct llm_chatsrc *s, const struct llm_bundle *b)
 	if (rc == 0)
 		jinja = member(b, "chat_template.jinja", &jlabel, &jlen, &rc);
 	if (rc == 0)
-		settle(s, jinja, jlen, jlabel, clabel);
+		rc = settle(s, jinja, jlen, jlabel, clabel);
 	free(jinja);
 	return rc;
 }
@@ -115,7 +125,7 @@ llm_chatsrc_path(struct llm_chatsrc *s, const char *path)
 	if (rc == 0 && llm_file_exists(jpath) && llm_read_file(jpath, &jinja, &jlen) < 0)
 		rc = -1;
 	if (rc == 0)
-		settle(s, jinja, jlen, jpath, cpath);
+		rc = settle(s, jinja, jlen, jpath, cpath);
 	free(jinja);
 	free(cpath);
 	free(jpath);
@@ -130,8 +140,10 @@ llm_chatsrc_template(struct llm_chatsrc *s, const char *spec)
 	struct llm_chat_template t = LLM_CHAT_TEMPLATE_INIT;
 	if (llm_chat_template_spec(&t, spec) < 0)
 		return -1;
-	if (s->config)
-		llm_chat_template_tokens(&t, s->config);
+	if (s->config && llm_chat_template_tokens(&t, s->config, "tokenizer_config.json") < 0) {
+		llm_chat_template_free(&t);
+		return -1;
+	}
 	llm_chat_template_free(&s->tmpl);
 	s->tmpl = t;
 	return 0;

@@ -79,8 +79,9 @@ llm_tokenizer_build(const struct llm_tokenizer_vocab *v, const char *name)
 			goto fail;
 		}
 		if (llm_tok_model_find(t, s, len) < 0) {
-			llm_tok_model_set(t, (int32_t)i, s, len);
-		} else { /* a duplicate string decodes, but encoding gives the first id */
+			if (llm_tok_model_set(t, (int32_t)i, s, len) < 0)
+				goto fail; /* (ids are the positions: not twice) */
+		} else {                   /* a duplicate string decodes, but encoding gives the first id */
 			t->tok_off[i] = t->pool.len;
 			t->tok_len[i] = (uint32_t)len;
 			llm_buf_add(&t->pool, s, len);

@@ -406,6 +406,7 @@ llm_tokenizer_free(struct llm_tokenizer *t)
 	if (!t)
 		return;
 	free(t->name);
+	free(t->warning);
 	llm_buf_free(&t->pool);
 	free(t->tok_off);
 	free(t->tok_len);
@@ -478,15 +479,19 @@ llm_tok_model_alloc(struct llm_tokenizer *t, size_t n)
 	llm_smap_init(&t->vocab, n);
 }
 
-void
+int
 llm_tok_model_set(struct llm_tokenizer *t, int32_t id, const char *s, size_t len)
 {
+	if (t->tok_off[id] != SIZE_MAX)
+		return llm_seterr("%s: model.vocab: '%.*s' and '%s' both have id %d", t->name, (int)len, s,
+		    t->pool.p + t->tok_off[id], id);
 	size_t off = t->pool.len;
 	llm_buf_add(&t->pool, s, len);
 	llm_buf_add(&t->pool, "", 1); /* NUL-terminate for token_text */
 	t->tok_off[id] = off;
 	t->tok_len[id] = (uint32_t)len;
 	llm_smap_put(&t->vocab, t->pool.p, off, len, llm_hash_bytes(s, len), id);
+	return 0;
 }
 
 /* Add merge "left right" of rank r; the parts and their concatenation must
@@ -504,13 +509,14 @@ llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const c
 	memcpy(cat, a, alen);
 	memcpy(cat + alen, b, blen);
 	int32_t id = llm_tok_model_find(t, cat, n);
+	int again = 0;
 	if (id < 0)
 		llm_seterr("%s: merge %u: '%.*s' not in the vocabulary", t->name, r, (int)n, cat);
-	else
-		llm_pairmap_put(&t->merges, ia, ib, r, id);
+	else if ((again = llm_pairmap_put(&t->merges, ia, ib, r, id)))
+		t->dup_merges++;
 	if (cat != small)
 		free(cat);
-	return id < 0 ? -1 : 0;
+	return id < 0 ? -1 : again;
 }
 
 /* Tables derived from the vocabulary once it is complete. */
@@ -1593,6 +1599,12 @@ llm_tokenizer_token_bytes(const struct llm_tokenizer *t, int64_t id, struct llm_
 
 /* ---- lookups ---- */
 
+const char *
+llm_tokenizer_warning(const struct llm_tokenizer *t)
+{
+	return t->warning;
+}
+
 int64_t
 llm_tokenizer_n_vocab(const struct llm_tokenizer *t)
 {
@@ -1683,6 +1695,10 @@ llm_tok_add_added(struct llm_tokenizer *t, const char *s, size_t len, int32_t id
 int
 llm_tok_finish(struct llm_tokenizer *t)
 {
+	if (t->dup_merges)
+		t->warning = llm_xasprintf("%s: model.merges: %zu merges given twice (the later rank counts, as in "
+					   "Hugging Face's tokenizers)",
+		    t->name, t->dup_merges);
 	int64_t nv = (int64_t)t->n_model;
 	for (size_t i = 0; i < t->n_added; i++)
 		if (t->added[i].id + 1 > nv)

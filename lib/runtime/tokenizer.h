@@ -128,6 +128,9 @@ int llm_tokenizer_token_bytes(const struct llm_tokenizer *t, int64_t id, struct 
  * NULL for an unknown id; find gives the id of a token string (added
  * tokens first, then the model), -1 when there is none. */
 int64_t llm_tokenizer_n_vocab(const struct llm_tokenizer *t);
+/* What loading accepted but found odd (merges given twice), one line
+ * naming the file and key, or NULL. */
+const char *llm_tokenizer_warning(const struct llm_tokenizer *t);
 const char *llm_tokenizer_token_text(const struct llm_tokenizer *t, int64_t id, size_t *len);
 int64_t llm_tokenizer_find(const struct llm_tokenizer *t, const char *s, size_t len);
 

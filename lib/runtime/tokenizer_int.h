@@ -121,6 +121,8 @@ struct centry {
 struct llm_tokenizer {
 	char *name;
 	int64_t n_vocab;
+	size_t dup_merges; /* merges given twice (the later rank kept) */
+	char *warning;     /* what loading accepted but found odd, or NULL */
 
 	/* The BPE model. */
 	size_t n_model;      /* model ids are 0 .. n_model-1 */
@@ -236,7 +238,11 @@ void llm_tok_nfc_init(void);
  * llm_errmsg), then model_finish derives the tables of single characters
  * and <0xNN> tokens. */
 void llm_tok_model_alloc(struct llm_tokenizer *t, size_t n);
-void llm_tok_model_set(struct llm_tokenizer *t, int32_t id, const char *s, size_t len);
+/* Token id's text; -1 with llm_errmsg when id has one already (two
+ * vocabulary entries with one id: which one decodes it is undefined). */
+int llm_tok_model_set(struct llm_tokenizer *t, int32_t id, const char *s, size_t len);
+/* 0, 1 when the merge was given before (counted in t->dup_merges: the
+ * later rank replaces the earlier, as in Hugging Face's tokenizers), or -1. */
 int llm_tok_model_merge(struct llm_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen, uint32_t r);
 void llm_tok_model_finish(struct llm_tokenizer *t);
 

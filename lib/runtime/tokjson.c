@@ -390,7 +390,8 @@ load_vocab(struct llm_tokenizer *t, const json_t *vocab)
 	/* jansson keys are NUL-terminated: a key with an embedded NUL cannot
 	 * occur in a vocabulary it parsed. */
 	json_object_foreach ((json_t *)vocab, k, v)
-		llm_tok_model_set(t, (int32_t)json_integer_value(v), k, strlen(k));
+		if (llm_tok_model_set(t, (int32_t)json_integer_value(v), k, strlen(k)) < 0)
+			return -1;
 	return 0;
 }
 
@@ -759,6 +760,8 @@ read_vocab(struct llm_tokenizer *t, const char *p, const char *e)
 		uint64_t *hi = &h[i % AHEAD]; /* key i - AHEAD's hash, then key i's */
 		if (i >= AHEAD) {
 			const struct vent *x = &v[i - AHEAD];
+			if (t->tok_off[x->id] != SIZE_MAX)
+				goto fail; /* two keys with one id: load_vocab says so */
 			t->tok_off[x->id] = off;
 			t->tok_len[x->id] = x->len;
 			if (llm_smap_put(&t->vocab, t->pool.p, off, x->len, *hi, x->id))
@@ -857,7 +860,7 @@ read_merges(struct llm_tokenizer *t, const char *p, const char *e)
 	for (size_t i = 0; i < n; i++) {
 		if (i + AHEAD < n)
 			llm_pairmap_prefetch(&t->merges, v[i + AHEAD][0], v[i + AHEAD][1]);
-		llm_pairmap_put(&t->merges, v[i][0], v[i][1], (uint32_t)i, v[i][2]);
+		t->dup_merges += (size_t)llm_pairmap_put(&t->merges, v[i][0], v[i][1], (uint32_t)i, v[i][2]);
 	}
 	for (int k = 0; k < AHEAD; k++)
 		llm_buf_free(&ring[k].s);

@@ -47,8 +47,18 @@ T_TEST(names_and_recognition)
 	const char *q = "{% for m in messages %}<|im_start|>{{ m.content }}{% endfor %}{{ eos_token }}";
 	T_CHECK(llm_chat_template_text(&t, q, strlen(q), "q.jinja") == 0 && strcmp(t.name, "qwen2") == 0);
 	json_t *cfg = json_loads("{\"eos_token\": {\"content\": \"E\"}, \"bos_token\": null}", 0, NULL);
-	llm_chat_template_tokens(&t, cfg);
+	T_CHECK(llm_chat_template_tokens(&t, cfg, "c.json") == 0);
 	T_CHECK(json_object_size(t.tokens) == 1);
+	json_decref(cfg);
+	/* a number where a token belongs: refused, as transformers does */
+	cfg = json_loads("{\"bos_token\": 5}", 0, NULL);
+	T_CHECK(llm_chat_template_tokens(&t, cfg, "c.json") < 0 &&
+	    strcmp(llm_errmsg(),
+		"c.json: bos_token: expected a string or an object with a string 'content' "
+		"(transformers refuses it too)") == 0);
+	json_decref(cfg);
+	cfg = json_loads("{\"additional_special_tokens\": [\"a\", {\"content\": 3}]}", 0, NULL);
+	T_CHECK(llm_chat_config_check(cfg, "c.json") < 0 && strstr(llm_errmsg(), "additional_special_tokens[1]"));
 	json_decref(cfg);
 	struct llm_chat c = {0};
 	struct llm_buf b = {0};

@@ -29,7 +29,8 @@ manifest(void)
 	    "   {\"name\": \"final_norm\", \"source\": [\"model.norm.weight\"], \"transform\": \"copy\","
 	    "    \"dtype\": \"f32\", \"shape\": [8], \"offset\": 192, \"bytes\": 32}]},"
 	    " \"phases\": [{\"name\": \"decode\", \"entry\": \"llm_decode\", \"file\": \"decode.mlir\", \"tokens\": 1,"
-	    "   \"args\": [{\"name\": \"weights\", \"type\": \"memref<?xi8>\"}, {\"name\": \"kv\", \"type\": \"memref<?xi8>\"},"
+	    "   \"args\": [{\"name\": \"weights\", \"type\": \"memref<?xi8>\"},"
+	    "    {\"name\": \"kv\", \"type\": \"memref<?xi8>\"},"
 	    "    {\"name\": \"tokens\", \"type\": \"memref<?xi64>\"}, {\"name\": \"pos\", \"type\": \"i64\"},"
 	    "    {\"name\": \"n_tokens\", \"type\": \"i64\"}, {\"name\": \"logits\", \"type\": \"memref<?xf32>\"}]}]}";
 	json_t *j = llm_json_loadb(text, strlen(text), "test");

@@ -170,8 +170,9 @@ T_TEST(escapes_and_layouts_read_as_jansson_reads_them)
 		" \"y\": {\"\\\"\": [[]]}, \"merges\": []}, \"z\": \"{\"}",
 		/* Empty vocabulary and merges. */
 		"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}}",
-		/* Two strings for one id (the later one is its text), the ids
-		 * out of order and with gaps. */
+		/* Two strings for one id: which one decodes it is undefined
+		 * (in Hugging Face's tokenizers too): declined, and refused
+		 * naming both.  The ids out of order and with gaps. */
 		"{\"model\": {\"vocab\": {\"b\": 1, \"a\": 0, \"c\": 1, \"ab\": 70000}, \"merges\": [\"a b\"]}}",
 		/* A merge repeated with another rank (the later one counts),
 		 * and a space written as an escape. */
@@ -181,13 +182,23 @@ T_TEST(escapes_and_layouts_read_as_jansson_reads_them)
 		 * duplicate key: declined, and jansson's message. */
 		"{\"model\": 1, \"model\": {\"vocab\": {\"a\": 0}, \"merges\": []}}",
 	};
-	static const int fast[] = {1, 1, 1, 1, 1, 1, 0};
+	static const int fast[] = {1, 1, 1, 1, 0, 1, 0};
 	for (size_t i = 0; i < LLM_NELEM(docs); i++) {
 		char what[32];
 		snprintf(what, sizeof(what), "doc %zu", i);
 		T_CHECKF(check_doc(docs[i], strlen(docs[i]), what) == fast[i], "doc %zu", i);
 	}
+	T_CHECK(!llm_tokenizer_load_json(docs[4], strlen(docs[4]), "test.json") &&
+	    strcmp(llm_errmsg(), "test.json: model.vocab: 'c' and 'b' both have id 1") == 0);
+	/* merges given twice: loaded, the later rank kept, said once */
+	struct llm_tokenizer *d = llm_tokenizer_load_json(docs[5], strlen(docs[5]), "test.json");
+	T_CHECK(d && llm_tokenizer_warning(d) &&
+	    strcmp(llm_tokenizer_warning(d),
+		"test.json: model.merges: 2 merges given twice (the later rank counts, as in "
+		"Hugging Face's tokenizers)") == 0);
+	llm_tokenizer_free(d);
 	struct llm_tokenizer *t = llm_tokenizer_load_json(docs[0], strlen(docs[0]), "test.json");
+	T_CHECK(t && !llm_tokenizer_warning(t));
 	size_t len;
 	T_CHECK(t != NULL);
 	T_CHECK(llm_tokenizer_find(t, "\xc4\xa0" "a", 3) == 4);
