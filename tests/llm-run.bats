@@ -513,6 +513,29 @@ stop_job() {
 	[ "$(jq -r .stop <<<"$output")" = "stop" ]
 }
 
+@test "SIGTERM during generation or --perplexity ends the process by the signal and leaves no --logits or --kl-divergence-base file (issue 46)" {
+	d=$(endless a)
+	llm-run -m "$d" -c 1048576 --tokens 1 -n 100000000 --logits "$T/l.f32" >"$T/o" 2>"$T/e" 3>&- &
+	pid=$!
+	wait_for "$T/o" 0
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq 143 ]
+	[ -z "$(ls -A "$T" | grep '^l\.f32')" ]
+	# the perplexity of a long text, its logits saved for a KL base
+	for i in $(seq 1 4000); do printf 'w%d ' "$i"; done >"$T/text"
+	llm-run -m "$d" -c 1048576 --ppl-context 64 --perplexity "$T/text" --kl-divergence-base "$T/base" \
+		>"$T/o" 2>"$T/e" 3>&- &
+	pid=$!
+	for i in $(seq 200); do compgen -G "$T/base*" >/dev/null && break; sleep 0.05; done
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq 143 ]
+	[ -z "$(ls -A "$T" | grep '^base')" ]
+}
+
 @test "Ctrl-C stops generation, prints the rates and exits 0" {
 	d=$(endless a)
 	llm-run -m "$d" -c 1048576 --tokens 1 -n 100000000 >"$T/o" 2>"$T/e" 3>&- &
