@@ -980,6 +980,23 @@ stop_job() {
 	[[ "$stderr" == "llm-run: chat: 2 turns, "* ]]
 }
 
+@test "chat messages are checked as -p and -f are: invalid UTF-8 or a NUL byte is said, naming the byte, and not sent; the chat goes on (issue 46)" {
+	d=$(fixture_linked c256 -C 256)
+	printf 'ok\n\377\376 bad\nfine\000x\nlast\n' >"$T/in"
+	run -0 --separate-stderr llm-run -m "$d" -i --chat-template llama3 -n 1 --json <"$T/in"
+	[ "${#lines[@]}" -eq 2 ]
+	[ "${stderr_lines[0]}" = "llm-run: <stdin>: not valid UTF-8 at byte 0: the message is not sent" ]
+	[ "${stderr_lines[1]}" = "llm-run: <stdin>: a NUL byte at byte 4: the message is not sent" ]
+	# -p and -f: the same words, and the run stops there
+	printf 'a\377' >"$T/bad.txt"
+	run -1 --separate-stderr llm-run -m "$d" -f "$T/bad.txt" -n 1
+	[ "$stderr" = "llm-run: $T/bad.txt: not valid UTF-8 at byte 1" ]
+	run -1 --separate-stderr llm-run -m "$d" -p $'a\377' -n 1
+	[ "$stderr" = "llm-run: -p: not valid UTF-8 at byte 1" ]
+	run -1 --separate-stderr llm-run -m "$d" --perplexity "$T/bad.txt"
+	[ "$stderr" = "llm-run: $T/bad.txt: not valid UTF-8 at byte 1" ]
+}
+
 @test "-mli (--multiline-input): lines go on until one ends with / or a backslash, as llama-cli's (issue 48)" {
 	d=$(fixture_linked c256 -C 256)
 	# two messages: "a\nb\nc" sent by the slash, "d\ne" by the backslash;

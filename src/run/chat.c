@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "../../lib/base/json.h"
-#include "../../lib/base/utf8.h"
 #include "../../lib/base/util.h"
 #include "run.h"
 
@@ -356,7 +355,7 @@ void
 run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single)
 {
 	struct chat c = {0};
-	struct llm_buf msg = {0}, clean = {0};
+	struct llm_buf msg = {0};
 	int tty = isatty(0) && !g->json;
 
 	c.g = g;
@@ -406,17 +405,15 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 			break;
 		if (cmd > 0 || msg.len == 0)
 			continue;
-		if (memchr(msg.p, '\0', msg.len)) {
-			llm_warn("<stdin>: a message with a NUL byte: not sent");
+		/* as -p and -f are checked; a chat goes on without the message */
+		if (run_text_check(first && turn == 0 ? "-p" : "<stdin>", msg.p, msg.len) < 0) {
+			llm_warn("%s: the message is not sent", llm_errmsg());
 			continue;
 		}
-		/* Templates work on text: invalid UTF-8 becomes U+FFFD. */
-		clean.len = 0;
-		llm_utf8_lossy(msg.p, msg.len, &clean);
 		if (c.plain)
-			plain_turn(&c, clean.p, clean.len);
+			plain_turn(&c, msg.p, msg.len);
 		else
-			chat_turn(&c, clean.p, clean.len);
+			chat_turn(&c, msg.p, msg.len);
 	}
 	if (tty)
 		run_write("\n", 1);
@@ -426,7 +423,6 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 		fputc('\n', stderr);
 	}
 	llm_buf_free(&msg);
-	llm_buf_free(&clean);
 	chat_remove(&c, 0, c.n);
 	free(c.msgs);
 }

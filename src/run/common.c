@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../lib/base/utf8.h"
 #include "../../lib/base/util.h"
 #include "run.h"
 
@@ -87,6 +88,22 @@ run_read_input(const char *path, size_t *len)
 	if (llm_read_file(path, &data, len) < 0)
 		llm_fatal("%s", llm_errmsg());
 	return data;
+}
+
+int
+run_text_check(const char *what, const char *text, size_t len)
+{
+	const char *nul = memchr(text, 0, len);
+	if (nul)
+		return llm_seterr("%s: a NUL byte at byte %zu", what, (size_t)(nul - text));
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = llm_utf8_decode(text + i, len - i, &cp);
+		if (!n)
+			return llm_seterr("%s: not valid UTF-8 at byte %zu", what, i);
+		i += n;
+	}
+	return 0;
 }
 
 volatile sig_atomic_t run_interrupted;

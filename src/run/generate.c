@@ -304,9 +304,14 @@ run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const
 				len = strlen(ptext);
 			if (!g.tok)
 				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
+			const char *what = a->prompt         ? "-p" :
+			    strcmp(a->prompt_file, "-") == 0 ? "<stdin>" :
+							       a->prompt_file;
+			if (run_text_check(what, ptext, len) < 0)
+				llm_fatal("%s", llm_errmsg());
 			if (llm_tokenize(m, ptext, len, a->plain_input ? LLM_TOKENIZE_PLAIN : 0, &text_ids, &ntext) !=
 			    LLM_OK)
-				llm_fatal("%s: %s", a->prompt ? "-p" : a->prompt_file, llm_errmsg());
+				llm_fatal("%s: %s", what, llm_errmsg());
 			ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
 			if (llm_token_add_bos(m))
 				ids[nids++] = llm_token_bos(m);

@@ -76,6 +76,8 @@ run_perplexity(struct llm *m, const char *model, int64_t context, const struct p
 		llm_fatal("%s: no tokenizer.json: --perplexity needs the tokenizer", model);
 	llm_free(text_ids);
 	char *text = run_read_input(a->path, &len);
+	if (run_text_check(label, text, len) < 0)
+		llm_fatal("%s", llm_errmsg());
 	if (llm_tokenize(m, text, len, 0, &text_ids, &ntext) != LLM_OK)
 		llm_fatal("%s: %s", label, llm_errmsg());
 	free(text);

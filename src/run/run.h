@@ -29,6 +29,10 @@ long run_rss_kb(void);
 void run_describe(const char *model, const struct llm *m, const struct llm_seq *s, double t_load);
 /* A whole file, or stdin for "-" (NUL-terminated; fatal on an error). */
 char *run_read_input(const char *path, size_t *len);
+/* The one check of text that comes in (-p, -f, a chat's messages,
+ * --perplexity's text): UTF-8, without NUL bytes.  0, or -1 with
+ * llm_errmsg "what: ..." naming the byte. */
+int run_text_check(const char *what, const char *text, size_t len);
 
 /* Ctrl-C: set by the handler run_catch_sigint installs (no SA_RESTART:
  * a read of stdin waiting for a chat line returns EINTR); a generation

@@ -156,11 +156,35 @@ for (const f of model.source.files) {
 }
 
 const W = model.weights;
-const binPath = path.join(outdir, W.file);
-const binFd = fs.openSync(binPath, 'r');
-const binSize = fs.fstatSync(binFd).size;
+// weights.bin, or, once pipelines/model.mk has moved it into the bundle,
+// its member in model.llm (a ustar archive: 512-byte headers, the name at
+// 0, the size in octal at 124, the type at 156; data in 512-byte blocks)
+let binPath = path.join(outdir, W.file), binBase = 0, binSize;
+let binFd;
+if (fs.existsSync(binPath)) {
+	binFd = fs.openSync(binPath, 'r');
+	binSize = fs.fstatSync(binFd).size;
+} else {
+	binPath = path.join(outdir, 'model.llm');
+	binFd = fs.openSync(binPath, 'r');
+	const total = fs.fstatSync(binFd).size;
+	for (let off = 0; ; ) {
+		if (off + 512 > total) throw new Error(`${binPath}: no member ${W.file}`);
+		const h = pread(binFd, off, 512);
+		const name = h.subarray(0, 100).toString('latin1').replace(/\0.*$/s, '');
+		const size = parseInt(h.subarray(124, 136).toString('latin1').replace(/\0.*$/s, '').trim() || '0', 8);
+		if (name === W.file && (h[156] === 0x30 || h[156] === 0)) {
+			binBase = off + 512;
+			binSize = size;
+			break;
+		}
+		if (name === '' && size === 0) throw new Error(`${binPath}: no member ${W.file}`);
+		off += 512 + Math.ceil(size / 512) * 512;
+	}
+}
+const preadBin = (pos, n) => pread(binFd, binBase + pos, n);
 const hb = W.header_bytes;
-const bin = pread(binFd, 0, hb);
+const bin = preadBin(0, hb);
 if (binSize !== hb + W.data_bytes)
 	bad(`${binPath}: size ${binSize}, expected ${hb + W.data_bytes}`);
 if (bin.subarray(0, 8).toString('latin1') !== 'LLMWGHT\0') bad('bad magic');
@@ -174,14 +198,14 @@ const cfg = model.config;
 // Padding: every byte of the data area outside the tensors is zero.
 let pos = 0;
 const zeros = (a, b) => {
-	if (b > a && pread(binFd, hb + a, b - a).some((x) => x !== 0))
+	if (b > a && preadBin(hb + a, b - a).some((x) => x !== 0))
 		bad(`padding in [${a}, ${b}) of the data area is not zero`);
 };
 const written = {};
 let nrope = 0, ropeMaxErr = 0;
 for (const t of W.tensors) {
 	const at = hb + t.offset;
-	const out = pread(binFd, at, t.bytes);
+	const out = preadBin(at, t.bytes);
 	zeros(pos, t.offset);
 	pos = t.offset + t.bytes;
 	written[t.name] = fnv1a(out);
@@ -265,12 +289,12 @@ const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); r
 const recs = W.tensors.map((t) => Buffer.concat([u64(t.offset), u64(t.bytes),
 	u64('0x' + (written[t.name] || '0'))]));
 if (wj.digest !== fnv1a(Buffer.concat(recs))) bad(`weights.json digest ${wj.digest}`);
-const parts = [u64(binSize), pread(binFd, 0, Math.min(hb, binSize))];
+const parts = [u64(binSize), preadBin(0, Math.min(hb, binSize))];
 if (binSize > hb) {
 	const data = binSize - hb, span = data > 4096 ? data - 4096 : 0;
 	for (let k = 0; k < 64; k++) {
 		const off = hb + Math.floor(Math.floor(span * k / 63) / 4096) * 4096;
-		parts.push(pread(binFd, off, Math.min(4096, binSize - off)));
+		parts.push(preadBin(off, Math.min(4096, binSize - off)));
 	}
 }
 if (wj.sample !== fnv1a(Buffer.concat(parts))) bad(`weights.json sample ${wj.sample}`);
