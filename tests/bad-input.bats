@@ -6,7 +6,8 @@
 #     trouble, as cmp),
 #   - standard error: one line "tool: file: what is wrong", matched
 #     against the case's pattern (a usage error: that line or the usage
-#     first, the usage after it),
+#     first, the usage after it), with no prefix said twice in a row
+#     ("x/libmodel.so: x/libmodel.so: ...") and no /proc/self path,
 #   - nothing on standard output,
 #   - nothing left behind or changed: W, listed with sizes and times, is
 #     the same before and after (no output, no temporary, no empty folder).
@@ -59,6 +60,11 @@ bad() {
 		why="status $status, want $want"
 	elif ! [[ "$first" =~ $re ]]; then
 		why="message does not match /$re/"
+	elif grep -qE '(^|: )([^:]+): \2(: |$)' <<<"$first"; then
+		# one way errors gain context: no prefix said twice (issue 46)
+		why="a prefix said twice"
+	elif [[ "$first" == */proc/self/* ]]; then
+		why="names /proc/self where the user's path belongs"
 	elif [ "$want" -ne 2 ] && [ "${#stderr_lines[@]}" -ne 1 ] &&
 		! { [ -n "${multi:-}" ] && ! printf '%s\n' "${stderr_lines[@]}" | grep -qv "^$multi: "; }; then
 		why="${#stderr_lines[@]} lines on stderr"
@@ -292,6 +298,11 @@ report() {
 	cp -r "$d" ptok && perl -0pi -e 's/("entry": "llm_decode",\s*"file": "[^"]*",\s*"tokens": )1/${1}2/' ptok/model.json
 	cp -r "$d" pent && perl -0pi -e 's/"entry": "llm_prefill"/"entry": "llm_decode"/' pent/model.json
 	cp -r "$d" parg && perl -0pi -e 's/"n_tokens"/"count"/' parg/model.json
+	# a library of another ELF class, in a directory and in a bundle
+	# (loaded through /proc/self/fd/N): named once, by the user's path
+	cp -r "$d" elf && printf '\001' | dd of=elf/libmodel.so bs=1 seek=4 conv=notrunc 2>/dev/null
+	cp m.llm elf.llm && at=$(grep -abo $'\x7fELF' elf.llm | head -1 | cut -d: -f1) &&
+		printf '\001' | dd of=elf.llm bs=1 seek=$((at + 4)) conv=notrunc 2>/dev/null
 	printf '\377\376' >latin1.txt
 	echo '[{"role": "user"}]' >conv.json
 	echo 'x' >text.txt
@@ -305,6 +316,8 @@ report() {
 	bad 1 "^llm-run: kvdt/model.json: kv_cache.dtype must be dtypes.kv, f32 \(edited by hand\?\)$" llm-run -m kvdt -p hi
 	bad 1 "^llm-run: ptok/model.json: phases\[[0-9]\]: tokens must be 1 for phase 'decode', by limits.prefill_chunk [0-9]+ \(edited by hand\?\)$" llm-run -m ptok -p hi
 	bad 1 "^llm-run: pent/model.json: phases\[[0-9]\]: entry must be \"llm_prefill\" for phase 'prefill' \(edited by hand\?\)$" llm-run -m pent -p hi
+	bad 1 "^llm-run: elf/libmodel.so: .*ELF" llm-run -m elf -p hi
+	bad 1 "^llm-run: elf.llm: libmodel.so: .*ELF" llm-run -m elf.llm -p hi
 	bad 1 "^llm-run: parg/model.json: phases\[0\]: args must be \[.*\] for phase '[a-z_]+' \(edited by hand\?\)$" llm-run -m parg -p hi
 	bad 1 "^llm-run: m.llm: token id 99999 is out of range \[0, 258\)$" llm-run -m m.llm --tokens 99999 -n 1
 	bad 2 "^llm-run: .*--tokens" llm-run -m m.llm --tokens 1,,2 -n 1

@@ -589,6 +589,19 @@ fail:
 	return -1;
 }
 
+/* dlopen's failure, said once: dlerror() names the path it was given
+ * ("x/libmodel.so: ..." or "/proc/self/fd/N: ..."), which the member's
+ * label replaces. */
+static void
+dl_failed(const struct llm_member *mb, const char *path)
+{
+	const char *e = dlerror(), *rest = e ? e : "dlopen failed";
+	size_t n = strlen(path);
+	if (e && strncmp(e, path, n) == 0 && strncmp(e + n, ": ", 2) == 0)
+		rest = e + n + 2;
+	llm_seterr("%s: %s", mb->label, rest);
+}
+
 void *
 llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int flags)
 {
@@ -598,9 +611,9 @@ llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int f
 		/* A path with a slash, so that dlopen does not search. */
 		char *path = strchr(mb->file, '/') ? llm_xstrdup(mb->file) : llm_xasprintf("./%s", mb->file);
 		h = dlopen(path, flags);
-		free(path);
 		if (!h)
-			llm_seterr("%s: %s", mb->label, dlerror());
+			dl_failed(mb, path);
+		free(path);
 		return h;
 	}
 	int fd = llm_bundle_memfd(b, mb);
@@ -610,7 +623,7 @@ llm_bundle_dlopen(const struct llm_bundle *b, const struct llm_member *mb, int f
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	h = dlopen(path, flags);
 	if (!h)
-		llm_seterr("%s: %s", mb->label, dlerror());
+		dl_failed(mb, path);
 	close(fd);
 	return h;
 }
