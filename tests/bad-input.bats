@@ -247,14 +247,9 @@ report() {
 	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: .*sparc-sun-solaris" llm-lower --target sparc-sun-solaris -o out.o k.mlir
 	bad 2 "^usage: llm-lower " llm-lower
 	bad 2 "^llm-lower: .*--bogus" llm-lower --bogus k.mlir
-	# mlir-opt's own diagnostics come first; the intermediates of a failed
-	# run are kept, named in the last line (llm-lower(1)), nothing else
-	mkdir g && cp garbage.mlir g/
-	run -1 --separate-stderr llm-lower -k decode -o g/out.o g/garbage.mlir
-	[[ "$stderr" == "g/garbage.mlir:1:14: error: "* ]]
-	[[ "${stderr_lines[-1]}" =~ ^"llm-lower: mlir-opt: exited with status 1 (intermediate files kept in g/.out.o.lower."[A-Za-z0-9]+\)$ ]]
-	[ "$(ls -A g | sort | tr '\n' ' ')" = "$(basename g/.out.o.lower.*) garbage.mlir " ]
-	ncases=$((ncases + 1))
+	# mlir-opt's error line in ours, not its echo of the input's bytes;
+	# nothing left (with -s the intermediates, named: llm-lower.bats)
+	bad 1 "^llm-lower: mlir-opt: garbage.mlir:1:14: error: .* \(exited with status 1\)$" llm-lower -k decode -o out.o garbage.mlir
 	report llm-lower
 }
 

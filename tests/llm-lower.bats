@@ -109,23 +109,34 @@ check_numbers() {
 	printf '%s\n' "$stderr" | grep -q -E '^[^ ]*/llc .*-mcpu=native'
 }
 
-@test "an invalid module fails in mlir-opt, keeps its intermediates and writes nothing" {
-	cd "$BATS_TEST_TMPDIR"
-	run -1 llm-lower -k decode -o bad.o "$F/bad.mlir"
-	assert_output --partial "bad.mlir:4:"
-	assert_output --regexp "llm-lower: mlir-opt: exited with status 1 \(intermediate files kept in \./\.bad\.o\.lower\.[A-Za-z0-9]+\)"
+@test "an invalid module fails in mlir-opt in one line with mlir-opt's error and writes nothing; -s or -v keeps its intermediates (issue 46)" {
+	mkdir "$BATS_TEST_TMPDIR/w" && cd "$BATS_TEST_TMPDIR/w"
+	run -1 --separate-stderr llm-lower -k decode -o bad.o "$F/bad.mlir"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" =~ ^"llm-lower: mlir-opt: $F/bad.mlir:4:"[0-9]+": error: ".*" (exited with status 1)"$ ]]
 	[ ! -e bad.o ]
-	dir=$(ls -d .bad.o.lower.*)
-	grep -q "exited with status 1" "$dir/mlir-opt.log"
+	[ -z "$(ls -A)" ]
+	for k in -s -v; do
+		run -1 --separate-stderr llm-lower $k -k decode -o bad.o "$F/bad.mlir"
+		[[ "${stderr_lines[-1]}" =~ ^"llm-lower: mlir-opt: $F/bad.mlir:4:".*" (exited with status 1) (intermediate files kept in ./.bad.o.lower."[A-Za-z0-9]+")"$ ]]
+		[ ! -e bad.o ]
+		dir=$(ls -d .bad.o.lower.*)
+		grep -q "exited with status 1" "$dir/mlir-opt.log"
+		rm -r "$dir"
+	done
 }
 
-@test "a failing llc is named and its input kept" {
-	cd "$BATS_TEST_TMPDIR"
+@test "a failing llc is named with its line, and with -s its input kept" {
+	mkdir "$BATS_TEST_TMPDIR/w" && cd "$BATS_TEST_TMPDIR/w"
 	# (an unknown --cpu is refused before any work: tests/bad-input.bats)
 	printf '#!/bin/sh\necho "llc: simulated failure" >&2\nexit 1\n' >badllc
 	chmod +x badllc
-	LLM_LLC=$PWD/badllc run -1 llm-lower -o x.o --target x86_64-unknown-linux-gnu "$F/decode.mlir"
-	assert_output --regexp "llm-lower: llc: (exited with status|killed by signal) [0-9]+ \(intermediate files kept in \./\.x\.o\.lower\.[A-Za-z0-9]+\)"
+	LLM_LLC=$PWD/badllc run -1 --separate-stderr llm-lower -o x.o --target x86_64-unknown-linux-gnu "$F/decode.mlir"
+	[ "$stderr" = "llm-lower: llc: simulated failure (exited with status 1)" ]
+	[ ! -e x.o ]
+	[ -z "$(ls -A | grep -v badllc)" ]
+	LLM_LLC=$PWD/badllc run -1 llm-lower -s -o x.o --target x86_64-unknown-linux-gnu "$F/decode.mlir"
+	assert_output --regexp "llm-lower: llc: simulated failure \(exited with status 1\) \(intermediate files kept in \./\.x\.o\.lower\.[A-Za-z0-9]+\)"
 	[ ! -e x.o ]
 	[ -s .x.o.lower.*/x.ll ]
 }

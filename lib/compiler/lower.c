@@ -245,8 +245,35 @@ save_stdin(const char *path)
 	return 0;
 }
 
-/* Runs one stage; on failure the tool's stderr goes to our stderr and to
- * dir/<stage>.log. */
+/* The line of a tool's stderr that says what is wrong: the first with
+ * "error", else the first that is not empty (NULL: none); its length in
+ * *n.  MLIR's diagnostic follows it with the source line and a caret,
+ * which may be any bytes of the input: not repeated. */
+static const char *
+first_error(const struct llm_buf *err, size_t *n)
+{
+	const char *first = NULL;
+	size_t fn = 0;
+	for (size_t i = 0; i < err->len;) {
+		const char *p = err->p + i, *nl = memchr(p, '\n', err->len - i);
+		size_t len = nl ? (size_t)(nl - p) : err->len - i;
+		if (len && !first) {
+			first = p;
+			fn = len;
+		}
+		if (memmem(p, len, "error", 5)) {
+			*n = len;
+			return p;
+		}
+		i += len + 1;
+	}
+	*n = fn;
+	return first;
+}
+
+/* Runs one stage.  A failure is one line, the stage and the tool's own
+ * error line (its whole stderr goes to dir/<stage>.log, and with -v to our
+ * stderr, as it does on success). */
 static int
 stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 {
@@ -255,7 +282,7 @@ stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 	double t0 = llm_now();
 	int rc = llm_spawn(argv, &so, &err);
 
-	if (err.len) {
+	if (err.len && l->verbose) {
 		fwrite(err.p, 1, err.len, stderr);
 		if (err.p[err.len - 1] != '\n')
 			fputc('\n', stderr);
@@ -263,10 +290,21 @@ stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 	if (rc < 0) {
 		/* Name the stage, whatever the tool's file is called. */
 		const char *m = llm_errmsg(), *tool = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-		size_t n = strlen(tool);
+		size_t n = strlen(tool), en;
 		if (strncmp(m, tool, n) == 0 && strncmp(m + n, ": ", 2) == 0)
 			m += n + 2;
-		char *msg = llm_xasprintf("%s: %s", name, m);
+		const char *e = first_error(&err, &en);
+		/* the tool's line, without the tool's own prefix (its file's
+		 * name, or the stage's) */
+		for (int k = 0; k < 2 && e; k++) {
+			const char *pre = k ? name : tool;
+			size_t pn = strlen(pre);
+			if (en > pn + 2 && strncmp(e, pre, pn) == 0 && strncmp(e + pn, ": ", 2) == 0) {
+				e += pn + 2;
+				en -= pn + 2;
+			}
+		}
+		char *msg = e ? llm_xasprintf("%s: %.*s (%s)", name, (int)en, e, m) : llm_xasprintf("%s: %s", name, m);
 		FILE *f = fopen(log, "w");
 		if (f) {
 			fprintf(f, "%s\n", msg);
@@ -733,10 +771,14 @@ llm_lower_run(struct llm_lower *l)
 			rm_tree(w.dir);
 			goto out;
 		}
-		/* Keep what there is, except a partial object. */
+		/* Keep what there is, except a partial object, when asked
+		 * (-s, -v); else the message says what the tool said. */
 		unlink(w.obj);
-		l->kept = w.dir;
-		w.dir = NULL;
+		if (l->keep || l->verbose) {
+			l->kept = w.dir;
+			w.dir = NULL;
+		} else
+			rm_tree(w.dir);
 		goto out;
 	}
 
