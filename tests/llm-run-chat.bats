@@ -137,3 +137,19 @@ Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
 	done
 	[ "$(ls "$T/g" | wc -l)" -eq "$(ls "$F" | grep -cv '\.json$')" ]
 }
+
+@test "a 200-turn chat on a context that fills and slides keeps its memory and open files flat after turn 100 (issue 46; tests/tools/soak)" {
+	o=$BATS_TEST_TMPDIR/stories
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
+		MODEL="$PROJECT_ROOT/share/llm/models/stories260K/stories260K.gguf" OUT="$o" -j2 >&2
+	run -0 "$PROJECT_ROOT/tests/tools/soak" -n 200 -c 256 "$o/model.llm"
+	echo "${lines[-1]}" >&3
+	# every turn answered; a reply is 16 tokens or fewer, so 256
+	# positions hold a few turns: the oldest are dropped all along
+	[ "${#lines[@]}" -eq 201 ]
+	read -r r100 < <(awk '$1 == 100 { print $2 }' <<<"$output")
+	read -r max < <(awk '$1 > 100 && NF == 3 && $2 > m { m = $2 } END { print m }' <<<"$output")
+	read -r fds < <(awk 'NF == 3 { print $3 }' <<<"$output" | sort -u | wc -l)
+	[ "$max" -le $((r100 + 256)) ]
+	[ "$fds" -eq 1 ]
+}
