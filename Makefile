@@ -204,13 +204,15 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # The JSON readers share one dictionary; the bundle has the tar one, the
 # template engine the Jinja one.
 fuzz: fuzz-build
 	@for n in $(FUZZ_NAMES); do \
 		mkdir -p build/fuzz/corpus/$$n; \
+		if [ -r tests/fuzz/corpus/$$n.tar.xz ] && [ -z "$$(ls -A build/fuzz/corpus/$$n)" ]; then \
+			tar -xJf tests/fuzz/corpus/$$n.tar.xz -C build/fuzz/corpus/$$n; fi; \
 		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
@@ -218,6 +220,19 @@ fuzz: fuzz-build
 			build/fuzz/corpus/$$n build/fuzz/seeds/$$n >build/fuzz/$$n.log 2>&1 || \
 			{ tail -40 build/fuzz/$$n.log; exit 1; }; \
 		grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' build/fuzz/$$n.log | tr '\n' ' '; echo; \
+	done
+# The corpora found so far, minimised (libFuzzer -merge=1) and kept in the
+# tree as tests/fuzz/corpus/NAME.tar.xz, from which `make fuzz` starts:
+# a later run goes on where this one stopped.
+fuzz-save: $(FUZZ_TARGETS)
+	@for n in $(FUZZ_NAMES); do \
+		[ -n "$$(ls -A build/fuzz/corpus/$$n 2>/dev/null)" ] || continue; \
+		rm -rf build/fuzz/min/$$n && mkdir -p build/fuzz/min/$$n tests/fuzz/corpus; \
+		build/fuzz/fuzz_$$n -merge=1 build/fuzz/min/$$n build/fuzz/corpus/$$n >build/fuzz/$$n.merge.log 2>&1 || \
+			{ tail -20 build/fuzz/$$n.merge.log; exit 1; }; \
+		tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C build/fuzz/min/$$n -cf - . | \
+			xz -9 >tests/fuzz/corpus/$$n.tar.xz.tmp && mv tests/fuzz/corpus/$$n.tar.xz.tmp tests/fuzz/corpus/$$n.tar.xz; \
+		echo "$$n: $$(ls build/fuzz/min/$$n | wc -l) inputs, tests/fuzz/corpus/$$n.tar.xz $$(stat -c %s tests/fuzz/corpus/$$n.tar.xz) bytes"; \
 	done
 fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done
 $(FUZZ_TARGETS): build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzfile.h $(FUZZ_LIB_SRC) $(LIBHDR)
@@ -236,7 +251,7 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf $(wildcard tests/fuzz/seeds/*/
 		cp "$$f" build/fuzz/seeds/jinja/$$(basename $$(dirname $$f))-$$(basename $$f); done
 	cp tests/fixtures/tokenizer/*.tokenizer.json build/fuzz/seeds/tokjson/
 	touch $@
-.PHONY: fuzz fuzz-build
+.PHONY: fuzz fuzz-build fuzz-save
 
 # Under SANITIZE=1, ASan and UBSan stop at the first error; leak reports
 # are off: the programs are short-lived and leave process-lifetime data
