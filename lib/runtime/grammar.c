@@ -47,11 +47,22 @@ struct frame {
 	uint32_t after;   /* the frame after its class (UINT32_MAX: not made yet) */
 };
 
-/* A set of stacks being built. */
+/* A set of stacks being built: the ids in v, and past 16 of them a hash
+ * of them (id + 1, 0 empty), so that adding stays O(1) when an ambiguous
+ * grammar makes thousands. */
 struct set {
 	uint32_t *v;
 	size_t n, cap;
+	uint32_t *h;
+	size_t hcap;
 };
+
+static void
+set_free(struct set *s)
+{
+	free(s->v);
+	free(s->h);
+}
 
 struct llm_grammar {
 	struct rule *rules;
@@ -691,8 +702,8 @@ llm_grammar_free(struct llm_grammar *g)
 	free(g->f);
 	free(g->htab);
 	free(g->pool);
-	free(g->tmp[0].v);
-	free(g->tmp[1].v);
+	set_free(&g->tmp[0]);
+	set_free(&g->tmp[1]);
 	free(g->xs);
 	for (size_t i = 0; i < g->ndepth; i++)
 		llm_grammar_state_free(&g->depth[i]);
@@ -701,6 +712,14 @@ llm_grammar_free(struct llm_grammar *g)
 }
 
 /* ---- the matcher ------------------------------------------------------ */
+
+static void
+set_reset(struct set *s)
+{
+	s->n = 0;
+	if (s->hcap)
+		memset(s->h, 0, s->hcap * sizeof(*s->h));
+}
 
 static uint32_t
 hash2(uint32_t a, uint32_t b)
@@ -742,11 +761,37 @@ intern(struct llm_grammar *g, uint32_t pos, uint32_t parent)
 }
 
 static void
+set_hash_put(struct set *s, uint32_t id)
+{
+	size_t mask = s->hcap - 1, i = (id * 0x9E3779B1u) & mask;
+	while (s->h[i])
+		i = (i + 1) & mask;
+	s->h[i] = id + 1;
+}
+
+static void
 set_add(struct set *s, uint32_t id)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i] == id)
-			return;
+	if (s->n < 16 && !s->hcap) {
+		for (size_t i = 0; i < s->n; i++)
+			if (s->v[i] == id)
+				return;
+	} else {
+		if (4 * (s->n + 1) > s->hcap) {
+			free(s->h);
+			s->hcap = s->hcap ? 2 * s->hcap : 128;
+			while (4 * (s->n + 1) > s->hcap)
+				s->hcap *= 2;
+			s->h = llm_xcalloc(s->hcap, sizeof(*s->h));
+			for (size_t i = 0; i < s->n; i++)
+				set_hash_put(s, s->v[i]);
+		}
+		size_t mask = s->hcap - 1;
+		for (size_t i = (id * 0x9E3779B1u) & mask; s->h[i]; i = (i + 1) & mask)
+			if (s->h[i] == id + 1)
+				return;
+		set_hash_put(s, id);
+	}
 	if (s->n == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 16;
 		s->v = llm_xreallocarray(s->v, s->cap, sizeof(*s->v));
@@ -809,7 +854,7 @@ closure_of(struct llm_grammar *g, uint32_t id, uint32_t *n)
 		g->f[id].cl = (uint32_t)g->npool;
 		g->f[id].ncl = (uint32_t)s.n;
 		g->npool += s.n;
-		free(s.v);
+		set_free(&s);
 	}
 	*n = g->f[id].ncl;
 	return g->pool + g->f[id].cl;
@@ -881,7 +926,7 @@ llm_grammar_start(struct llm_grammar *g, struct llm_grammar_state *st)
 	st->n = s.n;
 	st->cp = 0;
 	st->need = 0;
-	free(s.v);
+	set_free(&s);
 }
 
 void
@@ -954,7 +999,7 @@ step_byte(struct llm_grammar *g, const struct llm_grammar_state *in, unsigned ch
 	if ((cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF || cp < least[len])
 		return 0;
 	struct set *s = &g->tmp[0];
-	s->n = 0;
+	set_reset(s);
 	for (size_t i = 0; i < in->n; i++) {
 		uint32_t id = in->set[i], nf;
 		if (!id || !class_has(g, &g->elems[g->f[id].pos], cp))
