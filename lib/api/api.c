@@ -919,12 +919,6 @@ same_sampling(const struct llm_seq *s, const struct llm_sampling *p)
 	return strcmp(p->grammar, s->gtext) == 0;
 }
 
-static int
-is_end(const struct llm *m, int64_t id)
-{
-	return llm_token_is_eos(m, id);
-}
-
 /* The model's tokens as text for grammars, made once. */
 static const struct llm_grammar_vocab *
 grammar_vocab(struct llm *m)
@@ -959,7 +953,7 @@ static int
 grammar_allows(struct llm_seq *s, const struct llm_grammar_vocab *v, int64_t id, int adv)
 {
 	size_t len;
-	if (is_end(s->m, id))
+	if (llm_token_is_eos(s->m, id))
 		return llm_grammar_complete(&s->gst);
 	const char *t = llm_grammar_vocab_token(v, (size_t)id, &len);
 	if (!t)
@@ -1006,7 +1000,8 @@ sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *log
 			size_t n = llm_grammar_mask(s->grammar, &s->gst, gv, s->allowed);
 			int complete = llm_grammar_complete(&s->gst);
 			for (int64_t i = 0; i < v; i++)
-				s->masked[i] = s->allowed[i] || (complete && is_end(s->m, i)) ? logits[i] : -INFINITY;
+				s->masked[i] = s->allowed[i] || (complete && llm_token_is_eos(s->m, i)) ? logits[i] :
+													  -INFINITY;
 			int any = n > 0;
 			for (int64_t i = 0; !any && i < v; i++)
 				any = s->masked[i] != -INFINITY;
@@ -1021,7 +1016,7 @@ sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *log
 			}
 		}
 	}
-	if (!is_end(s->m, t) && !grammar_allows(s, gv, t, 1))
+	if (!llm_token_is_eos(s->m, t) && !grammar_allows(s, gv, t, 1))
 		return fail(LLM_ERR_ARG, "llm_seq_sample: the grammar refused the token drawn under its mask");
 	s->gpos = pos;
 	s->glast = t;

@@ -128,8 +128,11 @@ tile_body(struct llm_buf *b, int i, void *arg)
 	} else
 		em_qscales(b, q, 10);
 	if (q->pk) {
-		/* the group's four pieces of 64 codes, in order */
-		for (int p = 0; p < 4; p++) {
+		/* the group's pieces of 64 codes, in order: 4 in a group of 32
+		 * (em_qtile_ok), joined two by two */
+		if (q->np != 4)
+			llm_fatal("qtile: %d pieces a group, 4 expected", q->np);
+		for (int p = 0; p < q->np; p++) {
 			em_ln(b, 10, "%%_pq%d = arith.constant %d : index", p, p);
 			em_qpiece(b, 10, q, em_fmt("%%_pq%d", p), em_fmt("%%_wq%d", p));
 		}

@@ -264,7 +264,10 @@ sp_q6_k(const uint8_t *b, int8_t *q, float *s, float *m)
 }
 
 /* code: the tiled layout's codes (quant.h): LLM_QCODE_I8, or for codes of
- * 4 bits LLM_QCODE_I4 (-8 .. 7) or LLM_QCODE_U4 (0 .. 15).  half: the
+ * 4 bits LLM_QCODE_I4 (-8 .. 7) or LLM_QCODE_U4 (0 .. 15); qcode: those
+ * of plans with int8 activations, whose kernels read 5- and 6-bit codes
+ * (LLM_QCODE_I5, U5, I6) for the types whose values have that many bits,
+ * else code.  half: the
  * scales and offsets are the block's f16 d and m themselves, so the
  * layout keeps them in f16, exactly (the k-quants' d * sc are not f16
  * values). */
@@ -272,21 +275,21 @@ static const struct {
 	uint32_t type;
 	int group; /* elements per scale */
 	int mins;  /* 1: groups have an offset */
-	int code;
+	int code, qcode;
 	int half;
 	void (*split)(const uint8_t *, int8_t *, float *, float *);
 	void (*subs)(const uint8_t *, int8_t *, int8_t *, uint16_t *, uint16_t *); /* "-sub8" */
 } types[] = {
-	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, 1, sp_q4_0, NULL},
-	{LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, 1, sp_q4_1, NULL},
-	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, 1, sp_q5_0, NULL},
-	{LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, 1, sp_q5_1, NULL},
-	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, 1, sp_q8_0, NULL},
-	{LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, 0, sp_q2_k, NULL},
-	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, 0, sp_q3_k, NULL},
-	{LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, 0, sp_q4_k, subs_k4},
-	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, 0, sp_q5_k, subs_k4},
-	{LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, 0, sp_q6_k, subs_q6_k},
+	{LLM_GGML_Q4_0, 32, 0, LLM_QCODE_I4, LLM_QCODE_I4, 1, sp_q4_0, NULL},
+	{LLM_GGML_Q4_1, 32, 1, LLM_QCODE_U4, LLM_QCODE_U4, 1, sp_q4_1, NULL},
+	{LLM_GGML_Q5_0, 32, 0, LLM_QCODE_I8, LLM_QCODE_I5, 1, sp_q5_0, NULL},
+	{LLM_GGML_Q5_1, 32, 1, LLM_QCODE_I8, LLM_QCODE_U5, 1, sp_q5_1, NULL},
+	{LLM_GGML_Q8_0, 32, 0, LLM_QCODE_I8, LLM_QCODE_I8, 1, sp_q8_0, NULL},
+	{LLM_GGML_Q2_K, 16, 1, LLM_QCODE_U4, LLM_QCODE_U4, 0, sp_q2_k, NULL},
+	{LLM_GGML_Q3_K, 16, 0, LLM_QCODE_I4, LLM_QCODE_I4, 0, sp_q3_k, NULL},
+	{LLM_GGML_Q4_K, 32, 1, LLM_QCODE_U4, LLM_QCODE_U4, 0, sp_q4_k, subs_k4},
+	{LLM_GGML_Q5_K, 32, 1, LLM_QCODE_I8, LLM_QCODE_U5, 0, sp_q5_k, subs_k4},
+	{LLM_GGML_Q6_K, 16, 0, LLM_QCODE_I8, LLM_QCODE_I6, 0, sp_q6_k, subs_q6_k},
 };
 #define NTYPES (sizeof(types) / sizeof(types[0]))
 
@@ -378,24 +381,6 @@ llm_qcode_zero(int code)
 	return code == LLM_QCODE_I4 ? 8 : code == LLM_QCODE_I5 ? 16 : code == LLM_QCODE_I6 ? 32 : 0;
 }
 
-/* The packed code of type ti (the 5- and 6-bit types), for plans with
- * int8 activations; else its code. */
-static int
-packed_code(int ti)
-{
-	switch (types[ti].type) {
-	case LLM_GGML_Q5_0:
-		return LLM_QCODE_I5;
-	case LLM_GGML_Q5_1:
-	case LLM_GGML_Q5_K:
-		return LLM_QCODE_U5;
-	case LLM_GGML_Q6_K:
-		return LLM_QCODE_I6;
-	default:
-		return types[ti].code;
-	}
-}
-
 int
 llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l)
 {
@@ -405,7 +390,7 @@ llm_qlayout_of(uint32_t t, int sub, struct llm_qlayout *l)
 	l->rows = LLM_QTILE_ROWS;
 	l->group = types[ti].group;
 	l->mins = types[ti].mins;
-	l->code = sub ? packed_code(ti) : types[ti].code;
+	l->code = sub ? types[ti].qcode : types[ti].code;
 	l->half = types[ti].half;
 	l->sub = sub && types[ti].subs;
 	return 0;
