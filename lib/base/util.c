@@ -115,6 +115,13 @@ untrack_tmp(const char *path)
 			tmps[i] = NULL;
 }
 
+size_t
+llm_prefix_len(const char *s, size_t n, const char *prefix)
+{
+	size_t pn = strlen(prefix);
+	return n > pn + 2 && strncmp(s, prefix, pn) == 0 && s[pn] == ':' && s[pn + 1] == ' ' ? pn + 2 : 0;
+}
+
 const char *
 llm_setprog(const char *argv0)
 {

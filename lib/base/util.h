@@ -41,6 +41,10 @@ _Noreturn void llm_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 
  * llm_errmsg returns the last message. */
 int llm_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *llm_errmsg(void);
+/* The bytes of "prefix: " that message s[0, n) starts with (0: none), so
+ * that a message said by another (a tool, dlerror) loses the prefix ours
+ * gives again: one prefix, said once. */
+size_t llm_prefix_len(const char *s, size_t n, const char *prefix);
 
 void *llm_xmalloc(size_t n);
 void *llm_xcalloc(size_t n, size_t size);

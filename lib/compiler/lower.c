@@ -290,19 +290,15 @@ stage(const struct llm_lower *l, char **argv, const char *name, const char *log)
 	if (rc < 0) {
 		/* Name the stage, whatever the tool's file is called. */
 		const char *m = llm_errmsg(), *tool = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-		size_t n = strlen(tool), en;
-		if (strncmp(m, tool, n) == 0 && strncmp(m + n, ": ", 2) == 0)
-			m += n + 2;
+		size_t en;
+		m += llm_prefix_len(m, strlen(m), tool);
 		const char *e = first_error(&err, &en);
 		/* the tool's line, without the tool's own prefix (its file's
 		 * name, or the stage's) */
 		for (int k = 0; k < 2 && e; k++) {
-			const char *pre = k ? name : tool;
-			size_t pn = strlen(pre);
-			if (en > pn + 2 && strncmp(e, pre, pn) == 0 && strncmp(e + pn, ": ", 2) == 0) {
-				e += pn + 2;
-				en -= pn + 2;
-			}
+			size_t pn = llm_prefix_len(e, en, k ? name : tool);
+			e += pn;
+			en -= pn;
 		}
 		char *msg = e ? llm_xasprintf("%s: %.*s (%s)", name, (int)en, e, m) : llm_xasprintf("%s: %s", name, m);
 		FILE *f = fopen(log, "w");

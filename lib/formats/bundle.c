@@ -595,11 +595,10 @@ fail:
 static void
 dl_failed(const struct llm_member *mb, const char *path)
 {
-	const char *e = dlerror(), *rest = e ? e : "dlopen failed";
-	size_t n = strlen(path);
-	if (e && strncmp(e, path, n) == 0 && strncmp(e + n, ": ", 2) == 0)
-		rest = e + n + 2;
-	llm_seterr("%s: %s", mb->label, rest);
+	const char *e = dlerror();
+	if (!e)
+		e = "dlopen failed";
+	llm_seterr("%s: %s", mb->label, e + llm_prefix_len(e, strlen(e), path));
 }
 
 void *
