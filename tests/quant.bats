@@ -57,7 +57,7 @@ full() {
 # fingerprint: the plans of a quantized file and of its decoded copy
 # differ in their "quant" keys only).
 data() {
-	tail -c +4097 "$1/weights.bin"
+	weights_of "$1" | tail -c +4097
 }
 
 # types GGUF-DIR: the block types of the plan, with their counts.
