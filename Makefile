@@ -25,12 +25,19 @@ CFLAGS = $(OPT) -g -std=c11 $(WARN)
 VERSION = 0.7
 LLVM_VERSION_STRING = unknown
 CPPFLAGS = -D_GNU_SOURCE -DLLM_VERSION='"$(VERSION)"' -DLLM_LLVM_VERSION='"$(LLVM_VERSION_STRING)"' \
-	-DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"'
+	-DLLM_SHAREDIR='"$(SHAREDIR)/llm"' -DLLM_LLVM_BINDIR='"$(LLVM_BINDIR)"' \
+	-DLLM_RISCV64_SYSROOT='"$(RISCV64_SYSROOT)"'
 ALL_CFLAGS = $(CFLAGS) $(CPPFLAGS) $(SAN_$(SANITIZE)) $(DEPS_CFLAGS)
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_$(SANITIZE))
 LIBS = $(DEPS_LIBS) -lm -ldl
 DEPS_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc
 MHD_LIBS = -lmicrohttpd
+# Cross targets (./configure --target riscv64 sets these): the sysroot
+# llm-link links riscv64 objects against by default, and the emulator
+# the riscv64 tests run under.
+CROSS =
+RISCV64_SYSROOT =
+RISCV64_QEMU =
 
 -include config.mk
 
@@ -84,7 +91,18 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
 	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar
 
-all: config.mk $(PROGS) $(TOOLS) $(API)
+all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
+
+# The runtime side for each cross target (CROSS): llm-run, llm-serve and
+# libllm, built by clang and lld against the target's sysroot into
+# build/TARGET and bin/TARGET, for -march=rv64gc (the model's vector code
+# is in its bundle, which records the extensions it needs).
+CROSS_CC_riscv64 = $(LLVM_BINDIR)/clang --target=riscv64-linux-gnu --sysroot=$(RISCV64_SYSROOT) -march=rv64gc
+$(CROSS:%=cross-%): config.mk
+	@$(MAKE) --no-print-directory O=build/$(@:cross-%=%) B=bin/$(@:cross-%=%) CROSS= \
+		CC='$(CROSS_CC_$(@:cross-%=%))' LDFLAGS=-fuse-ld=lld SANITIZE= \
+		bin/$(@:cross-%=%)/llm-run bin/$(@:cross-%=%)/llm-serve \
+		build/$(@:cross-%=%)/pic/libllm.a build/$(@:cross-%=%)/pic/libllm.so.$(VERSION)
 
 config.mk:
 	./configure
@@ -387,7 +405,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(SHAREDIR)/llm $(DESTDIR)$(SHAREDIR)/doc/llm
 
 clean:
-	rm -rf build bin/llm-* bin/san $(TOOLS) tests/tools/san
+	rm -rf build bin/llm-* bin/san bin/riscv64 $(TOOLS) tests/tools/san
 
 # The README's first command: a trained model (MODEL= a GGUF file, else
 # the stories260K model shipped in share/llm/models/, MIT, its licence and
@@ -414,4 +432,4 @@ demo: all
 		$(B)/llm-run -m $(DEMO)/out/model.llm -p 'Once upon a time' -n 24; \
 	fi
 
-.PHONY: all check check-unit check-man check-style check-bats transforms demo install uninstall clean
+.PHONY: $(CROSS:%=cross-%) all check check-unit check-man check-style check-bats transforms demo install uninstall clean

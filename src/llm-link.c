@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <getopt.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@
 
 #define TIMEOUT 600.0
 
-static const char usage_text[] = "usage: llm-link [-v] [-o bundle] outdir [object ...]\n";
+static const char usage_text[] = "usage: llm-link [-v] [-o bundle] [--sysroot dir] outdir [object ...]\n";
 
 static _Noreturn void
 usage(void)
@@ -121,8 +122,129 @@ run(char **argv, int verbose)
 		llm_fatal("%s", llm_errmsg());
 }
 
+/* Check the exports and the plan of every phase, in the library loaded. */
+static void
+check_loaded(const char *path, const char *label, const struct llm_model *m, const char *mpath)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		llm_fatal("%s: %s", label, dlerror());
+	char want[17], got[17];
+	llm_hex64(m->fingerprint, want);
+	for (int i = 0; i < m->nphases; i++) {
+		const struct llm_phase *ph = &m->phases[i];
+		char *sym = llm_xasprintf("_mlir_ciface_%s", ph->entry);
+		char *fsym = llm_xasprintf("_mlir_ciface_%s_fingerprint", ph->entry);
+		int64_t (*fp)(void);
+		if (!dlsym(h, sym))
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", label, sym, ph->name, mpath);
+		if (!(fp = (int64_t (*)(void))dlsym(h, fsym)))
+			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", label, fsym, ph->name, mpath);
+		if ((uint64_t)fp() != m->fingerprint) {
+			llm_hex64((uint64_t)fp(), got);
+			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", label, ph->name, ph->file,
+			    got, mpath, want);
+		}
+		free(sym);
+		free(fsym);
+	}
+	dlclose(h);
+}
+
+/* The same for a library of another architecture, read, not loaded: its
+ * ELF machine, and the exports of every phase (llm-run checks the plan
+ * fingerprints when it loads the library on the target). */
+static void
+check_foreign(const char *path, const char *label, const char *triple, const struct llm_model *m, const char *mpath)
+{
+	struct llm_map lm;
+	if (llm_map_file(&lm, path) < 0)
+		llm_fatal("%s", llm_errmsg());
+	int em = llm_elf_machine(lm.p, lm.len);
+	if (em < 0)
+		llm_fatal("%s: %s", label, llm_errmsg());
+	if ((unsigned)em != llm_target_elf_machine(triple))
+		llm_fatal("%s: ELF machine %d, where %s code is machine %u", label, em, triple,
+		    llm_target_elf_machine(triple));
+	for (int i = 0; i < m->nphases; i++)
+		for (int f = 0; f < 2; f++) {
+			const struct llm_phase *ph = &m->phases[i];
+			char *sym = llm_xasprintf("_mlir_ciface_%s%s", ph->entry, f ? "_fingerprint" : "");
+			int r = llm_elf_dynsym(lm.p, lm.len, sym);
+			if (r < 0)
+				llm_fatal("%s: %s", label, llm_errmsg());
+			if (r == 0)
+				llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", label, sym, ph->name, mpath);
+			free(sym);
+		}
+	llm_unmap(&lm);
+}
+
+/* The first file of the sysroot matching one of the patterns (NULL-ended,
+ * relative to root), or NULL. */
+static char *
+sysroot_find(const char *root, const char *const *pat)
+{
+	for (; *pat; pat++) {
+		char *p = llm_path_join(root, *pat), *r = NULL;
+		glob_t g;
+		if (glob(p, 0, NULL, &g) == 0 && g.gl_pathc > 0)
+			r = llm_xstrdup(g.gl_pathv[g.gl_pathc - 1]); /* the newest LLVM of several */
+		globfree(&g);
+		free(p);
+		if (r)
+			return r;
+	}
+	return NULL;
+}
+
+/* The link of a cross target: clang (LLVM's, beside llm-lower's tools)
+ * for triple (a Linux one: "riscv64" is riscv64-linux-gnu) with lld,
+ * the sysroot's C library, libgcc and LLVM OpenMP runtime (libomp.so, of
+ * any LLVM release: the objects call five __kmpc entry points). */
+static void
+cross_link(struct llm_argv *l, const char *triple, const char *sysroot, const char *out)
+{
+	struct stat st;
+	if (stat(sysroot, &st) < 0)
+		llm_fatal("%s: sysroot of %s:", sysroot, triple);
+	if (!S_ISDIR(st.st_mode))
+		llm_fatal("%s: sysroot of %s: not a directory", sysroot, triple);
+	int al = (int)strcspn(triple, "-");
+	char *multi = llm_xasprintf("usr/lib/%.*s-linux-gnu/libomp.so", al, triple);
+	const char *const omp_pat[] = {multi, "usr/lib/llvm-*/lib/libomp.so", "usr/lib/libomp.so", NULL};
+	char *omp = sysroot_find(sysroot, omp_pat);
+	if (!omp)
+		llm_fatal("%s: no libomp.so for %s (LLVM's OpenMP runtime, Debian's libomp-dev of that "
+			  "architecture): ./configure --target %.*s puts one there",
+		    sysroot, triple, al, triple);
+	char *clang = llm_path_join(llm_llvm_bindir(), "clang");
+	llm_argv_add(l, clang);
+	if (strstr(triple, "linux"))
+		llm_argv_addf(l, "--target=%s", triple);
+	else
+		llm_argv_addf(l, "--target=%.*s-linux-gnu", al, triple);
+	llm_argv_addf(l, "--sysroot=%s", sysroot);
+	llm_argv_add(l, "-fuse-ld=lld");
+	llm_argv_add(l, "-shared");
+	llm_argv_add(l, "-o");
+	llm_argv_add(l, out);
+	for (size_t i = 0; i < nobjs; i++)
+		llm_argv_add(l, objs[i]);
+	*strrchr(omp, '/') = 0;
+	llm_argv_addf(l, "-L%s", omp);
+	llm_argv_add(l, "-Wl,-z,defs");
+	llm_argv_add(l, "-lomp");
+	llm_argv_add(l, "-lm");
+	free(omp);
+	free(multi);
+	free(clang);
+}
+
 static const char help_text[] = "  -o bundle            write the bundle there (default: outdir/model.llm)\n"
 				"  object ...           the objects to link (default: every .o under outdir/obj)\n"
+				"  --sysroot dir        the target's root, for objects of another architecture\n"
+				"                       (default: $LLM_SYSROOT, else ./configure --target's)\n"
 				"  -v                   echo the link command\n"
 				"  -h                   print the usage\n"
 				"  --help, --version    print this help, or the version\n";
@@ -130,8 +252,10 @@ static const char help_text[] = "  -o bundle            write the bundle there (
 int
 main(int argc, char **argv)
 {
-	static const struct option longopts[] = {LLM_STD_LONGOPTS, {NULL, 0, NULL, 0}};
-	const char *outdir, *bundle = NULL, *env;
+	enum { OPT_SYSROOT = 256 };
+	static const struct option longopts[] = {LLM_STD_LONGOPTS, {"sysroot", required_argument, NULL, OPT_SYSROOT},
+		{NULL, 0, NULL, 0}};
+	const char *outdir, *bundle = NULL, *env, *sysroot = NULL;
 	int verbose = 0, ch;
 
 	argv[0] = (char *)llm_setprog(argv[0]);
@@ -150,6 +274,9 @@ main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = 1;
+			break;
+		case OPT_SYSROOT:
+			sysroot = optarg;
 			break;
 		default:
 			usage();
@@ -221,7 +348,7 @@ main(int argc, char **argv)
 	/* The target of the objects (llm-lower's section .llm.target): one
 	 * for all, recorded in the bundle for llm-run to check (target.h).
 	 * Objects without it (not from llm-lower) give a bundle without. */
-	char *tjson = NULL;
+	char *tjson = NULL, *triple = NULL;
 	const char *tfrom = NULL;
 	size_t nwithout = 0;
 	struct llm_target tfirst = {0};
@@ -259,7 +386,21 @@ main(int argc, char **argv)
 		}
 		llm_unmap(&om);
 	}
+	if (tfrom)
+		triple = llm_xstrdup(tfirst.triple);
 	llm_target_free(&tfirst);
+	/* Objects of another architecture (a cross target) are linked by
+	 * clang and lld against the target's sysroot, and checked by reading
+	 * the library (they cannot be loaded here). */
+	int foreign = triple && llm_target_foreign(triple);
+	if (!foreign && sysroot)
+		llm_fatal("%s: --sysroot: the objects are for this machine (%s)", sysroot,
+		    triple ? triple : "no target");
+	if (foreign && !sysroot && !((sysroot = getenv("LLM_SYSROOT")) && *sysroot) &&
+	    !(sysroot = llm_target_sysroot(triple)))
+		llm_fatal("%s: built for %s: linking it needs that target's sysroot: --sysroot dir "
+			  "(./configure --target %.*s makes one)",
+		    tfrom, triple, (int)strcspn(triple, "-"), triple);
 	/* With -o, libmodel.so and target.json exist only inside the bundle:
 	 * temporaries beside it, named bundle(member) in messages, and outdir
 	 * is not written.  Else they are outdir's files too. */
@@ -303,58 +444,44 @@ main(int argc, char **argv)
 	if (!lib.tmp)
 		llm_fatal("%s: not a regular file (the linker writes a new one)", libpath);
 	struct llm_argv l = {0};
-	const char *cc = getenv("CC");
-	llm_argv_words(&l, cc && *cc ? cc : "cc");
-	llm_argv_add(&l, "-shared");
-	llm_argv_add(&l, "-o");
-	llm_argv_add(&l, lib.tmp);
-	for (size_t i = 0; i < nobjs; i++)
-		llm_argv_add(&l, objs[i]);
-	llm_argv_addf(&l, "-L%s", libdir);
-	llm_argv_addf(&l, "-Wl,-rpath,%s", libdir);
-	llm_argv_add(&l, "-Wl,-z,defs");
-	char *runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
-	if (llm_file_exists(runner)) {
-		/* memref.copy of strided memrefs calls memrefCopy. */
-		llm_argv_add(&l, "-Wl,--as-needed");
-		llm_argv_add(&l, "-lmlir_c_runner_utils");
-		llm_argv_add(&l, "-Wl,--no-as-needed");
+	char *runner = NULL, *builtins = NULL;
+	if (foreign)
+		cross_link(&l, triple, sysroot, lib.tmp);
+	else {
+		const char *cc = getenv("CC");
+		llm_argv_words(&l, cc && *cc ? cc : "cc");
+		llm_argv_add(&l, "-shared");
+		llm_argv_add(&l, "-o");
+		llm_argv_add(&l, lib.tmp);
+		for (size_t i = 0; i < nobjs; i++)
+			llm_argv_add(&l, objs[i]);
+		llm_argv_addf(&l, "-L%s", libdir);
+		llm_argv_addf(&l, "-Wl,-rpath,%s", libdir);
+		llm_argv_add(&l, "-Wl,-z,defs");
+		runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
+		if (llm_file_exists(runner)) {
+			/* memref.copy of strided memrefs calls memrefCopy. */
+			llm_argv_add(&l, "-Wl,--as-needed");
+			llm_argv_add(&l, "-lmlir_c_runner_utils");
+			llm_argv_add(&l, "-Wl,--no-as-needed");
+		}
+		llm_argv_add(&l, "-lomp");
+		llm_argv_add(&l, "-lm");
+		/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2,
+		 * which libgcc 12 lacks, for a bf16 KV cache): a static
+		 * archive, linked last so that only what the objects call is
+		 * taken. */
+		const char *rt = llm_target_builtins(NULL);
+		builtins = rt ? llm_xasprintf("%s/clang/%d/lib/linux/%s", libdir, LLM_LLVM_MAJOR, rt) : NULL;
+		if (builtins && llm_file_exists(builtins))
+			llm_argv_add(&l, builtins);
 	}
-	llm_argv_add(&l, "-lomp");
-	llm_argv_add(&l, "-lm");
-	/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2, which
-	 * libgcc 12 lacks, for a bf16 KV cache): a static archive, linked
-	 * last so that only what the objects call is taken. */
-	const char *rt = llm_target_builtins(NULL);
-	char *builtins = rt ? llm_xasprintf("%s/clang/%d/lib/linux/%s", libdir, LLM_LLVM_MAJOR, rt) : NULL;
-	if (builtins && llm_file_exists(builtins))
-		llm_argv_add(&l, builtins);
 	run(l.v, verbose);
 
-	/* Check the exports and the plan of every phase. */
-	void *h = dlopen(lib.tmp, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		llm_fatal("%s: %s", liblabel, dlerror());
-	char want[17], got[17];
-	llm_hex64(m.fingerprint, want);
-	for (int i = 0; i < m.nphases; i++) {
-		const struct llm_phase *ph = &m.phases[i];
-		char *sym = llm_xasprintf("_mlir_ciface_%s", ph->entry);
-		char *fsym = llm_xasprintf("_mlir_ciface_%s_fingerprint", ph->entry);
-		int64_t (*fp)(void);
-		if (!dlsym(h, sym))
-			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", liblabel, sym, ph->name, mpath);
-		if (!(fp = (int64_t (*)(void))dlsym(h, fsym)))
-			llm_fatal("%s: missing symbol '%s' (phase '%s' of %s)", liblabel, fsym, ph->name, mpath);
-		if ((uint64_t)fp() != m.fingerprint) {
-			llm_hex64((uint64_t)fp(), got);
-			llm_fatal("%s: phase '%s' (%s) built for plan %s, %s is plan %s", liblabel, ph->name, ph->file,
-			    got, mpath, want);
-		}
-		free(sym);
-		free(fsym);
-	}
-	dlclose(h);
+	if (foreign)
+		check_foreign(lib.tmp, liblabel, triple, &m, mpath);
+	else
+		check_loaded(lib.tmp, liblabel, &m, mpath);
 	if (!bundle && llm_out_commit(&lib) < 0)
 		llm_fatal("%s", llm_errmsg());
 
@@ -378,6 +505,7 @@ main(int argc, char **argv)
 	free(bdir);
 	free(liblabel);
 	free(tjson);
+	free(triple);
 	free(src);
 	for (size_t i = 0; i < nobjs; i++)
 		free(objs[i]);

@@ -159,17 +159,24 @@ run_output(char **argv)
 }
 
 /* Per architecture (the start of a triple, or uname's machine): llc's
- * defaults and compiler-rt's builtins archive. */
+ * defaults, compiler-rt's builtins archive, the ELF machine of its code
+ * and, for a cross target, the sysroot a link takes by default (what
+ * ./configure --target made; "" where none). */
+#ifndef LLM_RISCV64_SYSROOT
+#define LLM_RISCV64_SYSROOT ""
+#endif
 static const struct {
 	const char *name;
 	const char *mattr;    /* llc -mattr when no features are given, or NULL */
 	const char *abi;      /* llc -target-abi, or NULL */
 	const char *builtins; /* in <libdir>/clang/<major>/lib/linux */
+	unsigned machine;     /* ELF e_machine */
+	const char *sysroot;
 } archs[] = {
-	{"x86_64", NULL, NULL, "libclang_rt.builtins-x86_64.a"},
+	{"x86_64", NULL, NULL, "libclang_rt.builtins-x86_64.a", 62, ""},
 	/* RISC-V Linux wants the lp64d ABI and, for our vector code, the V
 	 * extension. */
-	{"riscv64", "+m,+a,+f,+d,+c,+v", "lp64d", "libclang_rt.builtins-riscv64.a"},
+	{"riscv64", "+m,+a,+f,+d,+c,+v", "lp64d", "libclang_rt.builtins-riscv64.a", 243, LLM_RISCV64_SYSROOT},
 };
 
 static int
@@ -208,6 +215,30 @@ llm_target_builtins(const char *arch)
 	}
 	a = arch_of(arch);
 	return a < 0 ? NULL : archs[a].builtins;
+}
+
+int
+llm_target_foreign(const char *triple)
+{
+	struct utsname u;
+	size_t al = strcspn(triple, "-");
+	if (uname(&u) != 0)
+		return 0;
+	return strlen(u.machine) != al || strncmp(u.machine, triple, al) != 0;
+}
+
+unsigned
+llm_target_elf_machine(const char *triple)
+{
+	int a = arch_of(triple);
+	return a < 0 ? 0 : archs[a].machine;
+}
+
+const char *
+llm_target_sysroot(const char *triple)
+{
+	int a = arch_of(triple);
+	return a < 0 || !*archs[a].sysroot ? NULL : archs[a].sysroot;
 }
 
 static int
@@ -414,8 +445,7 @@ llm_target_check_host(const struct llm_target *t, const char *label)
 	struct utsname u;
 	if (uname(&u) != 0)
 		return llm_seterr("uname:");
-	size_t al = strcspn(t->triple, "-");
-	if (strlen(u.machine) != al || strncmp(u.machine, t->triple, al) != 0)
+	if (llm_target_foreign(t->triple))
 		return llm_seterr("%s: built for %s (%s): this machine is %s", label, t->triple, t->cpu, u.machine);
 	char *have = host_features(u.machine);
 	struct llm_buf miss = {0};
@@ -448,12 +478,21 @@ llm_target_free(struct llm_target *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* The ELF64 little-endian header's checks, shared by the readers below. */
+static int
+elf64_le(const uint8_t *p, size_t n)
+{
+	if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
+		return llm_seterr("not an ELF64 little-endian object");
+	return 0;
+}
+
 int
 llm_elf_section(const void *data, size_t n, const char *name, const void **out, size_t *outlen)
 {
 	const uint8_t *p = data;
-	if (n < 64 || memcmp(p, "\177ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
-		return llm_seterr("not an ELF64 little-endian object");
+	if (elf64_le(p, n) < 0)
+		return -1;
 	uint64_t shoff = llm_get_le(p + 0x28, 8), shentsize = llm_get_le(p + 0x3a, 2), shnum = llm_get_le(p + 0x3c, 2),
 		 shstrndx = llm_get_le(p + 0x3e, 2);
 	if (shentsize < 64 || shoff > n || shnum > (n - shoff) / shentsize || shstrndx >= shnum)
@@ -474,6 +513,35 @@ llm_elf_section(const void *data, size_t n, const char *name, const void **out, 
 		*out = p + off;
 		*outlen = (size_t)size;
 		return 1;
+	}
+	return 0;
+}
+
+int
+llm_elf_machine(const void *data, size_t n)
+{
+	if (elf64_le(data, n) < 0)
+		return -1;
+	return (int)llm_get_le((const uint8_t *)data + 0x12, 2);
+}
+
+int
+llm_elf_dynsym(const void *data, size_t n, const char *name)
+{
+	const void *sym, *str;
+	size_t nsym, nstr;
+	int r;
+	if ((r = llm_elf_section(data, n, ".dynsym", &sym, &nsym)) <= 0 ||
+	    (r = llm_elf_section(data, n, ".dynstr", &str, &nstr)) <= 0)
+		return r;
+	/* Elf64_Sym: st_name (4), st_info, st_other, st_shndx (2), value, size */
+	for (size_t off = 0; off + 24 <= nsym; off += 24) {
+		const uint8_t *e = (const uint8_t *)sym + off;
+		uint64_t nm = llm_get_le(e, 4), shndx = llm_get_le(e + 6, 2);
+		if (shndx == 0 || nm >= nstr)
+			continue; /* undefined: a symbol the object takes, not one it gives */
+		if (strnlen((const char *)str + nm, nstr - nm) < nstr - nm && strcmp((const char *)str + nm, name) == 0)
+			return 1;
 	}
 	return 0;
 }

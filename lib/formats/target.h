@@ -42,6 +42,15 @@ int llm_target_resolve(const char *clang, const char *llc, const char *triple, c
  * and the V extension).  NULL: none, llc's defaults. */
 const char *llm_target_default_mattr(const char *triple);
 const char *llm_target_abi(const char *triple);
+/* 1 if code for triple does not run on this machine's architecture (a
+ * cross target: llm-link links it against a sysroot and cannot load it). */
+int llm_target_foreign(const char *triple);
+/* The ELF e_machine of triple's code (62 x86-64, 243 RISC-V), 0 if
+ * unknown. */
+unsigned llm_target_elf_machine(const char *triple);
+/* The sysroot a cross link for triple takes by default (./configure
+ * --target's), or NULL. */
+const char *llm_target_sysroot(const char *triple);
 /* The file name of compiler-rt's builtins archive for arch ("x86_64";
  * NULL: this machine's), "libclang_rt.builtins-x86_64.a", or NULL. */
 const char *llm_target_builtins(const char *arch);
@@ -101,5 +110,10 @@ void llm_target_free(struct llm_target *t);
  * bytes): *out and *outlen, 1 if found, 0 if not, -1 (llm_errmsg) if p is
  * not such an object. */
 int llm_elf_section(const void *p, size_t n, const char *name, const void **out, size_t *outlen);
+/* The e_machine of such an object, or -1 (llm_errmsg). */
+int llm_elf_machine(const void *p, size_t n);
+/* 1 if such a shared object defines (exports) the dynamic symbol name, 0
+ * if not, -1 (llm_errmsg) if p is not an ELF64 little-endian object. */
+int llm_elf_dynsym(const void *p, size_t n, const char *name);
 
 #endif
