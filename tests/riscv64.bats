@@ -93,6 +93,9 @@ tiny() {
 	same_logits q8 "$F/ck-f32" 151936 "--dtype q8_0 --activations q8"
 	run -0 jq -r '.weights.tensors[] | select(.name == "layers.0.wq") | "\(.quant) \(.dtype)"' "$F/q8-rv/model.json"
 	assert_output "Q8_0 i8"
+	# the int8 products are the rvv form's: 16-bit products of bytes
+	# whose pair sums widen (the generic form's 32-bit products have none)
+	[ "$("$LLVM_BINDIR/llvm-objdump" -d "$F/q8-rv/libmodel.so" | grep -c 'vwadd\.vv')" -gt 0 ]
 }
 
 @test "the riscv64 objects are vector code: every layer kernel of each model is at least 15% V instructions" {

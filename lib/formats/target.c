@@ -64,8 +64,14 @@ has_feature(const struct llm_target *t, const char *f)
 	return 0;
 }
 
-const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "generic", "bf16-avx512", "bf16-generic",
-	"amx", "tile-generic", NULL};
+static int
+is_riscv(const char *triple)
+{
+	return strncmp(triple, "riscv", 5) == 0;
+}
+
+const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "rvv", "generic", "bf16-avx512",
+	"bf16-generic", "amx", "tile-generic", NULL};
 
 const char *
 llm_target_kernels(const struct llm_target *t)
@@ -74,6 +80,8 @@ llm_target_kernels(const struct llm_target *t)
 		return "vnni512";
 	if ((has_feature(t, "avx512_vnni") && has_feature(t, "avx512vl")) || has_feature(t, "avx_vnni"))
 		return "vnni";
+	if (is_riscv(t->triple) && has_feature(t, "v"))
+		return "rvv";
 	return has_feature(t, "avx2") ? "avx2" : "generic";
 }
 
@@ -239,12 +247,6 @@ llm_target_sysroot(const char *triple)
 {
 	int a = arch_of(triple);
 	return a < 0 || !*archs[a].sysroot ? NULL : archs[a].sysroot;
-}
-
-static int
-is_riscv(const char *triple)
-{
-	return strncmp(triple, "riscv", 5) == 0;
 }
 
 int
