@@ -358,7 +358,7 @@ check-bats: all
 # are AVX2's (and every target's without a form of its own); each ISA form
 # of mkscript.py's table has its own folder.
 TRANSFORMS = decode prefill
-TRANSFORM_ISAS = avx512
+TRANSFORM_ISAS = avx512 rvv
 transforms:
 	for k in $(TRANSFORMS); do \
 		python3 share/llm/transforms/mkscript.py $$k >share/llm/transforms/$$k.mlir.tmp && \

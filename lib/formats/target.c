@@ -119,6 +119,8 @@ llm_target_transforms(const struct llm_target *t)
 {
 	if (has_feature(t, "avx512f") && has_feature(t, "avx512bw") && has_feature(t, "avx512vl"))
 		return "avx512";
+	if (is_riscv(t->triple) && has_feature(t, "v"))
+		return "rvv";
 	return NULL;
 }
 

@@ -60,7 +60,8 @@ const char *llm_target_builtins(const char *arch);
  * of the declarations of the quantized single-row products (ir.txt
  * "Kernels").  "vnni512" (vpdpbusd on 512 bits: AVX512-VNNI with
  * AVX512-BW), "vnni" (vpdpbusd on 256: AVX512-VNNI with AVX512-VL, or
- * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "generic" (any other
+ * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "rvv" (RISC-V with V:
+ * 16-bit products, vwmul, widened pair sums), "generic" (any other
  * target).  Every form computes the same integers. */
 const char *llm_target_kernels(const struct llm_target *t);
 /* The form of the bf16 dot-product kernel for t (@llm_bdot, the products
@@ -86,8 +87,9 @@ int llm_target_vector_registers(const struct llm_target *t);
 extern const char *const llm_target_kernel_forms[];
 /* The form of the transform scripts for t, share/llm/transforms/<form>/
  * (the parameters of each, mkscript.py's ISA table): "avx512" (AVX-512
- * F, BW and VL: k in 16 lanes); NULL for the top-level scripts (AVX2's,
- * and every other target's). */
+ * F, BW and VL: k in 16 lanes), "rvv" (RISC-V with V: smaller GEMM and
+ * elementwise tiles); NULL for the top-level scripts (AVX2's, and every
+ * other target's). */
 const char *llm_target_transforms(const struct llm_target *t);
 
 /* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */

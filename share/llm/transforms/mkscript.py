@@ -33,8 +33,13 @@ import sys
 kind = sys.argv[1]
 # What each ISA's form changes: AVX-512's 32 registers of 16 lanes take
 # k in 16 lanes (zmm accumulators) in the GEMM register tiles (the GEMV
-# stays at 8: in 16 it decoded slower on a Xeon, BENCHMARKS.md).
-ISA = {"avx2": {}, "avx512": dict(GM_KV=16)}
+# stays at 8: in 16 it decoded slower on a Xeon, BENCHMARKS.md).  RISC-V
+# V's 32 registers of VLEN bits (128 at the least, where LLVM's fixed
+# vectors assume it: vector<8xf32> is an LMUL-2 group, 16 of them) take
+# 4 rows of x in the GEMM register tiles (6 spilled whole groups) and
+# elementwise tiles of 32 (64 is an LMUL-8 group, two at once spill):
+# fewer guest instructions under qemu (BENCHMARKS.md, "RISC-V V").
+ISA = {"avx2": {}, "avx512": dict(GM_KV=16), "rvv": dict(GM_MR=4, EW=32)}
 P = dict(GV_NC=64, GV_NR=8, GV_KV=8,          # GEMV: rows of W per forall chunk, per tile, k lanes
          QV_NT=1,                             # quantized GEMV: 8-row tiles of W per forall iteration
          GM_NC=64, GM_NR=2, GM_MR=6, GM_KV=8, GM_KC=512,  # GEMM: W rows per chunk / per tile, x rows per tile, k lanes
