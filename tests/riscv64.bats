@@ -30,11 +30,11 @@ setup() {
 		skip "not configured for riscv64: ./configure --target riscv64 && make"
 }
 
-# build SRC OUT TARGET [IMPORT_FLAGS]: pipelines/model.mk for TARGET
-# (empty: this machine).
+# build SRC OUT TARGET [IMPORT_FLAGS [VAR=VALUE ...]]: pipelines/model.mk
+# for TARGET (empty: this machine).
 build() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$1" OUT="$2" \
-		TARGET="$3" IMPORT_FLAGS="${4:-}" -j2 >&2
+		TARGET="$3" IMPORT_FLAGS="${4:-}" "${@:5}" -j2 >&2
 }
 
 # rv VLEN THREADS ARGS...: the riscv64 llm-run under qemu.
@@ -98,7 +98,7 @@ tiny() {
 	[ "$("$LLVM_BINDIR/llvm-objdump" -d "$F/q8-rv/libmodel.so" | grep -c 'vwadd\.vv')" -gt 0 ]
 }
 
-@test "the riscv64 objects are vector code: every layer kernel of each model is at least 15% V instructions" {
+@test "the riscv64 objects are vector code: every layer kernel of each model is at least 15% V instructions; stories260K's spill few register groups" {
 	s="$SHARED/fixtures/stories260K/stories260K.gguf"
 	[ -f "$s" ] || skip "no $s"
 	[ -d "$F/stories-rv" ] || build "$s" "$F/stories-rv" riscv64
@@ -110,6 +110,10 @@ tiny() {
 		# each kernel object (not the glue, which calls them), by its share
 		echo "$output" | awk '$1 != "total:" { sub(/^\(/, "", $6); sub(/%\),$/, "", $6); if ($2 >= 200 && $6 + 0 < 15) { print "scalar: " $0; bad = 1 } } END { exit bad }'
 	done
+	# the rvv transform scripts' tiles fit the registers at VLEN 128
+	# (AVX2's spilled 416 whole groups: BENCHMARKS.md, "RISC-V V")
+	run -0 vector-share $(find "$F/stories-rv/obj" -name 'k*.o' | sort)
+	[ "$(echo "$output" | awk '$1 == "total:" { print $7 }')" -le 128 ]
 }
 
 @test "llm-link: riscv64 objects without a sysroot, or a sysroot that is not one, are refused and nothing is written" {
@@ -128,4 +132,18 @@ tiny() {
 	[ ! -e "$T/d/model.llm" ] && [ ! -e "$T/d/libmodel.so" ]
 	run -0 llm-link --sysroot "$SYSROOT" "$T/d"
 	cmp "$T/d/libmodel.so" "$F/stories-rv/libmodel.so"
+}
+
+@test "FEATURES adds to riscv64's default extensions; llm-run checks single letters (AT_HWCAP) and multi-letter ones (/proc/cpuinfo's isa line) against the CPU" {
+	s="$SHARED/fixtures/stories260K/stories260K.gguf"
+	[ -f "$s" ] || skip "no $s"
+	build "$s" "$T/z" riscv64 "" FEATURES=+zvfbfmin
+	run -0 jq -c .features "$T/z/target.json"
+	assert_output '["a","c","d","f","m","v","zvfbfmin"]'
+	run -1 --separate-stderr "$QEMU" -L "$SYSROOT" -cpu rv64,v=true "$RVRUN" -m "$T/z/model.llm" -p hi -n 2
+	assert_equal "$stderr" "llm-run: $T/z/model.llm: built for generic-rv64 (riscv64): this CPU lacks zvfbfmin"
+	run -0 "$QEMU" -L "$SYSROOT" -cpu rv64,v=true,zvfbfmin=true "$RVRUN" -m "$T/z/model.llm" -p hi -n 2
+	[ -d "$F/stories-rv" ] || build "$s" "$F/stories-rv" riscv64
+	run -1 --separate-stderr "$QEMU" -L "$SYSROOT" -cpu rv64,v=false "$RVRUN" -m "$F/stories-rv/model.llm" -p hi -n 2
+	assert_equal "$stderr" "llm-run: $F/stories-rv/model.llm: built for generic-rv64 (riscv64): this CPU lacks v"
 }

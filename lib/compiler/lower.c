@@ -509,11 +509,16 @@ work_free(struct work *w)
 		free(w->log[i]);
 }
 
-/* llc's -mattr list: the user's, or a cross target's default (target.h). */
-static const char *
+/* llc's -mattr list (to free), or NULL: the user's, after a cross
+ * target's defaults (target.h) where it has some, so that "+zvfbfmin"
+ * adds to RISC-V's "+m,+a,+f,+d,+c,+v" and "-v" takes from it. */
+static char *
 llc_features(const struct llm_lower *l)
 {
-	return l->features || !l->triple ? l->features : llm_target_default_mattr(l->triple);
+	const char *d = l->triple ? llm_target_default_mattr(l->triple) : NULL;
+	if (d && l->features)
+		return llm_xasprintf("%s,%s", d, l->features);
+	return d ? llm_xstrdup(d) : l->features ? llm_xstrdup(l->features) : NULL;
 }
 
 /* The target's features (target.h), resolved once a lowering, when first
@@ -527,7 +532,10 @@ struct tgt {
 static int
 target_of(const struct llm_lower *l, struct tgt *tg)
 {
-	if (!tg->have && llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, llc_features(l), &tg->t) < 0)
+	char *mattr = tg->have ? NULL : llc_features(l);
+	int rc = tg->have ? 0 : llm_target_resolve(l->clang, l->llc, l->triple, l->cpu, mattr, &tg->t);
+	free(mattr);
+	if (rc < 0)
 		return llm_seterr("%s: cannot tell the target's features: %s", l->input, llm_errmsg());
 	tg->have = 1;
 	return 0;
@@ -629,7 +637,7 @@ out:
 static void
 llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a)
 {
-	const char *features = llc_features(l);
+	char *features = llc_features(l);
 	llm_argv_add(a, l->llc);
 	llm_argv_add(a, "-O3");
 	llm_argv_add(a, "-relocation-model=pic");
@@ -643,6 +651,7 @@ llc_argv(const struct llm_lower *l, const struct work *w, struct llm_argv *a)
 		llm_argv_addf(a, "-mcpu=%s", l->cpu ? l->cpu : "native");
 	if (features)
 		llm_argv_addf(a, "-mattr=%s", features);
+	free(features);
 	llm_argv_add(a, w->ll);
 	llm_argv_add(a, "-o");
 	llm_argv_add(a, w->obj);

@@ -139,6 +139,17 @@ add_feature(struct llm_target *t, const char *f)
 	t->features[t->nfeatures++] = llm_xstrdup(f);
 }
 
+static void
+del_feature(struct llm_target *t, const char *f)
+{
+	for (size_t i = 0; i < t->nfeatures; i++)
+		if (strcmp(t->features[i], f) == 0) {
+			free(t->features[i]);
+			t->features[i] = t->features[--t->nfeatures];
+			return;
+		}
+}
+
 /* A tool's standard output, as a string (NULL, llm_errmsg, on failure). */
 static char *
 run_output(char **argv)
@@ -272,6 +283,8 @@ llm_target_resolve(const char *clang, const char *llc, const char *triple, const
 		for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save))
 			if (f[0] == '+' && f[1])
 				add_feature(t, f + 1);
+			else if (f[0] == '-' && f[1])
+				del_feature(t, f + 1);
 		free(copy);
 	} else {
 		if (!cpu && !triple) {
@@ -398,6 +411,22 @@ host_features(const char *arch)
 		for (int i = 0; i < 26; i++)
 			if (hw & (1UL << i))
 				llm_buf_printf(&b, "%c ", 'a' + i);
+		/* the multi-letter extensions (zvfbfmin, ...), which AT_HWCAP
+		 * has no bits for: the first hart's isa line of /proc/cpuinfo,
+		 * "rv64imafdcv_zicsr_zvfbfmin_..." */
+		FILE *f = fopen("/proc/cpuinfo", "r");
+		char line[4096];
+		while (f && fgets(line, sizeof(line), f))
+			if (strncmp(line, "isa", 3) == 0 && strchr(line, ':')) {
+				char *save = NULL, *isa = strchr(line, ':') + 1;
+				isa[strcspn(isa, "\n")] = 0;
+				strtok_r(isa, "_", &save); /* the single letters, AT_HWCAP's */
+				for (char *e = strtok_r(NULL, "_", &save); e; e = strtok_r(NULL, "_", &save))
+					llm_buf_printf(&b, "%s ", e);
+				break;
+			}
+		if (f)
+			fclose(f);
 		return b.p;
 	}
 #if defined(__x86_64__) || defined(__i386__)

@@ -11,8 +11,9 @@
  * extensions, instead of dying of SIGILL.
  *
  * Extension names are Linux's (/proc/cpuinfo's flags on x86: "avx2",
- * "avx512f", "avx512_bf16", ...; the ISA letters of AT_HWCAP on RISC-V:
- * "v", "f", ...).  The x86 table, LLVM's macro and the CPUID bit of each,
+ * "avx512f", "avx512_bf16", ...; on RISC-V the ISA letters of AT_HWCAP,
+ * "v", "f", ..., and the multi-letter extensions of /proc/cpuinfo's isa
+ * line, "zvfbfmin", ...).  The x86 table, LLVM's macro and the CPUID bit of each,
  * is target.c's, in one place; the host check reads CPUID, as LLVM's
  * own host detection does. */
 #ifndef LLM_TARGET_H
