@@ -222,8 +222,15 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines \
+	partition mlir
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
+# fuzz_partition and fuzz_mlir take lib/compiler/ir/ too, with the MLIR C
+# API (not instrumented), and read a tiny build, build/fuzz/tiny/out
+# (tests/fuzz/fuzzbuild.h), made with pipelines/model.mk.
+FUZZ_IR_SRC = lib/compiler/ir/ir.c lib/compiler/ir/split.c lib/compiler/ir/verifypart.c
+FUZZ_X_partition = $(MLIR_CAPI_CFLAGS) $(FUZZ_IR_SRC) $(MLIR_CAPI_LIBS)
+FUZZ_X_mlir = $(FUZZ_X_partition)
 # The JSON readers share one dictionary; the bundle has the tar one, the
 # template engine the Jinja one.
 fuzz: fuzz-build
@@ -231,7 +238,7 @@ fuzz: fuzz-build
 		mkdir -p build/fuzz/corpus/$$n; \
 		if [ -r tests/fuzz/corpus/$$n.tar.xz ] && [ -z "$$(ls -A build/fuzz/corpus/$$n)" ]; then \
 			tar -xJf tests/fuzz/corpus/$$n.tar.xz -C build/fuzz/corpus/$$n; fi; \
-		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema) d=-dict=tests/fuzz/json.dict ;; \
+		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema|partition) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -252,11 +259,20 @@ fuzz-save: $(FUZZ_TARGETS)
 			xz -9 >tests/fuzz/corpus/$$n.tar.xz.tmp && mv tests/fuzz/corpus/$$n.tar.xz.tmp tests/fuzz/corpus/$$n.tar.xz; \
 		echo "$$n: $$(ls build/fuzz/min/$$n | wc -l) inputs, tests/fuzz/corpus/$$n.tar.xz $$(stat -c %s tests/fuzz/corpus/$$n.tar.xz) bytes"; \
 	done
-fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done
+fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done build/fuzz/tiny/.done
 $(FUZZ_TARGETS): build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzfile.h $(FUZZ_LIB_SRC) $(LIBHDR)
 	@mkdir -p build/fuzz
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/$(@F).c $(FUZZ_LIB_SRC) $(LIBS) -lpthread
-build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf $(wildcard tests/fuzz/seeds/*/*)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/$(@F).c $(FUZZ_LIB_SRC) $(FUZZ_X_$*) $(LIBS) -lpthread
+build/fuzz/fuzz_partition build/fuzz/fuzz_mlir: tests/fuzz/fuzzbuild.h $(FUZZ_IR_SRC) $(IRHDR)
+build/fuzz/tiny/.done: $(B)/llm-import $(B)/llm-split $(B)/llm-verify-partition $(T)/mkmodel \
+		pipelines/model.mk
+	rm -rf build/fuzz/tiny
+	$(T)/mkmodel -L 1 -s 3 -o build/fuzz/tiny/ck >/dev/null
+	$(MAKE) -s -f pipelines/model.mk LLM=$(CURDIR)/$(B)/ MODEL=build/fuzz/tiny/ck OUT=build/fuzz/tiny/out \
+		build/fuzz/tiny/out/parts/verify.json
+	rm -rf build/fuzz/tiny/ck
+	touch $@
+build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf build/fuzz/tiny/.done $(wildcard tests/fuzz/seeds/*/*)
 	rm -rf build/fuzz/seeds
 	mkdir -p $(FUZZ_NAMES:%=build/fuzz/seeds/%)
 	LLM_GGUF_SEEDS=build/fuzz/seeds/gguf $(O)/tests/unit/test_gguf >/dev/null
@@ -268,6 +284,8 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf $(wildcard tests/fuzz/seeds/*/
 	for f in tests/fixtures/jinja/*/*.jinja; do [ -e "$$f" ] || continue; \
 		cp "$$f" build/fuzz/seeds/jinja/$$(basename $$(dirname $$f))-$$(basename $$f); done
 	cp tests/fixtures/tokenizer/*.tokenizer.json build/fuzz/seeds/tokjson/
+	cp build/fuzz/tiny/out/parts/partition.json build/fuzz/seeds/partition/tiny.json
+	cp build/fuzz/tiny/out/decode.mlir build/fuzz/seeds/mlir/tiny.mlir
 	touch $@
 .PHONY: fuzz fuzz-build fuzz-save
 

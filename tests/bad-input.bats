@@ -186,10 +186,27 @@ report() {
 	mkdir nodec && cp imp/model.json imp/prefill*.mlir nodec/
 	mkdir garbage && cp imp/* garbage/ && echo 'func.func @x(' >garbage/decode.mlir
 	mkdir j && echo '[' >j/model.json
+	# MLIR's error in one line, without its echo of the input (issue 46):
+	# random bytes; a quoted string with a newline and a control byte;
+	# an op whose location is a call site in another file, or a name
+	mkdir rnd quoted callsite named
+	for d in rnd quoted callsite named; do cp imp/* $d/; done
+	awk 'BEGIN { srand(46); for (i = 0; i < 512; i++) printf "%c", int(rand() * 256) }' >rnd/decode.mlir
+	printf 'func.func @f() {\n  linalg.generic {iterator_types = ["par\\0Aal\\01"]}\n}\n' >quoted/decode.mlir
+	printf 'func.func @llm_decode(%%a: i32) -> i64 {\n  func.return %%a : i32 loc(%s)\n}\n' \
+		'callsite("x.py":3:1 at "y.py":4:2)' >callsite/decode.mlir
+	printf 'func.func @llm_decode(%%a: i32) -> i64 {\n  func.return %%a : i32 loc(%s)\n}\n' '"nm"' >named/decode.mlir
 	echo x >file
 	bad 1 "^llm-split: nope.json: No such file or directory$" llm-split -o out nope.json
 	bad 1 "^llm-split: nodec/decode.mlir: No such file or directory$" llm-split -o out nodec/model.json
-	bad 1 "^llm-split: garbage/decode.mlir:1:" llm-split -o out garbage/model.json
+	bad 1 "^llm-split: garbage/decode.mlir:1:14: error: expected non-function type$" llm-split -o out garbage/model.json
+	bad 1 "^llm-split: rnd/decode.mlir:[0-9]+:[0-9]+: error: [^ ]" llm-split -o out rnd/model.json
+	bad 1 "^llm-split: quoted/decode.mlir:[0-9]+:[0-9]+: error: .*unexpected iterator_type \(par\\\\nal\\\\x01\)$" \
+		llm-split -o out quoted/model.json
+	bad 1 "^llm-split: callsite/decode.mlir: x.py:3:1: error: type of return operand 0 \('i32'\) doesn't match" \
+		llm-split -o out callsite/model.json
+	bad 1 "^llm-split: named/decode.mlir: error: type of return operand 0 \('i32'\) doesn't match" \
+		llm-split -o out named/model.json
 	bad 1 "^llm-split: j/model.json:" llm-split -o out j/model.json
 	bad 1 "^llm-split: file" llm-split -o file/out imp/model.json
 	bad 2 "^llm-split: unknown strategy 'bogus'" llm-split -s bogus -o out imp/model.json
@@ -214,6 +231,14 @@ report() {
 	jq '.phases[0].glue = "/etc/passwd"' orig.json >imp/p6/partition.json
 	jq '.phases[0].partitions[0].file = "../../../../../../../etc/passwd"' orig.json >imp/p7/partition.json
 	for d in p1 p2 p3 p4 p5 p6 p7; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	# MLIR text that does not parse, in one line each (issue 46): a
+	# kernel and a glue module (violations), an original phase (trouble)
+	mkdir imp/p8 imp/p9
+	for d in p8 p9; do cp orig.json imp/$d/partition.json && cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	k=$(jq -r '.phases[2].partitions[1].file' orig.json)
+	awk 'BEGIN { srand(46); for (i = 0; i < 512; i++) printf "%c", int(rand() * 256) }' >imp/p8/$k
+	echo 'func.func @x(' >imp/p9/decode/glue.mlir
+	cp -r imp bad && head -c 200 imp/decode.mlir >bad/decode.mlir
 	# a verifier lists every violation, then the verdict
 	multi=llm-verify-partition
 	bad 2 "^llm-verify-partition: nope.json: No such file or directory$" llm-verify-partition nope.json
@@ -228,6 +253,12 @@ report() {
 		llm-verify-partition -q imp/p6/partition.json
 	bad 1 "^llm-verify-partition: imp/p7/partition.json: prefill: partition 0: kernel file '.*/etc/passwd' is outside" \
 		llm-verify-partition -q imp/p7/partition.json
+	bad 1 "^llm-verify-partition: imp/p8/partition.json: decode: partition 1: imp/p8/$k:[0-9]+:[0-9]+: error: [^ ]" \
+		llm-verify-partition -q imp/p8/partition.json
+	bad 1 "^llm-verify-partition: imp/p9/partition.json: decode: imp/p9/decode/glue.mlir:1:14: error: expected non-function type$" \
+		llm-verify-partition -q imp/p9/partition.json
+	bad 2 "^llm-verify-partition: bad/parts/../decode.mlir:[0-9]+:[0-9]+: error: [^ ]" \
+		llm-verify-partition -q bad/parts/partition.json
 	bad 2 "^usage: llm-verify-partition " llm-verify-partition
 	bad 2 "^llm-verify-partition: .*--bogus" llm-verify-partition --bogus $P
 	report llm-verify-partition

@@ -45,10 +45,14 @@ chat_add(struct chat *c, const char *role, const char *content, size_t len)
 	c->n++;
 }
 
-/* Remove messages [i, i + k). */
+/* Remove messages [i, i + k).  (No messages at all, as -i without a
+ * template's /reset: msgs is NULL, which memmove may not be given even
+ * for 0 bytes.) */
 static void
 chat_remove(struct chat *c, size_t i, size_t k)
 {
+	if (k == 0)
+		return;
 	for (size_t j = i; j < i + k; j++) {
 		free((char *)c->msgs[j].role);
 		free((char *)c->msgs[j].content);

@@ -9,9 +9,13 @@
 #include "ir.h"
 
 /* The first error diagnostic since the last llm_ir_parse/llm_ir_verify:
- * "line:col: error: message", and the file of its location. */
+ * its message, and the file, line and column of its location (diag_file
+ * empty when it has none).  The message is MLIR's alone: no source line
+ * echoed, no notes; a newline in it (the input's own bytes, quoted from a
+ * string literal) stays in it, for llm_seterr to write as "\n". */
 static struct llm_buf diag;
 static struct llm_buf diag_file;
+static int diag_line, diag_col, diag_seen;
 
 static void
 buf_cb(MlirStringRef s, void *user)
@@ -19,34 +23,69 @@ buf_cb(MlirStringRef s, void *user)
 	llm_buf_add(user, s.data, s.length);
 }
 
+/* The file location inside loc: itself, a name's child, a call site's
+ * callee (where the op is) or a fused location's first; 0 when none. */
+static int
+file_loc(MlirLocation loc, int depth)
+{
+	if (depth > 16 || mlirLocationIsNull(loc))
+		return 0;
+	if (mlirLocationIsAFileLineColRange(loc)) {
+		MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
+		llm_buf_add(&diag_file, f.data, f.length);
+		diag_line = mlirLocationFileLineColRangeGetStartLine(loc);
+		diag_col = mlirLocationFileLineColRangeGetStartColumn(loc);
+		return 1;
+	}
+	if (mlirLocationIsAName(loc))
+		return file_loc(mlirLocationNameGetChildLoc(loc), depth + 1);
+	if (mlirLocationIsACallSite(loc))
+		return file_loc(mlirLocationCallSiteGetCallee(loc), depth + 1);
+	if (mlirLocationIsAFused(loc)) {
+		intptr_t n = mlirLocationFusedGetNumLocations(loc);
+		MlirLocation *l = llm_xcalloc((size_t)n + 1, sizeof(*l));
+		int found = 0;
+		mlirLocationFusedGetLocations(loc, l);
+		for (intptr_t i = 0; i < n && !found; i++)
+			found = file_loc(l[i], depth + 1);
+		free(l);
+		return found;
+	}
+	return 0;
+}
+
 static MlirLogicalResult
 on_diagnostic(MlirDiagnostic d, void *user)
 {
 	(void)user;
-	if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError || diag.len > 0)
+	if (mlirDiagnosticGetSeverity(d) != MlirDiagnosticError || diag_seen)
 		return mlirLogicalResultSuccess();
-	MlirLocation loc = mlirDiagnosticGetLocation(d);
-	if (mlirLocationIsAFileLineColRange(loc)) {
-		MlirStringRef f = mlirIdentifierStr(mlirLocationFileLineColRangeGetFilename(loc));
-		llm_buf_add(&diag_file, f.data, f.length);
-		llm_buf_printf(&diag, "%d:%d: ", mlirLocationFileLineColRangeGetStartLine(loc),
-		    mlirLocationFileLineColRangeGetStartColumn(loc));
-	}
-	llm_buf_puts(&diag, "error: ");
+	diag_seen = 1;
+	file_loc(mlirDiagnosticGetLocation(d), 0);
 	mlirDiagnosticPrint(d, buf_cb, &diag);
-	/* Keep the message on one line. */
-	for (size_t i = 0; i < diag.len; i++)
-		if (diag.p[i] == '\n')
-			diag.p[i] = ' ';
 	return mlirLogicalResultSuccess();
+}
+
+/* The error of what name reads: "name:line:col: error: message" when
+ * the location is in name, "name: file:line:col: error: message" when
+ * it is in another file (an op's loc(...)), "name: error: message"
+ * without one; dflt is the message when MLIR gave none. */
+static int
+diag_err(const char *name, const char *dflt)
+{
+	const char *msg = diag_seen && diag.len ? diag.p : dflt;
+	if (!diag_file.len)
+		return llm_seterr("%s: error: %s", name, msg);
+	if (strcmp(diag_file.p, name) == 0)
+		return llm_seterr("%s:%d:%d: error: %s", name, diag_line, diag_col, msg);
+	return llm_seterr("%s: %s:%d:%d: error: %s", name, diag_file.p, diag_line, diag_col, msg);
 }
 
 static void
 diag_reset(void)
 {
 	diag.len = diag_file.len = 0;
-	llm_buf_puts(&diag, "");
-	llm_buf_puts(&diag_file, "");
+	diag_line = diag_col = diag_seen = 0;
 }
 
 MlirContext
@@ -82,7 +121,7 @@ llm_ir_parse(MlirContext ctx, const char *path, MlirModule *out)
 	diag_reset();
 	*out = mlirModuleCreateParseFromFile(ctx, LLM_SREF(path));
 	if (mlirModuleIsNull(*out))
-		return llm_seterr("%s:%s", path, diag.len ? diag.p : " error: cannot parse");
+		return diag_err(path, "cannot parse");
 	return 0;
 }
 
@@ -93,9 +132,7 @@ llm_ir_verify(MlirContext ctx, MlirOperation op, const char *what)
 	diag_reset();
 	if (mlirOperationVerify(op))
 		return 0;
-	if (diag_file.len)
-		return llm_seterr("%s: %s:%s", what, diag_file.p, diag.len ? diag.p : "error: invalid");
-	return llm_seterr("%s: %s", what, diag.len ? diag.p : "error: does not verify");
+	return diag_err(what, "does not verify");
 }
 
 int

@@ -23,10 +23,13 @@ MlirContext llm_ir_context(void);
 void llm_ir_context_free(MlirContext ctx);
 
 /* Parses a file into a new module (the caller destroys it): 0, or -1
- * with llm_errmsg "path:line:col: error: message". */
+ * with llm_errmsg "path:line:col: error: message", MLIR's first error in
+ * one line ("path: file:line:col: ..." when an op's location is in
+ * another file, "path: error: ..." when it has none). */
 int llm_ir_parse(MlirContext ctx, const char *path, MlirModule *out);
 /* Verifies op and everything nested: 0, or -1 with llm_errmsg
- * "what: line:col: error: message". */
+ * "what: file:line:col: error: message" (what is left out when it is
+ * that file; "what: error: message" without a file location). */
 int llm_ir_verify(MlirContext ctx, MlirOperation op, const char *what);
 
 /* The op's name equals name. */
