@@ -134,7 +134,7 @@ tiny() {
 	cmp "$T/d/libmodel.so" "$F/stories-rv/libmodel.so"
 }
 
-@test "FEATURES adds to riscv64's default extensions; llm-run checks single letters (AT_HWCAP) and multi-letter ones (/proc/cpuinfo's isa line) against the CPU" {
+@test "FEATURES adds to riscv64's default extensions (Zvfbfmin: bf16 widened by vfwcvtbf16, the same logits); llm-run checks single letters (AT_HWCAP) and multi-letter ones (/proc/cpuinfo's isa line) against the CPU" {
 	s="$SHARED/fixtures/stories260K/stories260K.gguf"
 	[ -f "$s" ] || skip "no $s"
 	build "$s" "$T/z" riscv64 "" FEATURES=+zvfbfmin
@@ -143,6 +143,18 @@ tiny() {
 	run -1 --separate-stderr "$QEMU" -L "$SYSROOT" -cpu rv64,v=true "$RVRUN" -m "$T/z/model.llm" -p hi -n 2
 	assert_equal "$stderr" "llm-run: $T/z/model.llm: built for generic-rv64 (riscv64): this CPU lacks zvfbfmin"
 	run -0 "$QEMU" -L "$SYSROOT" -cpu rv64,v=true,zvfbfmin=true "$RVRUN" -m "$T/z/model.llm" -p hi -n 2
+	# bf16 weights with Zvfbfmin: widened by vfwcvtbf16 (the pass lists
+	# leave the conversion to LLVM), the same logits as without it
+	tiny bf16
+	[ -d "$F/bf16-rv" ] || build "$F/ck-bf16" "$F/bf16-rv" riscv64 "--activations f32"
+	build "$F/ck-bf16" "$T/bz" riscv64 "--activations f32" FEATURES=+zvfbfmin
+	[ "$("$LLVM_BINDIR/llvm-objdump" -d --mattr=+zvfbfmin "$T/bz/libmodel.so" | grep -c vfwcvtbf16)" -gt 0 ]
+	[ "$("$LLVM_BINDIR/llvm-objdump" -d --mattr=+zvfbfmin "$F/bf16-rv/libmodel.so" | grep -c vfwcvtbf16)" -eq 0 ]
+	"$QEMU" -L "$SYSROOT" -cpu rv64,v=true,zvfbfmin=true "$RVRUN" -m "$T/bz/model.llm" --tokens 1,2,3 -n 8 \
+		--logits "$T/bz.f32" >/dev/null
+	"$QEMU" -L "$SYSROOT" -cpu rv64,v=true "$RVRUN" -m "$F/bf16-rv/model.llm" --tokens 1,2,3 -n 8 \
+		--logits "$T/bn.f32" >/dev/null
+	cmpf32 -g -c 151936 "$T/bn.f32" "$T/bz.f32"
 	[ -d "$F/stories-rv" ] || build "$s" "$F/stories-rv" riscv64
 	run -1 --separate-stderr "$QEMU" -L "$SYSROOT" -cpu rv64,v=false "$RVRUN" -m "$F/stories-rv/model.llm" -p hi -n 2
 	assert_equal "$stderr" "llm-run: $F/stories-rv/model.llm: built for generic-rv64 (riscv64): this CPU lacks v"

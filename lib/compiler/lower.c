@@ -119,8 +119,12 @@ llm_lower_guess_kind(const char *path, const char *text)
 }
 
 int
-llm_pipeline_read(const char *path, const char *share, const char *transforms, struct llm_argv *argv)
+llm_pipeline_read(const char *path, const char *share, const char *transforms, const char *bf16_expand,
+    struct llm_argv *argv)
 {
+	const struct {
+		const char *name, *value;
+	} vars[] = {{"@share@", share}, {"@transforms@", transforms}, {"@bf16-expand@", bf16_expand}};
 	char *data;
 	size_t len;
 	int n = 0;
@@ -140,20 +144,24 @@ llm_pipeline_read(const char *path, const char *share, const char *transforms, s
 			continue;
 		struct llm_buf b = {0};
 		for (const char *s = line; *s;) {
-			const char *at = strstr(s, "@share@"), *at2 = strstr(s, "@transforms@");
-			if (at2 && (!at || at2 < at)) {
-				llm_buf_add(&b, s, (size_t)(at2 - s));
-				llm_buf_puts(&b, transforms);
-				s = at2 + strlen("@transforms@");
-				continue;
+			/* the first of the names, and its value */
+			const char *at = NULL, *val = NULL;
+			size_t nl = 0;
+			for (size_t i = 0; i < LLM_NELEM(vars); i++) {
+				const char *a = strstr(s, vars[i].name);
+				if (a && (!at || a < at)) {
+					at = a;
+					val = vars[i].value;
+					nl = strlen(vars[i].name);
+				}
 			}
 			if (!at) {
 				llm_buf_puts(&b, s);
 				break;
 			}
 			llm_buf_add(&b, s, (size_t)(at - s));
-			llm_buf_puts(&b, share);
-			s = at + strlen("@share@");
+			llm_buf_puts(&b, val);
+			s = at + nl;
 		}
 		llm_argv_add(argv, b.p);
 		llm_buf_free(&b);
@@ -682,18 +690,26 @@ seal_object(const struct llm_lower *l, const struct work *w, struct tgt *tg)
 	return rc;
 }
 
-/* The folder of the transform scripts that the pass list `pipeline` names
- * as @transforms@: the target's form (llm_target_transforms), or the
- * top level.  The target is resolved only for a list that names it; one
- * that cannot be resolved takes the top level, and llc, which runs
- * later, says what is wrong with it. */
+/* What the pass list `pipeline` names as @transforms@, the folder of the
+ * transform scripts: the target's form (llm_target_transforms), or the
+ * top level; and as @bf16-expand@, whether arith-expand turns bf16
+ * conversions into integer shifts: "false" where the target converts
+ * bf16 itself (llm_target_bf16_convert), else "true".  The target is
+ * resolved only for a list that names one of them; one that cannot be
+ * resolved takes the defaults, and llc, which runs later, says what is
+ * wrong with it. */
 static char *
-transforms_dir(const struct llm_lower *l, const char *pipeline, struct tgt *tg)
+pipeline_vars(const struct llm_lower *l, const char *pipeline, struct tgt *tg, const char **bf16_expand)
 {
 	char *text = NULL;
 	const char *form = NULL;
-	if (llm_read_file(pipeline, &text, NULL) == 0 && strstr(text, "@transforms@") && target_of(l, tg) == 0)
+	*bf16_expand = "true";
+	if (llm_read_file(pipeline, &text, NULL) == 0 &&
+	    (strstr(text, "@transforms@") || strstr(text, "@bf16-expand@")) && target_of(l, tg) == 0) {
 		form = llm_target_transforms(&tg->t);
+		if (llm_target_bf16_convert(&tg->t))
+			*bf16_expand = "false";
+	}
 	free(text);
 	return form ? llm_xasprintf("%s/transforms/%s", l->share, form) : llm_xasprintf("%s/transforms", l->share);
 }
@@ -750,8 +766,9 @@ llm_lower_run(struct llm_lower *l)
 	/* A target named on the command line is checked before any work. */
 	if ((l->cpu || l->triple) && target_of(l, &tg) < 0)
 		goto out;
-	tdir = transforms_dir(l, pipeline, &tg);
-	if (llm_pipeline_read(pipeline, l->share, tdir, &passes) < 0)
+	const char *bf16_expand;
+	tdir = pipeline_vars(l, pipeline, &tg, &bf16_expand);
+	if (llm_pipeline_read(pipeline, l->share, tdir, bf16_expand, &passes) < 0)
 		goto out;
 
 	if (l->cache && strcmp(l->input, "-") != 0) {

@@ -107,6 +107,12 @@ llm_target_tile_kernels(const struct llm_target *t)
 }
 
 int
+llm_target_bf16_convert(const struct llm_target *t)
+{
+	return is_riscv(t->triple) && has_feature(t, "v") && has_feature(t, "zvfbfmin");
+}
+
+int
 llm_target_vector_registers(const struct llm_target *t)
 {
 	if (has_feature(t, "avx512f"))

@@ -80,6 +80,12 @@ int llm_target_bf16_activations(const struct llm_target *t);
  * and AMX-BF16), "tile-generic" (vector arithmetic, any other target; the
  * same integers, the same sums but where AMX reads denormals as zero). */
 const char *llm_target_tile_kernels(const struct llm_target *t);
+/* 1 if t's vector unit converts bf16 to and from f32 itself, so that the
+ * pass lists leave bf16 extf/truncf to LLVM (@bf16-expand@ "false"):
+ * RISC-V V with Zvfbfmin (vfwcvtbf16.f.f.v, vfncvtbf16.f.f.w).  0: they
+ * are expanded into integer shifts before LLVM (x86: LLVM's own
+ * conversions are the same shifts). */
+int llm_target_bf16_convert(const struct llm_target *t);
 /* The vector registers t's kernels may count on: 32 with AVX-512 F, 16
  * on any other x86 target (AVX2's), 0 where unknown (the generic forms'
  * targets: RVV's registers group by LMUL). */
