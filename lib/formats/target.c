@@ -194,7 +194,7 @@ run_output(char **argv)
 #endif
 static const struct {
 	const char *name;
-	const char *mattr;    /* llc -mattr when no features are given, or NULL */
+	const char *mattr;    /* llc -mattr the given features follow, or NULL */
 	const char *abi;      /* llc -target-abi, or NULL */
 	const char *builtins; /* in <libdir>/clang/<major>/lib/linux */
 	unsigned machine;     /* ELF e_machine */

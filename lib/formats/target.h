@@ -39,8 +39,9 @@ int llm_target_resolve(const char *clang, const char *llc, const char *triple, c
     struct llm_target *t);
 
 /* llc's options for a triple that the user leaves out: the -mattr list
- * when no features are given, and the -target-abi (RISC-V: the lp64d ABI
- * and the V extension).  NULL: none, llc's defaults. */
+ * that the given features (llm-lower --features) follow, adding or
+ * taking, and the -target-abi (RISC-V: the lp64d ABI and the V
+ * extension).  NULL: none, llc's defaults. */
 const char *llm_target_default_mattr(const char *triple);
 const char *llm_target_abi(const char *triple);
 /* 1 if code for triple does not run on this machine's architecture (a
