@@ -37,7 +37,7 @@ static const char help_text[] =
     "                       the file name)\n"
     "  -t seconds           time limit of each tool (default 600; 0: none)\n"
     "  --cpu name           llc's CPU: native (default for the host), x86-64-v3, znver4, ...\n"
-    "  --features list      llc -mattr features, e.g. +avx2,+fma\n"
+    "  --features list      llc -mattr features, e.g. +avx2,+fma (on RISC-V after +m,+a,+f,+d,+c,+v: +zvfbfmin, -v)\n"
     "  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
     "  --tuning file        the kernel parameters measured per CPU (default: share/llm/tuning.json)\n"
     "  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
