@@ -60,8 +60,9 @@ bad() {
 		why="status $status, want $want"
 	elif ! [[ "$first" =~ $re ]]; then
 		why="message does not match /$re/"
-	elif grep -qE '(^|: )([^:]+): \2(: |$)' <<<"$first"; then
-		# one way errors gain context: no prefix said twice (issue 46)
+	elif grep -qE '(^|: )([^:]+): \2(: |$)|(^|: )[^: ]*/([^:/ ]+): \5: ' <<<"$first"; then
+		# one way errors gain context: no prefix said twice, nor a
+		# tool's path followed by its own name (issue 46)
 		why="a prefix said twice"
 	elif [[ "$first" == */proc/self/* ]]; then
 		why="names /proc/self where the user's path belongs"
@@ -274,8 +275,8 @@ report() {
 	bad 2 "^llm-lower: .*bogus" llm-lower -k bogus -o out.o k.mlir
 	bad 1 "^llm-lower: missing/out.o: " llm-lower -o missing/out.o k.mlir
 	bad 1 "^llm-lower: file/out.o: " llm-lower -o file/out.o k.mlir
-	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: .*clang: error: unknown target CPU 'nosuchcpu'$" llm-lower --cpu nosuchcpu -o out.o k.mlir
-	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: .*sparc-sun-solaris" llm-lower --target sparc-sun-solaris -o out.o k.mlir
+	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: [^ ]*clang: error: unknown target CPU 'nosuchcpu'$" llm-lower --cpu nosuchcpu -o out.o k.mlir
+	bad 1 "^llm-lower: k.mlir: cannot tell the target's features: target 'sparc-sun-solaris': the architecture 'sparc' is not supported \\(x86_64, riscv64\\)$" llm-lower --target sparc-sun-solaris -o out.o k.mlir
 	bad 2 "^usage: llm-lower " llm-lower
 	bad 2 "^llm-lower: .*--bogus" llm-lower --bogus k.mlir
 	# mlir-opt's error line in ours, not its echo of the input's bytes;

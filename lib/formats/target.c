@@ -175,9 +175,11 @@ run_output(char **argv)
 		if (llm_read_file(path, &text, NULL) < 0)
 			text = NULL; /* llm_errmsg: the read's */
 	} else if (err.len > 0) {
-		/* the tool's first line says why ("error: unknown target CPU 'x'") */
-		size_t n = strcspn(err.p, "\n");
-		llm_seterr("%s: %.*s", argv[0], (int)n, err.p);
+		/* the tool's first line says why ("clang: error: unknown
+		 * target CPU 'x'"), after the tool's path alone */
+		const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+		size_t n = strcspn(err.p, "\n"), pn = llm_prefix_len(err.p, n, base);
+		llm_seterr("%s: %.*s", argv[0], (int)(n - pn), err.p + pn);
 	}
 	llm_buf_free(&err);
 	unlink(path);
@@ -273,6 +275,15 @@ llm_target_resolve(const char *clang, const char *llc, const char *triple, const
     struct llm_target *t)
 {
 	memset(t, 0, sizeof(*t));
+	if (triple && arch_of(triple) < 0) {
+		/* said before clang, which would blame -march= for it */
+		char known[64] = "";
+		for (size_t i = 0; i < LLM_NELEM(archs); i++)
+			snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s", i ? ", " : "",
+			    archs[i].name);
+		return llm_seterr("target '%s': the architecture '%.*s' is not supported (%s)", triple,
+		    (int)strcspn(triple, "-"), triple, known);
+	}
 	if (triple)
 		t->triple = llm_xstrdup(triple);
 	else {
