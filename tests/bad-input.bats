@@ -250,6 +250,11 @@ report() {
 	bad 1 "^llm-verify-partition: imp/p4/partition.json: .*hash" llm-verify-partition -q imp/p4/partition.json
 	bad 1 "^llm-verify-partition: imp/p5/partition.json: phases\[0\]: source '.*/etc/passwd' is not prefill.mlir of model" \
 		llm-verify-partition -q imp/p5/partition.json
+	# one that does not exist is not the phase file either: a violation,
+	# not trouble naming a path out of the build (fuzz_partition)
+	jq '.phases[0].source = "/r..pefill.mlir"' orig.json >imp/p5/partition.json
+	bad 1 "^llm-verify-partition: imp/p5/partition.json: phases\[0\]: source '/r..pefill.mlir' is not prefill.mlir of model" \
+		llm-verify-partition -q imp/p5/partition.json
 	bad 1 "^llm-verify-partition: imp/p6/partition.json: phases\[0\]: glue '/etc/passwd' is outside imp/p6/" \
 		llm-verify-partition -q imp/p6/partition.json
 	bad 1 "^llm-verify-partition: imp/p7/partition.json: prefill: partition 0: kernel file '.*/etc/passwd' is outside" \

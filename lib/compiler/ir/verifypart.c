@@ -986,9 +986,9 @@ check_model(struct vctx *v, json_t *root)
 		const char *src = json_string_value(json_object_get(jp, "source"));
 		const struct llm_phase *ph = &m.phases[i];
 		char *want = llm_path_join(m.dir, ph->file), *got = src ? llm_path_join(v->dir, src) : NULL;
-		char *rw = realpath(want, NULL), *rg = got ? realpath(got, NULL) : NULL;
-		if (got && !rg) { /* trouble, as a missing file read would be */
-			llm_seterr("%s: %s", got, strerror(errno));
+		char *rw = realpath(want, NULL), *rg = rw && got ? realpath(got, NULL) : NULL;
+		if (!rw) { /* trouble, as a missing file read would be */
+			llm_seterr("%s: %s", want, strerror(errno));
 			free(rw);
 			free(want);
 			free(got);
