@@ -43,6 +43,8 @@ enum llm_status {
 	LLM_ERR_TOKEN = 6,       /* a token id outside the vocabulary */
 	LLM_ERR_TEXT = 7,        /* text that is not valid UTF-8 */
 	LLM_ERR_UNSUPPORTED = 8, /* the model has no tokenizer, or no chat template */
+	LLM_ERR_RANKS = 9,       /* tensor parallel: the MPI ranks cannot run the model together (another
+	                          * bundle, another count); rank 0's llm_errmsg says why, the others' is "" */
 };
 
 /* The message of the last call that failed in this thread, one line
@@ -76,6 +78,18 @@ int llm_open(const char *path, const struct llm_options *o, struct llm **out);
 /* Close *m and set *m to NULL (a second close sees NULL: nothing).
  * LLM_ERR_ARG, and nothing closed, while sequences of it are alive. */
 int llm_close(struct llm **m);
+
+/* Tensor parallel (a model built with llm-import --tp N, run as N MPI
+ * processes: mpirun -np N program ...): llm_open starts MPI, maps this
+ * rank's part of the weights and checks that every rank opened the same
+ * plan.  Rank 0 is the model the program drives (sequences, sampling,
+ * output); each evaluation it makes is told to the others first.  The
+ * others call llm_follow, which makes the same evaluations on their part
+ * and returns LLM_OK when rank 0 closes its model; then they close
+ * theirs.  One sequence at a time, and no llm_seq_save or llm_seq_load.
+ * llm_rank is 0 for a model of one process. */
+int llm_rank(const struct llm *m);
+int llm_follow(struct llm *m);
 
 /* The model's facts. */
 int64_t llm_vocab_size(const struct llm *m);

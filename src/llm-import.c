@@ -54,7 +54,7 @@ usage(FILE *fp)
 	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
 	    "                  [--activations auto|f32|q8|bf16] [--cpu name] [--features list]\n"
-	    "                  [--target triple] model\n");
+	    "                  [--target triple] [--tp n] model\n");
 }
 
 static const char help_text[] =
@@ -76,6 +76,8 @@ static const char help_text[] =
     "                       bf16: bf16 weights meet x rounded to bf16, summed in f32 (vdpbf16ps)\n"
     "  --cpu name, --features list, --target triple\n"
     "                       the target auto decides for, as llm-lower takes them (default: this host)\n"
+    "  --tp n               split every layer over n MPI ranks (tensor parallel: mpirun -np n\n"
+    "                       llm-run); heads and intermediate_size must divide by n (default 1)\n"
     "  -v                   print what was written\n"
     "  -h                   print the usage\n"
     "  --help, --version    print this help, or the version\n";
@@ -128,6 +130,8 @@ struct plan {
 	                                     * (qmix.h) float matrices are
 	                                     * quantized to, else -1 */
 	const struct llm_hfconfig *cfg;
+	int *shard;           /* per tensor: its rowsel's shard and */
+	int64_t *shard_parts; /* shard_parts (tensor parallel) */
 };
 
 /* Which rows of its source a plan tensor takes: the transform that moves
@@ -138,9 +142,12 @@ struct rowsel {
 	int64_t heads;
 	int part;
 	int64_t first, total;
+	int shard; /* tensor parallel: 0, or 1 + the dimension a
+	                     * rank takes its part along */
+	int64_t shard_parts;
 };
 
-static const struct rowsel whole = {"copy", 0, 0, 0, 0};
+static const struct rowsel whole = {"copy", 0, 0, 0, 0, 0, 0};
 
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const struct rowsel *rs,
@@ -157,7 +164,11 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	if (m->ntensors == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 64;
 		m->tensors = llm_xrealloc(m->tensors, p->cap * sizeof(*m->tensors));
+		p->shard = llm_xreallocarray(p->shard, p->cap, sizeof(*p->shard));
+		p->shard_parts = llm_xreallocarray(p->shard_parts, p->cap, sizeof(*p->shard_parts));
 	}
+	p->shard[m->ntensors] = rs->shard;
+	p->shard_parts[m->ntensors] = rs->shard_parts;
 	struct llm_plan_tensor *t = &m->tensors[m->ntensors++];
 	memset(t, 0, sizeof(*t));
 	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
@@ -167,8 +178,10 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	t->quant = quant;
 	t->transform = rs->transform;
 	t->heads = rs->heads;
-	t->part = rs->part;
+	/* rank 0's part of a tensor-parallel split: the first */
+	t->part = rs->part || rs->shard == 1;
 	t->first_row = rs->first;
+	t->cpart = rs->shard == 2;
 	if (ql) {
 		llm_qlayout_name(ql, lname);
 		t->layout = llm_xstrdup(lname);
@@ -180,6 +193,18 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	t->offset = p->off;
 	t->bytes = bytes;
 	p->off += bytes;
+}
+
+/* A rank's columns of a matrix in block type ty (its source's, or the one
+ * --dtype quantizes it to) are whole blocks: every row's blocks split
+ * between the ranks. */
+static void
+split_blocks(const struct plan *p, const char *name, uint32_t ty, const struct rowsel *rs, const int64_t *shape)
+{
+	uint32_t blck, size;
+	if (rs->shard == 2 && llm_ggml_type_block(ty, &blck, &size) == 0 && shape[1] % blck)
+		llm_fatal("%s: --tp %" PRId64 ": a rank's %" PRId64 " columns of '%s' are not whole %s blocks of %u",
+		    p->dir, p->m->tp, shape[1], name, llm_ggml_type_name(ty), blck);
 }
 
 /* A tensor taken from the checkpoint (copied, or unpermuted when heads is
@@ -208,6 +233,7 @@ add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *
 		add_tensor(p, name, t->name, NULL, rs, NULL, LLM_DT_F16, 2, shape);
 		return;
 	}
+	split_blocks(p, name, ty, rs, shape);
 	int keep = llm_qlayout_of(ty, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, t->name, llm_ggml_type_name(ty), rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : LLM_DT_F32, 2,
 	    shape);
@@ -235,8 +261,11 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
 	int same = t->ndim == ndim;
 	for (int i = 0; i < ndim; i++) {
-		/* a part of a fused tensor: the whole has the parts' rows */
-		int64_t want_i = i == 0 && rs->part ? rs->total : shape[i];
+		/* a part of a fused tensor: the whole has the parts' rows; a
+		 * rank's shard: one of shard_parts */
+		int64_t want_i = i == 0 && rs->part ? rs->total :
+		    rs->shard == i + 1              ? shape[i] * rs->shard_parts :
+						      shape[i];
 		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", want_i);
 		same = same && t->shape[i] == want_i;
 	}
@@ -252,6 +281,8 @@ add_source(struct plan *p, const char *name, const char *src, enum llm_role role
 	 * quantized file, where llama-quantize fell back to F16) */
 	if (matrix && p->keep_quant && t->quant < 0 && llm_dtype_is_float_weight(t->dtype))
 		dt = t->dtype;
+	if (t->quant >= 0)
+		split_blocks(p, name, (uint32_t)t->quant, rs, shape);
 	int keep = matrix && p->keep_quant && t->quant >= 0 &&
 	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
 	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : dt,
@@ -300,6 +331,78 @@ rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, en
 	return rs;
 }
 
+/* Tensor parallelism (m->tp ranks, Megatron's split): q, k, v (their
+ * biases too), gate and up by output rows, whole heads to a rank; o and
+ * down by input columns, so that each rank's product is a partial sum
+ * (the all-reduce after them: emit.c).  KV heads fewer than the ranks are
+ * shared: tp / n_kv_heads ranks take each.  Everything else (norms, the
+ * embedding, the head, the RoPE tables) whole on every rank.  shape
+ * becomes a rank's, and a transform within heads counts a rank's heads. */
+static void
+shard_of(const struct llm_model *m, enum llm_role r, struct rowsel *rs, int64_t *shape)
+{
+	const struct llm_model_config *c = &m->cfg;
+	int64_t parts = m->tp;
+	int dim;
+	if (m->tp < 2)
+		return;
+	switch (r) {
+	case LLM_ROLE_WK:
+	case LLM_ROLE_BK:
+	case LLM_ROLE_WV:
+	case LLM_ROLE_BV:
+		parts = c->n_kv_heads < m->tp ? c->n_kv_heads : m->tp;
+		/* fall through */
+	case LLM_ROLE_WQ:
+	case LLM_ROLE_BQ:
+	case LLM_ROLE_WGATE:
+	case LLM_ROLE_WUP:
+		dim = 0;
+		break;
+	case LLM_ROLE_WO:
+	case LLM_ROLE_WDOWN:
+		dim = 1;
+		break;
+	default:
+		return;
+	}
+	if (parts < 2)
+		return;
+	rs->shard = dim + 1;
+	rs->shard_parts = parts;
+	shape[dim] /= parts;
+	rs->heads /= parts;
+}
+
+/* The images of ranks 1 .. tp - 1 after rank 0's tensors (model.h "tp"):
+ * the same tensors at the same places of an image of its own, each
+ * split tensor's part r * parts / tp of its source. */
+static void
+rank_images(struct plan *p)
+{
+	struct llm_model *m = p->m;
+	size_t n0 = m->ntensors;
+	uint64_t stride = LLM_ALIGN_UP(p->off, LLM_TP_ALIGN);
+	char name[256];
+
+	for (int64_t r = 1; r < m->tp; r++)
+		for (size_t i = 0; i < n0; i++) {
+			const struct llm_plan_tensor c0 = m->tensors[i], *t0 = &c0; /* add_tensor moves them */
+			int64_t part = r * p->shard_parts[i] / m->tp;
+			struct rowsel rs = {t0->transform, t0->heads, t0->part, t0->first_row, 0, 0, 0};
+			if (p->shard[i] == 1)
+				rs.first += part * t0->shape[0];
+			snprintf(name, sizeof(name), "%s@%" PRId64, t0->name, r);
+			p->off = t0->offset + (uint64_t)r * stride; /* add_tensor keeps it: aligned */
+			add_tensor(p, name, t0->nsource ? t0->source[0] : NULL, t0->quant, &rs,
+			    t0->layout ? &t0->ql : NULL, t0->dtype, t0->ndim, t0->shape);
+			struct llm_plan_tensor *t = &m->tensors[m->ntensors - 1];
+			t->cpart = t0->cpart;
+			t->first_col = p->shard[i] == 2 ? part * t0->shape[1] : 0;
+		}
+	p->off = (uint64_t)m->tp * stride;
+}
+
 /* A checkpoint's name of a role: the prefix of a multimodal checkpoint's
  * text model ("" else), then the family's name of it. */
 static const char *
@@ -331,7 +434,7 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
 	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src, llm_xcalloc(src->ntensors + 1, 1),
-		wdt, keep_quant, mix, c};
+		wdt, keep_quant, mix, c, NULL, NULL};
 	const struct llm_model_config *mc = &m->cfg;
 	int64_t shape[2];
 	char rn[128], hn[128];
@@ -341,6 +444,7 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 #define ADD(role, layer) do { \
 	int nd_ = llm_role_shape(role, mc, shape); \
 	struct rowsel rs_ = rows_of(fs, names, gguf, role, mc, dir); \
+	shard_of(m, role, &rs_, shape); \
 	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
 	    src_name(c->tensor_prefix, names[role], layer, hn, sizeof(hn)), role, layer, &rs_, nd_ == 2, \
 	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
@@ -348,14 +452,14 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 
 	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
-	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, &(struct rowsel){"rope_cos", 0, 0, 0, 0}, NULL, LLM_DT_F32, 2,
+	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, &(struct rowsel){.transform = "rope_cos"}, NULL, LLM_DT_F32, 2,
 	    rope_shape);
-	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, &(struct rowsel){"rope_sin", 0, 0, 0, 0}, NULL, LLM_DT_F32, 2,
+	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, &(struct rowsel){.transform = "rope_sin"}, NULL, LLM_DT_F32, 2,
 	    rope_shape);
 	if (mc->rope_local_theta) {
-		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_COS, NULL, NULL, &(struct rowsel){"rope_local_cos", 0, 0, 0, 0},
+		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_COS, NULL, NULL, &(struct rowsel){.transform = "rope_local_cos"},
 		    NULL, LLM_DT_F32, 2, rope_shape);
-		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_SIN, NULL, NULL, &(struct rowsel){"rope_local_sin", 0, 0, 0, 0},
+		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_SIN, NULL, NULL, &(struct rowsel){.transform = "rope_local_sin"},
 		    NULL, LLM_DT_F32, 2, rope_shape);
 	}
 	for (int l = 0; l < mc->n_layers; l++)
@@ -366,6 +470,8 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
 		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
+	if (m->tp > 1)
+		rank_images(&p);
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
 		/* the RoPE factors are in the config (gguf_config.c) */
 		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0 &&
@@ -374,7 +480,9 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);
-	m->data_bytes = LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
+	free(p.shard);
+	free(p.shard_parts);
+	m->data_bytes = LLM_ALIGN_UP(p.off, m->tp > 1 ? LLM_TP_ALIGN : LLM_WEIGHTS_ALIGN);
 }
 
 /* A tokenizer file to write into OUTDIR. */
@@ -518,6 +626,7 @@ struct opts {
 	int64_t max_ctx, chunk;   /* 0: the default max_ctx */
 	enum llm_dtype wdt, kvdt; /* wdt LLM_DT_NONE: auto */
 	int mix;                  /* a --dtype mix (qmix.h), else -1 */
+	int64_t tp;               /* --tp: ranks (1: one process) */
 	int verbose;
 	int act_auto;                        /* --activations auto (the default): q8 where the
 	               * plan keeps or makes block-quantized matrices, else
@@ -644,6 +753,10 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->act_bf16 = o->act_bf16;
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
+	m->tp = o->tp;
+	if (llm_model_tp_check(&m->cfg, m->tp, dir) < 0)
+		llm_fatal("%s", llm_errmsg());
+
 	/* llama.cpp's name of the file type: the mix quantized to, or the
 	 * GGUF's whose blocks the build keeps */
 	m->file_type = o->mix >= 0 ? llm_qmix_label(o->mix) :
@@ -769,10 +882,11 @@ main(int argc, char **argv)
 		{"cpu", required_argument, NULL, 'U'},
 		{"features", required_argument, NULL, 'F'},
 		{"target", required_argument, NULL, 'T'},
+		{"tp", required_argument, NULL, 'P'},
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 0, 1, 0, 0, NULL, NULL, NULL};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 1, 0, 1, 0, 0, NULL, NULL, NULL};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -795,6 +909,13 @@ main(int argc, char **argv)
 			o.act_bf16 = strcmp(optarg, "bf16") == 0;
 			break;
 		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
+		case 'P':
+			if ((o.tp = parse_count(optarg, "--tp")) > LLM_MAX_TP) {
+				llm_warn("--tp: at most %d ranks", LLM_MAX_TP);
+				usage(stderr);
+				return LLM_EXIT_USAGE;
+			}
+			break;
 		case 'F': o.features = optarg; break;
 		case 'T': o.triple = optarg; break;
 		case 'U': o.cpu = strcmp(optarg, "native") == 0 ? NULL : optarg; break;

@@ -853,9 +853,20 @@ open_model(struct args *a, int64_t *ctx, double *t_load)
 	a->cache.verbose = a->verbose;
 	char *bundle = run_cache_model(a->model, &a->cache);
 	double t = llm_now();
-	if (llm_open(bundle ? bundle : a->model, &o, &m) != LLM_OK)
+	int rc = llm_open(bundle ? bundle : a->model, &o, &m);
+	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
+		exit(LLM_EXIT_FAIL); /* rank 0 says why */
+	if (rc != LLM_OK)
 		llm_fatal("%s", llm_errmsg());
 	free(bundle);
+	if (llm_rank(m) > 0) {
+		/* a tensor-parallel model's other ranks: rank 0's calls, on their
+		 * part of the weights, until it closes the model */
+		if (llm_follow(m) != LLM_OK)
+			llm_fatal("%s", llm_errmsg());
+		llm_close(&m);
+		exit(LLM_EXIT_OK);
+	}
 	if (llm_model_warning(m))
 		llm_warn("%s", llm_model_warning(m));
 	*ctx = choose_context(a, llm_context_limit(m), llm_kv_type(m));

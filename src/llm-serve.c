@@ -1012,8 +1012,18 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx};
-	if (llm_open(model, &lo, &sv.m) != LLM_OK)
+	int rc = llm_open(model, &lo, &sv.m);
+	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
+		return LLM_EXIT_FAIL; /* rank 0 says why */
+	if (rc != LLM_OK)
 		llm_fatal("%s", llm_errmsg());
+	if (llm_rank(sv.m) > 0) {
+		/* a tensor-parallel model's other ranks: rank 0 serves */
+		if (llm_follow(sv.m) != LLM_OK)
+			llm_fatal("%s", llm_errmsg());
+		llm_close(&sv.m);
+		return LLM_EXIT_OK;
+	}
 	if (!name) {
 		const char *b = strrchr(model, '/');
 		b = b && b[1] ? b + 1 : model;

@@ -82,7 +82,7 @@ const char *
 llm_status_name(int status)
 {
 	static const char *const names[] = {"LLM_OK", "LLM_ERR_ARG", "LLM_ERR_IO", "LLM_ERR_FORMAT", "LLM_ERR_TARGET",
-		"LLM_ERR_CONTEXT", "LLM_ERR_TOKEN", "LLM_ERR_TEXT", "LLM_ERR_UNSUPPORTED"};
+		"LLM_ERR_CONTEXT", "LLM_ERR_TOKEN", "LLM_ERR_TEXT", "LLM_ERR_UNSUPPORTED", "LLM_ERR_RANKS"};
 	return status >= 0 && status < (int)LLM_NELEM(names) ? names[status] : NULL;
 }
 
@@ -199,12 +199,22 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		return fail(LLM_ERR_ARG, "llm_open: %s %s is negative", path, o->threads < 0 ? "threads" : "context");
 	if (stat(path, &st) < 0)
 		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));
-	struct llm_runtime_opts ro = {.threads = o->threads, .verbose = o->verbose, .prefault = 1, .refused = &refused};
+	int rank = -1;
+	struct llm_runtime_opts ro = {.threads = o->threads,
+		.verbose = o->verbose,
+		.prefault = 1,
+		.refused = &refused,
+		.mpi_rank = &rank};
 	struct llm *m = llm_xcalloc(1, sizeof(*m));
 	m->src = (struct llm_chatsrc)LLM_CHATSRC_INIT;
 	if (!(m->rt = llm_runtime_open(path, &ro))) {
 		free(m);
-		return refused ? LLM_ERR_TARGET : LLM_ERR_FORMAT;
+		if (rank < 0)
+			return refused ? LLM_ERR_TARGET : LLM_ERR_FORMAT;
+		/* the ranks' verdict, the same on all of them: rank 0 says it */
+		if (rank)
+			llm_seterr("%s", "");
+		return LLM_ERR_RANKS;
 	}
 	int64_t limit = llm_runtime_model(m->rt)->max_context;
 	if (o->context > limit) {
@@ -239,6 +249,20 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 	m->eot = end_of_turn(m);
 	*out = m;
 	return LLM_OK;
+}
+
+int
+llm_rank(const struct llm *m)
+{
+	return m ? llm_runtime_rank(m->rt) : 0;
+}
+
+int
+llm_follow(struct llm *m)
+{
+	if (!m)
+		return fail(LLM_ERR_ARG, "llm_follow: the model is NULL");
+	return llm_runtime_follow(m->rt) < 0 ? LLM_ERR_RANKS : LLM_OK;
 }
 
 int
@@ -827,6 +851,9 @@ llm_seq_save(const struct llm_seq *s, const char *path)
 		    "llm_seq_save: %s: the sequence has no logits (nothing evaluated since its start "
 		    "or a rewind)",
 		    path);
+	if (llm_runtime_model(s->m->rt)->tp > 1)
+		return fail(LLM_ERR_ARG,
+		    "llm_seq_save: %s: the KV cache of a tensor-parallel model is spread over its ranks", path);
 	struct llm_out o;
 	if (llm_out_open(&o, path) < 0)
 		return LLM_ERR_IO;
@@ -852,6 +879,9 @@ llm_seq_load(struct llm_seq *s, const char *path)
 {
 	if (!s || !path)
 		return fail(LLM_ERR_ARG, "llm_seq_load: %s is NULL", s ? "path" : "the sequence");
+	if (llm_runtime_model(s->m->rt)->tp > 1)
+		return fail(LLM_ERR_ARG,
+		    "llm_seq_load: %s: the KV cache of a tensor-parallel model is spread over its ranks", path);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));

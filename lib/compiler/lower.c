@@ -120,11 +120,12 @@ llm_lower_guess_kind(const char *path, const char *text)
 
 int
 llm_pipeline_read(const char *path, const char *share, const char *transforms, const char *bf16_expand,
-    struct llm_argv *argv)
+    const char *mpi_to_llvm, struct llm_argv *argv)
 {
 	const struct {
 		const char *name, *value;
-	} vars[] = {{"@share@", share}, {"@transforms@", transforms}, {"@bf16-expand@", bf16_expand}};
+	} vars[] = {{"@share@", share}, {"@transforms@", transforms}, {"@bf16-expand@", bf16_expand},
+		{"@mpi-to-llvm@", mpi_to_llvm}};
 	char *data;
 	size_t len;
 	int n = 0;
@@ -163,9 +164,11 @@ llm_pipeline_read(const char *path, const char *share, const char *transforms, c
 			llm_buf_puts(&b, val);
 			s = at + nl;
 		}
-		llm_argv_add(argv, b.p);
+		if (b.len) {
+			llm_argv_add(argv, b.p);
+			n++;
+		}
 		llm_buf_free(&b);
-		n++;
 	}
 	free(data);
 	if (n == 0)
@@ -768,7 +771,15 @@ llm_lower_run(struct llm_lower *l)
 		goto out;
 	const char *bf16_expand;
 	tdir = pipeline_vars(l, pipeline, &tg, &bf16_expand);
-	if (llm_pipeline_read(pipeline, l->share, tdir, bf16_expand, &passes) < 0)
+	/* the mpi dialect's pass for a module with its ops (a tensor-parallel
+	 * layer, emit.c; in custom or generic form): the pass fails on a
+	 * module without them */
+	char *text = NULL;
+	int mpi = strcmp(l->input, "-") != 0 && llm_read_file(l->input, &text, NULL) == 0 &&
+	    (strstr(text, " mpi.") || strstr(text, "\"mpi."));
+	free(text);
+	if (llm_pipeline_read(pipeline, l->share, tdir, bf16_expand, mpi ? "--convert-to-llvm=filter-dialects=mpi" : "",
+		&passes) < 0)
 		goto out;
 
 	if (l->cache && strcmp(l->input, "-") != 0) {

@@ -64,11 +64,14 @@ char *llm_lower_pipeline(const char *share, const char *kind);
 /* Reads a pass list: one mlir-opt argument per line, '#' comment lines
  * and blank lines skipped, leading and trailing blanks trimmed, "@share@"
  * replaced by share, "@transforms@" by transforms (the folder of the
- * target's transform scripts) and "@bf16-expand@" by bf16_expand ("true"
- * or "false": arith-expand's include-bf16).  Appends the arguments to argv
- * and returns their count, or -1 with llm_errmsg. */
+ * target's transform scripts), "@bf16-expand@" by bf16_expand ("true"
+ * or "false": arith-expand's include-bf16) and "@mpi-to-llvm@" by
+ * mpi_to_llvm (the pass that lowers the mpi dialect, for a module with
+ * mpi ops, else "": a line left empty is skipped).
+ * Appends the arguments to argv and returns their count, or -1 with
+ * llm_errmsg. */
 int llm_pipeline_read(const char *path, const char *share, const char *transforms, const char *bf16_expand,
-    struct llm_argv *argv);
+    const char *mpi_to_llvm, struct llm_argv *argv);
 
 /* The share/llm directory: $LLM_SHARE, else <dir of the executable>/../share/llm
  * when it holds pipelines/, else fallback.  Returns a new string. */

@@ -205,17 +205,26 @@ check_plan(struct packer *k)
 			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
 			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name, m->path);
 		const char *file = s->files[t->file].path;
-		if (t->ndim != p->ndim ||
-		    (p->part ? t->shape[0] < p->first_row || t->shape[0] - p->first_row < p->shape[0] ||
-				memcmp(t->shape + 1, p->shape + 1, (size_t)(p->ndim - 1) * sizeof(int64_t)) :
-			       memcmp(t->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)) {
+		/* the rows or columns a part takes (a fused tensor's part, a
+		 * tensor-parallel rank's) lie inside the source */
+		int64_t rows = p->part ? p->first_row + p->shape[0] : p->shape[0];
+		int64_t cols = p->ndim > 1 && p->cpart ? p->first_col + p->shape[1] : p->ndim > 1 ? p->shape[1] : 0;
+		if (t->ndim != p->ndim || (p->part ? t->shape[0] < rows : t->shape[0] != rows) ||
+		    (p->ndim > 1 && (p->cpart ? t->shape[1] < cols : t->shape[1] != cols)) ||
+		    (p->ndim > 2 && memcmp(t->shape + 2, p->shape + 2, (size_t)(p->ndim - 2) * sizeof(int64_t)) != 0) ||
+		    (p->cpart && t->quant >= 0 && (p->first_col % t->blck || p->shape[1] % t->blck))) {
 			fmt_shape(a, sizeof(a), t->shape, t->ndim);
 			fmt_shape(b, sizeof(b), p->shape, p->ndim);
-			if (p->part)
-				return llm_seterr("%s: tensor '%s': shape %s has no rows %" PRId64 "..%" PRId64
-						  " of %s for '%s' in %s",
-				    file, t->name, a, p->first_row, p->first_row + p->shape[0] - 1, b, p->name,
+			if (p->cpart && t->quant >= 0)
+				return llm_seterr("%s: tensor '%s': columns %" PRId64 "..%" PRId64 " are not whole %s "
+						  "blocks of %" PRIu64 " (for '%s' in %s)",
+				    file, t->name, p->first_col, cols - 1, t->type_name, (uint64_t)t->blck, p->name,
 				    m->path);
+			if (p->part || p->cpart)
+				return llm_seterr("%s: tensor '%s': shape %s has no rows %" PRId64 "..%" PRId64
+						  ", columns %" PRId64 "..%" PRId64 " of %s for '%s' in %s",
+				    file, t->name, a, p->part ? p->first_row : 0, rows - 1, p->cpart ? p->first_col : 0,
+				    cols - 1, b, p->name, m->path);
 			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s", file, t->name, a,
 			    b, p->name, m->path);
 		}
@@ -626,10 +635,12 @@ write_rows(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
     const struct llm_source_tensor *t)
 {
 	size_t ds = llm_dtype_size(p->dtype);
-	uint64_t rows = (uint64_t)p->shape[0], rowlen = t->nelem / (uint64_t)t->shape[0];
-	size_t rb = src_bytes(t, rowlen);
+	/* a row of the source, and the part of it taken (first_col on) */
+	uint64_t rows = (uint64_t)p->shape[0], srclen = t->nelem / (uint64_t)t->shape[0];
+	uint64_t rowlen = p->cpart ? (uint64_t)p->shape[1] : srclen;
+	size_t rb = src_bytes(t, rowlen), sb = src_bytes(t, srclen);
 	uint64_t per = CHUNK / rowlen;
-	const uint8_t *src = t->data;
+	const uint8_t *src = t->data + (p->cpart ? src_bytes(t, (uint64_t)p->first_col) : 0);
 	uint8_t *stage = t->dtype != p->dtype ? llm_xmalloc(CHUNK * sizeof(double)) : NULL;
 
 	for (uint64_t r = 0; r < rows; r += per) {
@@ -637,7 +648,7 @@ write_rows(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		struct slot *s = slot_get(&k->hs, ti, r == 0, r + n == rows);
 		uint8_t *dst = stage ? stage : s->buf;
 		for (uint64_t i = 0; i < n; i++)
-			memcpy(dst + i * rb, src + source_row(k, ti, p, r + i) * rb, rb);
+			memcpy(dst + i * rb, src + source_row(k, ti, p, r + i) * sb, rb);
 		if (stage && llm_source_read(t, stage, n * rowlen, p->dtype, s->buf, k->stage) < 0) {
 			free(stage);
 			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", k->m->path, p->name, t->type_name,
@@ -651,7 +662,7 @@ write_rows(struct packer *k, struct llm_out *o, size_t ti, const struct llm_plan
 		}
 	}
 	free(stage);
-	release(src, t->nbytes);
+	release(t->data, t->nbytes);
 	return 0;
 }
 
@@ -677,9 +688,12 @@ static int
 row_blocks(const struct rowjob *j, uint64_t r, uint8_t *dst, float *f)
 {
 	const struct llm_source_tensor *t = j->t;
-	uint64_t cols = (uint64_t)j->p->shape[1];
+	uint64_t cols = (uint64_t)j->p->shape[1], scols = t->nelem / (uint64_t)t->shape[0];
 	uint32_t q = (uint32_t)j->k->qtype[j->ti], blck, size;
-	const uint8_t *row = (const uint8_t *)t->data + source_row(j->k, j->ti, j->p, r) * src_bytes(t, cols);
+	/* a column part (a tensor-parallel rank's) from first_col on: whole
+	 * blocks (check_plan) */
+	const uint8_t *row = (const uint8_t *)t->data + source_row(j->k, j->ti, j->p, r) * src_bytes(t, scols) +
+	    (j->p->cpart ? src_bytes(t, (uint64_t)j->p->first_col) : 0);
 
 	llm_ggml_type_block(q, &blck, &size);
 	if (t->quant >= 0) {
@@ -962,7 +976,7 @@ write_pair(struct packer *k)
 		if ((!t ? write_rope(k, &bin, i, p) :
 			    p->layout                            ? write_tiled(k, &bin, i, p, t) :
 			    k->qtype[i] >= 0 && t->quant < 0     ? write_rounded(k, &bin, i, p, t) :
-			    k->heads[i] || p->part               ? write_rows(k, &bin, i, p, t) :
+			    k->heads[i] || p->part || p->cpart   ? write_rows(k, &bin, i, p, t) :
 			    strcmp(p->transform, "add_one") == 0 ? write_add_one(k, &bin, i, p, t) :
 								   write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;

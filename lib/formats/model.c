@@ -385,6 +385,13 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 		return llm_seterr("%s: 'first_row' must be an integer >= 0, on a tensor with one source", c);
 	p->part = fr != NULL;
 	p->first_row = fr ? json_integer_value(fr) : 0;
+	json_t *fc = json_object_get(t, "first_col"); /* borrowed */
+	if (fc &&
+	    (!json_is_integer(fc) || json_integer_value(fc) < 0 || json_array_size(src) != 1 ||
+		json_array_size(json_object_get(t, "shape")) != 2))
+		return llm_seterr("%s: 'first_col' must be an integer >= 0, on a matrix with one source", c);
+	p->cpart = fc != NULL;
+	p->first_col = fc ? json_integer_value(fc) : 0;
 	p->nsource = (int)json_array_size(src);
 	for (int j = 0; j < p->nsource; j++) {
 		json_t *s = json_array_get(src, (size_t)j);
@@ -438,6 +445,55 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	return 0;
 }
 
+/* A tensor-parallel plan is tp images of one layout (model.h "tp"). */
+static int
+tp_images(const struct llm_model *m, const char *path)
+{
+	uint64_t stride = m->data_bytes / (uint64_t)m->tp;
+	size_t n0 = m->ntensors / (size_t)m->tp;
+	if (m->ntensors % (size_t)m->tp || m->data_bytes % (uint64_t)m->tp || stride % LLM_TP_ALIGN)
+		return llm_seterr("%s: limits.tp %" PRId64 ": the plan is not %" PRId64 " images of one layout, each "
+				  "a multiple of %d bytes",
+		    path, m->tp, m->tp, LLM_TP_ALIGN);
+	for (size_t i = 0; i < m->ntensors; i++) {
+		const struct llm_plan_tensor *t = &m->tensors[i], *t0 = &m->tensors[i % n0];
+		size_t r = i / n0;
+		char want[256];
+		if (r)
+			snprintf(want, sizeof(want), "%s@%zu", t0->name, r);
+		if ((r ? strcmp(t->name, want) != 0 : strchr(t->name, '@') != NULL) || t->dtype != t0->dtype ||
+		    t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof(t->shape)) != 0 ||
+		    (t->layout != NULL) != (t0->layout != NULL) || (t->layout && strcmp(t->layout, t0->layout) != 0) ||
+		    t->offset != t0->offset + r * stride || t0->offset + t0->bytes > stride)
+			return llm_seterr("%s: tensor '%s': rank %zu's image does not repeat rank 0's (name %s@%zu, "
+					  "its dtype, shape and layout, offset + %zu x %" PRIu64 ")",
+			    path, t->name, r, t0->name, r, r, stride);
+	}
+	return 0;
+}
+
+void
+llm_model_rank_config(const struct llm_model *m, struct llm_model_config *out)
+{
+	*out = m->cfg;
+	if (m->tp > 1) {
+		out->n_heads /= m->tp;
+		out->n_kv_heads = out->n_kv_heads >= m->tp ? out->n_kv_heads / m->tp : 1;
+		out->intermediate_size /= m->tp;
+	}
+}
+
+int
+llm_model_tp_check(const struct llm_model_config *c, int64_t tp, const char *ctx)
+{
+	if (tp > 1 && (c->n_heads % tp || (c->n_kv_heads % tp && tp % c->n_kv_heads) || c->intermediate_size % tp))
+		return llm_seterr("%s: %" PRId64 " heads, %" PRId64 " KV heads and intermediate_size %" PRId64
+				  " do not split over %" PRId64 " ranks (heads and intermediate_size must divide, KV "
+				  "heads divide or be a divisor of the ranks)",
+		    ctx, c->n_heads, c->n_kv_heads, c->intermediate_size, tp);
+	return 0;
+}
+
 /* kv_cache.bytes of a config: layers x (k, v) x KV heads x positions x
  * head_dim elements of dt.  In double, so that an edited config that
  * overflows int64 is told apart (exact below 2^53). */
@@ -473,6 +529,8 @@ tensor_json(const struct llm_plan_tensor *p)
 		json_object_set_new(t, "heads", json_integer(p->heads));
 	if (p->part)
 		json_object_set_new(t, "first_row", json_integer(p->first_row));
+	if (p->cpart)
+		json_object_set_new(t, "first_col", json_integer(p->first_col));
 	if (p->layout)
 		json_object_set_new(t, "layout", json_string(p->layout));
 	json_object_set_new(t, "dtype", json_string(llm_dtype_name(p->dtype)));
@@ -600,6 +658,7 @@ llm_model_init(struct llm_model *m)
 	m->alignment = LLM_WEIGHTS_ALIGN;
 	m->act_dtype = LLM_DT_F32;
 	m->bos_id = -1;
+	m->tp = 1;
 }
 
 json_t *
@@ -621,6 +680,8 @@ llm_model_build(const struct llm_model *m)
 		json_object_set_new(dtypes, "file_type", json_string(m->file_type));
 	json_object_set_new(limits, "max_context", json_integer(m->max_context));
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
+	if (m->tp > 1)
+		json_object_set_new(limits, "tp", json_integer(m->tp));
 	for (size_t i = 0; i < m->ntensors; i++)
 		json_array_append_new(tensors, tensor_json(&m->tensors[i]));
 	llm_hex64(llm_plan_fingerprint(dtypes, config, limits, tensors), fph);
@@ -628,7 +689,9 @@ llm_model_build(const struct llm_model *m)
 	json_object_set_new(kvc, "layout", json_string(KV_LAYOUT));
 	json_object_set_new(kvc, "dtype", json_string(llm_dtype_name(m->kv_dtype)));
 	json_object_set_new(kvc, "positions", json_integer(llm_kv_positions(m->max_context)));
-	json_object_set_new(kvc, "bytes", json_integer((json_int_t)kv_cache_bytes(c, m->max_context, m->kv_dtype)));
+	struct llm_model_config rc;
+	llm_model_rank_config(m, &rc);
+	json_object_set_new(kvc, "bytes", json_integer((json_int_t)kv_cache_bytes(&rc, m->max_context, m->kv_dtype)));
 	json_object_set_new(weights, "file", json_string(m->weights_file));
 	json_object_set_new(weights, "header_bytes", json_integer((json_int_t)m->header_bytes));
 	json_object_set_new(weights, "alignment", json_integer((json_int_t)m->alignment));
@@ -707,6 +770,15 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
 	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
 		goto fail;
+	m->tp = 1;
+	if (llm_json_int_opt(o, "tp", path, &m->tp) < 0)
+		goto fail;
+	if (m->tp < 1 || m->tp > LLM_MAX_TP) {
+		llm_seterr("%s: limits.tp must be 1 to %d", path, LLM_MAX_TP);
+		goto fail;
+	}
+	if (llm_model_tp_check(&m->cfg, m->tp, path) < 0)
+		goto fail;
 
 	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
 	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
@@ -747,8 +819,9 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	{
 		/* The runtime allocates and the kernels index the cache by the
 		 * config (not covered by the fingerprint: derived, so checked) */
-		const struct llm_model_config *c = &m->cfg;
-		double want = kv_cache_bytes(c, m->max_context, m->kv_dtype);
+		struct llm_model_config c;
+		llm_model_rank_config(m, &c);
+		double want = kv_cache_bytes(&c, m->max_context, m->kv_dtype);
 		json_t *pos = json_object_get(o, "positions"); /* borrowed */
 		if ((double)m->kv_bytes != want) {
 			llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,
@@ -807,6 +880,8 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 				goto fail;
 			}
 	}
+	if (m->tp > 1 && tp_images(m, path) < 0)
+		goto fail;
 	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
 	    json_object_get(r, "limits"), a);
 	if (want != m->fingerprint) {

@@ -17,6 +17,14 @@
 #define LLM_MAX_PHASES LLM_PH_COUNT
 
 #define LLM_MAX_ROPE_FACTORS 512 /* head_dim / 2 */
+#define LLM_MAX_TP 64              /* limits.tp: ranks of a tensor-parallel model */
+#define LLM_TP_ALIGN 65536         /* a rank's image of the weights starts at a multiple */
+/* The MPI library a tensor-parallel model's mpi ops are lowered for (the
+ * module's DLTI "MPI:Implementation", emit.c) and linked with (llm-link):
+ * MPICH's ABI, which Intel MPI, MVAPICH and Cray MPICH share. */
+#define LLM_MPI_IMPLEMENTATION "MPICH"
+#define LLM_MPI_SONAME "libmpich.so.12" /* Debian: libmpich12 */
+#define LLM_MPI_LIB "-l:" LLM_MPI_SONAME
 
 /* The RoPE scaling of a config (transformers' rope_scaling, in config.json
  * and model.json alike): none (null, absent or rope_type "default"), or
@@ -101,6 +109,11 @@ struct llm_plan_tensor {
 	                         * first_row + shape[0] - 1 (a part of a fused
 	                         * qkv or gate_up matrix; model.json "first_row") */
 	int64_t first_row;
+	int cpart; /* 0: every column; 1: the columns first_col
+	                         * .. first_col + shape[1] - 1 of a matrix
+	                         * (model.json "first_col"; a tensor-parallel
+	                         * rank's part of o or down) */
+	int64_t first_col;
 	const char *quant;     /* the source's ggml block type ("Q4_K"), when
 	                         * it is block-quantized; else NULL */
 	const char *layout;    /* NULL: dense, dtype elements in row-major
@@ -142,6 +155,11 @@ struct llm_model {
 	                        * GGUF's general.file_type whose blocks the
 	                        * build keeps); NULL: none */
 	int64_t max_context, prefill_chunk;
+	int64_t tp; /* limits.tp: the ranks the weights are split over
+	             * (tensor parallel, MPI); 1: one process.  The plan is
+	             * then tp images of data_bytes / tp (a multiple of
+	             * LLM_TP_ALIGN) with the same layout: rank 0's tensors,
+	             * then rank r's, each named "<name>@<r>" (r >= 1) */
 	size_t ntokenizer_files;
 	const char **tokenizer_files;
 	int64_t bos_id; /* -1: none */
@@ -171,6 +189,13 @@ uint64_t llm_kv_bytes(const struct llm_model *m, int64_t context);
  * the build's max_context when that is smaller. */
 #define LLM_DEFAULT_CONTEXT 4096
 
+/* The config one rank of a tensor-parallel model computes (m->cfg when
+ * m->tp is 1): heads, KV heads and intermediate_size divided by tp, a KV
+ * head shared by tp / n_kv_heads ranks when there are fewer than ranks. */
+void llm_model_rank_config(const struct llm_model *m, struct llm_model_config *out);
+/* Whether config c splits over tp ranks: 0, or -1 with llm_errmsg saying
+ * what does not divide (ctx names the model). */
+int llm_model_tp_check(const struct llm_model_config *c, int64_t tp, const char *ctx);
 /* A model to be described by llm_model_build: zeroed but for the fixed
  * facts of the format (weights.bin, its header size and alignment, f32
  * activations, no bos). */

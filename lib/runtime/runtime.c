@@ -34,7 +34,25 @@ struct llm_runtime {
 	atomic_int stop_prefault;
 	struct llm_ctx *ctx; /* the runtime's own context (llm_runtime_prefill ...) */
 	char *target_cpu;    /* target.json's cpu; NULL: none */
+	uint64_t wbytes;     /* the weights the phases get: data_bytes, or
+	                      * one rank's image of them */
+	/* Tensor parallel (limits.tp > 1): this process is MPI rank rank of
+	 * model.tp, through the library's entry points (emit.c). */
+	struct {
+		int64_t (*init)(void);
+		void (*finalize)(void);
+		void (*reduce[3])(struct llm_memref1 *); /* sum, min, max */
+		int started, failed;
+		int64_t rank;
+		atomic_int nctx; /* contexts but the runtime's own */
+	} mpi;
 };
+
+enum { MPI_SUM_, MPI_MIN_, MPI_MAX_ };
+/* What rank 0 tells the others before each phase call: the command, then
+ * the phase, position, tokens and context, then the token ids. */
+enum { HDR_CMD, HDR_PHASE, HDR_POS, HDR_N, HDR_CONTEXT, HDR_TOKENS };
+enum { CMD_QUIT, CMD_CALL };
 
 struct llm_ctx {
 	const struct llm_runtime *rt;
@@ -45,6 +63,7 @@ struct llm_ctx {
 	float *logits;       /* vocab_size: the last call's logits */
 	int64_t max_context; /* positions the cache holds */
 	int64_t pos;         /* positions filled in the cache */
+	int64_t *hdr;        /* tensor parallel: HDR_TOKENS + tokens_cap */
 };
 
 /* model.json of a build directory, or the member of a bundle: the
@@ -132,6 +151,7 @@ map_weights(struct llm_runtime *rt)
 		return llm_seterr("%s: size %" PRIu64 " bytes, header says %" PRIu64 " (truncated?)", mb->label,
 		    mb->size, h.header_bytes + h.data_bytes);
 	rt->weights = rt->wmap.p + h.header_bytes;
+	rt->wbytes = m->data_bytes;
 	if ((uintptr_t)rt->weights % LLM_WEIGHTS_ALIGN)
 		return llm_seterr("%s: data area is not %d-byte aligned in %s", mb->label, LLM_WEIGHTS_ALIGN,
 		    rt->bundle.path);
@@ -147,7 +167,7 @@ prefault_main(void *arg)
 {
 	struct llm_runtime *rt = arg;
 	const volatile uint8_t *p = rt->weights;
-	size_t n = (size_t)rt->model.data_bytes, step = (size_t)sysconf(_SC_PAGESIZE);
+	size_t n = (size_t)rt->wbytes, step = (size_t)sysconf(_SC_PAGESIZE);
 	unsigned sum = 0;
 
 	for (size_t i = 0; i < n; i += step) {
@@ -231,6 +251,61 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	return 0;
 }
 
+/* An in-place reduction of n int64 over the ranks. */
+static void
+mpi_reduce(const struct llm_runtime *rt, int op, int64_t *v, int64_t n)
+{
+	struct llm_memref1 d = {v, v, 0, n, 1};
+	rt->mpi.reduce[op](&d);
+}
+
+/* Tensor parallel: MPI started through the library, this rank's image of
+ * the weights, and the ranks' agreement: as many as limits.tp, one plan
+ * (fingerprint), one phase shape and vocabulary.  The checks are
+ * collective: every rank reaches the same verdict, rank 0 says it. */
+static int
+mpi_start(struct llm_runtime *rt, const struct llm_runtime_opts *o)
+{
+	static const char *const names[] = {"sum", "min", "max"};
+	const struct llm_model *m = &rt->model;
+	char sym[64];
+
+	if (!(rt->mpi.init = (int64_t (*)(void))dlsym(rt->lib, "_mlir_ciface_llm_mpi_init")) ||
+	    !(rt->mpi.finalize = (void (*)(void))dlsym(rt->lib, "_mlir_ciface_llm_mpi_finalize")))
+		return llm_seterr("%s: limits.tp %" PRId64 ", but the library has no MPI entry points", rt->lib_label,
+		    m->tp);
+	for (int i = 0; i < 3; i++) {
+		snprintf(sym, sizeof(sym), "_mlir_ciface_llm_mpi_%s", names[i]);
+		if (!(rt->mpi.reduce[i] = (void (*)(struct llm_memref1 *))dlsym(rt->lib, sym)))
+			return llm_seterr("%s: missing symbol '%s'", rt->lib_label, sym);
+	}
+	rt->mpi.rank = rt->mpi.init();
+	rt->mpi.started = 1;
+	if (o->mpi_rank)
+		*o->mpi_rank = (int)rt->mpi.rank;
+	int64_t size = 1, lo[4] = {(int64_t)m->fingerprint, m->tp, rt->tokens_cap, rt->vocab}, hi[4];
+	memcpy(hi, lo, sizeof(hi));
+	mpi_reduce(rt, MPI_SUM_, &size, 1);
+	mpi_reduce(rt, MPI_MIN_, lo, 4);
+	mpi_reduce(rt, MPI_MAX_, hi, 4);
+	if (memcmp(lo, hi, sizeof(lo)) != 0) {
+		rt->mpi.failed = 1;
+		return llm_seterr("%s: the %" PRId64
+				  " ranks do not run one model: their bundles' plans (fingerprints), "
+				  "--tp or phases differ",
+		    m->path, size);
+	}
+	if (size != m->tp) {
+		rt->mpi.failed = 1;
+		return llm_seterr("%s: built for %" PRId64 " ranks (llm-import --tp), run as %" PRId64 " (mpirun -np)",
+		    m->path, m->tp, size);
+	}
+	uint64_t stride = m->data_bytes / (uint64_t)m->tp;
+	rt->weights += (uint64_t)rt->mpi.rank * stride;
+	rt->wbytes = stride;
+	return 0;
+}
+
 /* A KV cache of zeros for n positions (anonymous pages, touched only as
  * used), in place of the one there was: the phases take the positions of
  * its rows from the size of %kv. */
@@ -271,6 +346,11 @@ alloc_kv(struct llm_ctx *c, int64_t n)
 struct llm_ctx *
 llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 {
+	if (rt->model.tp > 1 && rt->ctx && atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, 1) > 0) {
+		atomic_fetch_sub(&((struct llm_runtime *)rt)->mpi.nctx, 1);
+		llm_seterr("%s: a tensor-parallel model evaluates one sequence at a time", rt->model.path);
+		return NULL;
+	}
 	struct llm_ctx *c = llm_xcalloc(1, sizeof(*c));
 	c->rt = rt;
 	if (n == 0)
@@ -281,6 +361,7 @@ llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 	}
 	c->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->tokens_cap * sizeof(int64_t), 64));
 	c->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
+	c->hdr = rt->model.tp > 1 ? llm_xcalloc((size_t)(HDR_TOKENS + rt->tokens_cap), sizeof(int64_t)) : NULL;
 	if (!c->tokens || !c->logits)
 		llm_fatal("out of memory");
 	return c;
@@ -293,8 +374,11 @@ llm_ctx_free(struct llm_ctx *c)
 		return;
 	if (c->kv)
 		munmap(c->kv, c->kv_map);
+	if (c->rt->model.tp > 1 && c != c->rt->ctx && c->rt->ctx)
+		atomic_fetch_sub(&((struct llm_runtime *)c->rt)->mpi.nctx, 1);
 	free(c->tokens);
 	free(c->logits);
+	free(c->hdr);
 	free(c);
 }
 
@@ -333,6 +417,26 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 	for (int i = 0; i < LLM_PH_COUNT; i++)
 		if (rt->phase_tokens[i] > rt->tokens_cap)
 			rt->tokens_cap = rt->phase_tokens[i];
+	if (m->tp > 1 && mpi_start(rt, o) < 0)
+		goto fail;
+	if (m->tp == 1) {
+		/* one of several ranks (MPICH's launcher, Open MPI's): the
+		 * others wait for this one in vain */
+		const char *n = getenv("PMI_SIZE") ? getenv("PMI_SIZE") : getenv("OMPI_COMM_WORLD_SIZE");
+		if (n && strcmp(n, "1") != 0) {
+			llm_seterr("%s: not a tensor-parallel model (llm-import --tp), but run as one of %s ranks "
+				   "(mpirun -np)",
+			    m->path, n);
+			/* The others wait in MPI_Init for this rank; the launcher
+			 * ends them when a rank that started MPI exits with a
+			 * failure, not one that never did. */
+			void *h = dlopen(LLM_MPI_SONAME, RTLD_NOW | RTLD_LOCAL);
+			int (*init)(int *, char ***) = h ? (int (*)(int *, char ***))dlsym(h, "MPI_Init") : NULL;
+			if (init)
+				init(NULL, NULL);
+			goto fail;
+		}
+	}
 	if (!(rt->ctx = llm_ctx_new(rt, 0)))
 		goto fail;
 	/* Best effort: without the thread the first phase faults them in. */
@@ -352,6 +456,16 @@ llm_runtime_close(struct llm_runtime *rt)
 	if (rt->prefaulting) {
 		atomic_store(&rt->stop_prefault, 1);
 		pthread_join(rt->prefault, NULL);
+	}
+	if (rt->mpi.started) {
+		/* rank 0 lets the others' llm_runtime_follow return; then all
+		 * of them end MPI together */
+		if (rt->mpi.rank == 0 && !rt->mpi.failed && rt->ctx) {
+			memset(rt->ctx->hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
+			rt->ctx->hdr[HDR_CMD] = CMD_QUIT;
+			mpi_reduce(rt, MPI_SUM_, rt->ctx->hdr, HDR_TOKENS + rt->tokens_cap);
+		}
+		rt->mpi.finalize();
 	}
 	llm_ctx_free(rt->ctx);
 	/* Stop libomp's worker threads (OpenMP 5 omp_pause_hard = 2), so
@@ -453,11 +567,11 @@ check_ids(const struct llm_ctx *c, const int64_t *tokens, int64_t n)
  * writes only c, so that contexts of one runtime run in different threads
  * at once. */
 static void
-call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
+run_phase(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 {
 	const struct llm_runtime *rt = c->rt;
 	int64_t cap = rt->phase_tokens[ph];
-	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->model.data_bytes, 1};
+	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->wbytes, 1};
 	struct llm_memref1 kv = {c->kv, c->kv, 0, (int64_t)c->kv_bytes, 1};
 	struct llm_memref1 tk = {c->tokens, c->tokens, 0, cap, 1};
 	struct llm_memref1 lg = {c->logits, c->logits, 0, rt->vocab, 1};
@@ -470,6 +584,59 @@ call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 		    c->pos, n);
 	rt->phase[ph](&w, &kv, &tk, c->pos, n, &lg);
 	c->pos += n;
+}
+
+/* A phase call; on rank 0 of a tensor-parallel model, told to the other
+ * ranks first (they run it in llm_runtime_follow). */
+static void
+call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
+{
+	const struct llm_runtime *rt = c->rt;
+	if (rt->model.tp > 1) {
+		memset(c->hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
+		c->hdr[HDR_CMD] = CMD_CALL;
+		c->hdr[HDR_PHASE] = ph;
+		c->hdr[HDR_POS] = c->pos;
+		c->hdr[HDR_N] = n;
+		c->hdr[HDR_CONTEXT] = c->max_context;
+		memcpy(c->hdr + HDR_TOKENS, tokens, (size_t)n * sizeof(*tokens));
+		mpi_reduce(rt, MPI_SUM_, c->hdr, HDR_TOKENS + rt->tokens_cap);
+	}
+	run_phase(c, ph, tokens, n);
+}
+
+int
+llm_runtime_rank(const struct llm_runtime *rt)
+{
+	return rt->mpi.started ? (int)rt->mpi.rank : 0;
+}
+
+int
+llm_runtime_follow(struct llm_runtime *rt)
+{
+	struct llm_ctx *c = rt->ctx;
+	int64_t nh = HDR_TOKENS + rt->tokens_cap;
+	if (!rt->mpi.started || rt->mpi.rank == 0)
+		return llm_seterr("%s: only ranks other than 0 of a tensor-parallel model follow", rt->model.path);
+	for (;;) {
+		memset(c->hdr, 0, (size_t)nh * sizeof(int64_t));
+		mpi_reduce(rt, MPI_SUM_, c->hdr, nh);
+		const int64_t *h = c->hdr;
+		if (h[HDR_CMD] == CMD_QUIT)
+			return 0;
+		if (h[HDR_CMD] != CMD_CALL || h[HDR_PHASE] < 0 || h[HDR_PHASE] >= LLM_PH_COUNT ||
+		    !rt->phase[h[HDR_PHASE]] || h[HDR_N] < 1 || h[HDR_N] > rt->phase_tokens[h[HDR_PHASE]] ||
+		    h[HDR_POS] < 0)
+			return llm_seterr("%s: rank %" PRId64 ": rank 0 sent a call this rank cannot make",
+			    rt->model.path, rt->mpi.rank);
+		if (h[HDR_CONTEXT] != c->max_context && alloc_kv(c, h[HDR_CONTEXT]) < 0)
+			return -1;
+		if (h[HDR_POS] + h[HDR_N] > c->max_context)
+			return llm_seterr("%s: rank %" PRId64 ": a call past the context", rt->model.path,
+			    rt->mpi.rank);
+		c->pos = h[HDR_POS];
+		run_phase(c, (int)h[HDR_PHASE], h + HDR_TOKENS, h[HDR_N]);
+	}
 }
 
 int

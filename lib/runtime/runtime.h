@@ -27,10 +27,12 @@ typedef void llm_phase_fn(struct llm_memref1 *weights, struct llm_memref1 *kv, s
     int64_t n_tokens, struct llm_memref1 *logits);
 
 struct llm_runtime_opts {
-	int threads;  /* OpenMP threads; 0: the OpenMP default */
-	int verbose;  /* each phase call on stderr */
-	int prefault; /* map the weights' pages in a background thread */
-	int *refused; /* not NULL: set to 1 when open fails because this CPU cannot run the bundle's target */
+	int threads;   /* OpenMP threads; 0: the OpenMP default */
+	int verbose;   /* each phase call on stderr */
+	int prefault;  /* map the weights' pages in a background thread */
+	int *refused;  /* not NULL: set to 1 when open fails because this CPU cannot run the bundle's target */
+	int *mpi_rank; /* not NULL: set to this process's MPI rank once a tensor-parallel model has started MPI
+	                * (its errors after that are every rank's: rank 0 says them) */
 };
 
 /* Opaque: read through the accessors below (an embedding program needs
@@ -105,6 +107,16 @@ int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
  * file (c's state then undefined: rewind it to 0). */
 int llm_ctx_write_kv(const struct llm_ctx *c, FILE *f);
 int llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f);
+
+/* Tensor parallel (limits.tp > 1, run under mpirun -np tp): open starts
+ * MPI.  Rank 0 is the one the program drives: each phase call it makes
+ * is told to the others first.  The others call llm_runtime_follow, which
+ * makes the same calls on their part of the weights and returns 0 when
+ * rank 0 closes its runtime (-1 with llm_errmsg on a call it cannot
+ * make).  One sequence at a time: the API's, or the runtime's own.  A
+ * model of one process is rank 0. */
+int llm_runtime_rank(const struct llm_runtime *rt);
+int llm_runtime_follow(struct llm_runtime *rt);
 
 /* Index of the largest element (the first on ties; NaN never wins). */
 int64_t llm_argmax(const float *x, int64_t n);

@@ -721,7 +721,13 @@ build_kernel(struct phase *p, size_t pi)
 	}
 	mlirOperationSetInherentAttributeByName(f, LLM_SREF("sym_name"), mlirStringAttrGet(ctx, LLM_SREF(kn.name)));
 	km = mlirModuleCreateEmpty(mlirLocationUnknownGet(ctx));
-	MlirOperation kmo = mlirModuleGetOperation(km);
+	MlirOperation kmo = mlirModuleGetOperation(km), srcmo = mlirModuleGetOperation(p->mod);
+	/* the source module's attributes (the MPI implementation of a
+	 * tensor-parallel model's mpi ops: emit.c) */
+	for (intptr_t i = 0; i < mlirOperationGetNumDiscardableAttributes(srcmo); i++) {
+		MlirNamedAttribute a = mlirOperationGetDiscardableAttribute(srcmo, i);
+		mlirOperationSetDiscardableAttributeByName(kmo, mlirIdentifierStr(a.name), a.attribute);
+	}
 	mlirOperationSetDiscardableAttributeByName(kmo, LLM_SREF("llm.kind"),
 	    mlirStringAttrGet(ctx, LLM_SREF(p->kind)));
 	mlirBlockAppendOwnedOperation(mlirModuleGetBody(km), f);

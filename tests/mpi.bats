@@ -1,0 +1,156 @@
+#!/usr/bin/env bats
+# Tensor parallelism over MPI (issue 47): models built with llm-import --tp
+# N and run as N ranks by MPICH's launcher (mpiexec.hydra, what
+# ./configure installs; the model library links MPICH's ABI, model.h),
+# on this machine's loopback.  Each rank holds its part of every layer;
+# the logits equal one process's within the rounding of the all-reduce's
+# other order of sums.
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	command -v mpiexec.hydra >/dev/null || return 0
+	local F=$BATS_FILE_TMPDIR s="$SHARED/fixtures/stories260K/stories260K.gguf"
+	if [ -f "$s" ]; then
+		build "$s" "$F/s1"
+		build "$s" "$F/s2" --tp 2
+	fi
+	ensure_tokenizer
+	mkmodel --preset tiny --family qwen2 --vocab 151937 --seed 3 -o "$F/q" >&2
+	build "$F/q" "$F/q1"
+	build "$F/q" "$F/q2" --tp 2
+	build "$F/q" "$F/q4" --tp 4
+	build "$F/q" "$F/q8-1" --dtype q8_0 --activations q8
+	build "$F/q" "$F/q8-2" --dtype q8_0 --activations q8 --tp 2
+}
+
+setup() {
+	load test_helper/common-setup
+	_common_setup
+	F=$BATS_FILE_TMPDIR
+	T=$BATS_TEST_TMPDIR
+	command -v mpiexec.hydra >/dev/null || skip "no MPICH launcher (mpiexec.hydra): ./configure installs mpich"
+}
+
+# build SRC OUT [IMPORT_FLAGS...]: pipelines/model.mk
+build() {
+	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL="$1" OUT="$2" \
+		IMPORT_FLAGS="${*:3}" -j2 >&2
+}
+
+# ranks N ARGS...: llm-run as N ranks, at most 60 s
+ranks() {
+	local n=$1
+	shift
+	timeout 60 mpiexec.hydra -np "$n" "$(command -v llm-run)" -t 1 "$@"
+}
+
+@test "llm-import --tp: heads, KV heads and intermediate_size must split; a plan of rank images" {
+	ensure_tokenizer
+	mkmodel --preset tiny --family qwen2 --seed 3 -o "$T/ck" >&2
+	run -1 llm-import --tp 3 -o "$T/o" "$T/ck"
+	assert_output "llm-import: $T/ck: 4 heads, 2 KV heads and intermediate_size 128 do not split over 3 ranks (heads and intermediate_size must divide, KV heads divide or be a divisor of the ranks)"
+	[ ! -e "$T/o/model.json" ]
+	run -2 llm-import --tp 65 -o "$T/o" "$T/ck"
+	# rank 1's image repeats rank 0's at data_bytes / 2: q by rows, o by columns
+	run -0 jq -c '[.limits.tp, (.weights.tensors | length),
+		(.weights.tensors[] | select(.name == "layers.0.wq@1" or .name == "layers.0.wo@1") |
+		[.name, .shape, .first_row, .first_col])]' "$F/q2/model.json"
+	assert_output '[2,58,["layers.0.wq@1",[32,64],32,null],["layers.0.wo@1",[64,32],null,32]]'
+}
+
+@test "stories260K as 2 ranks: the greedy text of one process, logits within 1e-6 of the largest" {
+	[ -d "$F/s2" ] || skip "no stories260K fixture"
+	llm-run -t 1 -m "$F/s1/model.llm" -p "Once upon a time" -n 32 --temp 0 --logits "$T/one.f32" >"$T/one.txt" 2>/dev/null
+	ranks 2 -m "$F/s2/model.llm" -p "Once upon a time" -n 32 --temp 0 --logits "$T/two.f32" >"$T/two.txt" 2>/dev/null
+	cmp "$T/one.txt" "$T/two.txt"
+	[ "$(wc -w <"$T/two.txt")" -gt 15 ]
+	run -0 cmpf32 -g -c 512 -r 1e-6 "$T/one.f32" "$T/two.f32"
+	echo "stories260K, TP=2: $output" >&3
+}
+
+@test "the tiny Qwen2 (2 KV heads, an odd vocabulary) as 2 ranks, and as 4 whose KV heads are shared by two" {
+	llm-run -t 1 -m "$F/q1/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/one.f32" >/dev/null 2>&1
+	for n in 2 4; do
+		ranks "$n" -m "$F/q$n/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/n.f32" >/dev/null 2>&1
+		run -0 cmpf32 -g -c 151937 -r 1e-6 "$T/one.f32" "$T/n.f32"
+		echo "tiny Qwen2, TP=$n: $output" >&3
+	done
+}
+
+@test "the tiny Qwen2 quantized to Q8_0 with int8 activations, as 2 ranks: o's and down's columns split at whole blocks" {
+	run -0 jq -r '.weights.tensors[] | select(.name == "layers.1.wdown@1") | "\(.layout) \(.shape) \(.first_col)"' \
+		"$F/q8-2/model.json"
+	assert_output "i8-r8-g32-f16 [64,64] 64"
+	llm-run -t 1 -m "$F/q8-1/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/one.f32" >/dev/null 2>&1
+	ranks 2 -m "$F/q8-2/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/two.f32" >/dev/null 2>&1
+	run -0 cmpf32 -g -c 151937 -r 1e-6 "$T/one.f32" "$T/two.f32"
+	echo "tiny Qwen2 Q8_0, TP=2: $output" >&3
+}
+
+@test "ranks that cannot run together stop together, with one message from rank 0" {
+	# another count
+	run -1 --separate-stderr ranks 3 -m "$F/q2/model.llm" --tokens 1,2 -n 2
+	assert_equal "${stderr_lines[*]}" "llm-run: $F/q2/model.llm: model.json: built for 2 ranks (llm-import --tp), run as 3 (mpirun -np)"
+	# another plan on rank 1 (the same model split over 4)
+	run -1 --separate-stderr timeout 60 mpiexec.hydra -np 1 "$(command -v llm-run)" -m "$F/q2/model.llm" --tokens 1 -n 1 : \
+		-np 1 "$(command -v llm-run)" -m "$F/q4/model.llm" --tokens 1 -n 1
+	assert_equal "${stderr_lines[*]}" "llm-run: $F/q2/model.llm: model.json: the 2 ranks do not run one model: their bundles' plans (fingerprints), --tp or phases differ"
+	# a model of one process among them
+	run -1 --separate-stderr timeout 60 mpiexec.hydra -np 1 "$(command -v llm-run)" -m "$F/q2/model.llm" --tokens 1 -n 1 : \
+		-np 1 "$(command -v llm-run)" -m "$F/q1/model.llm" --tokens 1 -n 1
+	assert_equal "${stderr_lines[*]}" "llm-run: $F/q1/model.llm: model.json: not a tensor-parallel model (llm-import --tp), but run as one of 2 ranks (mpirun -np)"
+	# and a model of tp ranks run alone
+	run -1 llm-run -m "$F/q2/model.llm" --tokens 1 -n 1
+	assert_output "llm-run: $F/q2/model.llm: model.json: built for 2 ranks (llm-import --tp), run as 1 (mpirun -np)"
+}
+
+@test "a rank killed in the middle of generation ends the others within 10 s" {
+	timeout 60 mpiexec.hydra -np 2 "$(command -v llm-run)" -t 1 -m "$F/q2/model.llm" --tokens 1 -n 1000000 \
+		--ignore-eos --temp 1 >"$T/out" 2>"$T/err" &
+	local job=$! pid= i
+	for i in $(seq 100); do
+		for p in $(pgrep -x llm-run); do
+			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx PMI_RANK=1 && pid=$p
+		done
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ]
+	sleep 1 # generating
+	kill -9 "$pid"
+	local t0=$SECONDS rc=0
+	wait "$job" || rc=$?
+	echo "killed rank 1: mpiexec.hydra exit $rc after $((SECONDS - t0)) s" >&3
+	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+	[ $((SECONDS - t0)) -le 10 ]
+	! pgrep -x llm-run
+}
+
+@test "llm-serve as 2 ranks: rank 0 serves, the completion is one process's text" {
+	[ -d "$F/s2" ] || skip "no stories260K fixture"
+	timeout 60 mpiexec.hydra -np 2 "$(command -v llm-serve)" -m "$F/s2/model.llm" -t 1 --port 0 2>"$T/serve.log" &
+	local job=$! url= i
+	for i in $(seq 100); do
+		url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
+		[ -n "$url" ] && break
+		sleep 0.1
+	done
+	[ -n "$url" ]
+	run -0 curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
+		-d '{"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0}'
+	local text
+	text=$(jq -r '.choices[0].text' <<<"$output")
+	run -0 --separate-stderr llm-run -t 1 -m "$F/s1/model.llm" -p "Once upon a time" -n 16 --temp 0
+	assert_output "Once upon a time$text"
+	# SIGTERM to rank 0 (what a service manager sends the job: hydra
+	# forwards it to every rank; llm-serve blocks it in a thread of its
+	# own, so the other rank ends when rank 0 closes the model)
+	pkill -TERM -x mpiexec.hydra
+	local rc=0
+	wait "$job" || rc=$?
+	[ "$rc" -eq 0 ]
+	! pgrep -x llm-serve
+}
