@@ -122,8 +122,9 @@ check_name(const char *bpath, const char *name)
 		if (n == 2 && s[0] == '.' && s[1] == '.')
 			return llm_seterr("%s: member '%s': '..' in path", bpath, name);
 		s += n;
-		if (*s)
-			s++;
+		/* a '/' at the end leaves an empty last component */
+		if (*s && !*++s)
+			return llm_seterr("%s: member '%s': empty or '.' path component", bpath, name);
 	}
 	return 0;
 }

@@ -242,6 +242,9 @@ T_TEST(unsafe_members_refused)
 	T_CHECK(refused("/etc/passwd", '0', 0, "absolute path"));
 	T_CHECK(refused("../x", '0', 0, "'..'"));
 	T_CHECK(refused("a/../../x", '0', 0, "'..'"));
+	/* a regular file whose name ends in '/' (fuzz_bundle) */
+	T_CHECK(refused("a/weights/", '0', 0, "empty or '.' path component"));
+	T_CHECK(refused("a//b", '0', 0, "empty or '.' path component"));
 	T_CHECK(refused("link", '2', 0, "is a link"));
 	T_CHECK(refused("hard", '1', 0, "is a link"));
 	T_CHECK(refused("dev", '3', 0, "is a device"));
