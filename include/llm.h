@@ -43,7 +43,7 @@ enum llm_status {
 	LLM_ERR_TOKEN = 6,       /* a token id outside the vocabulary */
 	LLM_ERR_TEXT = 7,        /* text that is not valid UTF-8 */
 	LLM_ERR_UNSUPPORTED = 8, /* the model has no tokenizer, or no chat template */
-	LLM_ERR_RANKS = 9,       /* tensor parallel: the MPI ranks cannot run the model together (another
+	LLM_ERR_RANKS = 9,       /* a model split over MPI ranks that cannot run it together (another
 	                          * bundle, another count); rank 0's llm_errmsg says why, the others' is "" */
 };
 
@@ -79,8 +79,8 @@ int llm_open(const char *path, const struct llm_options *o, struct llm **out);
  * LLM_ERR_ARG, and nothing closed, while sequences of it are alive. */
 int llm_close(struct llm **m);
 
-/* Tensor parallel (a model built with llm-import --tp N, run as N MPI
- * processes: mpirun -np N program ...): llm_open starts MPI, maps this
+/* A model split over MPI ranks (llm-import --tp N or --pp N), run as N
+ * processes (mpirun -np N program ...): llm_open starts MPI, maps this
  * rank's part of the weights and checks that every rank opened the same
  * plan.  Rank 0 is the model the program drives (sequences, sampling,
  * output); each evaluation it makes is told to the others first.  The

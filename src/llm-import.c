@@ -54,7 +54,7 @@ usage(FILE *fp)
 	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
 	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
 	    "                  [--activations auto|f32|q8|bf16] [--cpu name] [--features list]\n"
-	    "                  [--target triple] [--tp n] model\n");
+	    "                  [--target triple] [--tp n | --pp n] model\n");
 }
 
 static const char help_text[] =
@@ -78,6 +78,8 @@ static const char help_text[] =
     "                       the target auto decides for, as llm-lower takes them (default: this host)\n"
     "  --tp n               split every layer over n MPI ranks (tensor parallel: mpirun -np n\n"
     "                       llm-run); heads and intermediate_size must divide by n (default 1)\n"
+    "  --pp n               split the layers over n MPI ranks (pipeline parallel: each rank\n"
+    "                       holds a range of them); the layers must divide by n (default 1)\n"
     "  -v                   print what was written\n"
     "  -h                   print the usage\n"
     "  --help, --version    print this help, or the version\n";
@@ -130,8 +132,6 @@ struct plan {
 	                                     * (qmix.h) float matrices are
 	                                     * quantized to, else -1 */
 	const struct llm_hfconfig *cfg;
-	int *shard;           /* per tensor: its rowsel's shard and */
-	int64_t *shard_parts; /* shard_parts (tensor parallel) */
 };
 
 /* Which rows of its source a plan tensor takes: the transform that moves
@@ -142,12 +142,13 @@ struct rowsel {
 	int64_t heads;
 	int part;
 	int64_t first, total;
-	int shard; /* tensor parallel: 0, or 1 + the dimension a
+	int64_t first_col; /* tensor parallel: a rank's first column (shard 2) */
+	int shard;         /* tensor parallel: 0, or 1 + the dimension a
 	                     * rank takes its part along */
 	int64_t shard_parts;
 };
 
-static const struct rowsel whole = {"copy", 0, 0, 0, 0, 0, 0};
+static const struct rowsel whole = {"copy", 0, 0, 0, 0, 0, 0, 0};
 
 static void
 add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const struct rowsel *rs,
@@ -164,11 +165,7 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	if (m->ntensors == p->cap) {
 		p->cap = p->cap ? 2 * p->cap : 64;
 		m->tensors = llm_xrealloc(m->tensors, p->cap * sizeof(*m->tensors));
-		p->shard = llm_xreallocarray(p->shard, p->cap, sizeof(*p->shard));
-		p->shard_parts = llm_xreallocarray(p->shard_parts, p->cap, sizeof(*p->shard_parts));
 	}
-	p->shard[m->ntensors] = rs->shard;
-	p->shard_parts[m->ntensors] = rs->shard_parts;
 	struct llm_plan_tensor *t = &m->tensors[m->ntensors++];
 	memset(t, 0, sizeof(*t));
 	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
@@ -182,6 +179,7 @@ add_tensor(struct plan *p, const char *name, const char *source, const char *qua
 	t->part = rs->part || rs->shard == 1;
 	t->first_row = rs->first;
 	t->cpart = rs->shard == 2;
+	t->first_col = rs->first_col;
 	if (ql) {
 		llm_qlayout_name(ql, lname);
 		t->layout = llm_xstrdup(lname);
@@ -339,7 +337,7 @@ rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, en
  * embedding, the head, the RoPE tables) whole on every rank.  shape
  * becomes a rank's, and a transform within heads counts a rank's heads. */
 static void
-shard_of(const struct llm_model *m, enum llm_role r, struct rowsel *rs, int64_t *shape)
+shard_of(const struct llm_model *m, enum llm_role r, int64_t rank, struct rowsel *rs, int64_t *shape)
 {
 	const struct llm_model_config *c = &m->cfg;
 	int64_t parts = m->tp;
@@ -372,35 +370,12 @@ shard_of(const struct llm_model *m, enum llm_role r, struct rowsel *rs, int64_t 
 	rs->shard_parts = parts;
 	shape[dim] /= parts;
 	rs->heads /= parts;
-}
-
-/* The images of ranks 1 .. tp - 1 after rank 0's tensors (model.h "tp"):
- * the same tensors at the same places of an image of its own, each
- * split tensor's part r * parts / tp of its source. */
-static void
-rank_images(struct plan *p)
-{
-	struct llm_model *m = p->m;
-	size_t n0 = m->ntensors;
-	uint64_t stride = LLM_ALIGN_UP(p->off, LLM_TP_ALIGN);
-	char name[256];
-
-	for (int64_t r = 1; r < m->tp; r++)
-		for (size_t i = 0; i < n0; i++) {
-			const struct llm_plan_tensor c0 = m->tensors[i], *t0 = &c0; /* add_tensor moves them */
-			int64_t part = r * p->shard_parts[i] / m->tp;
-			struct rowsel rs = {t0->transform, t0->heads, t0->part, t0->first_row, 0, 0, 0};
-			if (p->shard[i] == 1)
-				rs.first += part * t0->shape[0];
-			snprintf(name, sizeof(name), "%s@%" PRId64, t0->name, r);
-			p->off = t0->offset + (uint64_t)r * stride; /* add_tensor keeps it: aligned */
-			add_tensor(p, name, t0->nsource ? t0->source[0] : NULL, t0->quant, &rs,
-			    t0->layout ? &t0->ql : NULL, t0->dtype, t0->ndim, t0->shape);
-			struct llm_plan_tensor *t = &m->tensors[m->ntensors - 1];
-			t->cpart = t0->cpart;
-			t->first_col = p->shard[i] == 2 ? part * t0->shape[1] : 0;
-		}
-	p->off = (uint64_t)m->tp * stride;
+	/* this rank's part: the rows after first_row, or the columns */
+	int64_t part = rank * parts / m->tp;
+	if (dim == 0)
+		rs->first += part * shape[0];
+	else
+		rs->first_col = part * shape[1];
 }
 
 /* A checkpoint's name of a role: the prefix of a multimodal checkpoint's
@@ -434,44 +409,60 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 	int gguf = src->kind == LLM_SOURCE_GGUF;
 	const char *const *names = gguf ? fs->gguf : fs->hf;
 	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src, llm_xcalloc(src->ntensors + 1, 1),
-		wdt, keep_quant, mix, c, NULL, NULL};
+		wdt, keep_quant, mix, c};
 	const struct llm_model_config *mc = &m->cfg;
 	int64_t shape[2];
 	char rn[128], hn[128];
 
 	/* Matrices and the embedding take the weight dtype; norms and biases
-	 * stay f32 (small, and exact). */
-#define ADD(role, layer) do { \
+	 * stay f32 (small, and exact).  A model split over ranks (model.h
+	 * "tp") is an image a rank: rank r's tensors named "<name>@<r>" at
+	 * rank 0's offsets + r x stride; under --tp each takes its part of a
+	 * split tensor (shard_of), under --pp its range of the layers, local
+	 * layer l being layer r x layers + l of the checkpoint. */
+	int64_t ranks = llm_model_ranks(m), layers = mc->n_layers / m->pp;
+	uint64_t stride = 0;
+	char sfx[24] = "";
+#define ADD(role, layer, first) do { \
 	int nd_ = llm_role_shape(role, mc, shape); \
 	struct rowsel rs_ = rows_of(fs, names, gguf, role, mc, dir); \
-	shard_of(m, role, &rs_, shape); \
-	add_source(&p, role_name(llm_role_runtime(role), layer, rn, sizeof(rn)), \
-	    src_name(c->tensor_prefix, names[role], layer, hn, sizeof(hn)), role, layer, &rs_, nd_ == 2, \
-	    nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
+	shard_of(m, role, r, &rs_, shape); \
+	role_name(llm_role_runtime(role), layer, rn, sizeof(rn)); \
+	snprintf(rn + strlen(rn), sizeof(rn) - strlen(rn), "%s", sfx); \
+	add_source(&p, rn, src_name(c->tensor_prefix, names[role], (first) + (layer), hn, sizeof(hn)), role, \
+	    (first) + (layer), &rs_, nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
+} while (0)
+#define COMPUTED(name, tf) do { \
+	snprintf(rn, sizeof(rn), "%s%s", name, sfx); \
+	add_tensor(&p, rn, NULL, NULL, &(struct rowsel){.transform = tf}, NULL, LLM_DT_F32, 2, rope_shape); \
 } while (0)
 
-	ADD(LLM_ROLE_EMBED, 0);
 	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
-	add_tensor(&p, LLM_TENSOR_ROPE_COS, NULL, NULL, &(struct rowsel){.transform = "rope_cos"}, NULL, LLM_DT_F32, 2,
-	    rope_shape);
-	add_tensor(&p, LLM_TENSOR_ROPE_SIN, NULL, NULL, &(struct rowsel){.transform = "rope_sin"}, NULL, LLM_DT_F32, 2,
-	    rope_shape);
-	if (mc->rope_local_theta) {
-		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_COS, NULL, NULL, &(struct rowsel){.transform = "rope_local_cos"},
-		    NULL, LLM_DT_F32, 2, rope_shape);
-		add_tensor(&p, LLM_TENSOR_ROPE_LOCAL_SIN, NULL, NULL, &(struct rowsel){.transform = "rope_local_sin"},
-		    NULL, LLM_DT_F32, 2, rope_shape);
+	for (int64_t r = 0; r < ranks; r++) {
+		if (r) {
+			snprintf(sfx, sizeof(sfx), "@%" PRId64, r);
+			p.off = (uint64_t)r * stride; /* add_tensor keeps it: aligned */
+		}
+		int64_t first = m->pp > 1 ? r * layers : 0;
+		ADD(LLM_ROLE_EMBED, 0, 0);
+		COMPUTED(LLM_TENSOR_ROPE_COS, "rope_cos");
+		COMPUTED(LLM_TENSOR_ROPE_SIN, "rope_sin");
+		if (mc->rope_local_theta) {
+			COMPUTED(LLM_TENSOR_ROPE_LOCAL_COS, "rope_local_cos");
+			COMPUTED(LLM_TENSOR_ROPE_LOCAL_SIN, "rope_local_sin");
+		}
+		for (int l = 0; l < layers; l++)
+			for (int role = LLM_ROLE_ATTN_NORM; role <= LLM_ROLE_LAYER_LAST; role++)
+				if (llm_role_present(role, mc))
+					ADD(role, l, first);
+		ADD(LLM_ROLE_FINAL_NORM, 0, 0);
+		if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
+			ADD(LLM_ROLE_LM_HEAD, 0, 0);
+		if (!r)
+			stride = LLM_ALIGN_UP(p.off, LLM_TP_ALIGN);
 	}
-	for (int l = 0; l < mc->n_layers; l++)
-		for (int r = LLM_ROLE_ATTN_NORM; r <= LLM_ROLE_LAYER_LAST; r++)
-			if (llm_role_present(r, mc))
-				ADD(r, l);
-	ADD(LLM_ROLE_FINAL_NORM, 0);
-	if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
-		ADD(LLM_ROLE_LM_HEAD, 0);
 #undef ADD
-	if (m->tp > 1)
-		rank_images(&p);
+#undef COMPUTED
 	for (size_t i = 0; gguf && i < src->ntensors; i++)
 		/* the RoPE factors are in the config (gguf_config.c) */
 		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0 &&
@@ -480,9 +471,7 @@ build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_s
 			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
 			    src->tensors[i].name, fs->name, llm_prog);
 	free(p.used);
-	free(p.shard);
-	free(p.shard_parts);
-	m->data_bytes = LLM_ALIGN_UP(p.off, m->tp > 1 ? LLM_TP_ALIGN : LLM_WEIGHTS_ALIGN);
+	m->data_bytes = ranks > 1 ? (uint64_t)ranks * stride : LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
 }
 
 /* A tokenizer file to write into OUTDIR. */
@@ -626,7 +615,7 @@ struct opts {
 	int64_t max_ctx, chunk;   /* 0: the default max_ctx */
 	enum llm_dtype wdt, kvdt; /* wdt LLM_DT_NONE: auto */
 	int mix;                  /* a --dtype mix (qmix.h), else -1 */
-	int64_t tp;               /* --tp: ranks (1: one process) */
+	int64_t tp, pp;           /* --tp, --pp: ranks (1: one process) */
 	int verbose;
 	int act_auto;                        /* --activations auto (the default): q8 where the
 	               * plan keeps or makes block-quantized matrices, else
@@ -754,7 +743,8 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->max_context = o->max_ctx;
 	m->prefill_chunk = o->chunk;
 	m->tp = o->tp;
-	if (llm_model_tp_check(&m->cfg, m->tp, dir) < 0)
+	m->pp = o->pp;
+	if (llm_model_split_check(&m->cfg, m->tp, m->pp, dir) < 0)
 		llm_fatal("%s", llm_errmsg());
 
 	/* llama.cpp's name of the file type: the mix quantized to, or the
@@ -883,10 +873,12 @@ main(int argc, char **argv)
 		{"features", required_argument, NULL, 'F'},
 		{"target", required_argument, NULL, 'T'},
 		{"tp", required_argument, NULL, 'P'},
+		{"pp", required_argument, NULL, 'L'},
 		LLM_STD_LONGOPTS,
 		{NULL, 0, NULL, 0},
 	};
-	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 1, 0, 1, 0, 0, NULL, NULL, NULL};
+	struct opts o = {".", 0, DEFAULT_PREFILL_CHUNK, LLM_DT_NONE, LLM_DT_F32, -1, 1, 1, 0, 1, 0, 0, NULL, NULL,
+		NULL};
 	struct llm_model d;
 	struct llm_source src;
 	struct tokfile tf[LLM_NELEM(tokenizer_names)];
@@ -910,8 +902,10 @@ main(int argc, char **argv)
 			break;
 		case 'C': o.max_ctx = parse_count(optarg, "--max-context"); break;
 		case 'P':
-			if ((o.tp = parse_count(optarg, "--tp")) > LLM_MAX_TP) {
-				llm_warn("--tp: at most %d ranks", LLM_MAX_TP);
+		case 'L':
+			*(ch == 'P' ? &o.tp : &o.pp) = parse_count(optarg, ch == 'P' ? "--tp" : "--pp");
+			if (o.tp * o.pp > LLM_MAX_TP) {
+				llm_warn("%s: at most %d ranks", ch == 'P' ? "--tp" : "--pp", LLM_MAX_TP);
 				usage(stderr);
 				return LLM_EXIT_USAGE;
 			}

@@ -393,10 +393,10 @@ main(int argc, char **argv)
 	 * clang and lld against the target's sysroot, and checked by reading
 	 * the library (they cannot be loaded here). */
 	int foreign = triple && llm_target_foreign(triple);
-	if (foreign && m.tp > 1)
-		llm_fatal("%s: limits.tp %" PRId64 ": a tensor-parallel model is linked for this machine only (the "
+	if (foreign && llm_model_ranks(&m) > 1)
+		llm_fatal("%s: %" PRId64 " ranks: a model split over MPI ranks is linked for this machine only (the "
 			  "sysroot of %s has no MPI library)",
-		    mpath, m.tp, triple);
+		    mpath, llm_model_ranks(&m), triple);
 	if (!foreign && sysroot)
 		llm_fatal("%s: --sysroot: the objects are for this machine (%s)", sysroot,
 		    triple ? triple : "no target");
@@ -471,7 +471,7 @@ main(int argc, char **argv)
 		}
 		llm_argv_add(&l, "-lomp");
 		llm_argv_add(&l, "-lm");
-		if (m.tp > 1) /* the mpi ops of a tensor-parallel model */
+		if (llm_model_ranks(&m) > 1) /* the mpi ops of a model split over ranks */
 			llm_argv_add(&l, LLM_MPI_LIB);
 		/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2,
 		 * which libgcc 12 lacks, for a bf16 KV cache): a static

@@ -1,10 +1,11 @@
 #!/usr/bin/env bats
-# Tensor parallelism over MPI (issue 47): models built with llm-import --tp
-# N and run as N ranks by MPICH's launcher (mpiexec.hydra, what
+# Tensor and pipeline parallelism over MPI (issue 47): models built with
+# llm-import --tp N or --pp N and run as N ranks by MPICH's launcher (mpiexec.hydra, what
 # ./configure installs; the model library links MPICH's ABI, model.h),
-# on this machine's loopback.  Each rank holds its part of every layer;
-# the logits equal one process's within the rounding of the all-reduce's
-# other order of sums.
+# on this machine's loopback.  Under --tp each rank holds its part of
+# every layer, and the logits equal one process's within the rounding of
+# the all-reduce's other order of sums; under --pp each holds a range of
+# the layers, and the logits are one process's, bit for bit.
 
 bats_require_minimum_version 1.5.0
 
@@ -16,6 +17,7 @@ setup_file() {
 	if [ -f "$s" ]; then
 		build "$s" "$F/s1"
 		build "$s" "$F/s2" --tp 2
+		build "$s" "$F/sp5" --pp 5
 	fi
 	ensure_tokenizer
 	mkmodel --preset tiny --family qwen2 --vocab 151937 --seed 3 -o "$F/q" >&2
@@ -24,6 +26,7 @@ setup_file() {
 	build "$F/q" "$F/q4" --tp 4
 	build "$F/q" "$F/q8-1" --dtype q8_0 --activations q8
 	build "$F/q" "$F/q8-2" --dtype q8_0 --activations q8 --tp 2
+	build "$F/q" "$F/qp2" --pp 2
 }
 
 setup() {
@@ -90,6 +93,26 @@ ranks() {
 	echo "tiny Qwen2 Q8_0, TP=2: $output" >&3
 }
 
+@test "pipeline parallel: the tiny Qwen2's 2 layers over 2 ranks, stories260K's 5 over 5: the logits of one process, bit for bit" {
+	run -1 llm-import --pp 2 -o "$T/o" "$F/q" --tp 2
+	assert_output "llm-import: $F/q: --tp and --pp together are not supported yet"
+	run -1 llm-import --pp 3 -o "$T/o" "$F/q"
+	assert_output "llm-import: $F/q: 2 layers do not split over 3 ranks (--pp must divide them)"
+	# rank 1's image holds layer 1 of the checkpoint as its layer 0
+	run -0 jq -c '[.limits.pp, (.weights.tensors[] | select(.name == "layers.0.wq@1") | .source)]' "$F/qp2/model.json"
+	assert_output '[2,["model.layers.1.self_attn.q_proj.weight"]]'
+	llm-run -t 1 -m "$F/q1/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/one.f32" >/dev/null 2>&1
+	ranks 2 -m "$F/qp2/model.llm" --tokens 1,2,3,151936 -n 8 --logits "$T/two.f32" >/dev/null 2>&1
+	cmpf32 -g -c 151937 "$T/one.f32" "$T/two.f32"
+	[ -d "$F/sp5" ] || skip "no stories260K fixture"
+	llm-run -t 1 -m "$F/s1/model.llm" -p "Once upon a time" -n 32 --temp 0 --logits "$T/one.f32" >"$T/one.txt" 2>/dev/null
+	ranks 5 -m "$F/sp5/model.llm" -p "Once upon a time" -n 32 --temp 0 --logits "$T/five.f32" >"$T/five.txt" 2>/dev/null
+	cmp "$T/one.txt" "$T/five.txt"
+	cmpf32 -g -c 512 "$T/one.f32" "$T/five.f32"
+	run -1 --separate-stderr ranks 3 -m "$F/qp2/model.llm" --tokens 1,2 -n 2
+	assert_equal "${stderr_lines[*]}" "llm-run: $F/qp2/model.llm: model.json: built for 2 ranks (llm-import --pp), run as 3 (mpirun -np)"
+}
+
 @test "ranks that cannot run together stop together, with one message from rank 0" {
 	# another count
 	run -1 --separate-stderr ranks 3 -m "$F/q2/model.llm" --tokens 1,2 -n 2
@@ -97,7 +120,7 @@ ranks() {
 	# another plan on rank 1 (the same model split over 4)
 	run -1 --separate-stderr timeout 60 mpiexec.hydra -np 1 "$(command -v llm-run)" -m "$F/q2/model.llm" --tokens 1 -n 1 : \
 		-np 1 "$(command -v llm-run)" -m "$F/q4/model.llm" --tokens 1 -n 1
-	assert_equal "${stderr_lines[*]}" "llm-run: $F/q2/model.llm: model.json: the 2 ranks do not run one model: their bundles' plans (fingerprints), --tp or phases differ"
+	assert_equal "${stderr_lines[*]}" "llm-run: $F/q2/model.llm: model.json: the 2 ranks do not run one model: their bundles' plans (fingerprints), --tp, --pp or phases differ"
 	# a model of one process among them
 	run -1 --separate-stderr timeout 60 mpiexec.hydra -np 1 "$(command -v llm-run)" -m "$F/q2/model.llm" --tokens 1 -n 1 : \
 		-np 1 "$(command -v llm-run)" -m "$F/q1/model.llm" --tokens 1 -n 1

@@ -851,9 +851,9 @@ llm_seq_save(const struct llm_seq *s, const char *path)
 		    "llm_seq_save: %s: the sequence has no logits (nothing evaluated since its start "
 		    "or a rewind)",
 		    path);
-	if (llm_runtime_model(s->m->rt)->tp > 1)
+	if (llm_model_ranks(llm_runtime_model(s->m->rt)) > 1)
 		return fail(LLM_ERR_ARG,
-		    "llm_seq_save: %s: the KV cache of a tensor-parallel model is spread over its ranks", path);
+		    "llm_seq_save: %s: the KV cache of a model split over MPI ranks is spread over them", path);
 	struct llm_out o;
 	if (llm_out_open(&o, path) < 0)
 		return LLM_ERR_IO;
@@ -879,9 +879,9 @@ llm_seq_load(struct llm_seq *s, const char *path)
 {
 	if (!s || !path)
 		return fail(LLM_ERR_ARG, "llm_seq_load: %s is NULL", s ? "path" : "the sequence");
-	if (llm_runtime_model(s->m->rt)->tp > 1)
+	if (llm_model_ranks(llm_runtime_model(s->m->rt)) > 1)
 		return fail(LLM_ERR_ARG,
-		    "llm_seq_load: %s: the KV cache of a tensor-parallel model is spread over its ranks", path);
+		    "llm_seq_load: %s: the KV cache of a model split over MPI ranks is spread over them", path);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return fail(LLM_ERR_IO, "%s: %s", path, strerror(errno));

@@ -874,6 +874,62 @@ allreduce(struct em *e, const char *x, int64_t d)
 	return back;
 }
 
+/* Pipeline parallelism (m->pp ranks, each its range of the layers): a
+ * message between ranks, buffer buf of type mt, inside an scf.if on this
+ * rank's number (a top-level op whose region's ops carry no llm.id).
+ * op "recv" from peer, or "send" to it, where the rank compares with
+ * than by pred; peer is the rank plus delta, or peer_abs when delta is 0. */
+static void
+pp_message(struct em *e, const char *op, const char *buf, const char *mt, const char *pred, int64_t than, int delta,
+    int64_t peer_abs)
+{
+	const char *comm = em_val(e, "comm"), *rank = em_val(e, "rank"), *k = em_val(e, "rk"), *c = em_val(e, "is");
+	em_top(e, comm, "mpi.comm_world", ": !mpi.comm");
+	em_top(e, rank, em_fmt("mpi.comm_rank(%s)", comm), ": i32");
+	em_top(e, k, "arith.constant", em_fmt("%" PRId64 " : i32", than));
+	em_top(e, c, em_fmt("arith.cmpi %s, %s, %s", pred, rank, k), ": i32");
+	const char *peer = delta ? em_fmt("      %%d = arith.constant %d : i32\n"
+					  "      %%peer = arith.addi %s, %%d : i32\n",
+				       delta, rank) :
+				   em_fmt("      %%peer = arith.constant %" PRId64 " : i32\n", peer_abs);
+	llm_buf_printf(e->b,
+	    "    scf.if %s {\n"
+	    "      %%tag = arith.constant 0 : i32\n"
+	    "%s"
+	    "      mpi.%s(%s, %%tag, %%peer, %s) : %s, i32, i32\n"
+	    "    } {%s}\n",
+	    c, peer, op, buf, comm, mt, em_attrs(e));
+}
+
+/* The rows x [R, d] through a buffer of their own: received from the
+ * rank before (every rank but the first), or sent to the rank after
+ * (every rank but the last). */
+static const char *
+pp_rows(struct em *e, const char *x, int64_t d, int send)
+{
+	int dyn = e->R.dyn[0] != 0;
+	const char *xt = em_tensor2(e->R, d, "f32"), *flat = em_val(e, "ppf"), *buf = em_val(e, "ppb"),
+		   *back = em_val(e, "ppt"), *out = em_val(e, "ppx");
+	const char *n = dyn ? em_val(e, "ppn") : "", *len = dyn ? "?" : em_fmt("%" PRId64, d);
+	const char *ft = em_fmt("tensor<%sxf32>", len), *mt = em_fmt("memref<%sxf32>", len);
+	if (dyn)
+		em_top(e, n, em_fmt("arith.muli %%R, %s", em_cindex(e, "d", d)), ": index");
+	em_top(e, flat, em_fmt("tensor.collapse_shape %s [[0, 1]]", x), em_fmt(": %s into %s", xt, ft));
+	em_top(e, buf, em_fmt("memref.alloc(%s)", n), em_fmt(": %s", mt));
+	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", flat, buf),
+	    em_fmt(": (%s, %s) -> ()", ft, mt));
+	if (send) {
+		pp_message(e, "send", buf, mt, "slt", e->m->pp - 1, 1, 0);
+		return x;
+	}
+	pp_message(e, "recv", buf, mt, "sgt", 0, -1, 0);
+	em_top(e, back, em_fmt("bufferization.to_tensor %s restrict", buf), em_fmt(": %s to %s", mt, ft));
+	em_top(e, out,
+	    em_fmt("tensor.expand_shape %s [[0, 1]] output_shape [%s, %" PRId64 "]", back, dyn ? "%R" : "1", d),
+	    em_fmt(": %s into %s", ft, xt));
+	return out;
+}
+
 static const char *
 layer(struct em *e, const char *x, int l)
 {
@@ -1010,8 +1066,9 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	    m->family, m->architecture);
 	/* the MPI library's ABI the mpi dialect's ops lower to (model.h) */
 	llm_buf_printf(b, "module%s {\n  func.func @%s(",
-	    m->tp > 1 ? " attributes {dlti.map = #dlti.map<\"MPI:Implementation\" = \"" LLM_MPI_IMPLEMENTATION "\">}" :
-			"",
+	    llm_model_ranks(m) > 1 ?
+		" attributes {dlti.map = #dlti.map<\"MPI:Implementation\" = \"" LLM_MPI_IMPLEMENTATION "\">}" :
+		"",
 	    ph->entry);
 	for (int i = 0; i < LLM_PHASE_NARGS; i++)
 		llm_buf_printf(b, "%s%%%s: %s", i ? ", " : "", llm_phase_args[i].ssa, llm_phase_args[i].type);
@@ -1079,8 +1136,12 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 			    .body = em_fmt("      %%s = arith.constant %s : f32\n"
 					   "      %%r = arith.mulf %%a0, %%s : f32\n",
 				em_real(c->embed_scale))});
+	if (m->pp > 1) /* the rows the rank before computed */
+		x = pp_rows(&e, x, d, 0);
 	for (int l = 0; l < c->n_layers; l++)
 		x = layer(&e, x, l);
+	if (m->pp > 1) /* to the rank after */
+		x = pp_rows(&e, x, d, 1);
 
 	/* Head: final norm and LM head on the last valid row only. */
 	e.layer = LAYER_POST;
@@ -1100,6 +1161,13 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	    em_fmt(": memref<?xf32> to memref<%" PRId64 "xf32>", V));
 	em_top(&e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %%lgm", lc),
 	    em_fmt(": (tensor<%" PRId64 "xf32>, memref<%" PRId64 "xf32>) -> ()", V, V));
+	if (m->pp > 1) {
+		/* the last rank's logits are rank 0's (every rank computes the
+		 * head; only the last one's input is the model's last layer's) */
+		const char *lt = em_fmt("memref<%" PRId64 "xf32>", V);
+		pp_message(&e, "send", "%lgm", lt, "eq", m->pp - 1, 0, 0);
+		pp_message(&e, "recv", "%lgm", lt, "eq", 0, 0, m->pp - 1);
+	}
 	em_top(&e, NULL, "func.return", "");
 	llm_buf_puts(b, "  }\n");
 	/* The int8 kernels, defined by llm-lower for the target. */
@@ -1125,7 +1193,7 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	 * the ranks are the sum of ones), and in-place reductions of i64
 	 * vectors (a broadcast from rank 0 is a sum with zeros elsewhere;
 	 * the ranks' bundles and plans agree when min equals max). */
-	if (m->tp > 1 && decode) {
+	if (llm_model_ranks(m) > 1 && decode) {
 		llm_buf_puts(b,
 		    "  func.func @llm_mpi_init() -> i64 attributes {llvm.emit_c_interface} {\n"
 		    "    %e = mpi.init : !mpi.retval\n"

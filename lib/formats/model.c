@@ -449,12 +449,13 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 static int
 tp_images(const struct llm_model *m, const char *path)
 {
-	uint64_t stride = m->data_bytes / (uint64_t)m->tp;
-	size_t n0 = m->ntensors / (size_t)m->tp;
-	if (m->ntensors % (size_t)m->tp || m->data_bytes % (uint64_t)m->tp || stride % LLM_TP_ALIGN)
-		return llm_seterr("%s: limits.tp %" PRId64 ": the plan is not %" PRId64 " images of one layout, each "
-				  "a multiple of %d bytes",
-		    path, m->tp, m->tp, LLM_TP_ALIGN);
+	int64_t n = llm_model_ranks(m);
+	uint64_t stride = m->data_bytes / (uint64_t)n;
+	size_t n0 = m->ntensors / (size_t)n;
+	if (m->ntensors % (size_t)n || m->data_bytes % (uint64_t)n || stride % LLM_TP_ALIGN)
+		return llm_seterr("%s: %" PRId64 " ranks (limits.tp, limits.pp): the plan is not %" PRId64
+				  " images of one layout, each a multiple of %d bytes",
+		    path, n, n, LLM_TP_ALIGN);
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *t = &m->tensors[i], *t0 = &m->tensors[i % n0];
 		size_t r = i / n0;
@@ -481,11 +482,23 @@ llm_model_rank_config(const struct llm_model *m, struct llm_model_config *out)
 		out->n_kv_heads = out->n_kv_heads >= m->tp ? out->n_kv_heads / m->tp : 1;
 		out->intermediate_size /= m->tp;
 	}
+	out->n_layers /= m->pp;
+}
+
+int64_t
+llm_model_ranks(const struct llm_model *m)
+{
+	return m->tp * m->pp;
 }
 
 int
-llm_model_tp_check(const struct llm_model_config *c, int64_t tp, const char *ctx)
+llm_model_split_check(const struct llm_model_config *c, int64_t tp, int64_t pp, const char *ctx)
 {
+	if (tp > 1 && pp > 1)
+		return llm_seterr("%s: --tp and --pp together are not supported yet", ctx);
+	if (pp > 1 && c->n_layers % pp)
+		return llm_seterr("%s: %" PRId64 " layers do not split over %" PRId64 " ranks (--pp must divide them)",
+		    ctx, c->n_layers, pp);
 	if (tp > 1 && (c->n_heads % tp || (c->n_kv_heads % tp && tp % c->n_kv_heads) || c->intermediate_size % tp))
 		return llm_seterr("%s: %" PRId64 " heads, %" PRId64 " KV heads and intermediate_size %" PRId64
 				  " do not split over %" PRId64 " ranks (heads and intermediate_size must divide, KV "
@@ -658,7 +671,7 @@ llm_model_init(struct llm_model *m)
 	m->alignment = LLM_WEIGHTS_ALIGN;
 	m->act_dtype = LLM_DT_F32;
 	m->bos_id = -1;
-	m->tp = 1;
+	m->tp = m->pp = 1;
 }
 
 json_t *
@@ -682,6 +695,8 @@ llm_model_build(const struct llm_model *m)
 	json_object_set_new(limits, "prefill_chunk", json_integer(m->prefill_chunk));
 	if (m->tp > 1)
 		json_object_set_new(limits, "tp", json_integer(m->tp));
+	if (m->pp > 1)
+		json_object_set_new(limits, "pp", json_integer(m->pp));
 	for (size_t i = 0; i < m->ntensors; i++)
 		json_array_append_new(tensors, tensor_json(&m->tensors[i]));
 	llm_hex64(llm_plan_fingerprint(dtypes, config, limits, tensors), fph);
@@ -770,14 +785,14 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
 	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
 		goto fail;
-	m->tp = 1;
-	if (llm_json_int_opt(o, "tp", path, &m->tp) < 0)
+	m->tp = m->pp = 1;
+	if (llm_json_int_opt(o, "tp", path, &m->tp) < 0 || llm_json_int_opt(o, "pp", path, &m->pp) < 0)
 		goto fail;
-	if (m->tp < 1 || m->tp > LLM_MAX_TP) {
-		llm_seterr("%s: limits.tp must be 1 to %d", path, LLM_MAX_TP);
+	if (m->tp < 1 || m->pp < 1 || m->tp * m->pp > LLM_MAX_TP) {
+		llm_seterr("%s: limits.tp and limits.pp must be 1 to %d", path, LLM_MAX_TP);
 		goto fail;
 	}
-	if (llm_model_tp_check(&m->cfg, m->tp, path) < 0)
+	if (llm_model_split_check(&m->cfg, m->tp, m->pp, path) < 0)
 		goto fail;
 
 	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
@@ -880,7 +895,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 				goto fail;
 			}
 	}
-	if (m->tp > 1 && tp_images(m, path) < 0)
+	if (llm_model_ranks(m) > 1 && tp_images(m, path) < 0)
 		goto fail;
 	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
 	    json_object_get(r, "limits"), a);

@@ -155,6 +155,9 @@ struct llm_model {
 	                        * GGUF's general.file_type whose blocks the
 	                        * build keeps); NULL: none */
 	int64_t max_context, prefill_chunk;
+	int64_t pp; /* limits.pp: the ranks the layers are split over
+	             * (pipeline parallel: rank r holds layers r x n_layers /
+	             * pp on, the plan's images as under tp); 1: one process */
 	int64_t tp; /* limits.tp: the ranks the weights are split over
 	             * (tensor parallel, MPI); 1: one process.  The plan is
 	             * then tp images of data_bytes / tp (a multiple of
@@ -189,13 +192,17 @@ uint64_t llm_kv_bytes(const struct llm_model *m, int64_t context);
  * the build's max_context when that is smaller. */
 #define LLM_DEFAULT_CONTEXT 4096
 
-/* The config one rank of a tensor-parallel model computes (m->cfg when
- * m->tp is 1): heads, KV heads and intermediate_size divided by tp, a KV
- * head shared by tp / n_kv_heads ranks when there are fewer than ranks. */
+/* The config one rank computes (m->cfg for one process): under tp,
+ * heads, KV heads and intermediate_size divided by tp, a KV head shared by
+ * tp / n_kv_heads ranks when there are fewer than ranks; under pp, the
+ * layers divided by pp. */
 void llm_model_rank_config(const struct llm_model *m, struct llm_model_config *out);
-/* Whether config c splits over tp ranks: 0, or -1 with llm_errmsg saying
- * what does not divide (ctx names the model). */
-int llm_model_tp_check(const struct llm_model_config *c, int64_t tp, const char *ctx);
+/* Whether config c splits over tp ranks by tensors or pp ranks by layers
+ * (one of them 1): 0, or -1 with llm_errmsg saying what does not divide
+ * (ctx names the model). */
+int llm_model_split_check(const struct llm_model_config *c, int64_t tp, int64_t pp, const char *ctx);
+/* The MPI ranks m runs as: tp x pp (one of them 1). */
+int64_t llm_model_ranks(const struct llm_model *m);
 /* A model to be described by llm_model_build: zeroed but for the fixed
  * facts of the format (weights.bin, its header size and alignment, f32
  * activations, no bos). */

@@ -36,8 +36,9 @@ struct llm_runtime {
 	char *target_cpu;    /* target.json's cpu; NULL: none */
 	uint64_t wbytes;     /* the weights the phases get: data_bytes, or
 	                      * one rank's image of them */
-	/* Tensor parallel (limits.tp > 1): this process is MPI rank rank of
-	 * model.tp, through the library's entry points (emit.c). */
+	/* Split over MPI ranks (limits.tp or limits.pp > 1): this process
+	 * is rank rank of llm_model_ranks, through the library's entry points
+	 * (emit.c). */
 	struct {
 		int64_t (*init)(void);
 		void (*finalize)(void);
@@ -260,7 +261,7 @@ mpi_reduce(const struct llm_runtime *rt, int op, int64_t *v, int64_t n)
 }
 
 /* Tensor parallel: MPI started through the library, this rank's image of
- * the weights, and the ranks' agreement: as many as limits.tp, one plan
+ * the weights, and the ranks' agreement: as many as the plan's, one plan
  * (fingerprint), one phase shape and vocabulary.  The checks are
  * collective: every rank reaches the same verdict, rank 0 says it. */
 static int
@@ -272,8 +273,9 @@ mpi_start(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 
 	if (!(rt->mpi.init = (int64_t (*)(void))dlsym(rt->lib, "_mlir_ciface_llm_mpi_init")) ||
 	    !(rt->mpi.finalize = (void (*)(void))dlsym(rt->lib, "_mlir_ciface_llm_mpi_finalize")))
-		return llm_seterr("%s: limits.tp %" PRId64 ", but the library has no MPI entry points", rt->lib_label,
-		    m->tp);
+		return llm_seterr("%s: %" PRId64
+				  " ranks (limits.tp, limits.pp), but the library has no MPI entry points",
+		    rt->lib_label, llm_model_ranks(m));
 	for (int i = 0; i < 3; i++) {
 		snprintf(sym, sizeof(sym), "_mlir_ciface_llm_mpi_%s", names[i]);
 		if (!(rt->mpi.reduce[i] = (void (*)(struct llm_memref1 *))dlsym(rt->lib, sym)))
@@ -283,7 +285,7 @@ mpi_start(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	rt->mpi.started = 1;
 	if (o->mpi_rank)
 		*o->mpi_rank = (int)rt->mpi.rank;
-	int64_t size = 1, lo[4] = {(int64_t)m->fingerprint, m->tp, rt->tokens_cap, rt->vocab}, hi[4];
+	int64_t size = 1, lo[4] = {(int64_t)m->fingerprint, llm_model_ranks(m), rt->tokens_cap, rt->vocab}, hi[4];
 	memcpy(hi, lo, sizeof(hi));
 	mpi_reduce(rt, MPI_SUM_, &size, 1);
 	mpi_reduce(rt, MPI_MIN_, lo, 4);
@@ -292,15 +294,15 @@ mpi_start(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 		rt->mpi.failed = 1;
 		return llm_seterr("%s: the %" PRId64
 				  " ranks do not run one model: their bundles' plans (fingerprints), "
-				  "--tp or phases differ",
+				  "--tp, --pp or phases differ",
 		    m->path, size);
 	}
-	if (size != m->tp) {
+	if (size != llm_model_ranks(m)) {
 		rt->mpi.failed = 1;
-		return llm_seterr("%s: built for %" PRId64 " ranks (llm-import --tp), run as %" PRId64 " (mpirun -np)",
-		    m->path, m->tp, size);
+		return llm_seterr("%s: built for %" PRId64 " ranks (llm-import --%s), run as %" PRId64 " (mpirun -np)",
+		    m->path, llm_model_ranks(m), m->pp > 1 ? "pp" : "tp", size);
 	}
-	uint64_t stride = m->data_bytes / (uint64_t)m->tp;
+	uint64_t stride = m->data_bytes / (uint64_t)llm_model_ranks(m);
 	rt->weights += (uint64_t)rt->mpi.rank * stride;
 	rt->wbytes = stride;
 	return 0;
@@ -346,7 +348,8 @@ alloc_kv(struct llm_ctx *c, int64_t n)
 struct llm_ctx *
 llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 {
-	if (rt->model.tp > 1 && rt->ctx && atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, 1) > 0) {
+	if (llm_model_ranks(&rt->model) > 1 && rt->ctx &&
+	    atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, 1) > 0) {
 		atomic_fetch_sub(&((struct llm_runtime *)rt)->mpi.nctx, 1);
 		llm_seterr("%s: a tensor-parallel model evaluates one sequence at a time", rt->model.path);
 		return NULL;
@@ -361,7 +364,8 @@ llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 	}
 	c->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->tokens_cap * sizeof(int64_t), 64));
 	c->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
-	c->hdr = rt->model.tp > 1 ? llm_xcalloc((size_t)(HDR_TOKENS + rt->tokens_cap), sizeof(int64_t)) : NULL;
+	c->hdr = llm_model_ranks(&rt->model) > 1 ? llm_xcalloc((size_t)(HDR_TOKENS + rt->tokens_cap), sizeof(int64_t)) :
+						   NULL;
 	if (!c->tokens || !c->logits)
 		llm_fatal("out of memory");
 	return c;
@@ -374,7 +378,7 @@ llm_ctx_free(struct llm_ctx *c)
 		return;
 	if (c->kv)
 		munmap(c->kv, c->kv_map);
-	if (c->rt->model.tp > 1 && c != c->rt->ctx && c->rt->ctx)
+	if (llm_model_ranks(&c->rt->model) > 1 && c != c->rt->ctx && c->rt->ctx)
 		atomic_fetch_sub(&((struct llm_runtime *)c->rt)->mpi.nctx, 1);
 	free(c->tokens);
 	free(c->logits);
@@ -417,9 +421,9 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 	for (int i = 0; i < LLM_PH_COUNT; i++)
 		if (rt->phase_tokens[i] > rt->tokens_cap)
 			rt->tokens_cap = rt->phase_tokens[i];
-	if (m->tp > 1 && mpi_start(rt, o) < 0)
+	if (llm_model_ranks(m) > 1 && mpi_start(rt, o) < 0)
 		goto fail;
-	if (m->tp == 1) {
+	if (llm_model_ranks(m) == 1) {
 		/* one of several ranks (MPICH's launcher, Open MPI's): the
 		 * others wait for this one in vain */
 		const char *n = getenv("PMI_SIZE") ? getenv("PMI_SIZE") : getenv("OMPI_COMM_WORLD_SIZE");
@@ -592,7 +596,7 @@ static void
 call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 {
 	const struct llm_runtime *rt = c->rt;
-	if (rt->model.tp > 1) {
+	if (llm_model_ranks(&rt->model) > 1) {
 		memset(c->hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
 		c->hdr[HDR_CMD] = CMD_CALL;
 		c->hdr[HDR_PHASE] = ph;
