@@ -177,3 +177,48 @@ ranks() {
 	[ "$rc" -eq 0 ]
 	! pgrep -x llm-serve
 }
+
+# Two network namespaces joined by a veth pair, as two hosts: MPICH's
+# launcher runs in the first and starts each rank in its host's namespace
+# through a stand-in for ssh, and the ranks talk TCP over the pair.
+@test "two ranks in two network namespaces joined by a veth pair, as two hosts: the text and logits of loopback's" {
+	[ -d "$F/s2" ] || skip "no stories260K fixture"
+	command -v ip >/dev/null || skip "no ip (iproute2)"
+	NS0=llmtest$$a NS1=llmtest$$b
+	ip netns add "$NS0" 2>/dev/null || skip "cannot make network namespaces here (ip netns add: not root, or not allowed)"
+	ip netns add "$NS1"
+	ip link add "v$$a" type veth peer name "v$$b"
+	ip link set "v$$a" netns "$NS0"
+	ip link set "v$$b" netns "$NS1"
+	ip -n "$NS0" addr add 10.47.0.1/24 dev "v$$a"
+	ip -n "$NS1" addr add 10.47.0.2/24 dev "v$$b"
+	for n in "$NS0" "$NS1"; do ip -n "$n" link set lo up; done
+	ip -n "$NS0" link set "v$$a" up
+	ip -n "$NS1" link set "v$$b" up
+	cat >"$T/nsexec" <<EOS
+#!/bin/sh
+# ssh for hydra: [options] host command... runs command in host's namespace
+while [ \$# -gt 0 ]; do case \$1 in -*) shift ;; *) break ;; esac; done
+case \$1 in 10.47.0.1) ns=$NS0 ;; 10.47.0.2) ns=$NS1 ;; *) echo "nsexec: no host \$1" >&2; exit 1 ;; esac
+shift
+exec ip netns exec \$ns sh -c "\$*"
+EOS
+	chmod +x "$T/nsexec"
+	local run="timeout 60 ip netns exec $NS0 mpiexec.hydra -hosts 10.47.0.1,10.47.0.2 -ppn 1 -np 2 -launcher ssh"
+	run="$run -launcher-exec $T/nsexec -iface v$$a"
+	# each rank in its own namespace
+	$run sh -c 'echo "$PMI_RANK $(readlink /proc/self/ns/net)"' | sort >"$T/ns.txt"
+	[ "$(cut -d' ' -f2 "$T/ns.txt" | sort -u | wc -l)" -eq 2 ]
+	$run "$(command -v llm-run)" -t 1 -m "$F/s2/model.llm" -p "Once upon a time" -n 24 --temp 0 \
+		--logits "$T/ns.f32" >"$T/ns.out" 2>/dev/null
+	ranks 2 -m "$F/s2/model.llm" -p "Once upon a time" -n 24 --temp 0 --logits "$T/lo.f32" >"$T/lo.out" 2>/dev/null
+	cmp "$T/lo.out" "$T/ns.out"
+	cmpf32 "$T/lo.f32" "$T/ns.f32"
+}
+
+teardown() {
+	if [ -n "${NS0:-}" ]; then
+		ip netns del "$NS0" 2>/dev/null || true
+		ip netns del "$NS1" 2>/dev/null || true
+	fi
+}
