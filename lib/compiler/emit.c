@@ -844,34 +844,50 @@ static const char gelu_tanh_body[] = "      %k = arith.constant -1.5957691216057
 				     "      %sg = arith.divf %a0, %den : f32\n"
 				     "      %r = arith.mulf %sg, %a1 : f32\n";
 
+/* Rows x [R, d] in a buffer of their own, one-dimensional, for an mpi op
+ * (freed by the pipelines' buffer deallocation); *mt and *ft its memref
+ * and tensor types.  rows_back reads them back as [R, d]. */
+static const char *
+rows_buffer(struct em *e, const char *x, int64_t d, const char **mt, const char **ft)
+{
+	int dyn = e->R.dyn[0] != 0;
+	const char *xt = em_tensor2(e->R, d, "f32"), *flat = em_val(e, "rowf"), *buf = em_val(e, "rowb");
+	const char *n = dyn ? em_val(e, "rown") : "", *len = dyn ? "?" : em_fmt("%" PRId64, d);
+	*ft = em_fmt("tensor<%sxf32>", len);
+	*mt = em_fmt("memref<%sxf32>", len);
+	if (dyn)
+		em_top(e, n, em_fmt("arith.muli %%R, %s", em_cindex(e, "d", d)), ": index");
+	em_top(e, flat, em_fmt("tensor.collapse_shape %s [[0, 1]]", x), em_fmt(": %s into %s", xt, *ft));
+	em_top(e, buf, em_fmt("memref.alloc(%s)", n), em_fmt(": %s", *mt));
+	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", flat, buf),
+	    em_fmt(": (%s, %s) -> ()", *ft, *mt));
+	return buf;
+}
+
+static const char *
+rows_back(struct em *e, const char *buf, const char *mt, const char *ft, int64_t d)
+{
+	const char *t = em_val(e, "rowt"), *x = em_val(e, "rowx");
+	em_top(e, t, em_fmt("bufferization.to_tensor %s restrict", buf), em_fmt(": %s to %s", mt, ft));
+	em_top(e, x,
+	    em_fmt("tensor.expand_shape %s [[0, 1]] output_shape [%s, %" PRId64 "]", t, e->R.dyn[0] ? "%R" : "1", d),
+	    em_fmt(": %s into %s", ft, em_tensor2(e->R, d, "f32")));
+	return x;
+}
+
 /* Tensor parallelism (m->tp ranks): the partial sums [R, d] of o's or
  * down's product on every rank added up, the same sum on all of them
  * (MPI_Allreduce in place, through the mpi dialect; ir.txt "Tensor
- * parallel").  The rows go through a buffer of their own, freed by the
- * pipelines' buffer deallocation. */
+ * parallel"). */
 static const char *
 allreduce(struct em *e, const char *x, int64_t d)
 {
 	if (e->m->tp < 2)
 		return x;
-	int dyn = e->R.dyn[0] != 0;
-	const char *xt = em_tensor2(e->R, d, "f32"), *flat = em_val(e, "arf"), *buf = em_val(e, "arb"),
-		   *comm = em_val(e, "comm"), *sum = em_val(e, "ars"), *back = em_val(e, "arx");
-	const char *n = dyn ? em_val(e, "arn") : "", *len = dyn ? "?" : em_fmt("%" PRId64, d);
-	const char *ft = em_fmt("tensor<%sxf32>", len), *mt = em_fmt("memref<%sxf32>", len);
-	if (dyn)
-		em_top(e, n, em_fmt("arith.muli %%R, %s", em_cindex(e, "d", d)), ": index");
-	em_top(e, flat, em_fmt("tensor.collapse_shape %s [[0, 1]]", x), em_fmt(": %s into %s", xt, ft));
-	em_top(e, buf, em_fmt("memref.alloc(%s)", n), em_fmt(": %s", mt));
-	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", flat, buf),
-	    em_fmt(": (%s, %s) -> ()", ft, mt));
+	const char *mt, *ft, *buf = rows_buffer(e, x, d, &mt, &ft), *comm = em_val(e, "comm");
 	em_top(e, comm, "mpi.comm_world", ": !mpi.comm");
 	em_top(e, NULL, em_fmt("mpi.allreduce(%s, %s, MPI_SUM, %s)", buf, buf, comm), em_fmt(": %s, %s", mt, mt));
-	em_top(e, sum, em_fmt("bufferization.to_tensor %s restrict", buf), em_fmt(": %s to %s", mt, ft));
-	em_top(e, back,
-	    em_fmt("tensor.expand_shape %s [[0, 1]] output_shape [%s, %" PRId64 "]", sum, dyn ? "%R" : "1", d),
-	    em_fmt(": %s into %s", ft, xt));
-	return back;
+	return rows_back(e, buf, mt, ft, d);
 }
 
 /* Pipeline parallelism (m->pp ranks, each its range of the layers): a
@@ -907,27 +923,13 @@ pp_message(struct em *e, const char *op, const char *buf, const char *mt, const 
 static const char *
 pp_rows(struct em *e, const char *x, int64_t d, int send)
 {
-	int dyn = e->R.dyn[0] != 0;
-	const char *xt = em_tensor2(e->R, d, "f32"), *flat = em_val(e, "ppf"), *buf = em_val(e, "ppb"),
-		   *back = em_val(e, "ppt"), *out = em_val(e, "ppx");
-	const char *n = dyn ? em_val(e, "ppn") : "", *len = dyn ? "?" : em_fmt("%" PRId64, d);
-	const char *ft = em_fmt("tensor<%sxf32>", len), *mt = em_fmt("memref<%sxf32>", len);
-	if (dyn)
-		em_top(e, n, em_fmt("arith.muli %%R, %s", em_cindex(e, "d", d)), ": index");
-	em_top(e, flat, em_fmt("tensor.collapse_shape %s [[0, 1]]", x), em_fmt(": %s into %s", xt, ft));
-	em_top(e, buf, em_fmt("memref.alloc(%s)", n), em_fmt(": %s", mt));
-	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %s", flat, buf),
-	    em_fmt(": (%s, %s) -> ()", ft, mt));
+	const char *mt, *ft, *buf = rows_buffer(e, x, d, &mt, &ft);
 	if (send) {
 		pp_message(e, "send", buf, mt, "slt", e->m->pp - 1, 1, 0);
 		return x;
 	}
 	pp_message(e, "recv", buf, mt, "sgt", 0, -1, 0);
-	em_top(e, back, em_fmt("bufferization.to_tensor %s restrict", buf), em_fmt(": %s to %s", mt, ft));
-	em_top(e, out,
-	    em_fmt("tensor.expand_shape %s [[0, 1]] output_shape [%s, %" PRId64 "]", back, dyn ? "%R" : "1", d),
-	    em_fmt(": %s into %s", ft, xt));
-	return out;
+	return rows_back(e, buf, mt, ft, d);
 }
 
 static const char *
