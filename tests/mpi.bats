@@ -187,7 +187,7 @@ ranks() {
 	NS0=llmtest$$a NS1=llmtest$$b
 	ip netns add "$NS0" 2>/dev/null || skip "cannot make network namespaces here (ip netns add: not root, or not allowed)"
 	ip netns add "$NS1"
-	ip link add "v$$a" type veth peer name "v$$b"
+	ip link add "v$$a" type veth peer name "v$$b" 2>/dev/null || skip "cannot make a veth pair here"
 	ip link set "v$$a" netns "$NS0"
 	ip link set "v$$b" netns "$NS1"
 	ip -n "$NS0" addr add 10.47.0.1/24 dev "v$$a"
