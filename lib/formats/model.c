@@ -445,9 +445,10 @@ load_tensor(struct llm_model *m, json_t *t, size_t i, const char *ctx)
 	return 0;
 }
 
-/* A tensor-parallel plan is tp images of one layout (model.h "tp"). */
+/* A plan split over ranks (tp or pp) is one image a rank, of one layout
+ * (model.h "tp"). */
 static int
-tp_images(const struct llm_model *m, const char *path)
+rank_images(const struct llm_model *m, const char *path)
 {
 	int64_t n = llm_model_ranks(m);
 	uint64_t stride = m->data_bytes / (uint64_t)n;
@@ -895,7 +896,7 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 				goto fail;
 			}
 	}
-	if (llm_model_ranks(m) > 1 && tp_images(m, path) < 0)
+	if (llm_model_ranks(m) > 1 && rank_images(m, path) < 0)
 		goto fail;
 	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
 	    json_object_get(r, "limits"), a);
