@@ -231,6 +231,11 @@ FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 FUZZ_IR_SRC = lib/compiler/ir/ir.c lib/compiler/ir/split.c lib/compiler/ir/verifypart.c
 FUZZ_X_partition = $(MLIR_CAPI_CFLAGS) $(FUZZ_IR_SRC) $(MLIR_CAPI_LIBS)
 FUZZ_X_mlir = $(FUZZ_X_partition)
+# The targets that read a path write each input as a file (fuzzfile.h),
+# under FUZZ_TMPDIR: /dev/shm where it can be written, since on a disk's
+# file system the rewrites halve a target's speed (the kernel flushes a
+# truncated file on close).
+FUZZ_TMPDIR = $(shell if [ -d /dev/shm ] && [ -w /dev/shm ]; then echo /dev/shm; else echo "$${TMPDIR:-/tmp}"; fi)
 # The JSON readers share one dictionary; the bundle has the tar one, the
 # template engine the Jinja one.
 fuzz: fuzz-build
@@ -241,7 +246,7 @@ fuzz: fuzz-build
 		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema|partition) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
-		build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+		TMPDIR=$(FUZZ_TMPDIR) build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 			build/fuzz/corpus/$$n build/fuzz/seeds/$$n >build/fuzz/$$n.log 2>&1 || \
 			{ tail -40 build/fuzz/$$n.log; exit 1; }; \
 		grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb' build/fuzz/$$n.log | tr '\n' ' '; echo; \
@@ -253,7 +258,8 @@ fuzz-save: $(FUZZ_TARGETS)
 	@for n in $(FUZZ_NAMES); do \
 		[ -n "$$(ls -A build/fuzz/corpus/$$n 2>/dev/null)" ] || continue; \
 		rm -rf build/fuzz/min/$$n && mkdir -p build/fuzz/min/$$n tests/fuzz/corpus; \
-		build/fuzz/fuzz_$$n -merge=1 build/fuzz/min/$$n build/fuzz/corpus/$$n >build/fuzz/$$n.merge.log 2>&1 || \
+		TMPDIR=$(FUZZ_TMPDIR) build/fuzz/fuzz_$$n -merge=1 build/fuzz/min/$$n build/fuzz/corpus/$$n \
+			>build/fuzz/$$n.merge.log 2>&1 || \
 			{ tail -20 build/fuzz/$$n.merge.log; exit 1; }; \
 		tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C build/fuzz/min/$$n -cf - . | \
 			xz -9 >tests/fuzz/corpus/$$n.tar.xz.tmp && mv tests/fuzz/corpus/$$n.tar.xz.tmp tests/fuzz/corpus/$$n.tar.xz; \
