@@ -112,6 +112,15 @@ expr ::= expr "+" [0-9] | [0-9]'
 	[ "${stderr_lines[0]}" = "llm-run: --grammar goes with -f, -p, --tokens or -i" ]
 }
 
+@test "a grammar too ambiguous to follow stops the reply with one line, exit 1 (its readings bounded)" {
+	# the stacks of this one multiply with each letter and '=' (fuzz_grammar
+	# found it taking 4 GB); the mask of 151k tokens passes the bound soon
+	printf '%s\n' 'root ::= (expr "=" ws term "\n")+' 'expr ::= term ([-+*/] ws term)*' \
+		'term ::= [a-z]+ ws' 'ws ::= | expr "=" ws term{2,20}' >"$T/amb.gbnf"
+	run -1 --separate-stderr llm-run -m "$M" -t 1 --temp 1 --seed 2 -n 200 --grammar-file "$T/amb.gbnf" -p Q
+	[ "$stderr" = "llm-run: $M: llm_seq_sample: the grammar is too ambiguous to follow: the text so far reads in over 65536 ways, or they take over 4194304 frames" ]
+}
+
 serve() {
 	llm-serve -m "$M" -t 1 --port 0 "$@" 2>"$T/serve.log" &
 	PID=$!

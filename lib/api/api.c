@@ -978,7 +978,8 @@ grammar_vocab(struct llm *m)
 }
 
 /* 1 if the grammar allows token id at st (an end token where the text is
- * whole); st advanced then when adv. */
+ * whole); st advanced then when adv.  -1: the grammar is too ambiguous
+ * to follow (llm_errmsg). */
 static int
 grammar_allows(struct llm_seq *s, const struct llm_grammar_vocab *v, int64_t id, int adv)
 {
@@ -1010,8 +1011,9 @@ sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *log
 	/* where the grammar is: going on after the last draw, at it again, or afresh */
 	if (s->gpos >= 0 && pos == s->gpos)
 		llm_grammar_state_copy(&s->gst, &s->gprev);
-	else if (!(s->gpos >= 0 && pos == s->gpos + 1 && s->tokens[pos - 1] == s->glast))
-		llm_grammar_start(s->grammar, &s->gst);
+	else if (!(s->gpos >= 0 && pos == s->gpos + 1 && s->tokens[pos - 1] == s->glast) &&
+	    llm_grammar_start(s->grammar, &s->gst) < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
 	llm_grammar_state_copy(&s->gprev, &s->gst);
 	int64_t end = mm->n_eos > 0 ? mm->eos_ids[0] : s->m->eot;
 	int64_t t = -1;
@@ -1022,12 +1024,17 @@ sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *log
 		t = end;
 	} else {
 		t = llm_sampler_sample(s->sampler, logits, s->tokens, (size_t)pos);
-		if (!grammar_allows(s, gv, t, 0)) {
+		int ok = grammar_allows(s, gv, t, 0);
+		if (ok < 0)
+			return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
+		if (!ok) {
 			if (!s->allowed) {
 				s->allowed = llm_xmalloc((size_t)v);
 				s->masked = llm_xmalloc((size_t)v * sizeof(*s->masked));
 			}
-			size_t n = llm_grammar_mask(s->grammar, &s->gst, gv, s->allowed);
+			int64_t n = llm_grammar_mask(s->grammar, &s->gst, gv, s->allowed);
+			if (n < 0)
+				return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
 			int complete = llm_grammar_complete(&s->gst);
 			for (int64_t i = 0; i < v; i++)
 				s->masked[i] = s->allowed[i] || (complete && llm_token_is_eos(s->m, i)) ? logits[i] :
@@ -1046,7 +1053,10 @@ sample_grammar(struct llm_seq *s, const struct llm_sampling *p, const float *log
 			}
 		}
 	}
-	if (!llm_token_is_eos(s->m, t) && !grammar_allows(s, gv, t, 1))
+	int ok = llm_token_is_eos(s->m, t) ? 1 : grammar_allows(s, gv, t, 1);
+	if (ok < 0)
+		return fail(LLM_ERR_ARG, "llm_seq_sample: %s", llm_errmsg());
+	if (!ok)
 		return fail(LLM_ERR_ARG, "llm_seq_sample: the grammar refused the token drawn under its mask");
 	s->gpos = pos;
 	s->glast = t;

@@ -86,11 +86,19 @@ struct llm_grammar {
 	/* the mask's states by depth */
 	struct llm_grammar_state *depth;
 	size_t ndepth;
+	int over; /* the matcher passed MAX_STACKS or MAX_FRAMES: it refuses from then on */
 };
 
 /* Too large a grammar (after repetitions are unrolled) is refused. */
 #define MAX_ELEMS (1u << 20)
 #define MAX_REPEAT 10000
+/* What the matcher follows at most: stacks a state (the ways to read the
+ * text so far) and frames made (each 20 bytes, with their memoised stacks
+ * in the pool): an ambiguous grammar's stacks can double with every byte
+ * (fuzz_grammar found one that took 4 GB in 30 bytes).  Past either the
+ * grammar is too ambiguous to follow, and the matcher says so and stops. */
+#define MAX_STACKS (1u << 16)
+#define MAX_FRAMES (1u << 22)
 
 struct parser {
 	struct llm_grammar *g;
@@ -738,6 +746,10 @@ intern(struct llm_grammar *g, uint32_t pos, uint32_t parent)
 		if (f->pos == pos && f->parent == parent)
 			return g->htab[i];
 	}
+	if (g->nf >= MAX_FRAMES) {
+		g->over = 1;
+		return 0;
+	}
 	if (g->nf == g->fcap) {
 		g->fcap *= 2;
 		g->f = llm_xreallocarray(g->f, g->fcap, sizeof(*g->f));
@@ -828,6 +840,10 @@ closure_into(struct llm_grammar *g, uint32_t pos, uint32_t parent, struct set *o
 static const uint32_t *
 closure_of(struct llm_grammar *g, uint32_t id, uint32_t *n)
 {
+	if (g->over) { /* what follows is thrown away */
+		*n = 0;
+		return g->pool;
+	}
 	if (g->f[id].ncl == UINT32_MAX) {
 		struct set s = {0};
 		uint32_t pos = g->f[id].pos, parent = g->f[id].parent;
@@ -844,6 +860,10 @@ closure_of(struct llm_grammar *g, uint32_t id, uint32_t *n)
 			uint32_t first = g->rules[e.a].first, nalts = g->rules[e.a].nalts;
 			for (uint32_t i = 0; i < nalts; i++)
 				closure_into(g, g->alts[first + i], ret, &s);
+		}
+		if (s.n > MAX_STACKS || g->npool + s.n > MAX_FRAMES) {
+			g->over = 1;
+			s.n = 0;
 		}
 		if (g->npool + s.n > g->pcap) {
 			g->pcap = 2 * (g->npool + s.n) + 64;
@@ -914,19 +934,39 @@ state_reserve(struct llm_grammar_state *st, size_t n)
 	}
 }
 
-void
+/* -1, with the message, once the matcher has passed its bounds. */
+static int
+too_ambiguous(const struct llm_grammar *g)
+{
+	if (!g->over)
+		return 0;
+	return llm_seterr("the grammar is too ambiguous to follow: the text so far reads in over %u ways, or "
+			  "they take over %u frames",
+	    MAX_STACKS, MAX_FRAMES);
+}
+
+int
 llm_grammar_start(struct llm_grammar *g, struct llm_grammar_state *st)
 {
 	struct set s = {0};
 	uint32_t first = g->rules[g->root].first, nalts = g->rules[g->root].nalts;
-	for (uint32_t i = 0; i < nalts; i++)
+	for (uint32_t i = 0; i < nalts && !g->over; i++)
 		closure_into(g, g->alts[first + i], 0, &s);
+	if (s.n > MAX_STACKS)
+		g->over = 1;
+	if (g->over) {
+		set_free(&s);
+		st->n = 0;
+		st->need = 0;
+		return too_ambiguous(g);
+	}
 	state_reserve(st, s.n);
 	memcpy(st->set, s.v, s.n * sizeof(*s.v));
 	st->n = s.n;
 	st->cp = 0;
 	st->need = 0;
 	set_free(&s);
+	return 0;
 }
 
 void
@@ -948,7 +988,8 @@ llm_grammar_state_free(struct llm_grammar_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-/* One byte from in into out (a different state): 0 if no stack can take it. */
+/* One byte from in into out (a different state): 0 if no stack can take
+ * it, -1 if following it passes the matcher's bounds (g->over). */
 static int
 step_byte(struct llm_grammar *g, const struct llm_grammar_state *in, unsigned char b, struct llm_grammar_state *out)
 {
@@ -1007,6 +1048,10 @@ step_byte(struct llm_grammar *g, const struct llm_grammar_state *in, unsigned ch
 		const uint32_t *fl = follow(g, id, &nf);
 		for (uint32_t k = 0; k < nf; k++)
 			set_add(s, fl[k]);
+		if (s->n > MAX_STACKS)
+			g->over = 1;
+		if (g->over)
+			return -1;
 	}
 	if (!s->n)
 		return 0;
@@ -1023,21 +1068,23 @@ llm_grammar_accept(struct llm_grammar *g, struct llm_grammar_state *st, const ch
 {
 	struct llm_grammar_state a = {0}, b = {0};
 	int ok = 1;
+	if (g->over)
+		return too_ambiguous(g);
 	llm_grammar_state_copy(&a, st);
-	for (size_t i = 0; i < n && ok; i++) {
+	for (size_t i = 0; i < n && ok > 0; i++) {
 		ok = step_byte(g, &a, (unsigned char)p[i], &b);
 		struct llm_grammar_state t = a;
 		a = b;
 		b = t;
 	}
-	if (ok) {
+	if (ok > 0) {
 		struct llm_grammar_state t = *st;
 		*st = a;
 		a = t;
 	}
 	llm_grammar_state_free(&a);
 	llm_grammar_state_free(&b);
-	return ok;
+	return ok < 0 ? too_ambiguous(g) : ok;
 }
 
 int
@@ -1148,11 +1195,14 @@ llm_grammar_vocab_token(const struct llm_grammar_vocab *v, size_t id, size_t *le
 /* The tokens in byte order: each keeps the states of the prefix it shares
  * with the one before, so a prefix is followed once, and a prefix that
  * failed fails every token that starts with it at no cost. */
-size_t
+int64_t
 llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *st, const struct llm_grammar_vocab *v,
     uint8_t *allowed)
 {
-	size_t count = 0, valid = 0, dead = SIZE_MAX;
+	size_t valid = 0, dead = SIZE_MAX;
+	int64_t count = 0;
+	if (g->over)
+		return too_ambiguous(g);
 	if (g->ndepth < v->maxlen + 1) {
 		g->depth = llm_xreallocarray(g->depth, v->maxlen + 1, sizeof(*g->depth));
 		memset(g->depth + g->ndepth, 0, (v->maxlen + 1 - g->ndepth) * sizeof(*g->depth));
@@ -1169,7 +1219,10 @@ llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *st, cons
 		dead = SIZE_MAX;
 		size_t d = valid < l ? valid : l;
 		while (d < len) {
-			if (!step_byte(g, &g->depth[d], p[d], &g->depth[d + 1])) {
+			int r = step_byte(g, &g->depth[d], p[d], &g->depth[d + 1]);
+			if (r < 0)
+				return too_ambiguous(g);
+			if (!r) {
 				dead = d + 1;
 				break;
 			}

@@ -49,12 +49,18 @@ struct llm_grammar_state {
 	int need;    /* its continuation bytes still to come; 0: none */
 	int len;     /* the bytes of its whole sequence */
 };
-void llm_grammar_start(struct llm_grammar *g, struct llm_grammar_state *st);
+int llm_grammar_start(struct llm_grammar *g, struct llm_grammar_state *st);
 void llm_grammar_state_copy(struct llm_grammar_state *dst, const struct llm_grammar_state *src);
 void llm_grammar_state_free(struct llm_grammar_state *st);
 
 /* Take n bytes: 1 and st advanced if the grammar can take them (a
- * code point they end inside of included), 0 and st unchanged if not. */
+ * code point they end inside of included), 0 and st unchanged if not.
+ *
+ * The matcher follows at most 65536 stacks a state and 2^22 frames a
+ * grammar: an ambiguous grammar's stacks can double with each byte.
+ * Past that, start, accept and mask return -1 with llm_errmsg "the grammar
+ * is too ambiguous to follow: ...", for that state and every one after
+ * (the grammar is of no more use).  start returns 0 otherwise. */
 int llm_grammar_accept(struct llm_grammar *g, struct llm_grammar_state *st, const char *p, size_t n);
 /* 1 if the text so far is a whole sentence (no partial code point). */
 int llm_grammar_complete(const struct llm_grammar_state *st);
@@ -70,8 +76,9 @@ void llm_grammar_vocab_free(struct llm_grammar_vocab *v);
 /* Token id's text (*len bytes, not NUL-terminated), or NULL: not text. */
 const char *llm_grammar_vocab_token(const struct llm_grammar_vocab *v, size_t id, size_t *len);
 /* allowed[i] = 1 for each token whose whole text st can take, else 0
- * (special and empty tokens 0).  Returns how many are allowed. */
-size_t llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *st, const struct llm_grammar_vocab *v,
+ * (special and empty tokens 0).  Returns how many are allowed (-1: see
+ * above). */
+int64_t llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *st, const struct llm_grammar_vocab *v,
     uint8_t *allowed);
 
 /* JSON schema (len bytes of JSON text) to GBNF text (a new string): see

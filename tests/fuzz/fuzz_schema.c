@@ -23,8 +23,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct llm_grammar *g = llm_grammar_parse(text, strlen(text));
 	CHECK(g);
 	struct llm_grammar_state st = {0};
-	llm_grammar_start(g, &st);
-	for (size_t i = 0; i < size && llm_grammar_accept(g, &st, (const char *)data + i, 1); i++)
+	int ok = llm_grammar_start(g, &st) == 0;
+	for (size_t i = 0; ok && i < size && llm_grammar_accept(g, &st, (const char *)data + i, 1) > 0; i++)
 		;
 	llm_grammar_state_free(&st);
 	llm_grammar_free(g);

@@ -73,7 +73,7 @@ matches(const char *gbnf, const char *text)
 		fprintf(stderr, "grammar refused: %s\n", llm_errmsg());
 		return -1;
 	}
-	llm_grammar_start(g, &st);
+	T_CHECK(llm_grammar_start(g, &st) == 0);
 	whole = llm_grammar_accept(g, &st, text, n) && llm_grammar_complete(&st);
 	for (size_t cut = 0; cut <= n; cut++) {
 		llm_grammar_start(g, &st);
@@ -82,7 +82,7 @@ matches(const char *gbnf, const char *text)
 		if (r != whole)
 			ok = 0;
 	}
-	llm_grammar_start(g, &st);
+	T_CHECK(llm_grammar_start(g, &st) == 0);
 	int r = 1;
 	for (size_t i = 0; i < n && r; i++)
 		r = llm_grammar_accept(g, &st, text + i, 1);
@@ -99,7 +99,7 @@ prefix_ok(const char *gbnf, const char *text)
 {
 	struct llm_grammar *g = parse(gbnf);
 	struct llm_grammar_state st = {0};
-	llm_grammar_start(g, &st);
+	T_CHECK(llm_grammar_start(g, &st) == 0);
 	int r = llm_grammar_accept(g, &st, text, strlen(text));
 	llm_grammar_state_free(&st);
 	llm_grammar_free(g);
@@ -137,7 +137,7 @@ T_TEST(a_code_point_cut_by_a_token_is_carried_over)
 	T_CHECK(prefix_ok(g, "\xc3\xa9t\x80") == 0); /* a lone continuation byte */
 	struct llm_grammar *gr = parse(g);
 	struct llm_grammar_state st = {0};
-	llm_grammar_start(gr, &st);
+	T_CHECK(llm_grammar_start(gr, &st) == 0);
 	T_CHECK(llm_grammar_accept(gr, &st, "\xc3\xa9t\xc3\xa9\xe6\x97", 7) && !llm_grammar_complete(&st));
 	T_CHECK(llm_grammar_accept(gr, &st, "\xa5", 1) && llm_grammar_complete(&st) && !llm_grammar_done(&st));
 	llm_grammar_state_free(&st);
@@ -165,13 +165,45 @@ T_TEST(completeness_and_the_end)
 {
 	struct llm_grammar *g = parse("root ::= \"yes\" | \"yes!\" | \"no\"\n");
 	struct llm_grammar_state st = {0};
-	llm_grammar_start(g, &st);
+	T_CHECK(llm_grammar_start(g, &st) == 0);
 	T_CHECK(!llm_grammar_complete(&st));
 	T_CHECK(llm_grammar_accept(g, &st, "ye", 2) && !llm_grammar_complete(&st));
 	T_CHECK(!llm_grammar_accept(g, &st, "x", 1)); /* refused: unchanged */
 	T_CHECK(llm_grammar_accept(g, &st, "s", 1) && llm_grammar_complete(&st) && !llm_grammar_done(&st));
 	T_CHECK(llm_grammar_accept(g, &st, "!", 1) && llm_grammar_done(&st));
 	T_CHECK(!llm_grammar_accept(g, &st, "!", 1));
+	llm_grammar_state_free(&st);
+	llm_grammar_free(g);
+}
+
+/* A grammar whose readings multiply with each byte (fuzz_grammar found
+ * it: 4 GB in some 30 bytes of its own text, masked against a vocabulary)
+ * is followed until the matcher's bounds, then refused with one message,
+ * and so is every call after; the stacks reached are bounded. */
+T_TEST(a_grammar_too_ambiguous_to_follow_is_refused_and_stays_so)
+{
+	struct llm_grammar *g = parse("root ::= (expr \"=\" ws term \"\\n\")+\n"
+				      "expr ::= term ([-+*/] ws term)*\n"
+				      "term ::= [a-z]+ ws\n"
+				      "ws ::= | expr \"=\" ws term{2,20}\n");
+	struct llm_grammar_state st = {0};
+	const char *text = "ab=cd=ef=gh=ij=kl=mn=op=qr=st=uv=wx=yz=ab=cd=ef";
+	size_t i = 0, n = strlen(text);
+	int r = 1;
+	T_CHECK(llm_grammar_start(g, &st) == 0);
+	for (; i < n && r == 1; i++)
+		r = llm_grammar_accept(g, &st, text + i, 1);
+	T_CHECK(r == -1 && i > 10 && st.n <= 65536);
+	T_CHECK(strcmp(llm_errmsg(),
+		    "the grammar is too ambiguous to follow: the text so far reads in over 65536 "
+		    "ways, or they take over 4194304 frames") == 0);
+	const char *toks[] = {"a", "="};
+	size_t lens[] = {1, 1};
+	struct llm_grammar_vocab *v = llm_grammar_vocab_new(2, toks, lens);
+	uint8_t allowed[2];
+	T_CHECK(llm_grammar_accept(g, &st, "a", 1) == -1 && llm_grammar_mask(g, &st, v, allowed) == -1);
+	T_CHECK(llm_grammar_start(g, &st) == -1);
+	llm_grammar_vocab_free(v);
 	llm_grammar_state_free(&st);
 	llm_grammar_free(g);
 }
@@ -230,9 +262,9 @@ T_TEST(the_mask_is_what_the_matcher_takes_token_by_token)
 	struct llm_grammar_state st = {0}, t = {0};
 	uint8_t allowed[32];
 	const char *path[] = {"{\"", "a", "\xc3", "\xa9", "\":", " ", "12", "}"};
-	llm_grammar_start(g, &st);
+	T_CHECK(llm_grammar_start(g, &st) == 0);
 	for (size_t step = 0; step <= sizeof(path) / sizeof(path[0]); step++) {
-		size_t count = llm_grammar_mask(g, &st, v, allowed), c2 = 0;
+		int64_t count = llm_grammar_mask(g, &st, v, allowed), c2 = 0;
 		for (size_t i = 0; i < n; i++) {
 			llm_grammar_state_copy(&t, &st);
 			int want = toks[i] && lens[i] && llm_grammar_accept(g, &t, toks[i], lens[i]);
@@ -350,6 +382,7 @@ main(void)
 	T_RUN(a_code_point_cut_by_a_token_is_carried_over);
 	T_RUN(repetition_bounds_hold);
 	T_RUN(completeness_and_the_end);
+	T_RUN(a_grammar_too_ambiguous_to_follow_is_refused_and_stays_so);
 	T_RUN(bad_grammars_are_refused_with_line_and_column);
 	T_RUN(the_mask_is_what_the_matcher_takes_token_by_token);
 	T_RUN(json_schemas_accept_what_follows_them_and_refuse_what_does_not);
