@@ -329,7 +329,8 @@ repeat(struct parser *ps, uint32_t r, size_t start)
 		g->xs = llm_xreallocarray(g->xs, g->xcap, sizeof(*g->xs));
 	}
 	struct elem *x = g->xs; /* the grammar's: freed with it when an error jumps out */
-	memcpy(x, g->rules[r].e + start, k * sizeof(*x));
+	if (k)                  /* none: a repetition of "" */
+		memcpy(x, g->rules[r].e + start, k * sizeof(*x));
 	if (op == '*')
 		lo = 0, hi = (unsigned long)-1;
 	else if (op == '+')

@@ -73,8 +73,9 @@ matches(const char *gbnf, const char *text)
 		fprintf(stderr, "grammar refused: %s\n", llm_errmsg());
 		return -1;
 	}
-	T_CHECK(llm_grammar_start(g, &st) == 0);
-	whole = llm_grammar_accept(g, &st, text, n) && llm_grammar_complete(&st);
+	if (llm_grammar_start(g, &st) < 0)
+		ok = 0;
+	whole = llm_grammar_accept(g, &st, text, n) > 0 && llm_grammar_complete(&st);
 	for (size_t cut = 0; cut <= n; cut++) {
 		llm_grammar_start(g, &st);
 		int r = llm_grammar_accept(g, &st, text, cut) && llm_grammar_accept(g, &st, text + cut, n - cut) &&
@@ -82,7 +83,8 @@ matches(const char *gbnf, const char *text)
 		if (r != whole)
 			ok = 0;
 	}
-	T_CHECK(llm_grammar_start(g, &st) == 0);
+	if (llm_grammar_start(g, &st) < 0)
+		ok = 0;
 	int r = 1;
 	for (size_t i = 0; i < n && r; i++)
 		r = llm_grammar_accept(g, &st, text + i, 1);
@@ -99,8 +101,7 @@ prefix_ok(const char *gbnf, const char *text)
 {
 	struct llm_grammar *g = parse(gbnf);
 	struct llm_grammar_state st = {0};
-	T_CHECK(llm_grammar_start(g, &st) == 0);
-	int r = llm_grammar_accept(g, &st, text, strlen(text));
+	int r = llm_grammar_start(g, &st) < 0 ? -1 : llm_grammar_accept(g, &st, text, strlen(text));
 	llm_grammar_state_free(&st);
 	llm_grammar_free(g);
 	return r;
@@ -154,6 +155,9 @@ T_TEST(repetition_bounds_hold)
 	T_CHECK(matches(g, "aabbcc") == 0);
 	T_CHECK(matches(g, "aabbbc") == 0);
 	T_CHECK(matches(g, "aabbbccdd") == 0);
+	/* a bounded repetition of "" (nothing to copy: fuzz_grammar's UBSan
+	 * report of a memcpy from NULL) is nothing */
+	T_CHECK(matches("root ::= \"x\" \"\"{2,3} \"y\"\n", "xy") == 1);
 	T_CHECK(matches("root ::= (\"ab\" | \"c\")* \"!\"?\n", "") == 1);
 	T_CHECK(matches("root ::= (\"ab\" | \"c\")* \"!\"?\n", "abcab!") == 1);
 	T_CHECK(matches("root ::= (\"ab\" | \"c\")* \"!\"?\n", "aba") == 0);
