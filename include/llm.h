@@ -261,6 +261,12 @@ struct llm_sampling {
  * token of the vocabulary at this point; LLM_ERR_UNSUPPORTED for a
  * grammar on a model without a tokenizer. */
 int llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id);
+/* Start the sampler's random state afresh: the next llm_seq_sample draws
+ * as the first one after llm_seq_new with the same p would (from p->seed,
+ * the grammar at its root), whatever was sampled before.  A server that
+ * reuses a sequence for another request calls it so that a seed gives the
+ * same reply every time.  LLM_ERR_ARG for a NULL s. */
+int llm_seq_reseed(struct llm_seq *s);
 
 /* ---- Grammars --------------------------------------------------------- */
 

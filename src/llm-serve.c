@@ -484,7 +484,9 @@ static void
 prompt_eval(void *p)
 {
 	struct prompt_job *j = p;
-	if (llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK || llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK) {
+	/* the request's seed draws as on a fresh sequence, whatever the slot drew before */
+	if (llm_seq_reseed(j->seq) != LLM_OK || llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
+	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK) {
 		snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;

@@ -231,3 +231,31 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	echo "RSS after 100 requests $r100 KiB, after 1000 $r1000 KiB" >&3
 	[ "$r1000" -le $((r100 + r100 / 20 + 1024)) ]
 }
+
+@test "a seed gives the same reply whatever ran before on the slot; no seed, other replies (issue 59)" {
+	serve
+	req() { jq -nc --argjson s "$1" '{prompt: "Once upon a time", max_tokens: 16, temperature: 1, seed: $s}'; }
+	text() { curl -s "$URL/v1/completions" -d "$1" | jq -r '.choices[0].text'; }
+	a1=$(text "$(req 7)")
+	a2=$(text "$(req 7)")
+	b1=$(text "$(req 8)")
+	a3=$(text "$(req 7)")
+	b2=$(text "$(req 8)")
+	[ -n "$a1" ]
+	[ "$a1" = "$a2" ]
+	[ "$a1" = "$a3" ]
+	[ "$b1" = "$b2" ]
+	[ "$a1" != "$b1" ]
+	# the same through a chat, streamed and not
+	c='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12, "temperature": 1, "seed": 3}'
+	c1=$(curl -s "$URL/v1/chat/completions" -d "$c" | jq -r '.choices[0].message.content')
+	c2=$(curl -sN "$URL/v1/chat/completions" -d "$(jq -c '.stream = true' <<<"$c")" |
+		grep '^data: {' | sed 's/^data: //' | jq -j '.choices[0].delta.content // ""')
+	[ "$c1" = "$c2" ]
+	# without a seed: five replies, not all the same
+	for i in 1 2 3 4 5; do
+		curl -s "$URL/v1/completions" -d '{"prompt": "Once upon a time", "max_tokens": 16, "temperature": 1}' |
+			jq -r '.choices[0].text' >"$T/free$i"
+	done
+	[ "$(sort -u "$T"/free* | wc -l)" -gt 1 ]
+}

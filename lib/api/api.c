@@ -1122,6 +1122,17 @@ llm_seq_sample(struct llm_seq *s, const struct llm_sampling *p, int64_t *id)
 }
 
 int
+llm_seq_reseed(struct llm_seq *s)
+{
+	if (!s)
+		return fail(LLM_ERR_ARG, "llm_seq_reseed: the sequence is NULL");
+	/* the next llm_seq_sample makes a new sampler (and grammar state) from its p */
+	llm_sampler_free(s->sampler);
+	s->sampler = NULL;
+	return LLM_OK;
+}
+
+int
 llm_grammar_check(const char *grammar)
 {
 	if (!grammar)

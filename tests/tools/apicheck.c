@@ -225,6 +225,25 @@ main(int argc, char **argv)
 	    "the token again: the same logits");
 	free(before);
 	status(llm_seq_rewind(s, llm_seq_pos(s) + 1), LLM_ERR_ARG, "rewind forward");
+	/* llm_seq_reseed: a seeded draw repeats from the same logits, whatever was drawn before */
+	{
+		struct llm_sampling r = LLM_SAMPLING_DEFAULT;
+		r.temperature = 1.5, r.top_k = 0, r.top_p = 1, r.min_p = 0, r.seed = 11;
+		int64_t first[8], again[8], cont[8];
+		int64_t p0 = llm_seq_pos(s);
+		int ok = 1;
+		status(llm_seq_reseed(NULL), LLM_ERR_ARG, "reseed NULL");
+		for (int round = 0; round < 3; round++) {
+			int64_t *to = round == 0 ? first : round == 1 ? cont : again;
+			if (round == 2)
+				ok &= !llm_seq_reseed(s);
+			ok &= !llm_seq_rewind(s, p0 - 1) && !llm_seq_eval(s, &last, 1);
+			for (int i = 0; i < 8; i++)
+				ok &= !llm_seq_sample(s, &r, &to[i]);
+		}
+		check(ok && !memcmp(first, again, sizeof(first)), "after llm_seq_reseed the seed's draws again");
+		check(memcmp(first, cont, sizeof(first)) != 0, "without it the draws go on");
+	}
 	/* bad state files */
 	snprintf(path, sizeof(path), "%s/state", argv[3]);
 	status(llm_seq_load(t, argv[2]), LLM_ERR_FORMAT, "load a file that is no state");
