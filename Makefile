@@ -53,7 +53,7 @@ LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
 LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
 LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
-	grammar json_schema
+	grammar json_schema reply
 LIB_API = api ppl
 LIBSRC = $(LIB_BASE:%=lib/base/%.c) $(LIB_FORMATS:%=lib/formats/%.c) $(LIB_COMPILER:%=lib/compiler/%.c) \
 	$(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
@@ -63,7 +63,7 @@ LIBOBJ = $(LIBSRC:%.c=$(O)/%.o)
 SOVERSION = 0
 # libllm (below)
 API_SRC = api runtime chatsrc jinja bundle model json util utf8 weights target spawn phase dtype hfconfig family hash quant \
-	gguf tokenizer tokjson tokbuild toklines chat chatcache sample grammar json_schema
+	gguf tokenizer tokjson tokbuild toklines chat chatcache sample grammar json_schema reply
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
 APIOBJ = $(patsubst lib/%.c,$(O)/pic/%.o,$(filter $(API_SRC:%=\%/%.c),$(LIBSRC)))
 API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)
@@ -89,7 +89,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
-	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar
+	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply
 
 all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
 
@@ -210,6 +210,7 @@ $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
 $(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
 $(O)/tests/unit/test_grammar: tests/unit/test_grammar.c
+$(O)/tests/unit/test_reply: tests/unit/test_reply.c
 
 # `make fuzz`: the libFuzzer targets of the readers (tests/fuzz/README
 # lists them), their seed corpora in build/fuzz/seeds/NAME (committed

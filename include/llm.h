@@ -175,6 +175,52 @@ int llm_chat_apply_json(struct llm *m, const char *json, size_t len, int add_gen
 int llm_chat_tokenize_json(struct llm *m, const char *json, size_t len, int add_generation_prompt, int64_t **ids,
     size_t *nids);
 
+/* ---- Replies ---------------------------------------------------------- */
+
+/* A generated reply split as an OpenAI assistant message carries it:
+ * content, reasoning_content and tool_calls, by the reply format of the
+ * model's chat template (its family's markers: Hermes' <tool_call>,
+ * llama 3's JSON calls, Mistral's [TOOL_CALLS], DeepSeek-R1's
+ * <｜tool▁calls▁begin｜>, Phi-4-mini's <|tool_call|>, gpt-oss's harmony
+ * channels; <think> and its kin for thoughts). */
+enum llm_parse_flags {
+	LLM_PARSE_TOOLS = 1,     /* tool calls become tool_calls (else they stay text) */
+	LLM_PARSE_REASONING = 2, /* thoughts become reasoning_content (else they stay in content) */
+	LLM_PARSE_THINKING = 4,  /* the reply starts inside a thought (llm_chat_prompt_thinking) */
+	LLM_PARSE_PARTIAL = 8,   /* the reply may go on: what may still become a marker or a call is
+	                          * held back, so that content and reasoning only grow, and calls come whole */
+};
+/* The format's name: "hermes", "llama3", "mistral", "deepseek-r1",
+ * "phi4", "harmony", "think" (thoughts, no calls) or "plain" (neither; a
+ * model without a template too).  Live until llm_close. */
+const char *llm_chat_reply_format(const struct llm *m);
+/* 1 when a rendered prompt (len bytes) ends inside a thought of the
+ * format (its generation prompt opens one, as DeepSeek-R1's does), else 0. */
+int llm_chat_prompt_thinking(const struct llm *m, const char *prompt, size_t len);
+/* The reply (len bytes of text as generated: the text of the special
+ * tokens that are the format's markers included) as a message in JSON,
+ * *json NUL-terminated (llm_free; jsonlen may be NULL): {"role":
+ * "assistant", "content": text, or null when empty beside tool calls,
+ * "reasoning_content": text (when any), "tool_calls": [{"id": "call_N",
+ * "type": "function", "function": {"name", "arguments": JSON text}}]
+ * (when any)}.  A call that is not well-formed stays text in content. */
+int llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flags, char **json,
+    size_t *jsonlen);
+/* For a reply held to tool calls (OpenAI's tool_choice "required", or one
+ * function by name): *grammar, GBNF for llm_sampling.grammar that takes
+ * one call (with parallel, one or more) of the tools (len bytes of an
+ * OpenAI "tools" array in JSON; only: the one function so named, or
+ * NULL), its arguments held to the function's "parameters" schema; and
+ * *prefix, the text to evaluate after the generation prompt so that the
+ * reply starts inside a call (the format's opening marker, which may be a
+ * special token a grammar cannot draw).  The reply to parse is *prefix
+ * followed by the text generated.  Both llm_free.  LLM_ERR_ARG for tools
+ * that are not such JSON, a name of no tool, a schema refused (the
+ * message names the tool), LLM_ERR_UNSUPPORTED for a format without
+ * calls. */
+int llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel,
+    char **grammar, char **prefix);
+
 /* ---- Sequences -------------------------------------------------------- */
 
 struct llm_seq;

@@ -54,6 +54,7 @@ static const char usage_text[] =
     "       llm-run -m model | --tokenizer path --detokenize [--skip-special]\n"
     "       llm-run [-m model | --tokenizer path] [--chat-template name|file] --render file\n"
     "               [--no-gen-prompt]\n"
+    "       llm-run [-m model | --tokenizer path] [--chat-template name|file] --parse-reply file\n"
     "       llm-run -m model --verify\n"
     "       llm-run [--cache-dir dir] --list-cache | --prune-cache\n";
 
@@ -122,6 +123,8 @@ static const char help_text[] =
     "                       loading checks a sample of them), and exit\n"
     "  --render file [--no-gen-prompt]\n"
     "                       the prompt a conversation (JSON) becomes (without the assistant's start)\n"
+    "  --parse-reply file   a reply as generated, as llm-serve's message in JSON: content,\n"
+    "                       reasoning_content and tool_calls, by the chat template's format\n"
     "  -v                   report loading and each phase call on standard error\n"
     "  -h                   print the usage\n"
     "  --help, --version    print this help, or the version\n";
@@ -239,14 +242,14 @@ parse_bench(const char *s, struct bench_spec *b)
 	free(copy);
 }
 
-enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER, M_VERIFY };
+enum mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER, M_PARSE, M_VERIFY };
 
 static void
 set_mode(enum mode *m, enum mode to)
 {
 	if (*m != M_NONE && *m != to)
 		usage_msg("give one of -i, -f, -p, --tokens, --bench, --perplexity, --tokenize, --detokenize, "
-			  "--render and --verify");
+			  "--render, --parse-reply and --verify");
 	*m = to;
 }
 
@@ -283,7 +286,7 @@ struct args {
 enum {
 	OPT_JSON = 256, OPT_LOGITS, OPT_TOKENS, OPT_SEED, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
 	OPT_REPEAT_PENALTY, OPT_REPEAT_LAST_N, OPT_STOP, OPT_TOKENIZER, OPT_CHAT_TEMPLATE, OPT_SYSTEM,
-	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER,
+	OPT_BENCH, OPT_TOKENIZE, OPT_DETOKENIZE, OPT_ADD_SPECIAL, OPT_RAW, OPT_SKIP_SPECIAL, OPT_RENDER, OPT_PARSE_REPLY,
 	OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD, OPT_ESCAPE,
 	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN, OPT_MULTILINE,
@@ -334,6 +337,7 @@ static const struct option longopts[] = {
 	{"presence-penalty", required_argument, NULL, OPT_PRESENCE_PENALTY},
 	{"ppl-context", required_argument, NULL, OPT_PPL_CONTEXT},
 	{"raw", no_argument, NULL, OPT_RAW},
+	{"parse-reply", required_argument, NULL, OPT_PARSE_REPLY},
 	{"render", required_argument, NULL, OPT_RENDER},
 	{"repeat-last-n", required_argument, NULL, OPT_REPEAT_LAST_N},
 	{"repeat-penalty", required_argument, NULL, OPT_REPEAT_PENALTY},
@@ -584,6 +588,10 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_RENDER:
 			set_mode(&a->mode, M_RENDER);
+			a->render_path = optarg;
+			break;
+		case OPT_PARSE_REPLY:
+			set_mode(&a->mode, M_PARSE);
 			a->render_path = optarg;
 			break;
 		case OPT_VERIFY:
@@ -896,13 +904,14 @@ main(int argc, char **argv)
 	}
 	if (a.cache.off && a.cache.dir)
 		usage_msg("give one of --no-cache and --cache-dir");
-	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER) {
+	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER || a.mode == M_PARSE) {
 		if (a.model && a.tokenizer_path)
 			usage_msg("give one of -m and --tokenizer");
-		if (a.mode != M_RENDER && !a.model && !a.tokenizer_path)
+		if (a.mode != M_RENDER && a.mode != M_PARSE && !a.model && !a.tokenizer_path)
 			usage_msg("no tokenizer (-m model or --tokenizer path)");
 		struct text_opts t = {a.mode == M_TOKENIZE ? TEXT_TOKENIZE :
 			    a.mode == M_DETOKENIZE         ? TEXT_DETOKENIZE :
+		    a.mode == M_PARSE                  ? TEXT_PARSE :
 							     TEXT_RENDER,
 			a.model, a.tokenizer_path, a.template_name, a.render_path, a.add_special, a.raw, a.plain_input,
 			a.skip_special, a.no_gen};

@@ -19,6 +19,7 @@
 #include "../runtime/chatsrc.h"
 #include "../base/dtype.h"
 #include "../runtime/grammar.h"
+#include "../runtime/reply.h"
 #include "../runtime/runtime.h"
 #include "../runtime/sample.h"
 #include "../base/util.h"
@@ -330,6 +331,79 @@ const char *
 llm_chat_template_name(const struct llm *m)
 {
 	return m && m->src.tmpl.jinja ? (m->src.tmpl.name ? m->src.tmpl.name : "jinja") : NULL;
+}
+
+/* ---- replies ---- */
+
+static const struct llm_reply_format *
+reply_format(const struct llm *m)
+{
+	return m->src.tmpl.jinja && m->src.tmpl.reply ? m->src.tmpl.reply : llm_reply_format_named("plain");
+}
+
+const char *
+llm_chat_reply_format(const struct llm *m)
+{
+	return m ? llm_reply_format_name(reply_format(m)) : NULL;
+}
+
+int
+llm_chat_prompt_thinking(const struct llm *m, const char *prompt, size_t len)
+{
+	return m && prompt && llm_reply_prompt_thinking(reply_format(m), prompt, len);
+}
+
+int
+llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flags, char **json, size_t *jsonlen)
+{
+	if (!m || !text || !json)
+		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: %s is NULL", !m ? "the model" : !text ? "text" : "json");
+	if (flags & ~(LLM_PARSE_TOOLS | LLM_PARSE_REASONING | LLM_PARSE_THINKING | LLM_PARSE_PARTIAL))
+		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: flags %#x: unknown bits", (unsigned)flags);
+	struct llm_reply r = {0};
+	llm_reply_parse(reply_format(m), text, len,
+	    (flags & LLM_PARSE_TOOLS ? LLM_REPLY_TOOLS : 0) | (flags & LLM_PARSE_REASONING ? LLM_REPLY_REASONING : 0) |
+		(flags & LLM_PARSE_THINKING ? LLM_REPLY_THINKING : 0) |
+		(flags & LLM_PARSE_PARTIAL ? LLM_REPLY_PARTIAL : 0),
+	    &r);
+	json_t *msg = llm_reply_message(&r);
+	llm_reply_free(&r);
+	*json = json_dumps(msg, JSON_COMPACT);
+	json_decref(msg);
+	if (!*json)
+		llm_fatal("out of memory serialising JSON");
+	if (jsonlen)
+		*jsonlen = strlen(*json);
+	return LLM_OK;
+}
+
+int
+llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel,
+    char **grammar, char **prefix)
+{
+	if (!m || !tools || !grammar || !prefix)
+		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: %s is NULL",
+		    !m ? "the model" : !tools ? "tools" : !grammar ? "grammar" : "prefix");
+	json_error_t e;
+	json_t *t = json_loadb(tools, len, 0, &e);
+	if (!json_is_array(t)) {
+		json_decref(t);
+		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: the tools are not a JSON array");
+	}
+	const struct llm_reply_format *f = reply_format(m);
+	if (!llm_reply_writes_calls(f)) {
+		json_decref(t);
+		return fail(LLM_ERR_UNSUPPORTED, "llm_chat_tool_grammar: the chat template's reply format ('%s') has "
+						 "no tool calls to hold a reply to",
+		    llm_reply_format_name(f));
+	}
+	char *p = NULL, *g = llm_reply_tool_grammar(f, t, only, parallel, &p);
+	json_decref(t);
+	if (!g)
+		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: %s", llm_errmsg());
+	*grammar = g;
+	*prefix = p;
+	return LLM_OK;
 }
 
 static int

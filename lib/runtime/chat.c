@@ -103,8 +103,9 @@ llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len
 	t->tokens = json_object();
 	char *z = llm_xstrndup(text, len);
 	const char *fam = llm_chat_recognise(z);
-	free(z);
 	t->name = fam ? llm_xstrdup(fam) : NULL;
+	t->reply = llm_reply_format_of(z);
+	free(z);
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 
 #include "../base/util.h"
 #include "jinja.h"
+#include "reply.h"
 
 /* A conversation as the template sees it: the messages, in order (a JSON
  * array of objects; NULL: none yet), and the tools offered (a JSON array,
@@ -52,9 +53,10 @@ struct llm_chat_template {
 	struct llm_jinja *jinja;
 	json_t *tokens; /* the special tokens to render with: {"bos_token": "<s>", ...} */
 	char *name;     /* the built-in's name, or the family the text is recognised as; NULL: neither */
+	const struct llm_reply_format *reply; /* how its replies are split (reply.h); NULL: none */
 };
 
-#define LLM_CHAT_TEMPLATE_INIT {NULL, NULL, NULL}
+#define LLM_CHAT_TEMPLATE_INIT {NULL, NULL, NULL, NULL}
 
 /* The built-in names in order: NULL past the last. */
 const char *llm_chat_builtin(size_t i);

@@ -29,6 +29,7 @@
 #ifndef LLM_GRAMMAR_H
 #define LLM_GRAMMAR_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,5 +86,12 @@ int64_t llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *
  * json_schema.c for what is followed, ignored and refused.  NULL with
  * llm_errmsg for a schema that cannot be turned into one. */
 char *llm_json_schema_grammar(const char *schema, size_t len);
+/* Several schemas as rules of one grammar: schemas[i] becomes the rule
+ * names[i] (names the caller's own rules do not use), the rules they need
+ * shared; paths[i] (NULL: none) prefixes the places in schemas[i] that
+ * messages name.  The GBNF text without a root (a new string), or NULL
+ * with llm_errmsg. */
+char *llm_json_schema_rules(const json_t *const *schemas, const char *const *names, const char *const *paths,
+    size_t n);
 
 #endif

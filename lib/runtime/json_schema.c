@@ -590,6 +590,54 @@ gen(struct conv *c, json_t *s, const char *name, const char *path)
 	}
 }
 
+/* Free what a conversion holds but its output. */
+static void
+conv_free(struct conv *c)
+{
+	for (size_t i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	free(c->names);
+	for (size_t i = 0; i < c->nrefs; i++)
+		free(c->refs[i]);
+	free(c->refs);
+	llm_buf_free(&c->out);
+	for (size_t i = 0; i < c->nheld; i++)
+		free(c->held[i]);
+	free(c->held);
+	for (size_t i = 0; i < c->nbufs; i++) {
+		llm_buf_free(c->bufs[i]);
+		free(c->bufs[i]);
+	}
+	free(c->bufs);
+	json_decref(c->json);
+}
+
+char *
+llm_json_schema_rules(const json_t *const *schemas, const char *const *names, const char *const *paths, size_t n)
+{
+	struct conv c = {0};
+	char *volatile ret = NULL; /* set after the jump's point */
+	c.json = json_array();
+	/* the rules' names are taken before any is made */
+	for (size_t i = 0; i < n; i++) {
+		c.names = llm_xreallocarray(c.names, c.nnames + 1, sizeof(*c.names));
+		c.names[c.nnames++] = llm_xstrdup(names[i]);
+	}
+	if (!setjmp(c.jb)) {
+		for (size_t i = 0; i < n; i++) {
+			/* each schema's references are its own */
+			for (size_t k = 0; k < c.nrefs; k++)
+				free(c.refs[k]);
+			c.nrefs = 0;
+			c.root = (json_t *)schemas[i];
+			gen(&c, c.root, names[i], paths ? paths[i] : "");
+		}
+		ret = llm_xstrndup(c.out.p ? c.out.p : "", c.out.len);
+	}
+	conv_free(&c);
+	return ret;
+}
+
 char *
 llm_json_schema_grammar(const char *schema, size_t len)
 {
@@ -599,39 +647,20 @@ llm_json_schema_grammar(const char *schema, size_t len)
 		llm_seterr("line %d, column %d: %s", e.line, e.column, e.text);
 		return NULL;
 	}
-	struct conv c = {0};
-	char *ret = NULL;
-	c.root = root;
-	c.json = json_array();
-	if (!setjmp(c.jb)) {
-		gen(&c, root, "root", "");
-		struct llm_grammar *g = llm_grammar_parse(c.out.p, c.out.len);
-		if (g) {
-			llm_grammar_free(g);
-			ret = llm_xstrndup(c.out.p, c.out.len);
-		} else {
-			/* only a schema that refers to itself before any text */
-			llm_seterr(
-			    "the grammar made of the schema is refused (a $ref to itself before any JSON text?): %s",
-			    llm_errmsg());
-		}
-	}
-	for (size_t i = 0; i < c.nnames; i++)
-		free(c.names[i]);
-	free(c.names);
-	for (size_t i = 0; i < c.nrefs; i++)
-		free(c.refs[i]);
-	free(c.refs);
-	llm_buf_free(&c.out);
-	for (size_t i = 0; i < c.nheld; i++)
-		free(c.held[i]);
-	free(c.held);
-	for (size_t i = 0; i < c.nbufs; i++) {
-		llm_buf_free(c.bufs[i]);
-		free(c.bufs[i]);
-	}
-	free(c.bufs);
-	json_decref(c.json);
+	static const char *const names[] = {"root"};
+	const json_t *const schemas[] = {root};
+	char *ret = llm_json_schema_rules(schemas, names, NULL, 1);
 	json_decref(root);
+	if (!ret)
+		return NULL;
+	struct llm_grammar *g = llm_grammar_parse(ret, strlen(ret));
+	if (!g) {
+		/* only a schema that refers to itself before any text */
+		llm_seterr("the grammar made of the schema is refused (a $ref to itself before any JSON text?): %s",
+		    llm_errmsg());
+		free(ret);
+		return NULL;
+	}
+	llm_grammar_free(g);
 	return ret;
 }

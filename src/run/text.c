@@ -10,6 +10,7 @@
 #include "../../lib/formats/bundle.h"
 #include "../../lib/runtime/chat.h"
 #include "../../lib/runtime/chatsrc.h"
+#include "../../lib/runtime/reply.h"
 #include "../../lib/base/json.h"
 #include "../../lib/formats/model.h"
 #include "../../lib/runtime/toklines.h"
@@ -67,7 +68,42 @@ run_verify(const char *model)
 	llm_bundle_close(&b);
 }
 
-/* --tokenize, --detokenize and --render: no model library. */
+/* --parse-reply: the reply in a->render_path as llm-serve's message, by
+ * the template's reply format; in a thought from the start when the
+ * template's generation prompt opens one. */
+static void
+parse_reply(struct llm_chatsrc *src, const struct text_opts *a, struct llm_buf *out)
+{
+	size_t len;
+	const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
+	if (a->template_name && llm_chatsrc_template(src, a->template_name) < 0)
+		llm_fatal("%s", llm_errmsg());
+	int flags = LLM_REPLY_TOOLS | LLM_REPLY_REASONING;
+	if (src->tmpl.jinja) {
+		struct llm_chat conv = {0};
+		struct llm_buf prompt = {0};
+		llm_chat_add(&conv, "user", "Hi", 2);
+		if (llm_chat_render(&src->tmpl, &conv, 1, &prompt, NULL) == 0 &&
+		    llm_reply_prompt_thinking(src->tmpl.reply, prompt.p, prompt.len))
+			flags |= LLM_REPLY_THINKING;
+		llm_buf_free(&prompt);
+		llm_chat_free(&conv);
+	}
+	char *text = run_read_input(a->render_path, &len);
+	if (run_text_check(label, text, len) < 0)
+		llm_fatal("%s", llm_errmsg());
+	struct llm_reply r = {0};
+	llm_reply_parse(src->tmpl.jinja ? src->tmpl.reply : NULL, text, len, flags, &r);
+	json_t *msg = llm_reply_message(&r);
+	char *j = json_dumps(msg, JSON_COMPACT);
+	llm_buf_printf(out, "%s\n", j);
+	free(j);
+	json_decref(msg);
+	llm_reply_free(&r);
+	free(text);
+}
+
+/* --tokenize, --detokenize, --render and --parse-reply: no model library. */
 void
 run_text(const struct text_opts *a)
 {
@@ -76,7 +112,7 @@ run_text(const struct text_opts *a)
 	size_t len;
 	if (a->tokenizer_path || a->model)
 		load_chatsrc(&src, a->tokenizer_path ? a->tokenizer_path : a->model, NULL);
-	if (a->mode != TEXT_RENDER && !src.tok)
+	if (a->mode != TEXT_RENDER && a->mode != TEXT_PARSE && !src.tok)
 		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
 	if (a->mode == TEXT_RENDER) {
 		struct llm_chat conv = {0};
@@ -95,6 +131,8 @@ run_text(const struct text_opts *a)
 			llm_fatal("%s: %s", label, llm_errmsg());
 		free(text);
 		llm_chat_free(&conv);
+	} else if (a->mode == TEXT_PARSE) {
+		parse_reply(&src, a, &out);
 	} else {
 		char *text = run_read_input("-", &len);
 		int rc = a->mode == TEXT_TOKENIZE ?
