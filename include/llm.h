@@ -142,6 +142,8 @@ enum llm_piece_flags {
 	LLM_PIECE_SPECIAL = 1, /* a special token's own text ("<|im_end|>"); without it a special token is "" */
 	LLM_PIECE_FIRST = 2,   /* the first token after a context of BOS alone: the leading space that
 	                        * SentencePiece decoding strips there is stripped ("\u2581Once" is "Once") */
+	LLM_PIECE_MARKERS = 4, /* a special token that is a marker of the chat template's reply format
+	                        * (llm_chat_parse_reply: "[TOOL_CALLS]", "<|channel|>", ...) gives its text */
 };
 /* The bytes token id adds to a text streamed token by token: *len bytes
  * in *text (llm_free), NUL-terminated.  A character may span several
@@ -213,13 +215,14 @@ int llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int 
  * NULL), its arguments held to the function's "parameters" schema; and
  * *prefix, the text to evaluate after the generation prompt so that the
  * reply starts inside a call (the format's opening marker, which may be a
- * special token a grammar cannot draw).  The reply to parse is *prefix
+ * special token a grammar cannot draw; with thinking, a prompt that ends
+ * inside a thought, the prefix closes the thought first).  The reply to parse is *prefix
  * followed by the text generated.  Both llm_free.  LLM_ERR_ARG for tools
  * that are not such JSON, a name of no tool, a schema refused (the
  * message names the tool), LLM_ERR_UNSUPPORTED for a format without
  * calls. */
 int llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel,
-    char **grammar, char **prefix);
+    int thinking, char **grammar, char **prefix);
 
 /* ---- Sequences -------------------------------------------------------- */
 

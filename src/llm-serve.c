@@ -75,6 +75,7 @@ struct slot {
 static struct server {
 	struct llm *m;
 	char *name;
+	int reasoning; /* --reasoning-format deepseek: thoughts into reasoning_content */
 	const char *api_key;
 	size_t max_body;
 	struct slot *slots;
@@ -103,6 +104,14 @@ struct gen {
 	struct llm_stream
 	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
 	size_t shown; /* bytes of st.text already sent (streaming) */
+	/* a chat's reply split (llm_chat_parse_reply): pflags, LLM_PARSE_*; prefix, text evaluated
+	 * after the prompt that opens a call (tool_choice required or a function), as its tokens */
+	int pflags;
+	char *prefix;
+	int64_t *pre_ids;
+	size_t npre;
+	size_t sent_c, sent_r, sent_calls; /* bytes of content and reasoning, and calls, streamed */
+	int role_sent;
 	const char *finish; /* NULL while generating: "stop", "length", or "error" (msg says why) */
 	char msg[512];
 	struct llm_buf out; /* server-sent events not yet sent */
@@ -171,6 +180,8 @@ gen_free(struct gen *g)
 	free(g->reply);
 	free(g->conv);
 	free(g->grammar);
+	free(g->prefix);
+	llm_free(g->pre_ids);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -295,6 +306,78 @@ content_of(const json_t *c, size_t i, struct bad *b)
 	return t.p;
 }
 
+static const char choice_shape[] =
+    "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+
+/* How a chat's reply is split (g->pflags): its tools by tool_choice and
+ * parallel_tool_calls, its thoughts by reasoning_format (else
+ * --reasoning-format); and for tool_choice "required" or a function, the
+ * grammar of the tools' calls and the text that opens one (g->prefix, its
+ * tokens evaluated after the prompt). */
+static int
+reply_of(const json_t *j, struct gen *g, struct bad *b)
+{
+	const json_t *tools = json_object_get(j, "tools"), *tc = json_object_get(j, "tool_choice"),
+		     *par = json_object_get(j, "parallel_tool_calls"),
+		     *rf = json_object_get(j, "reasoning_format"); /* borrowed */
+	size_t ntools = json_array_size(tools);
+	const char *choice = ntools ? "auto" : "none", *only = NULL;
+	if (tc && !json_is_null(tc)) {
+		if (json_is_string(tc)) {
+			choice = json_string_value(tc);
+			if (strcmp(choice, "none") != 0 && strcmp(choice, "auto") != 0 && strcmp(choice, "required") != 0)
+				return badf(b, NULL, "%s", choice_shape);
+		} else {
+			const json_t *fn = json_object_get(tc, "function"), *nm = json_object_get(fn, "name"),
+				     *ty = json_object_get(tc, "type"); /* borrowed */
+			if (!json_is_string(ty) || strcmp(json_string_value(ty), "function") != 0 || !json_is_string(nm))
+				return badf(b, NULL, "%s", choice_shape);
+			choice = "required";
+			only = json_string_value(nm);
+		}
+		if (strcmp(choice, "none") != 0 && !ntools)
+			return badf(b, NULL, "'tool_choice' '%s' needs 'tools'", choice);
+	}
+	int parallel = 1, reasoning = sv.reasoning, thinking = 0;
+	if (par && !json_is_null(par)) {
+		if (!json_is_boolean(par))
+			return badf(b, NULL, "'parallel_tool_calls' must be a boolean");
+		parallel = json_is_true(par);
+	}
+	if (rf && !json_is_null(rf)) {
+		const char *v = json_string_value(rf);
+		if (!v || (strcmp(v, "none") != 0 && strcmp(v, "deepseek") != 0 && strcmp(v, "auto") != 0))
+			return badf(b, NULL, "'reasoning_format' must be 'none', 'deepseek' or 'auto'");
+		reasoning = strcmp(v, "none") != 0;
+	}
+	/* does the generation prompt open a thought (DeepSeek-R1's "<think>\n")? */
+	char *text;
+	size_t len;
+	if (llm_chat_apply_json(sv.m, g->conv, g->convlen, 1, &text, &len) == LLM_OK) {
+		thinking = llm_chat_prompt_thinking(sv.m, text, len);
+		llm_free(text);
+	}
+	g->pflags = (reasoning ? LLM_PARSE_REASONING : 0) | (strcmp(choice, "none") != 0 ? LLM_PARSE_TOOLS : 0) |
+	    (thinking ? LLM_PARSE_THINKING : 0);
+	if (strcmp(choice, "required") != 0)
+		return 0;
+	if (g->grammar)
+		return badf(b, NULL,
+		    "give one of 'tool_choice' (required, or a function) and 'response_format', 'grammar' or "
+		    "'json_schema'");
+	char *tj = json_dumps(tools, JSON_COMPACT), *grammar, *prefix;
+	int rc = llm_chat_tool_grammar(sv.m, tj, strlen(tj), only, parallel, thinking, &grammar, &prefix);
+	free(tj);
+	if (rc != LLM_OK)
+		return badf(b, NULL, "'tool_choice': %s", llm_errmsg());
+	g->grammar = grammar;
+	g->sp.grammar = grammar;
+	g->prefix = prefix;
+	if (llm_tokenize(sv.m, prefix, strlen(prefix), 0, &g->pre_ids, &g->npre) != LLM_OK)
+		return badf(b, NULL, "'tool_choice': %s", llm_errmsg());
+	return 0;
+}
+
 /* The prompt's tokens from the request (chat: messages; else prompt). */
 static int
 prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *b)
@@ -338,7 +421,7 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 				rc = badf(b, NULL, "%s", llm_errmsg());
 		}
 		json_decref(conv);
-		return rc;
+		return rc ? rc : reply_of(j, g, b);
 	}
 	const json_t *p = json_object_get(j, "prompt");
 	if (json_is_array(p) && json_array_size(p) == 1)
@@ -476,6 +559,8 @@ struct prompt_job {
 	struct llm_seq *seq;
 	const int64_t *ids;
 	size_t n, keep;
+	const int64_t *pre; /* then these (a forced call's opening), evaluated on their own */
+	size_t npre;
 	int rc;
 	char msg[256];
 };
@@ -486,7 +571,7 @@ prompt_eval(void *p)
 	struct prompt_job *j = p;
 	/* the request's seed draws as on a fresh sequence, whatever the slot drew before */
 	if (llm_seq_reseed(j->seq) != LLM_OK || llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
-	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK) {
+	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK || (j->npre && llm_seq_eval(j->seq, j->pre, j->npre) != LLM_OK)) {
 		snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;
@@ -556,12 +641,12 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 	pthread_cond_broadcast(&sv.freed); /* the next in the queue may find a slot */
 	pthread_mutex_unlock(&sv.lock);
 	g->slot = best;
-	g->prompt_tokens = keep + nrest;
-	if ((int64_t)(keep + nrest) >= llm_seq_context(best->seq)) {
+	g->prompt_tokens = keep + nrest + g->npre;
+	if ((int64_t)g->prompt_tokens >= llm_seq_context(best->seq)) {
 		llm_free(rest);
 		return -2;
 	}
-	struct prompt_job j = {best->seq, rest, nrest, keep, 0, ""};
+	struct prompt_job j = {best->seq, rest, nrest, keep, g->pre_ids, g->npre, 0, ""};
 	on_slot(best, prompt_eval, &j);
 	llm_free(rest);
 	if (j.rc)
@@ -604,7 +689,8 @@ step_job(void *p)
 	int first = llm_seq_pos(s) == 1 && llm_seq_tokens(s)[0] == llm_token_bos(sv.m);
 	char *piece;
 	size_t len;
-	if (llm_token_piece(sv.m, id, first ? LLM_PIECE_FIRST : 0, &piece, &len) != LLM_OK)
+	if (llm_token_piece(sv.m, id, (first ? LLM_PIECE_FIRST : 0) | (g->pflags ? LLM_PIECE_MARKERS : 0), &piece,
+		&len) != LLM_OK)
 		return fail(g);
 	g->reply = llm_xreallocarray(g->reply, g->nreply + 1, sizeof(*g->reply));
 	g->reply[g->nreply++] = id;
@@ -633,31 +719,102 @@ usage_json(const struct gen *g)
 	    (json_int_t)g->nreply, "total_tokens", (json_int_t)(g->prompt_tokens + g->nreply));
 }
 
-/* A streamed chunk (delta text, or the finish) as an event into g->out. */
-static void
-chunk(struct gen *g, const char *text, size_t len, const char *finish)
+/* A chat's reply so far as its message (new): the prompt's forced call
+ * opening and the text, split by g->pflags; each call's id made of the
+ * request's. */
+static json_t *
+message(struct gen *g, int partial)
 {
-	json_t *choice;
-	if (g->chat) {
-		json_t *delta = json_object();
-		if (!g->shown && !finish)
-			json_object_set_new(delta, "role", json_string("assistant"));
-		if (len)
-			json_object_set_new(delta, "content", json_stringn(text, len));
-		choice = json_pack("{s:i, s:o, s:o}", "index", 0, "delta", delta, "finish_reason",
-		    finish ? json_string(finish) : json_null());
-	} else
-		choice = json_pack("{s:i, s:s%, s:o}", "index", 0, "text", text, len, "finish_reason",
-		    finish ? json_string(finish) : json_null());
+	struct llm_buf t = {0};
+	char *js;
+	json_error_t e;
+	if (g->prefix)
+		llm_buf_puts(&t, g->prefix);
+	llm_buf_add(&t, g->st.text.p ? g->st.text.p : "", g->st.text.len);
+	if (llm_chat_parse_reply(sv.m, t.p, t.len, g->pflags | (partial ? LLM_PARSE_PARTIAL : 0), &js, NULL) != LLM_OK)
+		llm_fatal("%s", llm_errmsg()); /* only NULL arguments fail */
+	llm_buf_free(&t);
+	json_t *m = json_loads(js, 0, &e), *c;
+	llm_free(js);
+	size_t i;
+	json_array_foreach (json_object_get(m, "tool_calls"), i, c) {
+		char id[80];
+		snprintf(id, sizeof(id), "call_%s_%zu", g->id, i);
+		json_object_set_new(c, "id", json_string(id));
+	}
+	return m;
+}
+
+/* finish_reason: "tool_calls" when the reply is calls. */
+static const char *
+finish_of(const struct gen *g, const json_t *msg)
+{
+	return json_array_size(json_object_get(msg, "tool_calls")) && strcmp(g->finish, "error") != 0 ? "tool_calls" :
+													  g->finish;
+}
+
+/* A streamed event into g->out: choice, one choice of it (taken). */
+static void
+event(struct gen *g, json_t *choice, int usage)
+{
 	json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", g->id, "object",
 	    g->chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
 	    "choices", choice);
-	if (finish)
+	if (usage)
 		json_object_set_new(j, "usage", usage_json(g));
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	llm_buf_printf(&g->out, "data: %s\n\n", s);
 	free(s);
+}
+
+/* A chat's deltas since the last: the reply parsed (whole when final),
+ * what its content and reasoning gained, the calls that came whole (the
+ * parse only grows: llm_chat_parse_reply's partial form); then, when
+ * final, the finish. */
+static void
+chat_deltas(struct gen *g, int final)
+{
+	json_t *m = message(g, !final), *delta = json_object(), *calls = json_object_get(m, "tool_calls"); /* borrowed */
+	const char *c = json_string_value(json_object_get(m, "content")),
+		   *r = json_string_value(json_object_get(m, "reasoning_content"));
+	size_t nc = c ? strlen(c) : 0, nr = r ? strlen(r) : 0;
+	if (!g->role_sent)
+		json_object_set_new(delta, "role", json_string("assistant"));
+	if (nr > g->sent_r)
+		json_object_set_new(delta, "reasoning_content", json_stringn(r + g->sent_r, nr - g->sent_r));
+	if (nc > g->sent_c)
+		json_object_set_new(delta, "content", json_stringn(c + g->sent_c, nc - g->sent_c));
+	if (json_array_size(calls) > g->sent_calls) {
+		json_t *a = json_array();
+		for (size_t i = g->sent_calls; i < json_array_size(calls); i++) {
+			json_t *x = json_deep_copy(json_array_get(calls, i));
+			json_object_set_new(x, "index", json_integer((json_int_t)i));
+			json_array_append_new(a, x);
+		}
+		json_object_set_new(delta, "tool_calls", a);
+	}
+	g->sent_c = nc > g->sent_c ? nc : g->sent_c;
+	g->sent_r = nr > g->sent_r ? nr : g->sent_r;
+	g->sent_calls = json_array_size(calls) > g->sent_calls ? json_array_size(calls) : g->sent_calls;
+	if (json_object_size(delta)) {
+		g->role_sent = 1;
+		event(g, json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "finish_reason"), 0);
+	} else
+		json_decref(delta);
+	if (final)
+		event(g, json_pack("{s:i, s:{}, s:s}", "index", 0, "delta", "finish_reason", finish_of(g, m)), 1);
+	json_decref(m);
+}
+
+/* A streamed chunk of a text completion (its text, or the finish) as an event into g->out. */
+static void
+chunk(struct gen *g, const char *text, size_t len, const char *finish)
+{
+	event(g,
+	    json_pack("{s:i, s:s%, s:o}", "index", 0, "text", text, len, "finish_reason",
+		finish ? json_string(finish) : json_null()),
+	    finish != NULL);
 }
 
 /* libmicrohttpd's reader of a streamed completion: events as the tokens
@@ -683,7 +840,10 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		}
 		if (g->finish) {
-			chunk(g, g->st.text.p + g->shown, g->st.text.len - g->shown, g->finish);
+			if (g->chat)
+				chat_deltas(g, 1);
+			else
+				chunk(g, g->st.text.p + g->shown, g->st.text.len - g->shown, g->finish);
 			g->shown = g->st.text.len;
 			llm_buf_puts(&g->out, "data: [DONE]\n\n");
 			g->ended = 1;
@@ -691,7 +851,9 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		step(g);
 		size_t n = g->st.text.len;
-		if (!g->finish && (n > g->shown || (!g->shown && g->chat && g->nreply == 1))) {
+		if (!g->finish && g->chat)
+			chat_deltas(g, 0);
+		else if (!g->finish && n > g->shown) {
 			chunk(g, g->st.text.p + g->shown, n - g->shown, NULL);
 			g->shown = n;
 		}
@@ -769,10 +931,10 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	}
 	const char *text = g->st.text.p ? g->st.text.p : "";
 	json_t *choice;
-	if (chat)
-		choice = json_pack("{s:i, s:{s:s, s:s%}, s:s}", "index", 0, "message", "role", "assistant", "content",
-		    text, g->st.text.len, "finish_reason", g->finish);
-	else
+	if (chat) {
+		json_t *msg = message(g, 0);
+		choice = json_pack("{s:i, s:o, s:s}", "index", 0, "message", msg, "finish_reason", finish_of(g, msg));
+	} else
 		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", text, g->st.text.len, "finish_reason",
 		    g->finish);
 	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",

@@ -379,7 +379,7 @@ llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flag
 
 int
 llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel,
-    char **grammar, char **prefix)
+    int thinking, char **grammar, char **prefix)
 {
 	if (!m || !tools || !grammar || !prefix)
 		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: %s is NULL",
@@ -397,7 +397,7 @@ llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const 
 						 "no tool calls to hold a reply to",
 		    llm_reply_format_name(f));
 	}
-	char *p = NULL, *g = llm_reply_tool_grammar(f, t, only, parallel, &p);
+	char *p = NULL, *g = llm_reply_tool_grammar(f, t, only, parallel, thinking, &p);
 	json_decref(t);
 	if (!g)
 		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: %s", llm_errmsg());
@@ -532,17 +532,20 @@ llm_token_piece(struct llm *m, int64_t id, int flags, char **text, size_t *len)
 		return rc;
 	if (!text)
 		return fail(LLM_ERR_ARG, "llm_token_piece: text is NULL");
-	if (flags & ~(LLM_PIECE_SPECIAL | LLM_PIECE_FIRST))
+	if (flags & ~(LLM_PIECE_SPECIAL | LLM_PIECE_FIRST | LLM_PIECE_MARKERS))
 		return fail(LLM_ERR_ARG, "llm_token_piece: unknown flags %#x", (unsigned)flags);
 	if (id < 0 || id >= llm_vocab_size(m))
 		return fail(LLM_ERR_TOKEN, "llm_token_piece: token %" PRId64 " is outside the vocabulary of %" PRId64,
 		    id, llm_vocab_size(m));
 	struct llm_buf b = {0};
 	pthread_mutex_lock(&m->lock);
-	if ((flags & LLM_PIECE_SPECIAL) || !llm_tokenizer_is_special(m->src.tok, id)) {
+	int special = llm_tokenizer_is_special(m->src.tok, id);
+	if ((flags & (LLM_PIECE_SPECIAL | LLM_PIECE_MARKERS)) || !special) {
 		llm_tokenizer_token_bytes(m->src.tok, id, &b);
 		if ((flags & LLM_PIECE_FIRST) && strips_first_space(m->src.tok, id, &b))
 			memmove(b.p, b.p + 1, --b.len);
+		if (special && !(flags & LLM_PIECE_SPECIAL) && !llm_reply_marker(reply_format(m), b.p, b.len))
+			b.len = 0; /* LLM_PIECE_MARKERS alone: a special token that is no marker */
 	}
 	pthread_mutex_unlock(&m->lock);
 	llm_buf_add(&b, "", 1);

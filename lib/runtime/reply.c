@@ -693,7 +693,7 @@ llm_reply_writes_calls(const struct llm_reply_format *f)
 
 char *
 llm_reply_tool_grammar(const struct llm_reply_format *f, const json_t *tools, const char *only, int parallel,
-    char **prefix)
+    int thinking, char **prefix)
 {
 	const struct writing *w = &f->w;
 	if (!w->prefix) {
@@ -775,7 +775,8 @@ llm_reply_tool_grammar(const struct llm_reply_format *f, const json_t *tools, co
 	}
 	llm_grammar_free(gr);
 	ret = llm_xstrndup(g.p, g.len);
-	*prefix = llm_xstrdup(w->prefix);
+	*prefix = thinking && f->think_close ? llm_xasprintf("%s\n\n%s", f->think_close, w->prefix) :
+					       llm_xstrdup(w->prefix);
 out:
 	for (size_t i = 0; i < k; i++)
 		free(names[i]), free(paths[i]);

@@ -68,12 +68,13 @@ json_t *llm_reply_message(const struct llm_reply *r);
  * held to: one call (or, with parallel, one or more) of the tools (an
  * OpenAI "tools" array; only the function named only, when not NULL),
  * each call's arguments held to its function's "parameters" schema.
- * Both new strings; NULL with llm_errmsg for a format without calls, a
+ * With thinking (the prompt ends inside a thought), the prefix closes the
+ * thought first.  Both new strings; NULL with llm_errmsg for a format without calls, a
  * tool that is not {"type": "function", "function": {"name", ...}}, a
  * name of no tool, or a schema refused (json_schema.c). */
 /* 1 when f has a way to write calls that llm_reply_tool_grammar holds a reply to. */
 int llm_reply_writes_calls(const struct llm_reply_format *f);
 char *llm_reply_tool_grammar(const struct llm_reply_format *f, const json_t *tools, const char *only, int parallel,
-    char **prefix);
+    int thinking, char **prefix);
 
 #endif

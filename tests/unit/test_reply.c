@@ -213,7 +213,7 @@ T_TEST(the_tool_grammar_takes_a_call_and_the_parser_reads_it)
 	json_t *tj = json_loads(tools, 0, NULL);
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		const struct llm_reply_format *f = llm_reply_format_named(w[i].format);
-		char *prefix = NULL, *g = llm_reply_tool_grammar(f, tj, NULL, w[i].parallel, &prefix);
+		char *prefix = NULL, *g = llm_reply_tool_grammar(f, tj, NULL, w[i].parallel, 0, &prefix);
 		T_CHECKF(g != NULL, "%s: %s", w[i].format, llm_errmsg());
 		struct llm_grammar *gr = llm_grammar_parse(g, strlen(g));
 		struct llm_grammar_state st = {0};
@@ -235,16 +235,16 @@ T_TEST(the_tool_grammar_takes_a_call_and_the_parser_reads_it)
 		free(prefix);
 	}
 	/* one function named; a name of no tool; a format without calls */
-	char *prefix = NULL, *g = llm_reply_tool_grammar(llm_reply_format_named("hermes"), tj, "now", 0, &prefix);
+	char *prefix = NULL, *g = llm_reply_tool_grammar(llm_reply_format_named("hermes"), tj, "now", 0, 0, &prefix);
 	T_CHECK(g && !strstr(g, "get_weather") && strstr(g, "now"));
 	free(g), free(prefix);
-	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("hermes"), tj, "nope", 0, &prefix));
+	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("hermes"), tj, "nope", 0, 0, &prefix));
 	T_CHECK(strstr(llm_errmsg(), "no tool is named 'nope'"));
-	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("plain"), tj, NULL, 0, &prefix));
+	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("plain"), tj, NULL, 0, 0, &prefix));
 	json_t *bad = json_loads("[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
 				 "{\"type\": \"string\", \"pattern\": \"x\"}}}]",
 	    0, NULL);
-	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("hermes"), bad, NULL, 0, &prefix));
+	T_CHECK(!llm_reply_tool_grammar(llm_reply_format_named("hermes"), bad, NULL, 0, 0, &prefix));
 	T_CHECKF(strstr(llm_errmsg(), "tools[0].function.parameters"), "%s", llm_errmsg());
 	json_decref(bad);
 	json_decref(tj);
