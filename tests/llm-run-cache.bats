@@ -35,9 +35,19 @@ story() {
 	run -0 --separate-stderr story "$T/copy.gguf"
 	[ "$output" = "$first" ]
 	[[ "$stderr" != *compiling* ]]
+	# --list-cache: key, size, date, source and the bundle, a tab apart
 	run -0 llm-run --cache-dir "$C" --list-cache
 	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" =~ ^[0-9a-f]{16}\ +[0-9.]+\ MiB\ .*\ $STORIES$ ]]
+	IFS=$'\t' read -r key size when src path <<<"$output"
+	[[ "$key" =~ ^[0-9a-f]{16}$ ]]
+	[[ "$size" =~ ^\ *[0-9]+\.[0-9]\ MiB$ ]]
+	[[ "$when" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9]{2}:[0-9]{2}$ ]]
+	[ "$src" = "$STORIES" ]
+	[ "$path" = "$C/models/$key/model.llm" ]
+	[ -f "$path" ]
+	[ "$(cut -f5 <<<"$output")" = "$path" ]
+	run -0 --separate-stderr llm-run -m "$path" -p "Once upon a time" -n 12 -t 2
+	[ "$output" = "$first" ]
 	# another file is another entry
 	head -c 4 "$STORIES" >"$T/bad.gguf"
 	run -1 --separate-stderr llm-run -m "$T/bad.gguf" --cache-dir "$C" -p x -n 1

@@ -406,7 +406,10 @@ run_cache_list(const struct run_cache *c, int prune)
 				strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&sb.st_mtime));
 			tree_bytes = 0;
 			nftw(p, add_size, 16, FTW_PHYS);
-			printf("%s  %8.1f MiB  %s  %s\n", name, (double)tree_bytes / (1 << 20), when, src);
+			/* tab-separated columns (llm-run(1)): the key, the size, the
+			 * date, the source, then the bundle, for -m */
+			printf("%s\t%8.1f MiB\t%s\t%s\t%s/model.llm\n", name, (double)tree_bytes / (1 << 20), when, src,
+			    p);
 			free(info);
 			n++;
 		}
