@@ -908,7 +908,7 @@ main(int argc, char **argv)
 			    a.mode == M_DETOKENIZE         ? TEXT_DETOKENIZE :
 							     TEXT_RENDER,
 			bundle ? bundle : a.model, a.tokenizer_path, a.template_name, a.render_path, a.add_special,
-			a.raw, a.plain_input, a.skip_special, a.no_gen};
+			a.raw, a.plain_input, a.skip_special, a.no_gen, a.model};
 		run_text(&t);
 		free(bundle);
 		return LLM_EXIT_OK;

@@ -211,6 +211,9 @@ story() {
 	run -0 llm-run -m "$STORIES" --cache-dir "$FC" --chat-template llama2 --render "$T/conv.json"
 	[[ "$output" == *"Tell a story"* ]]
 	[ "$output" = "$(llm-run -m "$bundle" --chat-template llama2 --render "$T/conv.json")" ]
+	# (a message names the file given, not its entry)
+	run -1 --separate-stderr llm-run -m "$STORIES" --cache-dir "$FC" --render "$T/conv.json"
+	[ "$stderr" = "llm-run: $STORIES: no chat template recognised: give --chat-template" ]
 	run -0 llm-run -m "$STORIES" --cache-dir "$FC" --verify
 	[[ "$output" =~ ^"$bundle: weights.bin: "[0-9]+" tensors, "[0-9]+" bytes, as $bundle: weights.json records"$ ]]
 	# a fresh cache: the text mode compiles it first, as generation would

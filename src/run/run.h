@@ -112,6 +112,7 @@ struct text_opts {
 	const char *model, *tokenizer_path; /* one of them (--render: neither is needed) */
 	const char *template_name, *render_path;
 	int add_special, raw, plain_input, skip_special, no_gen;
+	const char *label; /* -m as given, for messages (model: its cache entry's bundle, for a GGUF file) */
 };
 void run_text(const struct text_opts *o);
 /* Every tensor of the weights against weights.json, and both against model.json's plan. */
