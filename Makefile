@@ -154,15 +154,17 @@ $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
 # llm-run's modules (src/run/, run.h): models run through the API alone.
+# cache.o (cache.h), which compiles a GGUF file or a checkpoint given as
+# the model into the cache, is llm-serve's too.
 RUNOBJ = $(O)/src/run/common.o $(O)/src/run/generate.o $(O)/src/run/chat.o $(O)/src/run/bench.o \
 	$(O)/src/run/perplexity.o $(O)/src/run/text.o $(O)/src/run/cache.o
-$(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h
+$(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h src/run/cache.h
 LINK_llm-run = $(RUNOBJ)
-$(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h include/llm.h $(LIBHDR) config.mk
+$(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h src/run/cache.h include/llm.h $(LIBHDR) config.mk
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-$(B)/llm-serve: src/llm-serve.c
-LINK_llm-serve = $(MHD_LIBS)
+$(B)/llm-serve: src/llm-serve.c $(O)/src/run/cache.o src/run/cache.h
+LINK_llm-serve = $(O)/src/run/cache.o $(MHD_LIBS)
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
 LINK_llm-split = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(MLIR_CAPI_LIBS)

@@ -858,7 +858,6 @@ open_model(struct args *a, int64_t *ctx, double *t_load)
 		.chat_template = a->template_name};
 	check_run_args(a);
 	/* a GGUF file or a checkpoint: its compiled bundle */
-	a->cache.verbose = a->verbose;
 	char *bundle = run_cache_model(a->model, &a->cache);
 	double t = llm_now();
 	int rc = llm_open(bundle ? bundle : a->model, &o, &m);
@@ -904,24 +903,31 @@ main(int argc, char **argv)
 	}
 	if (a.cache.off && a.cache.dir)
 		usage_msg("give one of --no-cache and --cache-dir");
+	a.cache.verbose = a.verbose;
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER || a.mode == M_PARSE) {
 		if (a.model && a.tokenizer_path)
 			usage_msg("give one of -m and --tokenizer");
 		if (a.mode != M_RENDER && a.mode != M_PARSE && !a.model && !a.tokenizer_path)
 			usage_msg("no tokenizer (-m model or --tokenizer path)");
+		/* a GGUF file or a checkpoint: the tokenizer and template of
+		 * its compiled bundle, those generation uses */
+		char *bundle = a.model ? run_cache_model(a.model, &a.cache) : NULL;
 		struct text_opts t = {a.mode == M_TOKENIZE ? TEXT_TOKENIZE :
 			    a.mode == M_DETOKENIZE         ? TEXT_DETOKENIZE :
 		    a.mode == M_PARSE                  ? TEXT_PARSE :
 							     TEXT_RENDER,
-			a.model, a.tokenizer_path, a.template_name, a.render_path, a.add_special, a.raw, a.plain_input,
-			a.skip_special, a.no_gen};
+			bundle ? bundle : a.model, a.tokenizer_path, a.template_name, a.render_path, a.add_special,
+			a.raw, a.plain_input, a.skip_special, a.no_gen, a.model};
 		run_text(&t);
+		free(bundle);
 		return LLM_EXIT_OK;
 	}
 	if (a.mode == M_VERIFY) {
 		if (!a.model)
 			usage_msg("--verify needs -m model");
-		run_verify(a.model);
+		char *bundle = run_cache_model(a.model, &a.cache);
+		run_verify(bundle ? bundle : a.model);
+		free(bundle);
 		return LLM_EXIT_OK;
 	}
 

@@ -1,5 +1,8 @@
 /* llm-serve: an OpenAI-compatible HTTP server for a compiled model, on
- * libllm (include/llm.h) and GNU libmicrohttpd.
+ * libllm (include/llm.h) and GNU libmicrohttpd.  The model is a bundle
+ * or a build directory, or a GGUF file or a checkpoint directory that
+ * src/run/cache.c (llm-run's, linked here) compiles once into the cache
+ * before the server listens.
  *
  * Endpoints: POST /v1/chat/completions and /v1/completions (streamed as
  * server-sent events with "stream": true), GET /v1/models, GET /health,
@@ -28,16 +31,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "../include/llm.h"
 #include "../lib/base/json.h"
 #include "../lib/runtime/stream.h"
 #include "../lib/base/util.h"
+#include "run/cache.h"
 
 static const char usage_text[] =
-    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--host addr] [--max-body bytes]\n"
-    "                 [--name id] [--parallel n] [--port n] -m model\n";
+    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--cache-dir dir] [--host addr]\n"
+    "                 [--max-body bytes] [--name id] [--no-cache] [--parallel n] [--port n]\n"
+    "                 -m model\n";
 
 static const char options_text[] =
     "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
@@ -45,11 +51,16 @@ static const char options_text[] =
     "  -h                   print the usage line\n"
     "      --help           print this help\n"
     "      --api-key key    require \"Authorization: Bearer key\" (all but /health)\n"
+    "      --cache-dir dir  the cache (default: $LLM_CACHE_DIR, else $XDG_CACHE_HOME/llm, else\n"
+    "                       ~/.cache/llm)\n"
     "      --host addr      IPv4 address to listen on (default 127.0.0.1)\n"
-    "  -m, --model path     the bundle (model.llm) or build directory\n"
+    "  -m, --model path     the bundle (model.llm) or build directory; or a GGUF file or a\n"
+    "                       Hugging Face checkpoint directory, compiled once into the cache\n"
+    "                       (before the server listens)\n"
     "      --max-body n     largest request body in bytes (default 1048576)\n"
     "      --name id        the model's id in /v1/models and responses (default: the\n"
-    "                       file name without .llm)\n"
+    "                       file name without .llm or .gguf, or the directory's name)\n"
+    "      --no-cache       compile a GGUF file or checkpoint for this run only\n"
     "      --parallel n     sequences served at once; more requests wait (default 1)\n"
     "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
     "  -t, --threads n      OpenMP threads of each slot's evaluation (default: all cores)\n"
@@ -1080,13 +1091,35 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 	}
 }
 
-enum { OPT_API_KEY = 256, OPT_HOST, OPT_MAX_BODY, OPT_NAME, OPT_PARALLEL, OPT_PORT };
+enum { OPT_API_KEY = 256, OPT_CACHE_DIR, OPT_HOST, OPT_MAX_BODY, OPT_NAME, OPT_NO_CACHE, OPT_PARALLEL, OPT_PORT };
 
 static _Noreturn void
 bad_usage(const char *msg)
 {
 	fprintf(stderr, "%s: %s\n%s", llm_prog, msg, usage_text);
 	exit(LLM_EXIT_USAGE);
+}
+
+/* The served id when --name is not given: the last part of the path
+ * (trailing slashes aside), without ".llm" for a bundle, ".gguf" for a
+ * GGUF file (source: the path is a GGUF file or a checkpoint directory);
+ * a directory's name as it is. */
+static char *
+default_name(const char *path, int source)
+{
+	size_t l = strlen(path);
+	while (l > 1 && path[l - 1] == '/')
+		l--;
+	const char *b = path + l;
+	while (b > path && b[-1] != '/')
+		b--;
+	l -= (size_t)(b - path);
+	const char *ext = source ? ".gguf" : ".llm";
+	size_t el = strlen(ext);
+	struct stat sb;
+	if (l > el && strncmp(b + l - el, ext, el) == 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+		l -= el;
+	return llm_xstrndup(b, l);
 }
 
 static int64_t
@@ -1106,12 +1139,14 @@ main(int argc, char **argv)
 {
 	static const struct option longs[] = {{"ctx-size", required_argument, NULL, 'c'},
 		{"model", required_argument, NULL, 'm'}, {"threads", required_argument, NULL, 't'}, LLM_STD_LONGOPTS,
-		{"api-key", required_argument, NULL, OPT_API_KEY}, {"host", required_argument, NULL, OPT_HOST},
+		{"api-key", required_argument, NULL, OPT_API_KEY},
+		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR}, {"host", required_argument, NULL, OPT_HOST},
 		{"max-body", required_argument, NULL, OPT_MAX_BODY}, {"name", required_argument, NULL, OPT_NAME},
-		{"parallel", required_argument, NULL, OPT_PARALLEL}, {"port", required_argument, NULL, OPT_PORT},
-		{NULL, 0, NULL, 0}};
+		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
+		{"port", required_argument, NULL, OPT_PORT}, {NULL, 0, NULL, 0}};
 	const char *model = NULL, *host = "127.0.0.1", *name = NULL;
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
+	struct run_cache cache = {0};
 	int o;
 
 	argv[0] = (char *)llm_setprog(argv[0]);
@@ -1137,6 +1172,9 @@ main(int argc, char **argv)
 		case OPT_API_KEY:
 			sv.api_key = optarg;
 			break;
+		case OPT_CACHE_DIR:
+			cache.dir = optarg;
+			break;
 		case OPT_HOST:
 			host = optarg;
 			break;
@@ -1145,6 +1183,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_NAME:
 			name = optarg;
+			break;
+		case OPT_NO_CACHE:
+			cache.off = 1;
 			break;
 		case OPT_PARALLEL:
 			parallel = int_arg("--parallel", optarg, 1, 64);
@@ -1163,9 +1204,16 @@ main(int argc, char **argv)
 		bad_usage("no model (-m model.llm)");
 	if (sv.api_key && !*sv.api_key)
 		bad_usage("--api-key: empty");
+	if (cache.off && cache.dir)
+		bad_usage("give one of --no-cache and --cache-dir");
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
 		bad_usage("--host: not an IPv4 address");
+
+	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
+	 * first if need be (minutes: the server is not listening yet; a
+	 * signal now ends the compile and the server). */
+	char *bundle = run_cache_model(model, &cache);
 
 	/* SIGINT and SIGTERM end the server: waited for below, blocked in
 	 * every thread (blocked before any starts); a client gone mid-write is an error, not SIGPIPE */
@@ -1176,7 +1224,7 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx};
-	int rc = llm_open(model, &lo, &sv.m);
+	int rc = llm_open(bundle ? bundle : model, &lo, &sv.m);
 	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
 		return LLM_EXIT_FAIL; /* rank 0 says why */
 	if (rc != LLM_OK)
@@ -1188,13 +1236,7 @@ main(int argc, char **argv)
 		llm_close(&sv.m);
 		return LLM_EXIT_OK;
 	}
-	if (!name) {
-		const char *b = strrchr(model, '/');
-		b = b && b[1] ? b + 1 : model;
-		size_t l = strlen(b);
-		sv.name = llm_xstrndup(b, l > 4 && strcmp(b + l - 4, ".llm") == 0 ? l - 4 : l);
-	} else
-		sv.name = llm_xstrdup(name);
+	sv.name = name ? llm_xstrdup(name) : default_name(model, bundle != NULL);
 	sv.max_body = (size_t)max_body;
 	sv.nslots = (int)parallel;
 	sv.slots = llm_xcalloc((size_t)parallel, sizeof(*sv.slots));
@@ -1234,6 +1276,7 @@ main(int argc, char **argv)
 		llm_seq_free(&s->seq);
 	}
 	llm_close(&sv.m);
+	free(bundle);
 	free(sv.slots);
 	free(sv.name);
 	return 0;

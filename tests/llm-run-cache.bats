@@ -5,6 +5,16 @@
 
 bats_require_minimum_version 1.5.0
 
+# One entry compiled for the whole file (FC), for the tests that only use
+# it: llm-serve, the text modes, --verify.
+setup_file() {
+	load test_helper/common-setup
+	_common_setup
+	local s="$SHARED/fixtures/stories260K/stories260K.gguf"
+	[ -f "$s" ] || return 0 # setup skips each test
+	llm-run -m "$s" --cache-dir "$BATS_FILE_TMPDIR/cache" -p "Once upon a time" -n 1 -t 2 >/dev/null
+}
+
 setup() {
 	load test_helper/common-setup
 	_common_setup
@@ -12,6 +22,40 @@ setup() {
 	STORIES="$SHARED/fixtures/stories260K/stories260K.gguf"
 	[ -f "$STORIES" ] || skip "no $STORIES (../shared/fixtures is absent)"
 	C=$T/cache
+	FC=$BATS_FILE_TMPDIR/cache
+	PID=
+}
+
+# A server started by a test is stopped by its PID.
+teardown() {
+	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+}
+
+# serve options: start llm-serve on a free port, as llm-serve.bats's
+# serve() does; URL and PID set, its stderr in $T/serve.log.  It waits up
+# to 5 minutes for "listening on": a GGUF file may compile first.
+serve() {
+	llm-serve -t 1 --port 0 "$@" 2>"$T/serve.log" &
+	PID=$!
+	for _ in $(seq 3000); do
+		grep -q 'listening on' "$T/serve.log" && break
+		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
+		sleep 0.1
+	done
+	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
+	[ -n "$URL" ]
+}
+
+# stop: SIGTERM to the server started last, and its exit status 0.
+stop() {
+	kill "$PID"
+	wait "$PID"
+	PID=
+}
+
+# post PATH JSON: the response body, then the status on a line of its own.
+post() {
+	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
 }
 
 story() {
@@ -35,9 +79,19 @@ story() {
 	run -0 --separate-stderr story "$T/copy.gguf"
 	[ "$output" = "$first" ]
 	[[ "$stderr" != *compiling* ]]
+	# --list-cache: key, size, date, source and the bundle, a tab apart
 	run -0 llm-run --cache-dir "$C" --list-cache
 	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" =~ ^[0-9a-f]{16}\ +[0-9.]+\ MiB\ .*\ $STORIES$ ]]
+	IFS=$'\t' read -r key size when src path <<<"$output"
+	[[ "$key" =~ ^[0-9a-f]{16}$ ]]
+	[[ "$size" =~ ^\ *[0-9]+\.[0-9]\ MiB$ ]]
+	[[ "$when" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9]{2}:[0-9]{2}$ ]]
+	[ "$src" = "$STORIES" ]
+	[ "$path" = "$C/models/$key/model.llm" ]
+	[ -f "$path" ]
+	[ "$(cut -f5 <<<"$output")" = "$path" ]
+	run -0 --separate-stderr llm-run -m "$path" -p "Once upon a time" -n 12 -t 2
+	[ "$output" = "$first" ]
 	# another file is another entry
 	head -c 4 "$STORIES" >"$T/bad.gguf"
 	run -1 --separate-stderr llm-run -m "$T/bad.gguf" --cache-dir "$C" -p x -n 1
@@ -88,10 +142,82 @@ story() {
 	run -0 --separate-stderr llm-run -m "$T/ck" --cache-dir "$C" --tokens 1,2,3 -n 2 --json -t 2
 	[ "$(jq '.generated_tokens | length' <<<"$output")" -eq 2 ]
 	[[ "$stderr" == *"compiling $T/ck into"* ]]
+	# llm-serve opens the same entry, served by the directory's name
+	serve -m "$T/ck/" --cache-dir "$C"
+	[[ "$(<"$T/serve.log")" != *compiling* ]]
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.data[].id]')" = '["ck"]' ]
+	stop
 	run -2 llm-run -m "$STORIES" --no-cache --cache-dir "$C" -p x
 	run -2 llm-run -m "$STORIES" --list-cache
 	# XDG_CACHE_HOME when nothing else says
 	run -0 --separate-stderr env -u LLM_CACHE_DIR XDG_CACHE_HOME="$T/xdg" llm-run --list-cache
 	[ -z "$output" ]
 	[ "$stderr" = "llm-run: $T/xdg/llm/models: no compiled models" ]
+}
+
+@test "llm-serve -m a GGUF file serves its cache entry as the file's base name; a completion is llm-run's greedy text" {
+	serve -m "$STORIES" --cache-dir "$FC"
+	grep -q "llm-serve: $STORIES: listening on http://127.0.0.1:" "$T/serve.log"
+	[[ "$(<"$T/serve.log")" != *compiling* ]] # the entry llm-run compiled
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.data[].id]')" = '["stories260K"]' ]
+	want=$(llm-run -m "$STORIES" --cache-dir "$FC" -p "Once upon a time" -n 11 -t 1 --json 2>/dev/null | jq -r .text)
+	[ -n "$want" ]
+	run -0 post /v1/completions '{"prompt": "Once upon a time", "max_tokens": 11, "temperature": 0}'
+	[ "${lines[-1]}" = 200 ]
+	body=${output%$'\n'*}
+	[ "$(jq -r '.choices[0].text' <<<"$body")" = "$want" ]
+	[ "$(jq -r .model <<<"$body")" = stories260K ]
+	stop
+	# a copy under another name: the same entry, served by its own name
+	cp "$STORIES" "$T/tiny-tales.gguf"
+	serve -m "$T/tiny-tales.gguf" --cache-dir "$FC"
+	[[ "$(<"$T/serve.log")" != *compiling* ]]
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.data[].id]')" = '["tiny-tales"]' ]
+	stop
+	# --name still decides
+	serve -m "$STORIES" --cache-dir "$FC" --name story
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.data[].id]')" = '["story"]' ]
+	stop
+}
+
+@test "llm-serve compiles a GGUF file before it listens, --no-cache for its run only; errors are one line, exit 1 or 2" {
+	mkdir "$T/tmp"
+	TMPDIR="$T/tmp" serve -m "$STORIES" --no-cache
+	grep -q "^llm-serve: compiling $STORIES (--no-cache: for this run only)$" "$T/serve.log"
+	grep -q "llm-link model.llm" "$T/serve.log"
+	[ -n "$(ls "$T/tmp")" ]
+	[ "$(curl -s "$URL/v1/models" | jq -c '[.data[].id]')" = '["stories260K"]' ]
+	stop
+	[ -z "$(ls "$T/tmp")" ] # removed at exit
+	run -2 --separate-stderr llm-serve -m "$STORIES" --no-cache --cache-dir "$C"
+	[ "${stderr_lines[0]}" = "llm-serve: give one of --no-cache and --cache-dir" ]
+	head -c 4 "$STORIES" >"$T/bad.gguf"
+	run -1 --separate-stderr llm-serve -m "$T/bad.gguf" --cache-dir "$C" --port 0
+	[ "${stderr_lines[-1]}" = "llm-serve: $T/bad.gguf: compiling it failed: make: exited with status 2" ]
+	[ -z "$(compgen -G "$C/models/*.tmp.*")" ]
+}
+
+@test "llm-run --tokenize, --detokenize, --render and --verify take a GGUF file through its cache entry" {
+	bundle=$(llm-run --cache-dir "$FC" --list-cache | cut -f5)
+	[ -f "$bundle" ]
+	run -0 --separate-stderr llm-run -m "$STORIES" --cache-dir "$FC" --tokenize <<<'"Once upon a time"'
+	[ "$(jq length <<<"$output")" -gt 1 ]
+	[ "$output" = "$(llm-run -m "$bundle" --tokenize <<<'"Once upon a time"')" ]
+	[ -z "$stderr" ] # no compile: the entry
+	ids=$output
+	run -0 llm-run -m "$STORIES" --cache-dir "$FC" --detokenize <<<"$ids"
+	[ "$output" = '"Once upon a time"' ]
+	echo '[{"role": "user", "content": "Tell a story"}]' >"$T/conv.json"
+	run -0 llm-run -m "$STORIES" --cache-dir "$FC" --chat-template llama2 --render "$T/conv.json"
+	[[ "$output" == *"Tell a story"* ]]
+	[ "$output" = "$(llm-run -m "$bundle" --chat-template llama2 --render "$T/conv.json")" ]
+	# (a message names the file given, not its entry)
+	run -1 --separate-stderr llm-run -m "$STORIES" --cache-dir "$FC" --render "$T/conv.json"
+	[ "$stderr" = "llm-run: $STORIES: no chat template recognised: give --chat-template" ]
+	run -0 llm-run -m "$STORIES" --cache-dir "$FC" --verify
+	[[ "$output" =~ ^"$bundle: weights.bin: "[0-9]+" tensors, "[0-9]+" bytes, as $bundle: weights.json records"$ ]]
+	# a fresh cache: the text mode compiles it first, as generation would
+	run -0 --separate-stderr llm-run -m "$STORIES" --cache-dir "$C" --tokenize <<<'"Once upon a time"'
+	[ "$output" = "$ids" ]
+	[[ "$stderr" == *"llm-run: compiling $STORIES into $C/models/"* ]]
 }

@@ -1,16 +1,16 @@
-/* cache.c: llm-run -m on a GGUF file or a Hugging Face checkpoint
- * directory.  The source is compiled once, through the same programs and
- * pipelines/model.mk that a user runs by hand, into an entry of the cache
- * (--cache-dir, $LLM_CACHE_DIR, $XDG_CACHE_HOME/llm or ~/.cache/llm):
- * models/KEY/model.llm, KEY a hash of what decides the build (below).
- * Later runs open the entry at once.
+/* cache.c: -m on a GGUF file or a Hugging Face checkpoint directory, for
+ * llm-run and llm-serve (cache.h).  The source is compiled once, through
+ * the same programs and pipelines/model.mk that a user runs by hand, into
+ * an entry of the cache (--cache-dir, $LLM_CACHE_DIR, $XDG_CACHE_HOME/llm
+ * or ~/.cache/llm): models/KEY/model.llm, KEY a hash of what decides the
+ * build (below).  Later runs, of either program, open the entry at once.
  *
  * The key hashes the source's content and size (a GGUF file, or the
  * checkpoint's config, weights and tokenizer files; a file up to 256 MiB
  * whole, a larger one its first and last MiB and 64 KiB every 4 MiB),
- * this program's version and the CPU (its model name and flags: the build
- * is for the CPU it runs on).  Not the path: a copy of a file shares the
- * entry.
+ * the toolchain's version and the CPU (its model name and flags: the
+ * build is for the CPU it runs on).  Not the path: a copy of a file
+ * shares the entry.
  *
  * A build runs under an exclusive lock of models/KEY.lock, so concurrent
  * first runs build once (the others wait, then open the entry), into
@@ -34,7 +34,8 @@
 #include "../../lib/base/hash.h"
 #include "../../lib/base/spawn.h"
 #include "../../lib/formats/model.h"
-#include "run.h"
+#include "../../lib/base/util.h"
+#include "cache.h"
 
 #define WHOLE (UINT64_C(256) << 20)   /* files up to this size are hashed whole */
 #define EDGE (UINT64_C(1) << 20)      /* else their first and last MiB */
@@ -157,6 +158,8 @@ hash_cpu(uint64_t h)
 static uint64_t
 source_key(const char *path, int kind)
 {
+	/* (the text names llm-run, the first user: a new text would orphan
+	 * every entry) */
 	uint64_t h = llm_fnv1a(LLM_FNV_INIT, "llm-run cache 1 " LLM_VERSION, strlen("llm-run cache 1 " LLM_VERSION));
 	h = hash_cpu(h);
 	if (kind == 1)
@@ -282,7 +285,7 @@ run_cache_model(const char *src, const struct run_cache *c)
 		return NULL;
 	if (c->off) {
 		const char *t = getenv("TMPDIR");
-		nocache_dir = llm_xasprintf("%s/llm-run.XXXXXX", t && *t ? t : "/tmp");
+		nocache_dir = llm_xasprintf("%s/%s.XXXXXX", t && *t ? t : "/tmp", llm_prog);
 		if (!mkdtemp(nocache_dir))
 			llm_fatal("%s:", nocache_dir);
 		atexit(remove_nocache);
@@ -325,7 +328,7 @@ run_cache_model(const char *src, const struct run_cache *c)
 		char *tmp = llm_xasprintf("%s.tmp.%ld", entry, (long)getpid());
 		fprintf(stderr, "%s: compiling %s into %s: once, later runs start at once\n", llm_prog, src, entry);
 		build(src, tmp, c);
-		/* keep the bundle (all llm-run needs) and what it came from */
+		/* keep the bundle (all a run needs) and what it came from */
 		char *keep = llm_xasprintf("%s.tmp.%ld.keep", entry, (long)getpid());
 		char *tb = llm_path_join(tmp, "model.llm"), *kb = llm_path_join(keep, "model.llm");
 		char *info = llm_path_join(keep, "source");
@@ -403,7 +406,10 @@ run_cache_list(const struct run_cache *c, int prune)
 				strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&sb.st_mtime));
 			tree_bytes = 0;
 			nftw(p, add_size, 16, FTW_PHYS);
-			printf("%s  %8.1f MiB  %s  %s\n", name, (double)tree_bytes / (1 << 20), when, src);
+			/* tab-separated columns (llm-run(1)): the key, the size, the
+			 * date, the source, then the bundle, for -m */
+			printf("%s\t%8.1f MiB\t%s\t%s\t%s/model.llm\n", name, (double)tree_bytes / (1 << 20), when, src,
+			    p);
 			free(info);
 			n++;
 		}

@@ -13,6 +13,7 @@
 #include "../../include/llm.h"
 #include "../../lib/runtime/stream.h"
 #include "../../lib/base/util.h"
+#include "cache.h" /* -m: a GGUF file or a checkpoint, compiled once (shared with llm-serve) */
 
 /* ---- output (common.c) ------------------------------------------------ */
 
@@ -111,25 +112,11 @@ struct text_opts {
 	const char *model, *tokenizer_path; /* one of them (--render: neither is needed) */
 	const char *template_name, *render_path; /* render_path: --render's or --parse-reply's file */
 	int add_special, raw, plain_input, skip_special, no_gen;
+	const char *label; /* -m as given, for messages (model: its cache entry's bundle, for a GGUF file) */
 };
 void run_text(const struct text_opts *o);
 /* Every tensor of the weights against weights.json, and both against model.json's plan. */
 void run_verify(const char *model);
-
-/* cache.c: a GGUF file or a checkpoint directory given as the model,
- * compiled once into a cache. */
-struct run_cache {
-	const char *dir; /* --cache-dir; NULL: the environment's */
-	int off;         /* --no-cache: compile for this run only */
-	int verbose;
-};
-/* The bundle to open for -m src: NULL when src is a bundle or a build
- * directory (opened as it is), else the cache entry's (compiled first if
- * need be) or, with --no-cache, a temporary one.  A new string. */
-char *run_cache_model(const char *src, const struct run_cache *c);
-/* --list-cache (its entries on stdout), --prune-cache (prune: remove
- * them, and what interrupted builds left). */
-void run_cache_list(const struct run_cache *c, int prune);
 
 /* ---- --bench (bench.c) ------------------------------------------------ */
 

@@ -113,7 +113,7 @@ run_text(const struct text_opts *a)
 	if (a->tokenizer_path || a->model)
 		load_chatsrc(&src, a->tokenizer_path ? a->tokenizer_path : a->model, NULL);
 	if (a->mode != TEXT_RENDER && a->mode != TEXT_PARSE && !src.tok)
-		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->model);
+		llm_fatal("%s: no tokenizer.json", a->tokenizer_path ? a->tokenizer_path : a->label);
 	if (a->mode == TEXT_RENDER) {
 		struct llm_chat conv = {0};
 		const char *label = strcmp(a->render_path, "-") == 0 ? "<stdin>" : a->render_path;
@@ -122,7 +122,7 @@ run_text(const struct text_opts *a)
 		if (!src.tmpl.jinja)
 			llm_fatal("%s: no chat template recognised: give --chat-template",
 			    a->tokenizer_path ? a->tokenizer_path :
-				a->model      ? a->model :
+				a->model      ? a->label :
 						label);
 		char *text = run_read_input(a->render_path, &len);
 		if (llm_chat_parse(&conv, text, len, label) < 0)
