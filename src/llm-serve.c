@@ -36,14 +36,16 @@
 
 #include "../include/llm.h"
 #include "../lib/base/json.h"
+#include "../lib/runtime/chat.h"
 #include "../lib/runtime/stream.h"
 #include "../lib/base/util.h"
 #include "run/cache.h"
 
 static const char usage_text[] =
-    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--cache-dir dir] [--host addr]\n"
-    "                 [--max-body bytes] [--name id] [--no-cache] [--parallel n] [--port n]\n"
-    "                 -m model\n";
+    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--cache-dir dir]\n"
+    "                 [--chat-template name|file] [--host addr] [--jinja] [--max-body bytes]\n"
+    "                 [--name id] [--no-cache] [--parallel n] [--port n]\n"
+    "                 [--reasoning-format format] -m model\n";
 
 static const char options_text[] =
     "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
@@ -53,7 +55,12 @@ static const char options_text[] =
     "      --api-key key    require \"Authorization: Bearer key\" (all but /health)\n"
     "      --cache-dir dir  the cache (default: $LLM_CACHE_DIR, else $XDG_CACHE_HOME/llm, else\n"
     "                       ~/.cache/llm)\n"
-    "      --host addr      IPv4 address to listen on (default 127.0.0.1)\n"
+    "      --chat-template name|file\n"
+    "                       render chats with a built-in template or a file of Jinja text\n"
+    "                       instead of the model's\n"
+    "      --host addr      IPv4 or IPv6 address to listen on (default 127.0.0.1; :: for all)\n"
+    "      --jinja          accepted for llama-server's command lines: templates always run\n"
+    "                       through the Jinja interpreter\n"
     "  -m, --model path     the bundle (model.llm) or build directory; or a GGUF file or a\n"
     "                       Hugging Face checkpoint directory, compiled once into the cache\n"
     "                       (before the server listens)\n"
@@ -63,6 +70,9 @@ static const char options_text[] =
     "      --no-cache       compile a GGUF file or checkpoint for this run only\n"
     "      --parallel n     sequences served at once; more requests wait (default 1)\n"
     "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
+    "      --reasoning-format format\n"
+    "                       deepseek (or auto): a chat's thoughts go to reasoning_content;\n"
+    "                       none: they stay in content (default deepseek)\n"
     "  -t, --threads n      OpenMP threads of each slot's evaluation (default: all cores)\n"
     "      --version        print the version\n";
 
@@ -336,12 +346,14 @@ reply_of(const json_t *j, struct gen *g, struct bad *b)
 	if (tc && !json_is_null(tc)) {
 		if (json_is_string(tc)) {
 			choice = json_string_value(tc);
-			if (strcmp(choice, "none") != 0 && strcmp(choice, "auto") != 0 && strcmp(choice, "required") != 0)
+			if (strcmp(choice, "none") != 0 && strcmp(choice, "auto") != 0 &&
+			    strcmp(choice, "required") != 0)
 				return badf(b, NULL, "%s", choice_shape);
 		} else {
 			const json_t *fn = json_object_get(tc, "function"), *nm = json_object_get(fn, "name"),
 				     *ty = json_object_get(tc, "type"); /* borrowed */
-			if (!json_is_string(ty) || strcmp(json_string_value(ty), "function") != 0 || !json_is_string(nm))
+			if (!json_is_string(ty) || strcmp(json_string_value(ty), "function") != 0 ||
+			    !json_is_string(nm))
 				return badf(b, NULL, "%s", choice_shape);
 			choice = "required";
 			only = json_string_value(nm);
@@ -582,7 +594,8 @@ prompt_eval(void *p)
 	struct prompt_job *j = p;
 	/* the request's seed draws as on a fresh sequence, whatever the slot drew before */
 	if (llm_seq_reseed(j->seq) != LLM_OK || llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
-	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK || (j->npre && llm_seq_eval(j->seq, j->pre, j->npre) != LLM_OK)) {
+	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK ||
+	    (j->npre && llm_seq_eval(j->seq, j->pre, j->npre) != LLM_OK)) {
 		snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;
@@ -761,7 +774,7 @@ static const char *
 finish_of(const struct gen *g, const json_t *msg)
 {
 	return json_array_size(json_object_get(msg, "tool_calls")) && strcmp(g->finish, "error") != 0 ? "tool_calls" :
-													  g->finish;
+													g->finish;
 }
 
 /* A streamed event into g->out: choice, one choice of it (taken). */
@@ -786,7 +799,8 @@ event(struct gen *g, json_t *choice, int usage)
 static void
 chat_deltas(struct gen *g, int final)
 {
-	json_t *m = message(g, !final), *delta = json_object(), *calls = json_object_get(m, "tool_calls"); /* borrowed */
+	json_t *m = message(g, !final), *delta = json_object(),
+	       *calls = json_object_get(m, "tool_calls"); /* borrowed */
 	const char *c = json_string_value(json_object_get(m, "content")),
 		   *r = json_string_value(json_object_get(m, "reasoning_content"));
 	size_t nc = c ? strlen(c) : 0, nr = r ? strlen(r) : 0;
@@ -1091,7 +1105,19 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 	}
 }
 
-enum { OPT_API_KEY = 256, OPT_CACHE_DIR, OPT_HOST, OPT_MAX_BODY, OPT_NAME, OPT_NO_CACHE, OPT_PARALLEL, OPT_PORT };
+enum {
+	OPT_API_KEY = 256,
+	OPT_CACHE_DIR,
+	OPT_CHAT_TEMPLATE,
+	OPT_HOST,
+	OPT_JINJA,
+	OPT_MAX_BODY,
+	OPT_NAME,
+	OPT_NO_CACHE,
+	OPT_PARALLEL,
+	OPT_PORT,
+	OPT_REASONING_FORMAT
+};
 
 static _Noreturn void
 bad_usage(const char *msg)
@@ -1143,11 +1169,13 @@ main(int argc, char **argv)
 		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR}, {"host", required_argument, NULL, OPT_HOST},
 		{"max-body", required_argument, NULL, OPT_MAX_BODY}, {"name", required_argument, NULL, OPT_NAME},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
-		{"port", required_argument, NULL, OPT_PORT}, {NULL, 0, NULL, 0}};
-	const char *model = NULL, *host = "127.0.0.1", *name = NULL;
+		{"port", required_argument, NULL, OPT_PORT},
+		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE}, {"jinja", no_argument, NULL, OPT_JINJA},
+		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
+	const char *model = NULL, *host = "127.0.0.1", *name = NULL, *template = NULL;
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
 	struct run_cache cache = {0};
-	int o;
+	int o, reasoning = 1;
 
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((o = getopt_long(argc, argv, "c:hm:t:", longs, NULL)) != -1) {
@@ -1175,8 +1203,19 @@ main(int argc, char **argv)
 		case OPT_CACHE_DIR:
 			cache.dir = optarg;
 			break;
+		case OPT_CHAT_TEMPLATE:
+			template = optarg;
+			break;
 		case OPT_HOST:
 			host = optarg;
+			break;
+		case OPT_JINJA:
+			break;
+		case OPT_REASONING_FORMAT:
+			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "deepseek") != 0 &&
+			    strcmp(optarg, "auto") != 0)
+				bad_usage("--reasoning-format: not one of none, deepseek and auto");
+			reasoning = strcmp(optarg, "none") != 0;
 			break;
 		case OPT_MAX_BODY:
 			max_body = int_arg("--max-body", optarg, 1, INT32_MAX);
@@ -1206,9 +1245,20 @@ main(int argc, char **argv)
 		bad_usage("--api-key: empty");
 	if (cache.off && cache.dir)
 		bad_usage("give one of --no-cache and --cache-dir");
+	/* an IPv4 address, else an IPv6 one */
 	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
-		bad_usage("--host: not an IPv4 address");
+	struct sockaddr_in6 addr6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+	int v6 = 0;
+	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+		if (inet_pton(AF_INET6, host, &addr6.sin6_addr) != 1)
+			bad_usage("--host: not an IPv4 or IPv6 address");
+		v6 = 1;
+	}
+	if (template && !llm_chat_spec_known(template)) {
+		char *m = llm_xasprintf("--chat-template: %s", llm_errmsg());
+		bad_usage(m);
+	}
+	sv.reasoning = reasoning;
 
 	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
 	 * first if need be (minutes: the server is not listening yet; a
@@ -1223,7 +1273,7 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx};
+	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx, .chat_template = template};
 	int rc = llm_open(bundle ? bundle : model, &lo, &sv.m);
 	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
 		return LLM_EXIT_FAIL; /* rank 0 says why */
@@ -1253,16 +1303,17 @@ main(int argc, char **argv)
 	pthread_cond_init(&sv.freed, NULL);
 
 	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_ERROR_LOG,
-	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+		MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
+	    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
 	if (!d)
 		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	fprintf(stderr, "%s: %s: listening on http://%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
-	    llm_prog, model, host, info ? info->port : (unsigned)port, sv.name, sv.nslots, sv.nslots > 1 ? "s" : "",
-	    llm_seq_context(sv.slots[0].seq));
+	fprintf(stderr, "%s: %s: listening on http://%s%s%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
+	    llm_prog, model, v6 ? "[" : "", host, v6 ? "]" : "", info ? info->port : (unsigned)port, sv.name, sv.nslots,
+	    sv.nslots > 1 ? "s" : "", llm_seq_context(sv.slots[0].seq));
 	int sig;
 	sigwait(&sigs, &sig);
 	MHD_stop_daemon(d);

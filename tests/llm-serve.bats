@@ -53,13 +53,14 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	run -2 --separate-stderr llm-serve -m "$M" --port 70000
 	[ "$stderr" = "llm-serve: --port: '70000' is not an integer in [0, 65535]" ]
 	run -2 --separate-stderr llm-serve -m "$M" --host localhost
-	[ "${stderr_lines[0]}" = "llm-serve: --host: not an IPv4 address" ]
+	[ "${stderr_lines[0]}" = "llm-serve: --host: not an IPv4 or IPv6 address" ]
 	run -1 --separate-stderr llm-serve -m "$T/none.llm"
 	[ "$stderr" = "llm-serve: $T/none.llm: No such file or directory" ]
 }
 
 @test "curl: chat and text completions, streamed and not, as llm-run replies; models, health, tokenize, detokenize (issue 43)" {
-	serve
+	# the reply's text as it is (the template opens a thought: the default would make it reasoning)
+	serve --reasoning-format none
 	[ "$(curl -s "$URL/health")" = '{"status":"ok"}' ]
 	[ "$(curl -s "$URL/v1/models" | jq -c '[.object, .data[0].id]')" = '["list","model"]' ]
 	# greedy: llm-run's chat reply of 12 tokens
@@ -177,7 +178,7 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	[ -e "$PROJECT_ROOT/tests/npm/node_modules/openai/package.json" ] ||
 		npm install --prefix "$PROJECT_ROOT/tests/npm" --no-save --no-package-lock --no-audit --no-fund \
 			--loglevel=error "openai@$(jq -r .dependencies.openai "$PROJECT_ROOT/tests/npm/package.json")" >&2
-	serve --api-key k
+	serve --api-key k --reasoning-format none
 	node "$PROJECT_ROOT/tests/tools/openai-check.mjs" "$URL/v1" model k >"$T/o"
 	want=$(llm-run -m "$M" -t 1 -i -n 12 --json <<<'Hello there' 2>/dev/null | jq -r .text)
 	[ "$(jq -r 'select(.check == "plain") | .content' "$T/o")" = "$want" ]
@@ -258,4 +259,112 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 			jq -r '.choices[0].text' >"$T/free$i"
 	done
 	[ "$(sort -u "$T"/free* | wc -l)" -gt 1 ]
+}
+
+# the tools of the tool-call tests: arguments that a random model's calls
+# can only follow by the grammar (short enums)
+tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+	"properties": {"city": {"enum": ["Paris", "Oslo", "Lima"]}, "days": {"type": "integer"}}, "required": ["city"]}}},
+	{"type": "function", "function": {"name": "set_alarm", "parameters": {"type": "object",
+	"properties": {"hour": {"enum": [6, 7, 8]}}, "required": ["hour"]}}}]'
+
+@test "tool_choice required, a named function and parallel_tool_calls: calls that follow the tools' schemas, finish_reason tool_calls, streamed as the same calls (issue 59)" {
+	serve
+	req() { jq -nc --argjson t "$tools" --argjson c "$1" --argjson p "$2" \
+		'{messages: [{role: "user", content: "Weather?"}], tools: $t, tool_choice: $c, parallel_tool_calls: $p,
+		  max_tokens: 200, temperature: 0}'; }
+	run -0 post /v1/chat/completions "$(req '"required"' false)"
+	[ "${lines[-1]}" = 200 ]
+	body=${output%$'\n'*}
+	[ "$(jq -r '.choices[0].finish_reason' <<<"$body")" = tool_calls ]
+	[ "$(jq -c '.choices[0].message | [.content, (.tool_calls | length), .tool_calls[0].type]' <<<"$body")" = \
+		'[null,1,"function"]' ]
+	# the arguments are JSON text that follows the schema
+	args=$(jq -r '.choices[0].message.tool_calls[0].function.arguments' <<<"$body")
+	name=$(jq -r '.choices[0].message.tool_calls[0].function.name' <<<"$body")
+	case $name in
+	get_weather) jq -e '.city | IN("Paris", "Oslo", "Lima")' <<<"$args" ;;
+	set_alarm) jq -e '.hour | IN(6, 7, 8)' <<<"$args" ;;
+	*) false ;;
+	esac
+	[[ $(jq -r '.choices[0].message.tool_calls[0].id' <<<"$body") == call_* ]]
+	# streamed: deltas with an index per call make the same calls
+	curl -sN "$URL/v1/chat/completions" -d "$(req '"required"' false | jq -c '.stream = true')" >"$T/sse"
+	[ "$(tail -2 "$T/sse" | head -1)" = 'data: [DONE]' ]
+	grep '^data: {' "$T/sse" | sed 's/^data: //' >"$T/events"
+	[ "$(jq -s -c '[.[].choices[0].delta.tool_calls // [] | .[] | [.index, .function.name, .function.arguments]]' \
+		"$T/events")" = "$(jq -c '[.choices[0].message.tool_calls | to_entries[] | [.key, .value.function.name,
+		.value.function.arguments]]' <<<"$body")" ]
+	[ "$(jq -s -r '.[-1].choices[0].finish_reason' "$T/events")" = tool_calls ]
+	# a function by name: its calls only
+	run -0 post /v1/chat/completions "$(req '{"type": "function", "function": {"name": "set_alarm"}}' true)"
+	[ "$(jq -c '[.choices[0].message.tool_calls[].function.name] | unique' <<<"${output%$'\n'*}")" = '["set_alarm"]' ]
+	# refused by name: a choice without tools, a name of no tool, a bad choice, a tool without a name
+	run -0 post /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}'
+	[ "${lines[-1]}" = 400 ]
+	[ "$(jq -r .error.message <<<"${output%$'\n'*}")" = "'tool_choice' 'required' needs 'tools'" ]
+	run -0 post /v1/chat/completions "$(req '{"type": "function", "function": {"name": "nope"}}' true)"
+	[ "${lines[-1]}" = 400 ]
+	[[ $(jq -r .error.message <<<"${output%$'\n'*}") == *"no tool is named 'nope'"* ]]
+	run -0 post /v1/chat/completions "$(req '"sometimes"' true)"
+	[ "${lines[-1]}" = 400 ]
+	run -0 post /v1/chat/completions "$(req '"required"' '"yes"')"
+	[ "$(jq -r .error.message <<<"${output%$'\n'*}")" = "'parallel_tool_calls' must be a boolean" ]
+	run -0 post /v1/chat/completions "$(req '"required"' true | jq -c '.response_format = {"type": "json_object"}')"
+	[ "${lines[-1]}" = 400 ]
+}
+
+@test "reasoning: DeepSeek-R1's opened thought goes to reasoning_content (streamed as its deltas); --reasoning-format none and reasoning_format keep it in content (issue 59)" {
+	serve
+	# the template's generation prompt opens a thought that the random
+	# model never closes: the whole reply is reasoning
+	want=$(llm-run -m "$M" -t 1 -i -n 12 --json <<<'Hello there' 2>/dev/null | jq -r .text)
+	trimmed=$(jq -rn --arg s "$want" '$s | sub("^\\s+"; "") | sub("\\s+$"; "")')
+	run -0 post /v1/chat/completions "$chat"
+	body=${output%$'\n'*}
+	[ "$(jq -r '.choices[0].message.reasoning_content' <<<"$body")" = "$trimmed" ]
+	[ "$(jq -r '.choices[0].message.content' <<<"$body")" = "" ]
+	curl -sN "$URL/v1/chat/completions" -d "$(jq -c '.stream = true' <<<"$chat")" >"$T/sse"
+	[ "$(grep '^data: {' "$T/sse" | sed 's/^data: //' | jq -j '.choices[0].delta.reasoning_content // ""')" = "$trimmed" ]
+	[ "$(grep '^data: {' "$T/sse" | sed 's/^data: //' | jq -j '.choices[0].delta.content // ""')" = "" ]
+	# the request's reasoning_format none: the text as it is
+	run -0 post /v1/chat/completions "$(jq -c '.reasoning_format = "none"' <<<"$chat")"
+	[ "$(jq -r '.choices[0].message.content' <<<"${output%$'\n'*}")" = "$want" ]
+	run -0 post /v1/chat/completions "$(jq -c '.reasoning_format = "thoughts"' <<<"$chat")"
+	[ "${lines[-1]}" = 400 ]
+	kill "$PID"
+	wait "$PID" || true
+	serve --reasoning-format none
+	run -0 post /v1/chat/completions "$chat"
+	[ "$(jq -r '.choices[0].message.content' <<<"${output%$'\n'*}")" = "$want" ]
+	[ "$(jq -r '.choices[0].message.reasoning_content' <<<"${output%$'\n'*}")" = null ]
+	run -2 --separate-stderr llm-serve -m "$M" --reasoning-format thoughts
+	[ "${stderr_lines[0]}" = "llm-serve: --reasoning-format: not one of none, deepseek and auto" ]
+}
+
+@test "--chat-template, --jinja and an IPv6 host (issue 59)" {
+	ip -6 addr show lo 2>/dev/null | grep -q '::1' || skip "no IPv6 loopback"
+	serve --host ::1 --jinja --chat-template qwen2
+	[[ $URL == http://\[::1\]:* ]]
+	[ "$(curl -s "$URL/health")" = '{"status":"ok"}' ]
+	# the prompt qwen2's template renders, counted in usage
+	printf '%s' '[{"role": "user", "content": "Hi"}]' >"$T/conv.json"
+	n=$(llm-run -m "$M" --chat-template qwen2 --render "$T/conv.json" | jq -Rs . | llm-run -m "$M" --tokenize | jq length)
+	run -0 post /v1/chat/completions '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}'
+	[ "$(jq .usage.prompt_tokens <<<"${output%$'\n'*}")" = "$n" ]
+	run -2 --separate-stderr llm-serve -m "$M" --chat-template nosuch
+	[[ ${stderr_lines[0]} == "llm-serve: --chat-template: 'nosuch' is neither a built-in template"* ]]
+}
+
+@test "the openai npm client with tools: required and named calls that parse and follow their schemas, streamed alike, a round trip (issue 59)" {
+	[ -e "$PROJECT_ROOT/tests/npm/node_modules/openai/package.json" ] ||
+		npm install --prefix "$PROJECT_ROOT/tests/npm" --no-save --no-package-lock --no-audit --no-fund \
+			--loglevel=error "openai@$(jq -r .dependencies.openai "$PROJECT_ROOT/tests/npm/package.json")" >&2
+	serve
+	node "$PROJECT_ROOT/tests/tools/openai-tools.mjs" "$URL/v1" model >"$T/o"
+	[ "$(jq -c 'select(.check == "required") | [.finish, .content, .n, .follows, .ids]' "$T/o")" = \
+		'["tool_calls",null,1,true,[[true,"function"]]]' ]
+	[ "$(jq -c 'select(.check == "stream") | [.finish, .content, .same]' "$T/o")" = '["tool_calls","",true]' ]
+	[ "$(jq -c 'select(.check == "named") | [(.names | unique), .follows]' "$T/o")" = '[["set_alarm"],true]' ]
+	[ "$(jq -c 'select(.check == "round-trip") | [.role]' "$T/o")" = '["assistant"]' ]
 }

@@ -357,7 +357,10 @@ int
 llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flags, char **json, size_t *jsonlen)
 {
 	if (!m || !text || !json)
-		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: %s is NULL", !m ? "the model" : !text ? "text" : "json");
+		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: %s is NULL",
+		    !m ? "the model" :
+			!text ? "text" :
+				"json");
 	if (flags & ~(LLM_PARSE_TOOLS | LLM_PARSE_REASONING | LLM_PARSE_THINKING | LLM_PARSE_PARTIAL))
 		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: flags %#x: unknown bits", (unsigned)flags);
 	struct llm_reply r = {0};
@@ -378,12 +381,15 @@ llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flag
 }
 
 int
-llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel,
-    int thinking, char **grammar, char **prefix)
+llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const char *only, int parallel, int thinking,
+    char **grammar, char **prefix)
 {
 	if (!m || !tools || !grammar || !prefix)
 		return fail(LLM_ERR_ARG, "llm_chat_tool_grammar: %s is NULL",
-		    !m ? "the model" : !tools ? "tools" : !grammar ? "grammar" : "prefix");
+		    !m ? "the model" :
+			!tools   ? "tools" :
+			!grammar ? "grammar" :
+				   "prefix");
 	json_error_t e;
 	json_t *t = json_loadb(tools, len, 0, &e);
 	if (!json_is_array(t)) {
@@ -393,8 +399,9 @@ llm_chat_tool_grammar(const struct llm *m, const char *tools, size_t len, const 
 	const struct llm_reply_format *f = reply_format(m);
 	if (!llm_reply_writes_calls(f)) {
 		json_decref(t);
-		return fail(LLM_ERR_UNSUPPORTED, "llm_chat_tool_grammar: the chat template's reply format ('%s') has "
-						 "no tool calls to hold a reply to",
+		return fail(LLM_ERR_UNSUPPORTED,
+		    "llm_chat_tool_grammar: the chat template's reply format ('%s') has "
+		    "no tool calls to hold a reply to",
 		    llm_reply_format_name(f));
 	}
 	char *p = NULL, *g = llm_reply_tool_grammar(f, t, only, parallel, thinking, &p);

@@ -91,7 +91,6 @@ char *llm_json_schema_grammar(const char *schema, size_t len);
  * shared; paths[i] (NULL: none) prefixes the places in schemas[i] that
  * messages name.  The GBNF text without a root (a new string), or NULL
  * with llm_errmsg. */
-char *llm_json_schema_rules(const json_t *const *schemas, const char *const *names, const char *const *paths,
-    size_t n);
+char *llm_json_schema_rules(const json_t *const *schemas, const char *const *names, const char *const *paths, size_t n);
 
 #endif

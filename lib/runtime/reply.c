@@ -64,23 +64,23 @@ struct llm_reply_format {
 
 static const struct llm_reply_format formats[] = {
 	{"deepseek-r1", {DS("Assistant"), DS_CALLS}, "<think>", "</think>", {{DS_CALL, DS_CALL_END, B_DEEPSEEK}},
-	    {DS_CALLS, DS_CALLS_END},
-	    {DS_CALLS DS_CALL "function" DS_SEP, "", "\n```json\n", "\n```" DS_CALL_END,
-		DS_CALL "function" DS_SEP, DS_CALLS_END, 0},
-	    0},
+		{DS_CALLS, DS_CALLS_END},
+		{DS_CALLS DS_CALL "function" DS_SEP, "", "\n```json\n", "\n```" DS_CALL_END, DS_CALL "function" DS_SEP,
+			DS_CALLS_END, 0},
+		0},
 	{"harmony", {"<|channel|>"}, NULL, NULL, {{NULL}}, {NULL}, {NULL}, 1},
 	{"mistral", {"[TOOL_CALLS]"}, "[THINK]", "[/THINK]", {{"[TOOL_CALLS]", "", B_MISTRAL}}, {NULL},
-	    {"[TOOL_CALLS][", "{\"name\": \"", "\", \"arguments\": ", "}", ", ", "]", 1}, 0},
+		{"[TOOL_CALLS][", "{\"name\": \"", "\", \"arguments\": ", "}", ", ", "]", 1}, 0},
 	{"phi4", {"<|tool_call|>", "<|tool|>"}, NULL, NULL,
-	    {{"<|tool_call|>", "<|/tool_call|>", B_JSON}, {"functools", "", B_JSON}}, {NULL},
-	    {"<|tool_call|>[", "{\"name\": \"", "\", \"arguments\": ", "}", ", ", "]", 1}, 0},
+		{{"<|tool_call|>", "<|/tool_call|>", B_JSON}, {"functools", "", B_JSON}}, {NULL},
+		{"<|tool_call|>[", "{\"name\": \"", "\", \"arguments\": ", "}", ", ", "]", 1}, 0},
 	{"hermes", {"<tool_call>"}, "<think>", "</think>", {{"<tool_call>", "</tool_call>", B_JSON}}, {NULL},
-	    {"<tool_call>\n", "{\"name\": \"", "\", \"arguments\": ", "}", "\n</tool_call>\n<tool_call>\n",
-		"\n</tool_call>", 1},
-	    0},
+		{"<tool_call>\n", "{\"name\": \"", "\", \"arguments\": ", "}", "\n</tool_call>\n<tool_call>\n",
+			"\n</tool_call>", 1},
+		0},
 	{"llama3", {"<|python_tag|>", "<|start_header_id|>"}, NULL, NULL,
-	    {{"<|python_tag|>", "", B_JSON}, {"", "", B_JSON}}, {NULL},
-	    {"", "{\"name\": \"", "\", \"parameters\": ", "}", "; ", "", 1}, 0},
+		{{"<|python_tag|>", "", B_JSON}, {"", "", B_JSON}}, {NULL},
+		{"", "{\"name\": \"", "\", \"parameters\": ", "}", "; ", "", 1}, 0},
 	/* a template that thinks but calls no tools the ways above (Qwen3 without tools) */
 	{"think", {"</think>"}, "<think>", "</think>", {{NULL}}, {NULL}, {NULL}, 0},
 	{"plain", {NULL}, NULL, NULL, {{NULL}}, {NULL}, {NULL}, 0},
@@ -205,7 +205,7 @@ add_call(struct llm_reply *r, const json_t *o)
 		args = json_object_get(o, "parameters");
 	if (!json_is_object(o) || !json_is_string(name) || !json_string_length(name))
 		return -1;
-	char *a = !args ? llm_xstrdup("{}") :
+	char *a = !args          ? llm_xstrdup("{}") :
 	    json_is_string(args) ? llm_xstrdup(json_string_value(args)) :
 				   json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
 	json_array_append_new(r->calls, json_pack("{s:O, s:s}", "name", name, "arguments", a));
@@ -244,7 +244,7 @@ json_at(const char *t, size_t len, size_t *p, json_t **v)
 	*v = json_loadb(t + *p, len - *p, JSON_DISABLE_EOF_CHECK, &e);
 	if (!*v) /* an error where the text ends is a value not whole yet */
 		return json_error_code(&e) == json_error_premature_end_of_input || (size_t)e.position >= len - *p ? 0 :
-														     -1;
+														    -1;
 	*p += (size_t)e.position;
 	return 1;
 }
@@ -469,7 +469,8 @@ harmony(const char *t, size_t len, int flags, struct llm_reply *r)
 			int rc = json_at(t, end, &s, &v);
 			if (rc > 0) {
 				char *args = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-				json_array_append_new(r->calls, json_pack("{s:s, s:s}", "name", recip + 10, "arguments", args));
+				json_array_append_new(r->calls,
+				    json_pack("{s:s, s:s}", "name", recip + 10, "arguments", args));
 				free(args);
 			} else if (rc < 0 || closed || !partial)
 				llm_buf_add(&r->content, t + body, end - body);
@@ -481,8 +482,9 @@ harmony(const char *t, size_t len, int flags, struct llm_reply *r)
 			p = next;
 			continue;
 		}
-		struct llm_buf *to_buf =
-		    !strncmp(chan, "analysis", 8) && (flags & LLM_REPLY_REASONING) ? &r->reasoning : &r->content;
+		struct llm_buf *to_buf = !strncmp(chan, "analysis", 8) && (flags & LLM_REPLY_REASONING) ?
+		    &r->reasoning :
+		    &r->content;
 		size_t keep = end;
 		if (!closed && partial)
 			keep = len - harmony_tail(t, len);
@@ -655,9 +657,9 @@ llm_reply_message(const struct llm_reply *r)
 		json_array_foreach (r->calls, i, c) {
 			char id[32];
 			snprintf(id, sizeof(id), "call_%zu", i);
-			json_array_append_new(a, json_pack("{s:s, s:s, s:{s:O, s:O}}", "id", id, "type", "function",
-						     "function", "name", json_object_get(c, "name"), "arguments",
-						     json_object_get(c, "arguments")));
+			json_array_append_new(a,
+			    json_pack("{s:s, s:s, s:{s:O, s:O}}", "id", id, "type", "function", "function", "name",
+				json_object_get(c, "name"), "arguments", json_object_get(c, "arguments")));
 		}
 		json_object_set_new(m, "tool_calls", a);
 	}

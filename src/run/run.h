@@ -109,7 +109,7 @@ void run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *
 enum text_mode { TEXT_TOKENIZE, TEXT_DETOKENIZE, TEXT_RENDER, TEXT_PARSE };
 struct text_opts {
 	enum text_mode mode;
-	const char *model, *tokenizer_path; /* one of them (--render: neither is needed) */
+	const char *model, *tokenizer_path;      /* one of them (--render: neither is needed) */
 	const char *template_name, *render_path; /* render_path: --render's or --parse-reply's file */
 	int add_special, raw, plain_input, skip_special, no_gen;
 	const char *label; /* -m as given, for messages (model: its cache entry's bundle, for a GGUF file) */

@@ -36,64 +36,67 @@ static const struct rcase cases[] = {
 	/* hermes (Qwen2.5, Qwen3) */
 	{"hermes", T | R, "Hello there.", "Hello there.", "", "[]"},
 	{"hermes", T | R, "<think>\nhm, weather\n</think>\n\nIt is sunny.", "It is sunny.", "hm, weather", "[]"},
-	{"hermes", T | R, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "",
-	    "", "[[\"get_weather\",\"{\\\"city\\\":\\\"Paris\\\"}\"]]"},
 	{"hermes", T | R,
-	    "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", "
-	    "\"arguments\": {\"x\": 1}}\n</tool_call>",
-	    "", "", "[[\"a\",\"{}\"],[\"b\",\"{\\\"x\\\":1}\"]]"},
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "", "",
+		"[[\"get_weather\",\"{\\\"city\\\":\\\"Paris\\\"}\"]]"},
 	{"hermes", T | R,
-	    "<think>I should call it.</think>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"caf\xc3\xa9 "
-	    "\\\"quoted\\\"\"}}\n</tool_call>",
-	    "", "I should call it.", "[[\"f\",\"{\\\"q\\\":\\\"caf\xc3\xa9 \\\\\\\"quoted\\\\\\\"\\\"}\"]]"},
+		"<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", "
+		"\"arguments\": {\"x\": 1}}\n</tool_call>",
+		"", "", "[[\"a\",\"{}\"],[\"b\",\"{\\\"x\\\":1}\"]]"},
+	{"hermes", T | R,
+		"<think>I should call it.</think>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"caf\xc3\xa9 "
+		"\\\"quoted\\\"\"}}\n</tool_call>",
+		"", "I should call it.", "[[\"f\",\"{\\\"q\\\":\\\"caf\xc3\xa9 \\\\\\\"quoted\\\\\\\"\\\"}\"]]"},
 	{"hermes", T | R, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": }\n</tool_call> after",
-	    "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": }\n</tool_call> after", "", "[]"},
+		"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": }\n</tool_call> after", "", "[]"},
 	/* without tools, a call is text; without reasoning, a thought is */
 	{"hermes", R, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
-	    "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", "", "[]"},
+		"<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", "", "[]"},
 	{"hermes", T, "<think>x</think>y", "<think>x</think>y", "", "[]"},
 	/* arguments given as a JSON string stay that string */
 	{"hermes", T | R, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>", "", "",
-	    "[[\"f\",\"{\\\"a\\\": 1}\"]]"},
+		"[[\"f\",\"{\\\"a\\\": 1}\"]]"},
 	/* DeepSeek-R1: the prompt opened the thought */
-	{"deepseek-r1", T | R | K, "Let me see.\n</think>\n\nThe answer is 4.", "The answer is 4.", "Let me see.", "[]"},
+	{"deepseek-r1", T | R | K, "Let me see.\n</think>\n\nThe answer is 4.", "The answer is 4.", "Let me see.",
+		"[]"},
 	{"deepseek-r1", T | R | K, "still thinking", "", "still thinking", "[]"},
 	{"deepseek-r1", T | R, "The answer is 4.", "The answer is 4.", "", "[]"},
 	{"deepseek-r1", T | R | K,
-	    "ok</think>\n\n" DS_CALLS DS_CALL "function" DS_SEP "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_CALL_END
-		DS_CALL "function" DS_SEP "get_time\n```json\n{}\n```" DS_CALL_END DS_CALLS_END,
-	    "", "ok", "[[\"get_weather\",\"{\\\"city\\\":\\\"Paris\\\"}\"],[\"get_time\",\"{}\"]]"},
+		"ok</think>\n\n" DS_CALLS DS_CALL "function" DS_SEP
+		"get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_CALL_END DS_CALL "function" DS_SEP
+		"get_time\n```json\n{}\n```" DS_CALL_END DS_CALLS_END,
+		"", "ok", "[[\"get_weather\",\"{\\\"city\\\":\\\"Paris\\\"}\"],[\"get_time\",\"{}\"]]"},
 	{"deepseek-r1", T | R,
-	    DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END DS_CALLS_END,
-	    DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END, "", "[]"},
+		DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END DS_CALLS_END,
+		DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END, "", "[]"},
 	/* llama 3.x: a reply that is a JSON call, or after <|python_tag|> */
 	{"llama3", T | R, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "", "",
-	    "[[\"get_weather\",\"{\\\"city\\\":\\\"Oslo\\\"}\"]]"},
+		"[[\"get_weather\",\"{\\\"city\\\":\\\"Oslo\\\"}\"]]"},
 	{"llama3", T | R, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {}}",
-	    "", "", "[[\"f\",\"{}\"],[\"g\",\"{}\"]]"},
+		"", "", "[[\"f\",\"{}\"],[\"g\",\"{}\"]]"},
 	{"llama3", T | R, "Sure: {\"name\": \"f\"} is JSON.", "Sure: {\"name\": \"f\"} is JSON.", "", "[]"},
 	{"llama3", T | R, "{\"a\": 1}", "{\"a\": 1}", "", "[]"},
 	/* Mistral: the JSON array, and name[ARGS]{...} */
 	{"mistral", T | R, "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"x\": \"\xe2\x82\xac\"}}]", "", "",
-	    "[[\"f\",\"{\\\"x\\\":\\\"\xe2\x82\xac\\\"}\"]]"},
+		"[[\"f\",\"{\\\"x\\\":\\\"\xe2\x82\xac\\\"}\"]]"},
 	{"mistral", T | R, "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Rome\"}[TOOL_CALLS]g[ARGS]{}", "", "",
-	    "[[\"get_weather\",\"{\\\"city\\\":\\\"Rome\\\"}\"],[\"g\",\"{}\"]]"},
+		"[[\"get_weather\",\"{\\\"city\\\":\\\"Rome\\\"}\"],[\"g\",\"{}\"]]"},
 	{"mistral", T | R, "[THINK]plan[/THINK]Done.", "Done.", "plan", "[]"},
 	/* Phi-4-mini */
 	{"phi4", T | R, "<|tool_call|>[{\"name\": \"f\", \"arguments\": {\"n\": 2}}]<|/tool_call|>", "", "",
-	    "[[\"f\",\"{\\\"n\\\":2}\"]]"},
+		"[[\"f\",\"{\\\"n\\\":2}\"]]"},
 	{"phi4", T | R, "functools[{\"name\": \"f\", \"arguments\": {}}]", "", "", "[[\"f\",\"{}\"]]"},
 	/* gpt-oss's harmony */
 	{"harmony", T | R,
-	    "<|channel|>analysis<|message|>User wants weather.<|end|><|start|>assistant<|channel|>commentary "
-	    "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Lima\"}",
-	    "", "User wants weather.", "[[\"get_weather\",\"{\\\"city\\\":\\\"Lima\\\"}\"]]"},
+		"<|channel|>analysis<|message|>User wants weather.<|end|><|start|>assistant<|channel|>commentary "
+		"to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Lima\"}",
+		"", "User wants weather.", "[[\"get_weather\",\"{\\\"city\\\":\\\"Lima\\\"}\"]]"},
 	{"harmony", T | R,
-	    "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Four.", "Four.",
-	    "Easy.", "[]"},
+		"<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Four.", "Four.",
+		"Easy.", "[]"},
 	/* the plain format: all is content */
 	{"plain", T | R, "<think>x</think><tool_call>{}</tool_call>", "<think>x</think><tool_call>{}</tool_call>", "",
-	    "[]"},
+		"[]"},
 };
 
 static char *
@@ -103,7 +106,8 @@ calls_of(const struct llm_reply *r)
 	size_t i;
 	json_t *c;
 	json_array_foreach (r->calls, i, c)
-		json_array_append_new(a, json_pack("[O, O]", json_object_get(c, "name"), json_object_get(c, "arguments")));
+		json_array_append_new(a,
+		    json_pack("[O, O]", json_object_get(c, "name"), json_object_get(c, "arguments")));
 	char *s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	return s;
@@ -156,7 +160,8 @@ T_TEST(every_prefix_parsed_partial_only_grows)
 			size_t m = strlen(calls);
 			int ok = json_array_size(r.calls) == 0 || strncmp(calls, wcalls, m - 1) == 0;
 			free(calls);
-			T_CHECKF(ok && json_array_size(r.calls) >= json_array_size(prev.calls), "case %zu at %zu", i, k);
+			T_CHECKF(ok && json_array_size(r.calls) >= json_array_size(prev.calls), "case %zu at %zu", i,
+			    k);
 			struct llm_reply t = prev;
 			prev = r;
 			r = t;
@@ -191,24 +196,27 @@ T_TEST(templates_are_recognised_by_their_markers)
 T_TEST(the_tool_grammar_takes_a_call_and_the_parser_reads_it)
 {
 	static const char tools[] =
-	    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", "
-	    "\"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"integer\"}}, \"required\": "
-	    "[\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+	    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+	    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
+	    "{\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
 	static const struct {
 		const char *format, *text; /* the text after the prefix */
 		int parallel, ok;
 	} w[] = {
-	    {"hermes", "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>", 0, 1},
-	    {"hermes",
-		"{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
-		"\"arguments\": {\"city\": \"x\"}}\n</tool_call>",
-		1, 1},
-	    {"hermes", "{\"name\": \"get_weather\", \"arguments\": {\"days\": 2}}\n</tool_call>", 0, 0},
-	    {"hermes", "{\"name\": \"other\", \"arguments\": {}}\n</tool_call>", 0, 0},
-	    {"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", 0, 1},
-	    {"mistral", "{\"name\": \"now\", \"arguments\": {}}]", 0, 1},
-	    {"phi4", "{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"now\", \"arguments\": {}}]", 1, 1},
-	    {"deepseek-r1", "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_CALL_END DS_CALLS_END, 0, 1},
+		{"hermes",
+			"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}"
+			"\n</tool_call>",
+			0, 1},
+		{"hermes",
+			"{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
+			"{\"name\": \"get_weather\", \"arguments\": {\"city\": \"x\"}}\n</tool_call>",
+			1, 1},
+		{"hermes", "{\"name\": \"get_weather\", \"arguments\": {\"days\": 2}}\n</tool_call>", 0, 0},
+		{"hermes", "{\"name\": \"other\", \"arguments\": {}}\n</tool_call>", 0, 0},
+		{"llama3", "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", 0, 1},
+		{"mistral", "{\"name\": \"now\", \"arguments\": {}}]", 0, 1},
+		{"phi4", "{\"name\": \"now\", \"arguments\": {}}, {\"name\": \"now\", \"arguments\": {}}]", 1, 1},
+		{"deepseek-r1", "get_weather\n```json\n{\"city\": \"Paris\"}\n```" DS_CALL_END DS_CALLS_END, 0, 1},
 	};
 	json_t *tj = json_loads(tools, 0, NULL);
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
