@@ -198,7 +198,8 @@ T_TEST(the_tool_grammar_takes_a_call_and_the_parser_reads_it)
 	static const char tools[] =
 	    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
 	    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
-	    "{\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+	    "{\"type\": \"integer\"}}, \"required\": [\"city\"]}}}, "
+	    "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
 	static const struct {
 		const char *format, *text; /* the text after the prefix */
 		int parallel, ok;
