@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@
 #include "../lib/base/json.h"
 #include "../lib/runtime/chat.h"
 #include "../lib/runtime/stream.h"
+#include "../lib/base/utf8.h"
 #include "../lib/base/util.h"
 #include "run/cache.h"
 
@@ -133,6 +135,12 @@ struct gen {
 	size_t npre;
 	size_t sent_c, sent_r, sent_calls; /* bytes of content and reasoning, and calls, streamed */
 	int role_sent;
+	/* logprobs: -1 none, else the alternatives a token (chat: top_logprobs; text: logprobs);
+	 * lps, an entry a token of the reply ({token, logprob, bytes, top_logprobs}), lps_sent of them streamed */
+	int logprobs, echo;
+	char *echo_text; /* echo: the prompt, before the reply's text */
+	json_t *lps;
+	size_t lps_sent;
 	const char *finish; /* NULL while generating: "stop", "length", or "error" (msg says why) */
 	char msg[512];
 	struct llm_buf out; /* server-sent events not yet sent */
@@ -203,6 +211,8 @@ gen_free(struct gen *g)
 	free(g->grammar);
 	free(g->prefix);
 	llm_free(g->pre_ids);
+	json_decref(g->lps);
+	free(g->echo_text);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -420,6 +430,23 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 		json_object_set_new(conv, "messages", out);
 		if (json_is_array(tools))
 			json_object_set(conv, "tools", (json_t *)tools);
+		/* the template's variables: chat_template_kwargs, and OpenAI's reasoning_effort (gpt-oss's) */
+		const json_t *kw = json_object_get(j, "chat_template_kwargs"),
+			     *effort = json_object_get(j, "reasoning_effort");
+		if (kw && !json_is_null(kw) && !json_is_object(kw)) {
+			json_decref(conv);
+			return badf(b, NULL, "'chat_template_kwargs' must be an object");
+		}
+		if (effort && !json_is_null(effort) && !json_is_string(effort)) {
+			json_decref(conv);
+			return badf(b, NULL, "'reasoning_effort' must be a string");
+		}
+		if (json_is_object(kw) || json_is_string(effort)) {
+			json_t *vars = json_is_object(kw) ? json_deep_copy(kw) : json_object();
+			if (json_is_string(effort))
+				json_object_set(vars, "reasoning_effort", (json_t *)effort);
+			json_object_set_new(conv, "chat_template_kwargs", vars);
+		}
 		rc = 0;
 		for (size_t i = 0; i < json_array_size(ms) && rc == 0; i++) {
 			const json_t *m = json_array_get(ms, i), *role = json_object_get(m, "role"), *c;
@@ -451,6 +478,8 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 		p = json_array_get(p, 0);
 	if (!json_is_string(p))
 		return badf(b, NULL, "'prompt' must be a string");
+	if (g->echo)
+		g->echo_text = llm_xstrndup(json_string_value(p), json_string_length(p));
 	if (llm_tokenize(sv.m, json_string_value(p), json_string_length(p), LLM_TOKENIZE_SPECIAL, ids, n) != LLM_OK)
 		return badf(b, NULL, "%s", llm_errmsg());
 	return 0;
@@ -459,28 +488,137 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 /* The sampling and stopping fields. */
 static int grammar_of(const json_t *j, struct gen *g, struct bad *b);
 
+/* At most n - 4 bytes of s into d (n > 4), cut where a UTF-8 character
+ * starts and marked "..." when cut. */
+static void
+cut_text(char *d, size_t n, const char *s)
+{
+	size_t l = strlen(s);
+	if (l < n) {
+		memcpy(d, s, l + 1);
+		return;
+	}
+	l = n - 4;
+	while (l && ((unsigned char)s[l] & 0xC0) == 0x80)
+		l--;
+	memcpy(d, s, l);
+	memcpy(d + l, "...", 4);
+}
+
+/* The fields a completion reads (llm-serve(1) lists them): where (C chat,
+ * T text completion), and the fields that are read and have no effect
+ * here by what they mean (an end user's id, llama-server's prompt cache,
+ * which is always on).  Any other field is refused by name. */
+enum { C = 1, T = 2 };
+static const struct {
+	const char *name;
+	int where;
+} fields[] = {{"model", C | T}, {"messages", C}, {"prompt", T}, {"stream", C | T}, {"stream_options", C | T},
+	{"temperature", C | T}, {"top_p", C | T}, {"top_k", C | T}, {"min_p", C | T}, {"presence_penalty", C | T},
+	{"frequency_penalty", C | T}, {"repeat_penalty", C | T}, {"repeat_last_n", C | T}, {"seed", C | T},
+	{"n", C | T}, {"max_tokens", C | T}, {"max_completion_tokens", C}, {"n_predict", C | T}, {"stop", C | T},
+	{"ignore_eos", C | T}, {"logprobs", C | T}, {"top_logprobs", C}, {"echo", T}, {"logit_bias", C | T},
+	{"response_format", C | T}, {"grammar", C | T}, {"json_schema", C | T}, {"tools", C}, {"tool_choice", C},
+	{"parallel_tool_calls", C}, {"reasoning_format", C}, {"reasoning_effort", C}, {"chat_template_kwargs", C},
+	{"user", C | T}, {"cache_prompt", C | T}};
+
+static int
+known_fields(const json_t *j, int chat, struct bad *b)
+{
+	const char *k;
+	const json_t *v;
+	json_object_foreach ((json_t *)j, k, v) {
+		size_t i = 0;
+		while (i < LLM_NELEM(fields) && strcmp(fields[i].name, k) != 0)
+			i++;
+		if (i == LLM_NELEM(fields) || !(fields[i].where & (chat ? C : T))) {
+			char name[64];
+			cut_text(name, sizeof(name), k); /* a client's text: at most 60 bytes of it */
+			return badf(b, "unknown_field", "'%s' is not a field of %s that llm-serve reads (llm-serve(1))",
+			    name, chat ? "/v1/chat/completions" : "/v1/completions");
+		}
+	}
+	const json_t *lb = json_object_get(j, "logit_bias"), *so = json_object_get(j, "stream_options");
+	if (lb && !json_is_null(lb) && !(json_is_object(lb) && json_object_size(lb) == 0))
+		return badf(b, "unsupported_field", "'logit_bias' is not supported (only {} or null)");
+	if (so && !json_is_null(so) && !json_is_object(so))
+		return badf(b, NULL, "'stream_options' must be an object");
+	const json_t *user = json_object_get(j, "user"), *cp = json_object_get(j, "cache_prompt");
+	if (user && !json_is_null(user) && !json_is_string(user))
+		return badf(b, NULL, "'user' must be a string");
+	if (cp && !json_is_null(cp) && !json_is_boolean(cp))
+		return badf(b, NULL, "'cache_prompt' must be a boolean");
+	return 0;
+}
+
+/* logprobs (chat: a boolean, with top_logprobs 0-20 alternatives; text:
+ * 0-5 alternatives), and echo (text: the prompt before the reply). */
+static int
+logprobs_of(const json_t *j, struct gen *g, struct bad *b)
+{
+	const json_t *lp = json_object_get(j, "logprobs"), *top = json_object_get(j, "top_logprobs"),
+		     *echo = json_object_get(j, "echo"); /* borrowed */
+	int64_t k = -1;
+	g->logprobs = -1;
+	if (g->chat) {
+		if (lp && !json_is_null(lp) && !json_is_boolean(lp))
+			return badf(b, NULL, "'logprobs' must be a boolean");
+		if (integer(j, "top_logprobs", 0, 20, &k, b))
+			return -1;
+		if (top && !json_is_null(top) && !json_is_true(lp))
+			return badf(b, NULL, "'top_logprobs' needs 'logprobs': true");
+		if (json_is_true(lp))
+			g->logprobs = k < 0 ? 0 : (int)k;
+	} else {
+		if (integer(j, "logprobs", 0, 5, &k, b))
+			return -1;
+		g->logprobs = (int)k;
+		if (echo && !json_is_null(echo) && !json_is_boolean(echo))
+			return badf(b, NULL, "'echo' must be a boolean");
+		g->echo = json_is_true(echo);
+		if (g->echo && g->logprobs >= 0)
+			return badf(b, "unsupported_field",
+			    "'echo' with 'logprobs' is not supported (the prompt's "
+			    "log probabilities are not computed)");
+	}
+	if (g->logprobs >= 0)
+		g->lps = json_array();
+	return 0;
+}
+
 static int
 params_of(const json_t *j, struct gen *g, struct bad *b)
 {
 	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
-	double temp = d.temperature, top_p = d.top_p, pres = 0, freq = 0;
-	int64_t seed = -1, n = 1, maxt = -1;
-	const json_t *x = json_object_get(j, "stream");
+	double temp = d.temperature, top_p = d.top_p, pres = 0, freq = 0, min_p = d.min_p, rep = d.repeat_penalty;
+	int64_t seed = -1, n = 1, maxt = -1, top_k = d.top_k, rep_n = d.repeat_last_n;
+	if (known_fields(j, g->chat, b) < 0)
+		return -1;
+	const json_t *x = json_object_get(j, "stream"), *ie = json_object_get(j, "ignore_eos");
 	if (x && !json_is_null(x) && !json_is_boolean(x))
 		return badf(b, NULL, "'stream' must be a boolean");
 	g->stream = json_is_true(x);
+	if (ie && !json_is_null(ie) && !json_is_boolean(ie))
+		return badf(b, NULL, "'ignore_eos' must be a boolean");
 	if (num(j, "temperature", 0, 2, &temp, b) || num(j, "top_p", 0, 1, &top_p, b) ||
 	    num(j, "presence_penalty", -2, 2, &pres, b) || num(j, "frequency_penalty", -2, 2, &freq, b) ||
+	    num(j, "min_p", 0, 1, &min_p, b) || num(j, "repeat_penalty", 0.01, 100, &rep, b) ||
+	    integer(j, "top_k", 0, INT32_MAX, &top_k, b) || integer(j, "repeat_last_n", -1, INT32_MAX, &rep_n, b) ||
 	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, 1, &n, b) ||
-	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) ||
-	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b))
+	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) || integer(j, "n_predict", -1, INT32_MAX, &maxt, b) ||
+	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b) || logprobs_of(j, g, b))
 		return -1;
 	d.temperature = temp;
 	d.top_p = top_p;
+	d.top_k = top_k;
+	d.min_p = min_p;
+	d.repeat_penalty = rep;
+	d.repeat_last_n = rep_n;
+	d.ignore_eos = json_is_true(ie);
 	/* OpenAI's penalties count the whole sequence so far */
 	d.presence_penalty = pres;
 	d.frequency_penalty = freq;
-	if (pres != 0 || freq != 0)
+	if ((pres != 0 || freq != 0) && !json_object_get(j, "repeat_last_n"))
 		d.repeat_last_n = -1;
 	d.seed = seed < 0 ? (uint64_t)time(NULL) ^ atomic_load(&sv.next_id) : (uint64_t)seed;
 	g->sp = d;
@@ -696,6 +834,108 @@ fail(struct gen *g)
 	finish(g, "error");
 }
 
+/* ---- log probabilities -------------------------------------------------- */
+
+struct alt {
+	int64_t id;
+	float logit;
+};
+
+/* log(sum(exp(logits))) over the vocabulary (n), in double; top[0, k) the
+ * k largest logits, largest first (ties: the lower id). */
+static double
+log_sum_exp(const float *lg, int64_t n, struct alt *top, int k)
+{
+	float mx = -INFINITY;
+	int have = 0;
+	for (int64_t i = 0; i < n; i++) {
+		if (lg[i] > mx)
+			mx = lg[i];
+		if (k && (have < k || lg[i] > top[have - 1].logit)) {
+			int p = have < k ? have++ : k - 1;
+			while (p > 0 && top[p - 1].logit < lg[i]) {
+				top[p] = top[p - 1];
+				p--;
+			}
+			top[p] = (struct alt){i, lg[i]};
+		}
+	}
+	double sum = 0;
+	for (int64_t i = 0; i < n; i++)
+		sum += exp((double)lg[i] - mx);
+	return mx + log(sum);
+}
+
+/* A token as OpenAI's logprobs give it: its text (invalid UTF-8 as
+ * U+FFFD), its bytes. */
+static void
+token_fields(json_t *o, int64_t id)
+{
+	char *p;
+	size_t n;
+	struct llm_buf t = {0};
+	json_t *bytes = json_array();
+	if (llm_token_piece(sv.m, id, LLM_PIECE_SPECIAL, &p, &n) != LLM_OK)
+		n = 0, p = NULL;
+	llm_utf8_lossy(p ? p : "", n, &t);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(bytes, json_integer((unsigned char)p[i]));
+	json_object_set_new(o, "token", json_stringn(t.p ? t.p : "", t.len));
+	json_object_set_new(o, "bytes", bytes);
+	llm_buf_free(&t);
+	llm_free(p);
+}
+
+static json_t *
+logprob_entry(int64_t id, double lp, const struct alt *top, int k, double lse)
+{
+	json_t *e = json_object(), *alts = json_array();
+	token_fields(e, id);
+	json_object_set_new(e, "logprob", json_real(lp));
+	for (int i = 0; i < k; i++) {
+		json_t *a = json_object();
+		token_fields(a, top[i].id);
+		json_object_set_new(a, "logprob", json_real(top[i].logit - lse));
+		json_array_append_new(alts, a);
+	}
+	json_object_set_new(e, "top_logprobs", alts);
+	return e;
+}
+
+/* The entries [from, to) of g->lps as a choice's logprobs: chat's
+ * {"content": [...]}, or a text completion's {"tokens", "token_logprobs",
+ * "top_logprobs", "text_offset"} (offsets in bytes of the choice's
+ * text). */
+static json_t *
+logprobs_json(const struct gen *g, size_t from, size_t to)
+{
+	size_t offset = 0;
+	for (size_t i = 0; i < from; i++)
+		offset += json_array_size(json_object_get(json_array_get(g->lps, i), "bytes"));
+	json_t *c = json_array();
+	for (size_t i = from; i < to; i++)
+		json_array_append(c, json_array_get(g->lps, i));
+	if (g->chat)
+		return json_pack("{s:o}", "content", c);
+	json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array(), *e;
+	size_t i;
+	json_array_foreach (c, i, e) {
+		json_t *a, *m = json_object();
+		size_t x;
+		json_array_append(tokens, json_object_get(e, "token"));
+		json_array_append(lps, json_object_get(e, "logprob"));
+		json_array_foreach (json_object_get(e, "top_logprobs"), x, a)
+			json_object_set(m, json_string_value(json_object_get(a, "token")),
+			    json_object_get(a, "logprob"));
+		json_array_append_new(tops, m);
+		json_array_append_new(offs, json_integer((json_int_t)offset));
+		offset += json_array_size(json_object_get(e, "bytes"));
+	}
+	json_decref(c);
+	return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
+	    "text_offset", offs);
+}
+
 /* One token more, or the end: g->st and g->finish updated (run on the
  * slot's thread: step).  The reply's text grows by the token's bytes. */
 static void
@@ -706,10 +946,16 @@ step_job(void *p)
 	struct llm_seq *s = g->slot->seq;
 	if (g->max_tokens >= 0 && (int64_t)g->nreply >= g->max_tokens)
 		return finish(g, "length");
+	struct alt top[20];
+	double lse = 0;
+	if (g->logprobs >= 0)
+		lse = log_sum_exp(llm_seq_logits(s), llm_vocab_size(sv.m), top, g->logprobs);
 	if (llm_seq_sample(s, &g->sp, &id) != LLM_OK)
 		return fail(g);
 	if (llm_token_is_eos(sv.m, id))
 		return finish(g, "stop");
+	if (g->logprobs >= 0)
+		json_array_append_new(g->lps, logprob_entry(id, llm_seq_logits(s)[id] - lse, top, g->logprobs, lse));
 	int first = llm_seq_pos(s) == 1 && llm_seq_tokens(s)[0] == llm_token_bos(sv.m);
 	char *piece;
 	size_t len;
@@ -792,6 +1038,16 @@ event(struct gen *g, json_t *choice, int usage)
 	free(s);
 }
 
+/* The log probabilities not streamed yet into choice (all of them now). */
+static void
+pending_logprobs(struct gen *g, json_t *choice)
+{
+	if (g->logprobs < 0 || g->lps_sent == json_array_size(g->lps))
+		return;
+	json_object_set_new(choice, "logprobs", logprobs_json(g, g->lps_sent, json_array_size(g->lps)));
+	g->lps_sent = json_array_size(g->lps);
+}
+
 /* A chat's deltas since the last: the reply parsed (whole when final),
  * what its content and reasoning gained, the calls that came whole (the
  * parse only grows: llm_chat_parse_reply's partial form); then, when
@@ -824,11 +1080,16 @@ chat_deltas(struct gen *g, int final)
 	g->sent_calls = json_array_size(calls) > g->sent_calls ? json_array_size(calls) : g->sent_calls;
 	if (json_object_size(delta)) {
 		g->role_sent = 1;
-		event(g, json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "finish_reason"), 0);
+		json_t *choice = json_pack("{s:i, s:o, s:n}", "index", 0, "delta", delta, "finish_reason");
+		pending_logprobs(g, choice);
+		event(g, choice, 0);
 	} else
 		json_decref(delta);
-	if (final)
-		event(g, json_pack("{s:i, s:{}, s:s}", "index", 0, "delta", "finish_reason", finish_of(g, m)), 1);
+	if (final) {
+		json_t *choice = json_pack("{s:i, s:{}, s:s}", "index", 0, "delta", "finish_reason", finish_of(g, m));
+		pending_logprobs(g, choice);
+		event(g, choice, 1);
+	}
 	json_decref(m);
 }
 
@@ -836,10 +1097,10 @@ chat_deltas(struct gen *g, int final)
 static void
 chunk(struct gen *g, const char *text, size_t len, const char *finish)
 {
-	event(g,
-	    json_pack("{s:i, s:s%, s:o}", "index", 0, "text", text, len, "finish_reason",
-		finish ? json_string(finish) : json_null()),
-	    finish != NULL);
+	json_t *choice = json_pack("{s:i, s:s%, s:o}", "index", 0, "text", text, len, "finish_reason",
+	    finish ? json_string(finish) : json_null());
+	pending_logprobs(g, choice);
+	event(g, choice, finish != NULL);
 }
 
 /* libmicrohttpd's reader of a streamed completion: events as the tokens
@@ -873,6 +1134,12 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			llm_buf_puts(&g->out, "data: [DONE]\n\n");
 			g->ended = 1;
 			break;
+		}
+		if (g->echo_text && g->echo) {
+			/* echo: the prompt first */
+			chunk(g, g->echo_text, strlen(g->echo_text), NULL);
+			g->echo = 0;
+			continue;
 		}
 		step(g);
 		size_t n = g->st.text.len;
@@ -959,9 +1226,15 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	if (chat) {
 		json_t *msg = message(g, 0);
 		choice = json_pack("{s:i, s:o, s:s}", "index", 0, "message", msg, "finish_reason", finish_of(g, msg));
-	} else
-		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", text, g->st.text.len, "finish_reason",
-		    g->finish);
+	} else {
+		struct llm_buf t = {0};
+		llm_buf_puts(&t, g->echo_text ? g->echo_text : "");
+		llm_buf_add(&t, text, g->st.text.len);
+		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", t.p, t.len, "finish_reason", g->finish);
+		llm_buf_free(&t);
+	}
+	json_object_set_new(choice, "logprobs",
+	    g->logprobs >= 0 ? logprobs_json(g, 0, json_array_size(g->lps)) : json_null());
 	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
 	    chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
 	    "choices", choice, "usage", usage_json(g));

@@ -153,3 +153,18 @@ Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
 	[ "$max" -le $((r100 + 256)) ]
 	[ "$fds" -eq 1 ]
 }
+
+@test "chat_template_kwargs: more variables for the template (Qwen3's enable_thinking); its own variables are refused (issue 59)" {
+	printf '%s' '{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"enable_thinking": false}}' >"$T/k.json"
+	llm-run --chat-template qwen3 --render "$T/k.json" >"$T/out"
+	[ "$(tail -c 30 "$T/out" | od -An -c | tr -d ' \n')" = '>assistant\n<think>\n\n</think>\n\n' ]
+	printf '%s' '{"messages": [{"role": "user", "content": "Hi"}]}' >"$T/plain.json"
+	llm-run --chat-template qwen3 --render "$T/plain.json" >"$T/out2"
+	! cmp -s "$T/out" "$T/out2"
+	printf '%s' '{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": {"bos_token": "x"}}' >"$T/r.json"
+	run -1 --separate-stderr llm-run --chat-template qwen3 --render "$T/r.json"
+	[ "$stderr" = "llm-run: $T/r.json: \"chat_template_kwargs\": 'bos_token' is the template's own variable" ]
+	printf '%s' '{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": 3}' >"$T/r.json"
+	run -1 --separate-stderr llm-run --chat-template qwen3 --render "$T/r.json"
+	[ "$stderr" = "llm-run: $T/r.json: \"chat_template_kwargs\" is not an object" ]
+}

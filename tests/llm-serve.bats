@@ -368,3 +368,78 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[ "$(jq -c 'select(.check == "named") | [(.names | unique), .follows]' "$T/o")" = '[["set_alarm"],true]' ]
 	[ "$(jq -c 'select(.check == "round-trip") | [.role]' "$T/o")" = '["assistant"]' ]
 }
+
+@test "every request field of llm-serve(1)'s list is accepted with a good value and refused by name with a bad one; unknown fields are refused (issue 59)" {
+	serve
+	base_chat='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}'
+	base_text='{"prompt": "Once", "max_tokens": 2}'
+	n=0
+	while IFS=$'\t' read -r ep field good bad; do
+		case $ep in '#'* | '') continue ;; esac
+		if [ "$ep" = chat ]; then path=/v1/chat/completions base=$base_chat; else path=/v1/completions base=$base_text; fi
+		if [ "$good" != - ]; then
+			run -0 post "$path" "$(jq -c --arg f "$field" --argjson v "$good" '.[$f] = $v' <<<"$base")"
+			[ "${lines[-1]}" = 200 ] || { echo "$ep $field $good: ${lines[-1]}: $output"; false; }
+		fi
+		if [ "$bad" != - ]; then
+			run -0 post "$path" "$(jq -c --arg f "$field" --argjson v "$bad" '.[$f] = $v' <<<"$base")"
+			[ "${lines[-1]}" = 400 ] || { echo "$ep $field $bad: ${lines[-1]}: $output"; false; }
+			# the message names the field (or, for a prompt or messages, what is wrong in them)
+			msg=$(jq -r .error.message <<<"${output%$'\n'*}")
+			[[ $msg == *"$field"* || $field == messages || $field == chat_template_kwargs ]] ||
+				{ echo "$ep $field: '$msg'"; false; }
+		fi
+		# llm-serve(1) lists the field
+		[ "${field#frobnicate}" = "" ] || grep -q "^\.It Fa $field\$" "$PROJECT_ROOT/man/llm-serve.1" ||
+			{ echo "llm-serve(1) does not list '$field'"; false; }
+		n=$((n + 1))
+	done <"$PROJECT_ROOT/tests/fixtures/llm-serve/fields.tsv"
+	[ "$n" -ge 50 ]
+	# a long unknown field's name is cut in the message
+	long=$(printf 'x%.0s' $(seq 1000))
+	run -0 post /v1/completions "{\"prompt\": \"a\", \"$long\": 1}"
+	[ "${lines[-1]}" = 400 ]
+	[ "$(jq -r '.error.message | length < 200' <<<"${output%$'\n'*}")" = true ]
+}
+
+@test "logprobs and top_logprobs (chat and text, streamed alike), echo, top_k, min_p, repeat_penalty (issue 59)" {
+	serve --reasoning-format none
+	# greedy: each token is its own top alternative; a probability, and about
+	# 1/vocabulary for a random model
+	run -0 post /v1/chat/completions "$(jq -c '.logprobs = true | .top_logprobs = 3' <<<"$chat")"
+	body=${output%$'\n'*}
+	[ "$(jq '.choices[0].logprobs.content | length' <<<"$body")" = 12 ]
+	jq -e '.choices[0].logprobs.content | all(.token == .top_logprobs[0].token and .logprob == .top_logprobs[0].logprob
+		and (.top_logprobs | length) == 3 and .logprob <= 0 and .logprob > -20
+		and .top_logprobs[0].logprob >= .top_logprobs[1].logprob)' <<<"$body"
+	# the tokens' texts make the content
+	[ "$(jq -j '.choices[0].logprobs.content[].token' <<<"$body")" = "$(jq -r '.choices[0].message.content' <<<"$body")" ]
+	# streamed: the same entries
+	curl -sN "$URL/v1/chat/completions" -d "$(jq -c '.logprobs = true | .top_logprobs = 3 | .stream = true' <<<"$chat")" >"$T/sse"
+	[ "$(grep '^data: {' "$T/sse" | sed 's/^data: //' | jq -s -c '[.[].choices[0].logprobs.content // [] | .[]]')" = \
+		"$(jq -c '.choices[0].logprobs.content' <<<"$body")" ]
+	# text completions: OpenAI's legacy form, offsets into the text
+	run -0 post /v1/completions '{"prompt": "Once upon a time", "max_tokens": 5, "temperature": 0, "logprobs": 2}'
+	body=${output%$'\n'*}
+	jq -e '.choices[0].logprobs | (.tokens | length) == 5 and (.token_logprobs | length) == 5
+		and (.top_logprobs | all(length == 2)) and .text_offset[0] == 0' <<<"$body"
+	[ "$(jq -j '.choices[0].logprobs.tokens[]' <<<"$body")" = "$(jq -r '.choices[0].text' <<<"$body")" ]
+	# without logprobs: null
+	run -0 post /v1/completions '{"prompt": "Once", "max_tokens": 1}'
+	[ "$(jq -c '.choices[0].logprobs' <<<"${output%$'\n'*}")" = null ]
+	# echo: the prompt, then the reply; streamed alike
+	want=$(curl -s "$URL/v1/completions" -d '{"prompt": "Once upon", "max_tokens": 4, "temperature": 0}' | jq -r '.choices[0].text')
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 4, "temperature": 0, "echo": true}'
+	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "Once upon$want" ]
+	[ "$(curl -sN "$URL/v1/completions" -d '{"prompt": "Once upon", "max_tokens": 4, "temperature": 0, "echo": true,
+		"stream": true}' | grep '^data: {' | sed 's/^data: //' | jq -j '.choices[0].text')" = "Once upon$want" ]
+	# top_k 1 at any temperature is greedy; min_p 1 keeps only the most likely
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 4, "temperature": 1.5, "top_k": 1, "seed": 3}'
+	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "$want" ]
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 4, "temperature": 1.5, "min_p": 1, "seed": 3}'
+	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "$want" ]
+	# repeat_penalty as llm-run's --repeat-penalty
+	pen=$(llm-run -m "$M" -t 1 -p 'Once upon' -n 4 --repeat-penalty 1.5 --json 2>/dev/null | jq -r .text)
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 4, "temperature": 0, "repeat_penalty": 1.5}'
+	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "$pen" ]
+}

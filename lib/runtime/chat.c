@@ -236,13 +236,27 @@ llm_chat_free(struct llm_chat *c)
 {
 	json_decref(c->messages);
 	json_decref(c->tools);
+	json_decref(c->kwargs);
 	memset(c, 0, sizeof(*c));
+}
+
+/* A variable chat_template_kwargs may not set: the conversation's and the
+ * special tokens'. */
+static int
+reserved_var(const char *k)
+{
+	static const char *const own[] = {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token",
+		"unk_token", "sep_token", "pad_token", "cls_token", "mask_token", "additional_special_tokens"};
+	for (size_t i = 0; i < LLM_NELEM(own); i++)
+		if (strcmp(k, own[i]) == 0)
+			return 1;
+	return 0;
 }
 
 int
 llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name)
 {
-	json_t *root = llm_json_loadb_js(text, len, name), *msgs, *tools = NULL, *m;
+	json_t *root = llm_json_loadb_js(text, len, name), *msgs, *tools = NULL, *kw = NULL, *m;
 	size_t i;
 
 	if (!root)
@@ -255,6 +269,19 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 			json_decref(root);
 			return llm_seterr("%s: \"tools\" is not an array", name);
 		}
+		kw = json_object_get(root, "chat_template_kwargs");
+		const char *k;
+		json_t *v;
+		if (kw && !json_is_object(kw) && !json_is_null(kw)) {
+			json_decref(root);
+			return llm_seterr("%s: \"chat_template_kwargs\" is not an object", name);
+		}
+		json_object_foreach (json_is_object(kw) ? kw : NULL, k, v)
+			if (reserved_var(k)) {
+				json_decref(root);
+				return llm_seterr("%s: \"chat_template_kwargs\": '%s' is the template's own variable",
+				    name, k);
+			}
 	}
 	if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
 		json_decref(root);
@@ -276,6 +303,10 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 		json_decref(c->tools);
 		c->tools = json_incref(tools);
 	}
+	if (json_is_object(kw)) {
+		json_decref(c->kwargs);
+		c->kwargs = json_incref(kw);
+	}
 	json_decref(root);
 	return 0;
 }
@@ -284,16 +315,26 @@ int
 llm_chat_render(const struct llm_chat_template *t, const struct llm_chat *c, int add_generation_prompt,
     struct llm_buf *out, struct llm_spans *spans)
 {
-	static const char *const data[] = {"messages", "tools", NULL};
-	json_t *vars = json_object();
+	/* the request's variables are data, as the messages are: their strings stay text */
+	size_t nk = json_object_size(c->kwargs), n = 0;
+	const char **data = llm_xcalloc(nk + 3, sizeof(*data));
+	const char *k;
+	json_t *v, *vars = json_object();
+	data[n++] = "messages";
+	data[n++] = "tools";
 	if (t->tokens)
 		json_object_update(vars, t->tokens);
+	json_object_foreach (c->kwargs, k, v) {
+		json_object_set(vars, k, v);
+		data[n++] = k;
+	}
 	json_object_set_new(vars, "messages", c->messages ? json_incref(c->messages) : json_array());
 	if (c->tools)
 		json_object_set(vars, "tools", c->tools);
 	json_object_set_new(vars, "add_generation_prompt", json_boolean(add_generation_prompt));
 	int rc = llm_jinja_render(t->jinja, vars, data, out, spans);
 	json_decref(vars);
+	free(data);
 	return rc;
 }
 

@@ -35,14 +35,17 @@
 struct llm_chat {
 	json_t *messages;
 	json_t *tools;
+	json_t *kwargs; /* more variables of the template (chat_template_kwargs: enable_thinking, ...), or NULL */
 };
 
 /* Append a message {"role": role, "content": content} (copied). */
 void llm_chat_add(struct llm_chat *c, const char *role, const char *content, size_t len);
 void llm_chat_free(struct llm_chat *c);
 /* Append the messages of a JSON array of message objects, or of an object
- * {"messages": [...], "tools": [...]} as an OpenAI chat request carries
- * them.  A message has a string "role"; its "content" is a string, null,
+ * {"messages": [...], "tools": [...], "chat_template_kwargs": {...}} as
+ * an OpenAI chat request carries them (llama-server's chat_template_kwargs:
+ * more variables for the template, but for messages, tools,
+ * add_generation_prompt and the special tokens).  A message has a string "role"; its "content" is a string, null,
  * or absent (an assistant's tool_calls); its other keys (tool_calls, name,
  * tool_call_id, reasoning_content, ...) go to the template as they are.
  * 0, or -1 with llm_errmsg "name: ..." (not JSON, no messages, a message
