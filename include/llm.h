@@ -106,6 +106,8 @@ int llm_token_is_eos(const struct llm *m, int64_t id);
 const char *llm_kv_type(const struct llm *m);
 /* The CPU the model was compiled for ("znver4", ...; live until llm_close). */
 const char *llm_target_cpu(const struct llm *m);
+/* The chat template's Jinja text (live until llm_close), or NULL: none. */
+const char *llm_chat_template_source(const struct llm *m);
 /* The chat template's name ("qwen2", "llama3", ...), or NULL: none. */
 const char *llm_chat_template_name(const struct llm *m);
 /* What opening found odd but accepted (an unknown chat template name in

@@ -93,6 +93,7 @@ struct slot {
 	void (*job)(void *); /* NULL: none waiting */
 	void *arg;
 	int stop;
+	_Atomic int64_t pos; /* its sequence's positions, as of its last job (for /slots) */
 };
 
 static struct server {
@@ -110,8 +111,12 @@ static struct server {
 } sv;
 
 /* One request: its body, then, for a completion, its generation. */
+struct req;
+
 struct gen {
 	struct slot *slot;
+	struct req *req; /* the request's record (its connection's), for the log line and /metrics */
+	double t0;       /* when the request came */
 	int chat, stream;
 	char id[48];
 	time_t created;
@@ -152,7 +157,62 @@ struct req {
 	struct llm_buf body;
 	int too_big;
 	struct gen *g; /* handed to the streaming response */
+	/* for the log line and /metrics: what was asked, the status sent, the tokens */
+	char method[8], path[72];
+	unsigned status;
+	double t0;
+	size_t prompt_tokens, completion_tokens;
 };
+
+/* The request the connection's thread (one a connection) is serving. */
+static _Thread_local struct req *cur_req;
+
+/* ---- metrics (GET /metrics, Prometheus' text format) ---------------------- */
+
+#define NBUCKETS 9
+static const double ttft_le[NBUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+static const double token_le[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+static const unsigned statuses[] = {200, 400, 401, 404, 405, 413, 500, 0}; /* 0: any other */
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
+
+struct hist {
+	uint64_t n[NBUCKETS + 1]; /* the last: above every bucket */
+	uint64_t count;
+	double sum;
+};
+
+static struct metrics {
+	pthread_mutex_t mu;
+	uint64_t requests[NSTATUS];
+	uint64_t prompt_tokens, completion_tokens;
+	struct hist ttft, token;
+} stats = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void
+hist_add(struct hist *h, const double *le, double v)
+{
+	int i = 0;
+	while (i < NBUCKETS && v > le[i])
+		i++;
+	pthread_mutex_lock(&stats.mu);
+	h->n[i]++;
+	h->count++;
+	h->sum += v;
+	pthread_mutex_unlock(&stats.mu);
+}
+
+static void
+hist_text(struct llm_buf *b, const char *name, const char *help, const struct hist *h, const double *le)
+{
+	uint64_t c = 0;
+	llm_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (int i = 0; i < NBUCKETS; i++) {
+		c += h->n[i];
+		llm_buf_printf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, le[i], c);
+	}
+	llm_buf_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count,
+	    name, h->sum, name, h->count);
+}
 
 static void *
 slot_main(void *p)
@@ -166,6 +226,7 @@ slot_main(void *p)
 			break;
 		pthread_mutex_unlock(&s->mu);
 		s->job(s->arg);
+		atomic_store(&s->pos, llm_seq_pos(s->seq));
 		pthread_mutex_lock(&s->mu);
 		s->job = NULL;
 		pthread_cond_broadcast(&s->cv);
@@ -223,6 +284,8 @@ gen_free(struct gen *g)
 static enum MHD_Result
 send_text(struct MHD_Connection *c, unsigned status, const char *type, char *text)
 {
+	if (cur_req)
+		cur_req->status = status;
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", type);
 	enum MHD_Result rc = MHD_queue_response(c, status, r);
@@ -979,7 +1042,20 @@ step_job(void *p)
 static void
 step(struct gen *g)
 {
+	double t = llm_now();
+	size_t before = g->nreply;
 	on_slot(g->slot, step_job, g);
+	if (g->nreply > before) {
+		double now = llm_now();
+		if (before == 0)
+			hist_add(&stats.ttft, ttft_le, now - g->t0);
+		else
+			hist_add(&stats.token, token_le, now - t);
+	}
+	if (g->req) {
+		g->req->prompt_tokens = g->prompt_tokens;
+		g->req->completion_tokens = g->nreply;
+	}
 }
 
 static json_t *
@@ -1177,6 +1253,8 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	struct gen *g = llm_xcalloc(1, sizeof(*g));
 	g->chat = chat;
 	g->created = time(NULL);
+	g->req = cur_req;
+	g->t0 = cur_req ? cur_req->t0 : llm_now();
 	snprintf(g->id, sizeof(g->id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
 	if (params_of(j, g, &b) < 0 || prompt_of(j, g, &ids, &n, &b) < 0) {
 		gen_free(g);
@@ -1210,6 +1288,8 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 		    stream_free);
 		MHD_add_response_header(r, "Content-Type", "text/event-stream");
 		MHD_add_response_header(r, "Cache-Control", "no-cache");
+		if (cur_req)
+			cur_req->status = 200;
 		enum MHD_Result q = MHD_queue_response(c, 200, r);
 		MHD_destroy_response(r);
 		return q;
@@ -1289,6 +1369,88 @@ detokenize(struct MHD_Connection *c, const json_t *j)
 	return send_json(c, 200, res);
 }
 
+static char *
+metrics_text(void)
+{
+	struct llm_buf b = {0};
+	int busy = 0;
+	pthread_mutex_lock(&sv.lock);
+	for (int i = 0; i < sv.nslots; i++)
+		busy += sv.slots[i].busy;
+	uint64_t queued = sv.tickets - sv.serving;
+	pthread_mutex_unlock(&sv.lock);
+	pthread_mutex_lock(&stats.mu);
+	llm_buf_puts(&b,
+	    "# HELP llm_serve_requests_total Requests answered, by HTTP status (other: any other).\n"
+	    "# TYPE llm_serve_requests_total counter\n");
+	for (size_t i = 0; i < NSTATUS; i++) {
+		char st[8];
+		snprintf(st, sizeof(st), statuses[i] ? "%u" : "other", statuses[i]);
+		llm_buf_printf(&b, "llm_serve_requests_total{status=\"%s\"} %" PRIu64 "\n", st, stats.requests[i]);
+	}
+	llm_buf_printf(&b,
+	    "# HELP llm_serve_prompt_tokens_total Prompt tokens of the completions answered.\n"
+	    "# TYPE llm_serve_prompt_tokens_total counter\nllm_serve_prompt_tokens_total %" PRIu64 "\n"
+	    "# HELP llm_serve_completion_tokens_total Tokens generated.\n"
+	    "# TYPE llm_serve_completion_tokens_total counter\nllm_serve_completion_tokens_total %" PRIu64 "\n"
+	    "# HELP llm_serve_slots_busy Slots generating now.\n# TYPE llm_serve_slots_busy gauge\n"
+	    "llm_serve_slots_busy %d\n"
+	    "# HELP llm_serve_slots Slots (--parallel).\n# TYPE llm_serve_slots gauge\nllm_serve_slots %d\n"
+	    "# HELP llm_serve_requests_queued Completions waiting for a slot.\n"
+	    "# TYPE llm_serve_requests_queued gauge\nllm_serve_requests_queued %" PRIu64 "\n",
+	    stats.prompt_tokens, stats.completion_tokens, busy, sv.nslots, queued);
+	hist_text(&b, "llm_serve_time_to_first_token_seconds",
+	    "From a completion's request to its first token (its prompt evaluated, its wait for a slot).", &stats.ttft,
+	    ttft_le);
+	hist_text(&b, "llm_serve_token_seconds", "Each further token of a reply (a decode step and its sampling).",
+	    &stats.token, token_le);
+	pthread_mutex_unlock(&stats.mu);
+	return b.p;
+}
+
+/* llama-server's /slots: each slot, whether it is generating, and the
+ * positions its sequence holds (of an idle slot: what a next prompt may
+ * reuse). */
+static json_t *
+slots_json(void)
+{
+	json_t *a = json_array();
+	pthread_mutex_lock(&sv.lock);
+	for (int i = 0; i < sv.nslots; i++) {
+		struct slot *s = &sv.slots[i];
+		json_array_append_new(a,
+		    json_pack("{s:i, s:I, s:b, s:I}", "id", i, "n_ctx", (json_int_t)llm_seq_context(s->seq),
+			"is_processing", s->busy, "n_past", (json_int_t)atomic_load(&s->pos)));
+	}
+	pthread_mutex_unlock(&sv.lock);
+	return a;
+}
+
+/* llama-server's /props: the model's facts, its template, the defaults. */
+static json_t *
+props_json(void)
+{
+	const char *tmpl = llm_chat_template_source(sv.m), *name = llm_chat_template_name(sv.m);
+	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
+	int64_t ctx = llm_seq_context(sv.slots[0].seq);
+	char *bos = NULL;
+	size_t n;
+	if (llm_token_bos(sv.m) >= 0 &&
+	    llm_token_piece(sv.m, llm_token_bos(sv.m), LLM_PIECE_SPECIAL, &bos, &n) != LLM_OK)
+		bos = NULL;
+	json_t *p = json_pack("{s:s, s:s, s:i, s:{s:I, s:{s:f, s:I, s:f, s:f, s:f, s:I}}, s:s?, s:s?, s:s, s:s?, s:s, "
+			      "s:{s:b, s:b}, s:I, s:s, s:s, s:I}",
+	    "model_alias", sv.name, "model_desc", llm_model_desc(sv.m), "total_slots", sv.nslots,
+	    "default_generation_settings", "n_ctx", (json_int_t)ctx, "params", "temperature", d.temperature, "top_k",
+	    (json_int_t)d.top_k, "top_p", d.top_p, "min_p", d.min_p, "repeat_penalty", d.repeat_penalty,
+	    "repeat_last_n", (json_int_t)d.repeat_last_n, "chat_template", tmpl, "chat_template_name", name,
+	    "reply_format", llm_chat_reply_format(sv.m), "bos_token", bos, "build_info", llm_version(), "modalities",
+	    "vision", 0, "audio", 0, "n_vocab", (json_int_t)llm_vocab_size(sv.m), "target_cpu", llm_target_cpu(sv.m),
+	    "reasoning_format", sv.reasoning ? "deepseek" : "none", "n_params", (json_int_t)llm_model_n_params(sv.m));
+	llm_free(bos);
+	return p;
+}
+
 static int
 authorized(struct MHD_Connection *c)
 {
@@ -1310,12 +1472,22 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 		return send_json(c, 200,
 		    json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id", sv.name, "object",
 			"model", "created", 0, "owned_by", "llm"));
+	if (strcmp(url, "/metrics") == 0 && get)
+		return send_text(c, 200, "text/plain; version=0.0.4", metrics_text());
+	if (strcmp(url, "/slots") == 0 && get)
+		return send_json(c, 200, slots_json());
+	if (strcmp(url, "/props") == 0 && get)
+		return send_json(c, 200, props_json());
 	static const char *const posts[] = {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"};
 	int k = -1;
 	for (int i = 0; i < 4; i++)
 		if (strcmp(url, posts[i]) == 0)
 			k = i;
-	if (k < 0 && !(strcmp(url, "/health") == 0 || strcmp(url, "/v1/models") == 0))
+	static const char *const gets[] = {"/health", "/v1/models", "/metrics", "/slots", "/props"};
+	for (size_t i = 0; k < 0 && i < LLM_NELEM(gets); i++)
+		if (strcmp(url, gets[i]) == 0)
+			k = -2;
+	if (k == -1)
 		return send_error(c, 404, NULL, "no endpoint %s %s", method, url);
 	if (k < 0 || !post)
 		return send_error(c, 405, NULL, "%s %s: method not allowed", method, url);
@@ -1345,12 +1517,20 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	if (!r) {
 		r = llm_xcalloc(1, sizeof(*r));
 		*con_cls = r;
+		r->t0 = llm_now();
+		snprintf(r->method, sizeof(r->method), "%s", method);
+		cut_text(r->path, sizeof(r->path), url);
+		for (char *p = r->path; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?'; /* a client's text on our log line */
+		cur_req = r;
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > sv.max_body)
 			return send_error(c, 413, NULL, "the body of %s bytes is larger than --max-body, %zu", cl,
 			    sv.max_body);
 		return MHD_YES;
 	}
+	cur_req = r;
 	if (*upload_size) {
 		if (r->body.len + *upload_size > sv.max_body)
 			r->too_big = 1;
@@ -1370,8 +1550,21 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 	struct req *r = *con_cls;
 	(void)cls;
 	(void)c;
-	(void)toe;
 	if (r) {
+		/* the log line: method, path, status, tokens (prompt+reply), milliseconds */
+		size_t i = 0;
+		while (statuses[i] && statuses[i] != r->status)
+			i++;
+		pthread_mutex_lock(&stats.mu);
+		stats.requests[i]++;
+		stats.prompt_tokens += r->prompt_tokens;
+		stats.completion_tokens += r->completion_tokens;
+		pthread_mutex_unlock(&stats.mu);
+		fprintf(stderr, "%s: %s %s %u %zu+%zu tokens %.0f ms%s\n", llm_prog, r->method, r->path, r->status,
+		    r->prompt_tokens, r->completion_tokens, (llm_now() - r->t0) * 1e3,
+		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut short)");
+		if (cur_req == r)
+			cur_req = NULL;
 		llm_buf_free(&r->body);
 		free(r);
 		*con_cls = NULL;

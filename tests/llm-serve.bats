@@ -443,3 +443,48 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 4, "temperature": 0, "repeat_penalty": 1.5}'
 	[ "$(jq -r '.choices[0].text' <<<"${output%$'\n'*}")" = "$pen" ]
 }
+
+@test "/metrics (Prometheus text), /slots, /props, and a log line a request on stderr (issue 59)" {
+	serve --parallel 2
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 3, "temperature": 0}'
+	p1=$(jq .usage.prompt_tokens <<<"${output%$'\n'*}")
+	run -0 post /v1/chat/completions "$chat"
+	p2=$(jq .usage.prompt_tokens <<<"${output%$'\n'*}")
+	curl -sN "$URL/v1/completions" -d '{"prompt": "Hi", "max_tokens": 2, "stream": true}' >/dev/null
+	run -0 post /v1/completions '{"prompt": 5}'
+	[ "${lines[-1]}" = 400 ]
+	curl -s "$URL/metrics" >"$T/m"
+	grep -qx 'llm_serve_requests_total{status="200"} 3' "$T/m"
+	grep -qx 'llm_serve_requests_total{status="400"} 1' "$T/m"
+	# the prompt tokens of the three completions ("Hi" with its BOS: 2)
+	[ "$(awk '$1 == "llm_serve_prompt_tokens_total" { print $2 }' "$T/m")" = $((p1 + p2 + 2)) ]
+	[ "$(awk '$1 == "llm_serve_completion_tokens_total" { print $2 }' "$T/m")" = $((3 + 12 + 2)) ]
+	grep -qx 'llm_serve_slots 2' "$T/m"
+	grep -qx 'llm_serve_requests_queued 0' "$T/m"
+	# a histogram: a first token per completion, 14 later tokens; cumulative buckets
+	grep -qx 'llm_serve_time_to_first_token_seconds_count 3' "$T/m"
+	grep -qx 'llm_serve_token_seconds_count 14' "$T/m"
+	awk -F'[ ]' '/^llm_serve_token_seconds_bucket/ { if ($2 < last) exit 1; last = $2 } END { if (last != 14) exit 1 }' "$T/m"
+	grep -q '^# TYPE llm_serve_token_seconds histogram$' "$T/m"
+	# /slots: both idle, the positions they hold
+	curl -s "$URL/slots" >"$T/s"
+	[ "$(jq -c '[.[] | [.id, .n_ctx, .is_processing]]' "$T/s")" = '[[0,256,false],[1,256,false]]' ]
+	jq -e 'map(.n_past) | add > 0' "$T/s"
+	# /props: the facts and the template
+	curl -s "$URL/props" >"$T/p"
+	[ "$(jq -c '[.total_slots, .default_generation_settings.n_ctx, .chat_template_name, .reply_format, .n_vocab]' "$T/p")" = \
+		'[2,256,"deepseek-r1","deepseek-r1",151936]' ]
+	jq -e '.chat_template | contains("Assistant")' "$T/p"
+	# the log: a line a request, with its status and tokens
+	sleep 0.2
+	grep -q "^llm-serve: POST /v1/completions 200 $p1+3 tokens [0-9]* ms\$" "$T/serve.log"
+	grep -q "^llm-serve: POST /v1/chat/completions 200 $p2+12 tokens [0-9]* ms\$" "$T/serve.log"
+	grep -q '^llm-serve: POST /v1/completions 400 0+0 tokens' "$T/serve.log"
+	grep -q '^llm-serve: GET /metrics 200 0+0 tokens' "$T/serve.log"
+	# behind the API key, as the other endpoints
+	kill "$PID"
+	wait "$PID" || true
+	serve --api-key k
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics")" = 401 ]
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer k' "$URL/props")" = 200 ]
+}

@@ -328,6 +328,12 @@ llm_target_cpu(const struct llm *m)
 }
 
 const char *
+llm_chat_template_source(const struct llm *m)
+{
+	return m && m->src.tmpl.jinja ? m->src.tmpl.text : NULL;
+}
+
+const char *
 llm_chat_template_name(const struct llm *m)
 {
 	return m && m->src.tmpl.jinja ? (m->src.tmpl.name ? m->src.tmpl.name : "jinja") : NULL;

@@ -89,6 +89,7 @@ llm_chat_template_free(struct llm_chat_template *t)
 	llm_jinja_free(t->jinja);
 	json_decref(t->tokens);
 	free(t->name);
+	free(t->text);
 	*t = (struct llm_chat_template)LLM_CHAT_TEMPLATE_INIT;
 }
 
@@ -105,7 +106,7 @@ llm_chat_template_text(struct llm_chat_template *t, const char *text, size_t len
 	const char *fam = llm_chat_recognise(z);
 	t->name = fam ? llm_xstrdup(fam) : NULL;
 	t->reply = llm_reply_format_of(z);
-	free(z);
+	t->text = z;
 	return 0;
 }
 

@@ -57,9 +57,10 @@ struct llm_chat_template {
 	json_t *tokens; /* the special tokens to render with: {"bos_token": "<s>", ...} */
 	char *name;     /* the built-in's name, or the family the text is recognised as; NULL: neither */
 	const struct llm_reply_format *reply; /* how its replies are split (reply.h); NULL: none */
+	char *text;                           /* its Jinja text */
 };
 
-#define LLM_CHAT_TEMPLATE_INIT {NULL, NULL, NULL, NULL}
+#define LLM_CHAT_TEMPLATE_INIT {NULL, NULL, NULL, NULL, NULL}
 
 /* The built-in names in order: NULL past the last. */
 const char *llm_chat_builtin(size_t i);
