@@ -115,8 +115,10 @@ struct req;
 
 struct gen {
 	struct slot *slot;
-	struct req *req; /* the request's record (its connection's), for the log line and /metrics */
-	double t0;       /* when the request came */
+	struct req *req;    /* the request's record (its connection's), for the log line and /metrics */
+	double t0;          /* when the request came */
+	size_t n;           /* choices (n) */
+	size_t done_tokens; /* tokens of the choices before this one */
 	int chat, stream;
 	char id[48];
 	time_t created;
@@ -568,6 +570,9 @@ cut_text(char *d, size_t n, const char *s)
 	memcpy(d + l, "...", 4);
 }
 
+/* The most choices a request (n): each is a generation of its own. */
+#define MAX_CHOICES 8
+
 /* The fields a completion reads (llm-serve(1) lists them): where (C chat,
  * T text completion), and the fields that are read and have no effect
  * here by what they mean (an end user's id, llama-server's prompt cache,
@@ -667,10 +672,13 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 	    num(j, "presence_penalty", -2, 2, &pres, b) || num(j, "frequency_penalty", -2, 2, &freq, b) ||
 	    num(j, "min_p", 0, 1, &min_p, b) || num(j, "repeat_penalty", 0.01, 100, &rep, b) ||
 	    integer(j, "top_k", 0, INT32_MAX, &top_k, b) || integer(j, "repeat_last_n", -1, INT32_MAX, &rep_n, b) ||
-	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, 1, &n, b) ||
+	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, MAX_CHOICES, &n, b) ||
 	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) || integer(j, "n_predict", -1, INT32_MAX, &maxt, b) ||
 	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b) || logprobs_of(j, g, b))
 		return -1;
+	if (n > 1 && g->stream)
+		return badf(b, "unsupported_field", "'n' above 1 is not streamed: give 'stream': false");
+	g->n = (size_t)n;
 	d.temperature = temp;
 	d.top_p = top_p;
 	d.top_k = top_k;
@@ -1054,7 +1062,7 @@ step(struct gen *g)
 	}
 	if (g->req) {
 		g->req->prompt_tokens = g->prompt_tokens;
-		g->req->completion_tokens = g->nreply;
+		g->req->completion_tokens = g->done_tokens + g->nreply;
 	}
 }
 
@@ -1238,87 +1246,114 @@ stream_free(void *cls)
 	gen_free(cls);
 }
 
+/* A choice of a reply that is not streamed (index i), as the response
+ * carries it. */
+static json_t *
+choice_json(struct gen *g, int i)
+{
+	json_t *choice;
+	if (g->chat) {
+		json_t *msg = message(g, 0);
+		choice = json_pack("{s:i, s:o, s:s}", "index", i, "message", msg, "finish_reason", finish_of(g, msg));
+	} else {
+		struct llm_buf t = {0};
+		llm_buf_puts(&t, g->echo_text ? g->echo_text : "");
+		llm_buf_add(&t, g->st.text.p ? g->st.text.p : "", g->st.text.len);
+		choice = json_pack("{s:i, s:s%, s:s}", "index", i, "text", t.p, t.len, "finish_reason", g->finish);
+		llm_buf_free(&t);
+	}
+	json_object_set_new(choice, "logprobs",
+	    g->logprobs >= 0 ? logprobs_json(g, 0, json_array_size(g->lps)) : json_null());
+	return choice;
+}
+
+/* A completion: its n choices one after another on a slot (each takes
+ * the queue again; the prompt kept but its last token, the seed + i), or
+ * streamed (n 1). */
 static enum MHD_Result
 completion(struct MHD_Connection *c, const json_t *j, int chat)
 {
-	struct bad b = {"", NULL};
-	int64_t *ids = NULL;
-	size_t n = 0;
 	const json_t *model = json_object_get(j, "model");
 	if (model && !json_is_string(model))
 		return send_error(c, 400, NULL, "'model' must be a string");
 	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
 		return send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'",
 		    json_string_value(model), sv.name);
-	struct gen *g = llm_xcalloc(1, sizeof(*g));
-	g->chat = chat;
-	g->created = time(NULL);
-	g->req = cur_req;
-	g->t0 = cur_req ? cur_req->t0 : llm_now();
-	snprintf(g->id, sizeof(g->id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
-	if (params_of(j, g, &b) < 0 || prompt_of(j, g, &ids, &n, &b) < 0) {
-		gen_free(g);
-		return send_error(c, 400, b.code, "%s", b.msg);
-	}
-	llm_stream_init(&g->st, g->stop, g->nstop);
-	int64_t ctx = llm_seq_context(sv.slots[0].seq);
-	if (n == 0 || (int64_t)n >= ctx) {
+	char id[48];
+	snprintf(id, sizeof(id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
+	json_t *choices = json_array();
+	size_t ptoks = 0, ctoks = 0, nchoices = 1;
+	time_t created = time(NULL);
+	for (size_t i = 0; i < nchoices; i++) {
+		struct bad b = {"", NULL};
+		int64_t *ids = NULL;
+		size_t n = 0;
+		struct gen *g = llm_xcalloc(1, sizeof(*g));
+		g->chat = chat;
+		g->created = created;
+		g->req = cur_req;
+		g->done_tokens = ctoks;
+		g->t0 = cur_req ? cur_req->t0 : llm_now();
+		snprintf(g->id, sizeof(g->id), "%s", id);
+		if (params_of(j, g, &b) < 0 || prompt_of(j, g, &ids, &n, &b) < 0) {
+			gen_free(g);
+			json_decref(choices);
+			return send_error(c, 400, b.code, "%s", b.msg);
+		}
+		nchoices = g->n;
+		g->sp.seed += i;
+		llm_stream_init(&g->st, g->stop, g->nstop);
+		int64_t ctx = llm_seq_context(sv.slots[0].seq);
+		if (n == 0 || (int64_t)n >= ctx) {
+			free(ids);
+			gen_free(g);
+			json_decref(choices);
+			return n == 0 ? send_error(c, 400, NULL, "the prompt is empty") :
+					send_error(c, 400, "context_length_exceeded",
+					    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, n);
+		}
+		int rc = take_slot(g, ids, n);
 		free(ids);
+		if (rc < 0) {
+			char msg[512];
+			size_t have = g->prompt_tokens;
+			snprintf(msg, sizeof(msg), "%s", llm_errmsg());
+			gen_free(g);
+			json_decref(choices);
+			return rc == -2 ?
+			    send_error(c, 400, "context_length_exceeded",
+				"This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have) :
+			    send_error(c, 500, NULL, "%s", msg);
+		}
+		if (g->stream) {
+			json_decref(choices);
+			struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read,
+			    g, stream_free);
+			MHD_add_response_header(r, "Content-Type", "text/event-stream");
+			MHD_add_response_header(r, "Cache-Control", "no-cache");
+			if (cur_req)
+				cur_req->status = 200;
+			enum MHD_Result q = MHD_queue_response(c, 200, r);
+			MHD_destroy_response(r);
+			return q;
+		}
+		while (!g->finish)
+			step(g);
+		if (strcmp(g->finish, "error") == 0) {
+			enum MHD_Result q = send_error(c, 500, NULL, "%s", g->msg);
+			gen_free(g);
+			json_decref(choices);
+			return q;
+		}
+		json_array_append_new(choices, choice_json(g, (int)i));
+		ptoks = g->prompt_tokens;
+		ctoks += g->nreply;
 		gen_free(g);
-		return n == 0 ? send_error(c, 400, NULL, "the prompt is empty") :
-				send_error(c, 400, "context_length_exceeded",
-				    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, n);
 	}
-	int rc = take_slot(g, ids, n);
-	free(ids);
-	if (rc == -2) {
-		size_t have = g->prompt_tokens;
-		gen_free(g);
-		return send_error(c, 400, "context_length_exceeded",
-		    "This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have);
-	}
-	if (rc < 0) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s", llm_errmsg());
-		gen_free(g);
-		return send_error(c, 500, NULL, "%s", msg);
-	}
-	if (g->stream) {
-		struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, g,
-		    stream_free);
-		MHD_add_response_header(r, "Content-Type", "text/event-stream");
-		MHD_add_response_header(r, "Cache-Control", "no-cache");
-		if (cur_req)
-			cur_req->status = 200;
-		enum MHD_Result q = MHD_queue_response(c, 200, r);
-		MHD_destroy_response(r);
-		return q;
-	}
-	while (!g->finish)
-		step(g);
-	if (strcmp(g->finish, "error") == 0) {
-		enum MHD_Result q = send_error(c, 500, NULL, "%s", g->msg);
-		gen_free(g);
-		return q;
-	}
-	const char *text = g->st.text.p ? g->st.text.p : "";
-	json_t *choice;
-	if (chat) {
-		json_t *msg = message(g, 0);
-		choice = json_pack("{s:i, s:o, s:s}", "index", 0, "message", msg, "finish_reason", finish_of(g, msg));
-	} else {
-		struct llm_buf t = {0};
-		llm_buf_puts(&t, g->echo_text ? g->echo_text : "");
-		llm_buf_add(&t, text, g->st.text.len);
-		choice = json_pack("{s:i, s:s%, s:s}", "index", 0, "text", t.p, t.len, "finish_reason", g->finish);
-		llm_buf_free(&t);
-	}
-	json_object_set_new(choice, "logprobs",
-	    g->logprobs >= 0 ? logprobs_json(g, 0, json_array_size(g->lps)) : json_null());
-	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", g->id, "object",
-	    chat ? "chat.completion" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
-	    "choices", choice, "usage", usage_json(g));
-	gen_free(g);
+	json_t *res = json_pack("{s:s, s:s, s:I, s:s, s:o, s:{s:I, s:I, s:I}}", "id", id, "object",
+	    chat ? "chat.completion" : "text_completion", "created", (json_int_t)created, "model", sv.name, "choices",
+	    choices, "usage", "prompt_tokens", (json_int_t)ptoks, "completion_tokens", (json_int_t)ctoks,
+	    "total_tokens", (json_int_t)(ptoks + ctoks));
 	return send_json(c, 200, res);
 }
 

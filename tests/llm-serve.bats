@@ -488,3 +488,22 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/metrics")" = 401 ]
 	[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer k' "$URL/props")" = 200 ]
 }
+
+@test "n choices: each the reply of its own seed (seed + index), usage summed; not streamed (issue 59)" {
+	serve
+	one() { curl -s "$URL/v1/completions" -d "{\"prompt\": \"Once upon\", \"max_tokens\": 6, \"temperature\": 1, \"seed\": $1}" |
+		jq -r '.choices[0].text'; }
+	run -0 post /v1/completions '{"prompt": "Once upon", "max_tokens": 6, "temperature": 1, "seed": 5, "n": 3}'
+	body=${output%$'\n'*}
+	[ "$(jq -c '[.choices[].index]' <<<"$body")" = '[0,1,2]' ]
+	for i in 0 1 2; do
+		[ "$(jq -r ".choices[$i].text" <<<"$body")" = "$(one $((5 + i)))" ]
+	done
+	[ "$(jq '.usage.completion_tokens' <<<"$body")" = 18 ]
+	# chat alike
+	run -0 post /v1/chat/completions "$(jq -c '.n = 2 | .temperature = 1 | .seed = 9' <<<"$chat")"
+	[ "$(jq '.choices | length' <<<"${output%$'\n'*}")" = 2 ]
+	run -0 post /v1/completions '{"prompt": "Once", "n": 2, "stream": true}'
+	[ "${lines[-1]}" = 400 ]
+	[[ $(jq -r .error.message <<<"${output%$'\n'*}") == *"'n' above 1 is not streamed"* ]]
+}
