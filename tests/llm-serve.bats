@@ -138,7 +138,7 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	check 400 invalid_request_error /v1/chat/completions '{"messages": "hi"}'
 	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": 5}]}'
 	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}'
-	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "n": 2}'
+	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "n": 9}'
 	check 400 invalid_request_error /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 0}'
 	check 400 invalid_request_error /v1/completions '{"prompt": "\u0000\ud800"}'
 	# empty stop strings (one would match everywhere)
