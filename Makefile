@@ -225,7 +225,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 	-DLLM_SRCDIR='"$(CURDIR)"'
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
-FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines \
+FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines reply \
 	partition mlir
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # fuzz_partition and fuzz_mlir take lib/compiler/ir/ too, with the MLIR C
@@ -289,6 +289,8 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf build/fuzz/tiny/.done $(wildca
 	if [ -r $$f ]; then head -c 16384 $$f > build/fuzz/seeds/gguf/stories260K-head; fi
 	for d in tests/fuzz/seeds/*/; do cp $$d* build/fuzz/seeds/$$(basename $$d)/; done
 	cp tests/fixtures/chat/*.json build/fuzz/seeds/chat/
+	for f in tests/fixtures/replies/*.txt; do for i in 0 1 2 3 4 5 6 7; do \
+		printf "\\$$(printf %o $$((96 + i)))" | cat - "$$f" >build/fuzz/seeds/reply/$$i-$$(basename $$f); done; done
 	cp lib/runtime/templates/*.jinja build/fuzz/seeds/jinja/
 	for f in tests/fixtures/jinja/*/*.jinja; do [ -e "$$f" ] || continue; \
 		cp "$$f" build/fuzz/seeds/jinja/$$(basename $$(dirname $$f))-$$(basename $$f); done

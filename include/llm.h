@@ -207,7 +207,8 @@ int llm_chat_prompt_thinking(const struct llm *m, const char *prompt, size_t len
  * "assistant", "content": text, or null when empty beside tool calls,
  * "reasoning_content": text (when any), "tool_calls": [{"id": "call_N",
  * "type": "function", "function": {"name", "arguments": JSON text}}]
- * (when any)}.  A call that is not well-formed stays text in content. */
+ * (when any)}.  A call that is not well-formed stays text in content.
+ * LLM_ERR_TEXT for text that is not valid UTF-8. */
 int llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flags, char **json, size_t *jsonlen);
 /* For a reply held to tool calls (OpenAI's tool_choice "required", or one
  * function by name): *grammar, GBNF for llm_sampling.grammar that takes

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "../../include/llm.h"
+#include "../base/utf8.h"
 #include "../runtime/chat.h"
 #include "../runtime/chatcache.h"
 #include "../runtime/chatsrc.h"
@@ -369,6 +370,8 @@ llm_chat_parse_reply(const struct llm *m, const char *text, size_t len, int flag
 				"json");
 	if (flags & ~(LLM_PARSE_TOOLS | LLM_PARSE_REASONING | LLM_PARSE_THINKING | LLM_PARSE_PARTIAL))
 		return fail(LLM_ERR_ARG, "llm_chat_parse_reply: flags %#x: unknown bits", (unsigned)flags);
+	if (!llm_utf8_valid(text, len))
+		return fail(LLM_ERR_TEXT, "llm_chat_parse_reply: the text is not valid UTF-8");
 	struct llm_reply r = {0};
 	llm_reply_parse(reply_format(m), text, len,
 	    (flags & LLM_PARSE_TOOLS ? LLM_REPLY_TOOLS : 0) | (flags & LLM_PARSE_REASONING ? LLM_REPLY_REASONING : 0) |

@@ -272,9 +272,14 @@ json_calls(struct llm_reply *r, const char *t, size_t end, size_t *p)
 		if (any && (s == end || (t[s] != '{' && t[s] != '[')))
 			break;
 		json_t *v = NULL;
+		size_t at = json_array_size(r->calls);
 		int rc = json_at(t, end, &s, &v);
 		int ok = rc > 0 && add_value(r, v) == 0;
 		json_decref(v);
+		if (!ok && any && rc != 0) {
+			drop_calls(r, at); /* what follows the calls is not one: they end before it */
+			break;
+		}
 		if (!ok) {
 			if (rc != 0)
 				drop_calls(r, before);
@@ -286,6 +291,17 @@ json_calls(struct llm_reply *r, const char *t, size_t end, size_t *p)
 	return 1;
 }
 
+/* The end of the run of a function name's characters in t[from, to). */
+static size_t
+name_run(const char *t, size_t from, size_t to)
+{
+	while (from < to &&
+	    (((t[from] | 32) >= 'a' && (t[from] | 32) <= 'z') || (t[from] >= '0' && t[from] <= '9') || t[from] == '_' ||
+		t[from] == '-' || t[from] == '.'))
+		from++;
+	return from;
+}
+
 /* Mistral's `name[ARGS]{...}` at t[*p, end), or JSON calls. */
 static int
 mistral_call(struct llm_reply *r, const char *t, size_t end, size_t *p)
@@ -295,9 +311,11 @@ mistral_call(struct llm_reply *r, const char *t, size_t end, size_t *p)
 		q++;
 	if (q < end && (t[q] == '[' || t[q] == '{'))
 		return json_calls(r, t, end, p);
-	size_t a = find(t, end, q, "[ARGS]");
+	size_t a = find(t, end, q, "[ARGS]"), nm = name_run(t, q, a);
+	if (nm < a && !(a == end && end - nm < 6 && memcmp(t + nm, "[ARGS]", end - nm) == 0))
+		return -1; /* not a name before [ARGS] (a decision more text does not undo) */
 	if (a == end)
-		return end - q < 256 && !memchr(t + q, '\n', end - q) ? 0 : -1;
+		return 0;
 	size_t s = a + 6;
 	json_t *v = NULL;
 	int rc = json_at(t, end, &s, &v);
@@ -320,9 +338,11 @@ mistral_call(struct llm_reply *r, const char *t, size_t end, size_t *p)
 static int
 deepseek_call(struct llm_reply *r, const char *t, size_t end, size_t *p)
 {
-	size_t q = *p, sep = find(t, end, q, DS_SEP);
+	size_t q = *p, sep = find(t, end, q, DS_SEP), nm = name_run(t, q, sep);
+	if (nm < sep && !(sep == end && tail_of(t, end, DS_SEP) == end - nm))
+		return -1; /* not "function" or a name before the separator */
 	if (sep == end)
-		return end - q < 64 ? 0 : -1;
+		return 0;
 	size_t s = sep + strlen(DS_SEP), nl = s;
 	while (nl < end && t[nl] != '\n' && t[nl] != '{' && t[nl] != '`')
 		nl++;
@@ -472,8 +492,11 @@ harmony(const char *t, size_t len, int flags, struct llm_reply *r)
 				json_array_append_new(r->calls,
 				    json_pack("{s:s, s:s}", "name", recip + 10, "arguments", args));
 				free(args);
-			} else if (rc < 0 || closed || !partial)
-				llm_buf_add(&r->content, t + body, end - body);
+			} else if (rc < 0 || closed || !partial) {
+				/* not a call's JSON: text, but for the start of a marker still to come */
+				size_t keep = !closed && partial ? len - harmony_tail(t, len) : end;
+				llm_buf_add(&r->content, t + body, keep > body ? keep - body : 0);
+			}
 			json_decref(v);
 			free(recip);
 			free(head);

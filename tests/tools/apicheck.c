@@ -135,7 +135,7 @@ main(int argc, char **argv)
 	llm_free(text);
 	status(llm_token_piece(m, llm_vocab_size(m), 0, &piece, &plen), LLM_ERR_TOKEN,
 	    "the piece of an id past the vocabulary");
-	status(llm_token_piece(m, 0, 4, &piece, &plen), LLM_ERR_ARG, "token_piece with unknown flags");
+	status(llm_token_piece(m, 0, 8, &piece, &plen), LLM_ERR_ARG, "token_piece with unknown flags");
 	status(llm_token_piece(NULL, 0, 0, &piece, &plen), LLM_ERR_ARG, "token_piece of a NULL model");
 	status(llm_tokenize(m, "\xff\xfe", 2, 0, &ids, &n), LLM_ERR_TEXT, "tokenize invalid UTF-8");
 	status(llm_tokenize(m, "x", 1, 8, &ids, &n), LLM_ERR_ARG, "tokenize with unknown flags");
@@ -225,6 +225,41 @@ main(int argc, char **argv)
 	    "the token again: the same logits");
 	free(before);
 	status(llm_seq_rewind(s, llm_seq_pos(s) + 1), LLM_ERR_ARG, "rewind forward");
+	/* replies split by the template's format (deepseek-r1's: the thought opened by the rp) */
+	{
+		char *rj = NULL, *rg = NULL, *pre = NULL, *rp;
+		size_t jl, pl;
+		static const char reply[] = "hm</think>\n\nYes.";
+		static const char tools[] =
+		    "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+		    "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}}}]";
+		check(!strcmp(llm_chat_reply_format(m), "deepseek-r1"), "the reply format of the model's template");
+		check(llm_chat_template_source(m) && strstr(llm_chat_template_source(m), "Assistant"),
+		    "the template's text");
+		status(llm_chat_apply(m, (struct llm_message[]){{"user", "Hi"}}, 1, 1, &rp, &pl), LLM_OK, "apply");
+		check(llm_chat_prompt_thinking(m, rp, pl) == 1, "its generation rp opens a thought");
+		llm_free(rp);
+		status(llm_chat_parse_reply(m, reply, strlen(reply), LLM_PARSE_REASONING | LLM_PARSE_THINKING, &rj,
+			   &jl),
+		    LLM_OK, "parse_reply");
+		check(rj && strlen(rj) == jl &&
+			!strcmp(rj, "{\"role\":\"assistant\",\"content\":\"Yes.\",\"reasoning_content\":\"hm\"}"),
+		    "the thought apart");
+		llm_free(rj);
+		status(llm_chat_parse_reply(m, "a\377", 2, 0, &rj, NULL), LLM_ERR_TEXT, "parse_reply of bad UTF-8");
+		status(llm_chat_parse_reply(m, "a", 1, 64, &rj, NULL), LLM_ERR_ARG, "parse_reply with unknown flags");
+		status(llm_chat_parse_reply(NULL, "a", 1, 0, &rj, NULL), LLM_ERR_ARG, "parse_reply without a model");
+		status(llm_chat_tool_grammar(m, tools, strlen(tools), NULL, 1, 1, &rg, &pre), LLM_OK, "tool_grammar");
+		check(llm_grammar_check(rg) == LLM_OK && !strncmp(pre, "</think>", 8),
+		    "a grammar, and a prefix that closes "
+		    "the thought");
+		llm_free(rg);
+		llm_free(pre);
+		status(llm_chat_tool_grammar(m, "{}", 2, NULL, 1, 0, &rg, &pre), LLM_ERR_ARG,
+		    "tool_grammar of no array");
+		status(llm_chat_tool_grammar(m, tools, strlen(tools), "nope", 1, 0, &rg, &pre), LLM_ERR_ARG,
+		    "tool_grammar of no such tool");
+	}
 	/* llm_seq_reseed: a seeded draw repeats from the same logits, whatever was drawn before */
 	{
 		struct llm_sampling r = LLM_SAMPLING_DEFAULT;

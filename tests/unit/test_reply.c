@@ -69,11 +69,18 @@ static const struct rcase cases[] = {
 	{"deepseek-r1", T | R,
 		DS_CALLS DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END DS_CALLS_END,
 		DS_CALL "function" DS_SEP "f\n```json\n{\"a\": [1, 2}\n```" DS_CALL_END, "", "[]"},
+	/* no name before the separator: text, however the reply goes on (found by fuzz_reply) */
+	{"deepseek-r1", T | R, DS_CALL "functiona<think>x</think> y" DS_SEP "f\n```json\n{}\n```" DS_CALL_END,
+		DS_CALL "functiona<think>x</think> y" DS_SEP "f\n```json\n{}\n```" DS_CALL_END, "", "[]"},
+	{"mistral", T | R, "[TOOL_CALLS]not a name[ARGS]{}", "[TOOL_CALLS]not a name[ARGS]{}", "", "[]"},
 	/* llama 3.x: a reply that is a JSON call, or after <|python_tag|> */
 	{"llama3", T | R, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "", "",
 		"[[\"get_weather\",\"{\\\"city\\\":\\\"Oslo\\\"}\"]]"},
 	{"llama3", T | R, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {}}",
 		"", "", "[[\"f\",\"{}\"],[\"g\",\"{}\"]]"},
+	/* what follows the calls and is not JSON is text after them (found by fuzz_reply) */
+	{"llama3", T | R, "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}[THINK]..", "[THINK]..", "",
+		"[[\"f\",\"{}\"]]"},
 	{"llama3", T | R, "Sure: {\"name\": \"f\"} is JSON.", "Sure: {\"name\": \"f\"} is JSON.", "", "[]"},
 	{"llama3", T | R, "{\"a\": 1}", "{\"a\": 1}", "", "[]"},
 	/* Mistral: the JSON array, and name[ARGS]{...} */
@@ -94,6 +101,8 @@ static const struct rcase cases[] = {
 	{"harmony", T | R,
 		"<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Four.", "Four.",
 		"Easy.", "[]"},
+	/* a message to a function that is not JSON is text, the end marker held back (found by fuzz_reply) */
+	{"harmony", T | R, "<|channel|>commentary to=functions.f<|message|>Simple.<|end|>", "Simple.", "", "[]"},
 	/* the plain format: all is content */
 	{"plain", T | R, "<think>x</think><tool_call>{}</tool_call>", "<think>x</think><tool_call>{}</tool_call>", "",
 		"[]"},
