@@ -356,7 +356,7 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[[ ${stderr_lines[0]} == "llm-serve: --chat-template: 'nosuch' is neither a built-in template"* ]]
 }
 
-@test "the openai npm client with tools: required and named calls that parse and follow their schemas, streamed alike, a round trip (issue 59)" {
+@test "the openai npm client with tools: required and named calls that parse and follow their schemas, streamed alike, a round trip; seeds that repeat; logprobs (issue 59)" {
 	[ -e "$PROJECT_ROOT/tests/npm/node_modules/openai/package.json" ] ||
 		npm install --prefix "$PROJECT_ROOT/tests/npm" --no-save --no-package-lock --no-audit --no-fund \
 			--loglevel=error "openai@$(jq -r .dependencies.openai "$PROJECT_ROOT/tests/npm/package.json")" >&2
@@ -367,6 +367,8 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[ "$(jq -c 'select(.check == "stream") | [.finish, .content, .same]' "$T/o")" = '["tool_calls","",true]' ]
 	[ "$(jq -c 'select(.check == "named") | [(.names | unique), .follows]' "$T/o")" = '[["set_alarm"],true]' ]
 	[ "$(jq -c 'select(.check == "round-trip") | [.role]' "$T/o")" = '["assistant"]' ]
+	[ "$(jq -c 'select(.check == "seeds") | [.same, .differ]' "$T/o")" = '[true,true]' ]
+	[ "$(jq -c 'select(.check == "logprobs") | [.n, .plausible, .text]' "$T/o")" = '[6,true,true]' ]
 }
 
 @test "every request field of llm-serve(1)'s list is accepted with a good value and refused by name with a bad one; unknown fields are refused (issue 59)" {

@@ -82,3 +82,19 @@ out({ check: 'named', names: named.choices[0].message.tool_calls.map((c) => c.fu
 const back = await client.chat.completions.create({ model, max_tokens: 8, temperature: 0, tools,
 	messages: [...messages, m, { role: 'tool', tool_call_id: m.tool_calls[0].id, content: '{"temp": 21}' }] });
 out({ check: 'round-trip', finish: back.choices[0].finish_reason, role: back.choices[0].message.role });
+
+// seeds repeat across interleaved requests
+const seeded = (seed) => client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 1,
+	seed }).then((r) => r.choices[0].text);
+const a1 = await seeded(7), b1 = await seeded(8), a2 = await seeded(7), b2 = await seeded(8);
+out({ check: 'seeds', same: a1 === a2 && b1 === b2, differ: a1 !== b1 });
+
+// logprobs: each a log probability, the top alternative the greedy token
+const lp = await client.chat.completions.create({ model, messages, max_tokens: 6, temperature: 0, logprobs: true,
+	top_logprobs: 2, reasoning_format: 'none' });
+const entries = lp.choices[0].logprobs.content;
+out({ check: 'logprobs', n: entries.length,
+	plausible: entries.every((e) => e.logprob <= 0 && e.logprob > -30 && e.top_logprobs.length === 2 &&
+		e.top_logprobs[0].token === e.token && Math.exp(e.top_logprobs[0].logprob) +
+		Math.exp(e.top_logprobs[1].logprob) <= 1 + 1e-9),
+	text: entries.map((e) => e.token).join('') === lp.choices[0].message.content });
