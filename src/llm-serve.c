@@ -28,6 +28,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,9 @@ static struct server {
 	int nslots;
 	pthread_mutex_t lock;
 	pthread_cond_t freed;
+	uint64_t *gone; /* tickets of the queue whose clients left before their turn (lock) */
+	size_t ngone;
+	atomic_int stopping; /* SIGINT or SIGTERM came: the work in hand ends, no more is taken */
 	atomic_ulong next_id;
 	uint64_t tickets, serving; /* the queue, first come first served (lock) */
 } sv;
@@ -115,10 +119,11 @@ struct req;
 
 struct gen {
 	struct slot *slot;
-	struct req *req;    /* the request's record (its connection's), for the log line and /metrics */
-	double t0;          /* when the request came */
-	size_t n;           /* choices (n) */
-	size_t done_tokens; /* tokens of the choices before this one */
+	struct MHD_Connection *conn; /* its client's */
+	struct req *req;             /* the request's record (its connection's), for the log line and /metrics */
+	double t0;                   /* when the request came */
+	size_t n;                    /* choices (n) */
+	size_t done_tokens;          /* tokens of the choices before this one */
 	int chat, stream;
 	char id[48];
 	time_t created;
@@ -174,7 +179,7 @@ static _Thread_local struct req *cur_req;
 #define NBUCKETS 9
 static const double ttft_le[NBUCKETS] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 static const double token_le[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
-static const unsigned statuses[] = {200, 400, 401, 404, 405, 413, 500, 0}; /* 0: any other */
+static const unsigned statuses[] = {200, 400, 401, 404, 405, 413, 499, 500, 503, 0}; /* 0: any other */
 #define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
 
 struct hist {
@@ -834,10 +839,39 @@ reuse(struct gen *g, struct slot *s, const int64_t *ids, size_t n, size_t *keep,
 	memcpy(*rest, ids + m, *nrest * sizeof(**rest));
 }
 
+/* 1 when the client of c has gone (its socket at its end or broken), or
+ * the server is stopping: the work for it is of no more use. */
+static int
+abandoned(struct MHD_Connection *c)
+{
+	if (atomic_load(&sv.stopping))
+		return 1;
+	const union MHD_ConnectionInfo *ci = c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+	if (!ci)
+		return 0;
+	char b;
+	ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* The queue's head moves past the tickets whose clients left (lock held). */
+static void
+skip_gone(void)
+{
+	for (size_t i = 0; i < sv.ngone;)
+		if (sv.gone[i] == sv.serving) {
+			sv.gone[i] = sv.gone[--sv.ngone];
+			sv.serving++;
+			i = 0;
+		} else
+			i++;
+}
+
 /* A free slot, the one that keeps most of the prompt (ids, n: the whole
  * prompt as tokens), waiting in the queue (first come, first served)
  * while none is free; its sequence then holds the prompt, evaluated.
- * -2 (the slot given back) when what it holds would not fit. */
+ * -2 (the slot given back) when what it holds would not fit; -3 when
+ * the client left while it waited, or the server is stopping. */
 static int
 take_slot(struct gen *g, const int64_t *ids, size_t n)
 {
@@ -867,10 +901,26 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 		}
 		if (best)
 			break;
-		pthread_cond_wait(&sv.freed, &sv.lock);
+		/* a client that leaves while it waits gives its turn up (looked at every 100 ms) */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&sv.freed, &sv.lock, &ts);
+		if (abandoned(g->conn)) {
+			sv.gone = llm_xreallocarray(sv.gone, sv.ngone + 1, sizeof(*sv.gone));
+			sv.gone[sv.ngone++] = me;
+			skip_gone();
+			pthread_cond_broadcast(&sv.freed);
+			pthread_mutex_unlock(&sv.lock);
+			llm_free(rest);
+			return -3;
+		}
 	}
 	best->busy = 1;
 	sv.serving++;
+	skip_gone();
 	pthread_cond_broadcast(&sv.freed); /* the next in the queue may find a slot */
 	pthread_mutex_unlock(&sv.lock);
 	g->slot = best;
@@ -1198,6 +1248,10 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		g->out.len = g->out_pos = 0;
 		if (g->ended)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (!g->finish && atomic_load(&sv.stopping)) {
+			snprintf(g->msg, sizeof(g->msg), "the server is shutting down");
+			finish(g, "error");
+		}
 		if (g->finish && strcmp(g->finish, "error") == 0) {
 			/* the status is sent: an event with an error object, which OpenAI's clients raise */
 			json_t *e = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", g->msg, "type", "server_error",
@@ -1246,6 +1300,17 @@ stream_free(void *cls)
 	gen_free(cls);
 }
 
+/* The answer to a request given up: 503 while the server stops, else
+ * 499 (nginx's "client closed request", to a client that has gone: for
+ * the log). */
+static enum MHD_Result
+gone_or_stopping(struct MHD_Connection *c)
+{
+	if (atomic_load(&sv.stopping))
+		return send_error(c, 503, NULL, "the server is shutting down");
+	return send_error(c, 499, NULL, "the client closed the request");
+}
+
 /* A choice of a reply that is not streamed (index i), as the response
  * carries it. */
 static json_t *
@@ -1292,6 +1357,7 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 		g->chat = chat;
 		g->created = created;
 		g->req = cur_req;
+		g->conn = c;
 		g->done_tokens = ctoks;
 		g->t0 = cur_req ? cur_req->t0 : llm_now();
 		snprintf(g->id, sizeof(g->id), "%s", id);
@@ -1320,6 +1386,8 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 			snprintf(msg, sizeof(msg), "%s", llm_errmsg());
 			gen_free(g);
 			json_decref(choices);
+			if (rc == -3)
+				return gone_or_stopping(c);
 			return rc == -2 ?
 			    send_error(c, 400, "context_length_exceeded",
 				"This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have) :
@@ -1337,8 +1405,14 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 			MHD_destroy_response(r);
 			return q;
 		}
-		while (!g->finish)
+		while (!g->finish && !abandoned(c))
 			step(g);
+		if (!g->finish) {
+			/* the client left, or the server is stopping: no more tokens for it */
+			gen_free(g);
+			json_decref(choices);
+			return gone_or_stopping(c);
+		}
 		if (strcmp(g->finish, "error") == 0) {
 			enum MHD_Result q = send_error(c, 500, NULL, "%s", g->msg);
 			gen_free(g);
@@ -1774,6 +1848,10 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a terminal's hang-up and the user signals do not end a server (its log is stderr as it is) */
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx, .chat_template = template};
 	int rc = llm_open(bundle ? bundle : model, &lo, &sv.m);
 	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
@@ -1804,7 +1882,7 @@ main(int argc, char **argv)
 	pthread_cond_init(&sv.freed, NULL);
 
 	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-		MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+		MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0),
 	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
 	    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
@@ -1817,6 +1895,20 @@ main(int argc, char **argv)
 	    sv.nslots > 1 ? "s" : "", llm_seq_context(sv.slots[0].seq));
 	int sig;
 	sigwait(&sigs, &sig);
+	/* the work in hand ends at its next token (a 503, or a stream's error
+	 * event), the queue empties, then the daemon's threads are joined */
+	MHD_quiesce_daemon(d); /* no more connections */
+	pthread_mutex_lock(&sv.lock);
+	atomic_store(&sv.stopping, 1);
+	pthread_cond_broadcast(&sv.freed);
+	pthread_mutex_unlock(&sv.lock);
+	/* their answers sent (connections closed), for at most a second */
+	for (int i = 0; i < 100; i++) {
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!di || di->num_connections == 0)
+			break;
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
 	MHD_stop_daemon(d);
 	for (int i = 0; i < sv.nslots; i++) {
 		struct slot *s = &sv.slots[i];
