@@ -45,8 +45,9 @@
 #include "run/cache.h"
 
 static const char usage_text[] =
-    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--cache-dir dir]\n"
-    "                 [--chat-template name|file] [--host addr] [--jinja] [--max-body bytes]\n"
+    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--api-key-file file]\n"
+    "                 [--cache-dir dir] [--chat-template name|file] [--cors-origin origin]\n"
+    "                 [--host addr] [--host-allow name] [--jinja] [--max-body bytes]\n"
     "                 [--name id] [--no-cache] [--parallel n] [--port n]\n"
     "                 [--reasoning-format format] -m model\n";
 
@@ -55,13 +56,20 @@ static const char options_text[] =
     "                       context if smaller)\n"
     "  -h                   print the usage line\n"
     "      --help           print this help\n"
-    "      --api-key key    require \"Authorization: Bearer key\" (all but /health)\n"
+    "      --api-key key    require \"Authorization: Bearer key\" or \"X-Api-Key: key\" (all but\n"
+    "                       /health); again for more keys (default: $LLM_API_KEY, if set)\n"
+    "      --api-key-file file\n"
+    "                       the keys of file, one a line (not in ps(1)'s view)\n"
     "      --cache-dir dir  the cache (default: $LLM_CACHE_DIR, else $XDG_CACHE_HOME/llm, else\n"
     "                       ~/.cache/llm)\n"
     "      --chat-template name|file\n"
     "                       render chats with a built-in template or a file of Jinja text\n"
     "                       instead of the model's\n"
+    "      --cors-origin origin\n"
+    "                       answer web pages of origin (again for more; *: any); default none\n"
     "      --host addr      IPv4 or IPv6 address to listen on (default 127.0.0.1; :: for all)\n"
+    "      --host-allow name\n"
+    "                       a name the Host header may give besides the address (again for more)\n"
     "      --jinja          accepted for llama-server's command lines: templates always run\n"
     "                       through the Jinja interpreter\n"
     "  -m, --model path     the bundle (model.llm) or build directory; or a GGUF file or a\n"
@@ -101,7 +109,8 @@ static struct server {
 	struct llm *m;
 	char *name;
 	int reasoning; /* --reasoning-format deepseek: thoughts into reasoning_content */
-	const char *api_key;
+	char **keys;   /* --api-key, --api-key-file, $LLM_API_KEY: none, any of them */
+	size_t nkeys;
 	size_t max_body;
 	struct slot *slots;
 	int nslots;
@@ -162,11 +171,12 @@ struct gen {
 
 struct req {
 	struct llm_buf body;
-	int too_big;
-	struct gen *g; /* handed to the streaming response */
+	size_t too_big; /* bytes of a body past --max-body, read and not kept */
+	struct gen *g;  /* handed to the streaming response */
 	/* for the log line and /metrics: what was asked, the status sent, the tokens */
 	char method[8], path[72];
 	unsigned status;
+	int close; /* the connection closes after the answer (a request whose framing is refused) */
 	double t0;
 	size_t prompt_tokens, completion_tokens;
 };
@@ -288,6 +298,36 @@ gen_free(struct gen *g)
 
 /* ---- responses ---------------------------------------------------------- */
 
+/* ---- browsers and framing ------------------------------------------------ */
+
+static struct {
+	char **hosts, **origins; /* --host-allow, --cors-origin */
+	size_t nhosts, norigins;
+	const char *listen; /* --host */
+	int loopback;       /* it is a loopback address: Host must name it (DNS rebinding) */
+} web;
+
+/* The request's Origin when --cors-origin allows it, else NULL. */
+static const char *
+allowed_origin(struct MHD_Connection *c)
+{
+	const char *o = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+	for (size_t i = 0; o && i < web.norigins; i++)
+		if (strcmp(web.origins[i], "*") == 0 || strcasecmp(web.origins[i], o) == 0)
+			return o;
+	return NULL;
+}
+
+static void
+cors_headers(struct MHD_Connection *c, struct MHD_Response *r)
+{
+	const char *o = allowed_origin(c);
+	if (!o)
+		return;
+	MHD_add_response_header(r, "Access-Control-Allow-Origin", o);
+	MHD_add_response_header(r, "Vary", "Origin");
+}
+
 static enum MHD_Result
 send_text(struct MHD_Connection *c, unsigned status, const char *type, char *text)
 {
@@ -295,6 +335,9 @@ send_text(struct MHD_Connection *c, unsigned status, const char *type, char *tex
 		cur_req->status = status;
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, "Content-Type", type);
+	if (cur_req && cur_req->close)
+		MHD_add_response_header(r, "Connection", "close");
+	cors_headers(c, r);
 	enum MHD_Result rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return rc;
@@ -1560,13 +1603,40 @@ props_json(void)
 	return p;
 }
 
+/* 1 when token (n bytes) is one of the keys; in time that depends on the
+ * keys' lengths alone, not on where a guess first differs. */
+static int
+key_matches(const char *token, size_t n)
+{
+	int ok = 0;
+	for (size_t k = 0; k < sv.nkeys; k++) {
+		const char *key = sv.keys[k];
+		size_t kl = strlen(key);
+		unsigned char d = kl != n;
+		for (size_t i = 0; i < kl; i++)
+			d |= (unsigned char)key[i] ^ (unsigned char)(i < n ? token[i] : 0);
+		ok |= d == 0;
+	}
+	return ok;
+}
+
+/* A key is needed (but for /health): "Authorization: Bearer KEY" (the
+ * scheme's case as RFC 9110 has it, any) or llama-server's "X-Api-Key: KEY". */
 static int
 authorized(struct MHD_Connection *c)
 {
-	if (!sv.api_key)
+	if (!sv.nkeys)
 		return 1;
-	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, sv.api_key) == 0;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+		   *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Api-Key");
+	if (h && strncasecmp(h, "Bearer ", 7) == 0) {
+		h += 7;
+		while (*h == ' ')
+			h++;
+		if (key_matches(h, strlen(h)))
+			return 1;
+	}
+	return x && key_matches(x, strlen(x));
 }
 
 static enum MHD_Result
@@ -1576,7 +1646,8 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 	if (strcmp(url, "/health") == 0 && get)
 		return send_json(c, 200, json_pack("{s:s}", "status", "ok"));
 	if (!authorized(c))
-		return send_error(c, 401, "invalid_api_key", "a valid API key is required (Authorization: Bearer ...)");
+		return send_error(c, 401, "invalid_api_key",
+		    "a valid API key is required (Authorization: Bearer ..., or X-Api-Key)");
 	if (strcmp(url, "/v1/models") == 0 && get)
 		return send_json(c, 200,
 		    json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id", sv.name, "object",
@@ -1616,13 +1687,126 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 	return rc;
 }
 
+/* Headers counted by name, for the framing checks. */
+struct hcount {
+	int cl, te, host;
+	const char *cl1;
+	int cl_differ;
+};
+
+static enum MHD_Result
+count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct hcount *h = cls;
+	(void)kind;
+	if (strcasecmp(key, "Content-Length") == 0) {
+		if (h->cl++ && strcmp(h->cl1, value) != 0)
+			h->cl_differ = 1;
+		h->cl1 = value;
+	} else if (strcasecmp(key, "Transfer-Encoding") == 0)
+		h->te++;
+	else if (strcasecmp(key, "Host") == 0)
+		h->host++;
+	return MHD_YES;
+}
+
+/* The host part of a Host header: "[::1]" of "[::1]:8080", "name" of "name:80". */
+static size_t
+host_part(const char *h)
+{
+	if (*h == '[') {
+		const char *e = strchr(h, ']');
+		return e ? (size_t)(e - h + 1) : strlen(h);
+	}
+	const char *e = strrchr(h, ':');
+	return e ? (size_t)(e - h) : strlen(h);
+}
+
+static int
+host_is(const char *h, size_t n, const char *name)
+{
+	return strlen(name) == n && strncasecmp(h, name, n) == 0;
+}
+
+/* The checks on a request's headers, before its body: framing (RFC 9112:
+ * one Content-Length, not with Transfer-Encoding, no coding but chunked,
+ * Host on HTTP/1.1), Host (a loopback server answers only to its own
+ * names, against DNS rebinding), Origin (a browser's request only from
+ * --cors-origin), the key, a body's announced size, and a page's simple
+ * POST (text/plain) when there is no key.  The refusal queued, or MHD_YES
+ * and *ok. */
+static enum MHD_Result
+check_headers(struct MHD_Connection *c, const char *url, const char *method, const char *version, int *ok)
+{
+	struct hcount h = {0};
+	*ok = 0;
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
+	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding"),
+		   *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
+		   *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
+		   *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	cur_req->close = 1; /* a refusal of the framing ends the connection: what follows is not trusted */
+	if (h.cl_differ)
+		return send_error(c, 400, NULL, "the request has Content-Length headers that differ");
+	if (h.te && h.cl)
+		return send_error(c, 400, NULL, "the request has both Transfer-Encoding and Content-Length");
+	if (h.te > 1 || (te && strcasecmp(te, "chunked") != 0))
+		return send_error(c, 501, NULL, "no transfer coding but chunked is taken");
+	if (h.host > 1 || (!host && strcmp(version, "HTTP/1.1") == 0))
+		return send_error(c, 400, NULL, "an HTTP/1.1 request has one Host header");
+	cur_req->close = 0;
+	if (host && (web.loopback || web.nhosts)) {
+		size_t n = host_part(host);
+		int good = host_is(host, n, web.listen) ||
+		    (web.loopback &&
+			(host_is(host, n, "localhost") || host_is(host, n, "127.0.0.1") || host_is(host, n, "[::1]")));
+		if (web.listen[0] != '[' && strchr(web.listen, ':') && n == strlen(web.listen) + 2 && host[0] == '[' &&
+		    strncasecmp(host + 1, web.listen, n - 2) == 0)
+			good = 1; /* an IPv6 address in brackets */
+		for (size_t i = 0; !good && i < web.nhosts; i++)
+			good = host_is(host, n, web.hosts[i]);
+		if (!good)
+			return send_error(c, 403, NULL, "the Host header names no name of this server (--host-allow)");
+	}
+	if (origin && !allowed_origin(c))
+		return send_error(c, 403, NULL,
+		    "requests from the web page of that origin are not allowed (--cors-origin)");
+	if (strcmp(method, "OPTIONS") == 0) {
+		/* a preflight: what may be asked */
+		struct MHD_Response *r = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, "Allow", "GET, POST, OPTIONS");
+		if (origin) {
+			MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+			MHD_add_response_header(r, "Access-Control-Allow-Headers",
+			    "Authorization, Content-Type, X-Api-Key");
+			MHD_add_response_header(r, "Access-Control-Max-Age", "600");
+		}
+		cors_headers(c, r);
+		cur_req->status = 204;
+		enum MHD_Result q = MHD_queue_response(c, 204, r);
+		MHD_destroy_response(r);
+		return q;
+	}
+	if (!(strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0) && !authorized(c))
+		return send_error(c, 401, "invalid_api_key",
+		    "a valid API key is required (Authorization: Bearer ..., or X-Api-Key)");
+	if (!sv.nkeys && strcmp(method, "POST") == 0 && ct && strncasecmp(ct, "text/plain", 10) == 0)
+		return send_error(c, 415, NULL,
+		    "send the body as JSON (Content-Type: application/json), not text/plain");
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > sv.max_body)
+		return send_error(c, 413, NULL, "the body of %.20s bytes is larger than --max-body, %zu", cl,
+		    sv.max_body);
+	*ok = 1;
+	return MHD_YES;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
     const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct req *r = *con_cls;
 	(void)cls;
-	(void)version;
 	if (!r) {
 		r = llm_xcalloc(1, sizeof(*r));
 		*con_cls = r;
@@ -1633,18 +1817,25 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?'; /* a client's text on our log line */
 		cur_req = r;
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > sv.max_body)
-			return send_error(c, 413, NULL, "the body of %s bytes is larger than --max-body, %zu", cl,
-			    sv.max_body);
-		return MHD_YES;
+		/* the headers judged before the body: a refused client sends no more than them */
+		int ok;
+		enum MHD_Result q = check_headers(c, url, method, version, &ok);
+		return ok ? MHD_YES : q;
 	}
 	cur_req = r;
 	if (*upload_size) {
-		if (r->body.len + *upload_size > sv.max_body)
-			r->too_big = 1;
-		else
-			llm_buf_add(&r->body, upload, *upload_size);
+		/* a chunked body past the bound is read on (not kept) to twice the bound, for its 413; past that
+		 * the connection ends (libmicrohttpd 0.9 answers no request before its body's end) */
+		if (r->too_big || r->body.len + *upload_size > sv.max_body) {
+			r->too_big += *upload_size;
+			*upload_size = 0;
+			if (r->body.len + r->too_big > 2 * sv.max_body) {
+				r->status = 413;
+				return MHD_NO;
+			}
+			return MHD_YES;
+		}
+		llm_buf_add(&r->body, upload, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -1682,9 +1873,12 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 
 enum {
 	OPT_API_KEY = 256,
+	OPT_API_KEY_FILE,
 	OPT_CACHE_DIR,
 	OPT_CHAT_TEMPLATE,
+	OPT_CORS_ORIGIN,
 	OPT_HOST,
+	OPT_HOST_ALLOW,
 	OPT_JINJA,
 	OPT_MAX_BODY,
 	OPT_NAME,
@@ -1693,6 +1887,23 @@ enum {
 	OPT_PORT,
 	OPT_REASONING_FORMAT
 };
+
+/* libmicrohttpd's messages, as ours: after the program's name, one line;
+ * none before the server listens (its failure to bind says "port 0" of
+ * a port it was given: ours names the address). */
+static atomic_int listening;
+
+static void
+mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	(void)cls;
+	if (!atomic_load(&listening))
+		return;
+	char line[512];
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = 0;
+	fprintf(stderr, "%s: libmicrohttpd: %s\n", llm_prog, line);
+}
 
 static _Noreturn void
 bad_usage(const char *msg)
@@ -1723,6 +1934,39 @@ default_name(const char *path, int source)
 	return llm_xstrndup(b, l);
 }
 
+static void
+add_key(const char *k, size_t n)
+{
+	sv.keys = llm_xreallocarray(sv.keys, sv.nkeys + 1, sizeof(*sv.keys));
+	sv.keys[sv.nkeys++] = llm_xstrndup(k, n);
+}
+
+/* --api-key-file: a key a line (white space around it dropped; empty
+ * lines and lines starting with '#' skipped); at least one. */
+static void
+keys_from_file(const char *path)
+{
+	char *text;
+	size_t len, before = sv.nkeys;
+	if (llm_read_file(path, &text, &len) < 0)
+		llm_fatal("%s", llm_errmsg());
+	for (char *p = text, *e; p < text + len; p = e + 1) {
+		e = memchr(p, '\n', (size_t)(text + len - p));
+		if (!e)
+			e = text + len;
+		char *a = p, *b = e;
+		while (a < b && (*a == ' ' || *a == '\t' || *a == '\r'))
+			a++;
+		while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r'))
+			b--;
+		if (a < b && *a != '#')
+			add_key(a, (size_t)(b - a));
+	}
+	free(text);
+	if (sv.nkeys == before)
+		llm_fatal("%s: no key in it", path);
+}
+
 static int64_t
 int_arg(const char *opt, const char *s, int64_t lo, int64_t hi)
 {
@@ -1741,11 +1985,14 @@ main(int argc, char **argv)
 	static const struct option longs[] = {{"ctx-size", required_argument, NULL, 'c'},
 		{"model", required_argument, NULL, 'm'}, {"threads", required_argument, NULL, 't'}, LLM_STD_LONGOPTS,
 		{"api-key", required_argument, NULL, OPT_API_KEY},
+		{"api-key-file", required_argument, NULL, OPT_API_KEY_FILE},
 		{"cache-dir", required_argument, NULL, OPT_CACHE_DIR}, {"host", required_argument, NULL, OPT_HOST},
 		{"max-body", required_argument, NULL, OPT_MAX_BODY}, {"name", required_argument, NULL, OPT_NAME},
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"port", required_argument, NULL, OPT_PORT},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE}, {"jinja", no_argument, NULL, OPT_JINJA},
+		{"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
+		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
 		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
 	const char *model = NULL, *host = "127.0.0.1", *name = NULL, *template = NULL;
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
@@ -1773,7 +2020,12 @@ main(int argc, char **argv)
 		case LLM_OPT_VERSION:
 			llm_print_version();
 		case OPT_API_KEY:
-			sv.api_key = optarg;
+			if (!*optarg)
+				bad_usage("--api-key: empty");
+			add_key(optarg, strlen(optarg));
+			break;
+		case OPT_API_KEY_FILE:
+			keys_from_file(optarg);
 			break;
 		case OPT_CACHE_DIR:
 			cache.dir = optarg;
@@ -1785,6 +2037,14 @@ main(int argc, char **argv)
 			host = optarg;
 			break;
 		case OPT_JINJA:
+			break;
+		case OPT_CORS_ORIGIN:
+			web.origins = llm_xreallocarray(web.origins, web.norigins + 1, sizeof(*web.origins));
+			web.origins[web.norigins++] = optarg;
+			break;
+		case OPT_HOST_ALLOW:
+			web.hosts = llm_xreallocarray(web.hosts, web.nhosts + 1, sizeof(*web.hosts));
+			web.hosts[web.nhosts++] = optarg;
 			break;
 		case OPT_REASONING_FORMAT:
 			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "deepseek") != 0 &&
@@ -1816,8 +2076,9 @@ main(int argc, char **argv)
 		bad_usage("unexpected arguments");
 	if (!model)
 		bad_usage("no model (-m model.llm)");
-	if (sv.api_key && !*sv.api_key)
-		bad_usage("--api-key: empty");
+	const char *ek = getenv("LLM_API_KEY");
+	if (!sv.nkeys && ek && *ek)
+		add_key(ek, strlen(ek));
 	if (cache.off && cache.dir)
 		bad_usage("give one of --no-cache and --cache-dir");
 	/* an IPv4 address, else an IPv6 one */
@@ -1829,6 +2090,8 @@ main(int argc, char **argv)
 			bad_usage("--host: not an IPv4 or IPv6 address");
 		v6 = 1;
 	}
+	web.listen = host;
+	web.loopback = v6 ? IN6_IS_ADDR_LOOPBACK(&addr6.sin6_addr) : (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
 	if (template && !llm_chat_spec_known(template)) {
 		char *m = llm_xasprintf("--chat-template: %s", llm_errmsg());
 		bad_usage(m);
@@ -1886,9 +2149,11 @@ main(int argc, char **argv)
 	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
 	    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+	    MHD_OPTION_END);
 	if (!d)
 		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
+	atomic_store(&listening, 1);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	fprintf(stderr, "%s: %s: listening on http://%s%s%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
 	    llm_prog, model, v6 ? "[" : "", host, v6 ? "]" : "", info ? info->port : (unsigned)port, sv.name, sv.nslots,
