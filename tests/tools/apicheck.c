@@ -135,7 +135,7 @@ main(int argc, char **argv)
 	llm_free(text);
 	status(llm_token_piece(m, llm_vocab_size(m), 0, &piece, &plen), LLM_ERR_TOKEN,
 	    "the piece of an id past the vocabulary");
-	status(llm_token_piece(m, 0, 4, &piece, &plen), LLM_ERR_ARG, "token_piece with unknown flags");
+	status(llm_token_piece(m, 0, 8, &piece, &plen), LLM_ERR_ARG, "token_piece with unknown flags");
 	status(llm_token_piece(NULL, 0, 0, &piece, &plen), LLM_ERR_ARG, "token_piece of a NULL model");
 	status(llm_tokenize(m, "\xff\xfe", 2, 0, &ids, &n), LLM_ERR_TEXT, "tokenize invalid UTF-8");
 	status(llm_tokenize(m, "x", 1, 8, &ids, &n), LLM_ERR_ARG, "tokenize with unknown flags");
