@@ -144,10 +144,12 @@ kernels() {
 	out=$(model)
 	llm-split -o "$T/p" "$out/model.json" >/dev/null
 	for ph in prefill prefill_kv decode embed; do
+		e=$(jq -r --arg p "$ph" '.phases[] | select(.name == $p) | .entry' "$out/model.json")
 		run -0 "$MLIR_OPT" "$out/$ph.mlir"
-		want=$(printf '%s\n' "$output" | grep -e "func.func @llm_$ph(" -e "func.func @llm_${ph}_fingerprint(")
+		want=$(printf '%s\n' "$output" | grep -e "func.func @$e(" -e "func.func @${e}_fingerprint(")
+		[ "$(printf '%s\n' "$want" | wc -l)" -eq 2 ]
 		run -0 "$MLIR_OPT" "$T/p/$ph/glue.mlir"
-		[ "$(printf '%s\n' "$output" | grep -e "func.func @llm_$ph(" -e "func.func @llm_${ph}_fingerprint(")" = "$want" ]
+		[ "$(printf '%s\n' "$output" | grep -e "func.func @$e(" -e "func.func @${e}_fingerprint(")" = "$want" ]
 		assert_output --partial 'module attributes {llm.kind = "glue"}'
 		assert_output --partial "llvm.emit_c_interface"
 	done
