@@ -82,7 +82,7 @@ IROBJ = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(O)/lib/compiler
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
-	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/jinja-render
+	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/embedcheck $(T)/jinja-render
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -188,6 +188,7 @@ $(T)/fmaprobe: tests/tools/fmaprobe.c tests/tools/probe.h
 $(T)/dequant: tests/tools/dequant.c
 $(T)/ctxcheck: tests/tools/ctxcheck.c
 $(T)/apicheck: tests/tools/apicheck.c
+$(T)/embedcheck: tests/tools/embedcheck.c
 $(T)/jinja-render: tests/tools/jinja-render.c
 
 $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h

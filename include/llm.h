@@ -10,15 +10,16 @@
  * as in glib.
  *
  * Threads: a struct llm (an opened model) is shared; any number of
- * threads may call the functions that take a const struct llm *, and
+ * threads may call the functions that take a const struct llm *,
  * llm_tokenize, llm_detokenize and llm_chat_apply (they lock the model's
- * tokenizer).  A struct llm_seq (one sequence: its KV cache, tokens and
+ * tokenizer), and llm_embed (each call evaluates in a context of its
+ * own).  A struct llm_seq (one sequence: its KV cache, tokens and
  * sampler) is used by one thread at a time; different sequences of one
  * model run in different threads at once.  llm_close refuses a model
  * whose sequences are not all freed.
  *
- * Memory: the strings and arrays the library returns through char ** or
- * int64_t ** are the caller's, freed with llm_free().  Pointers returned
+ * Memory: the strings and arrays the library returns through char **,
+ * int64_t ** or float ** are the caller's, freed with llm_free().  Pointers returned
  * directly (llm_seq_logits, llm_chat_template, ...) belong to the handle
  * and live until the call noted beside them. */
 #ifndef LLM_H
@@ -31,7 +32,7 @@
 extern "C" {
 #endif
 
-#define LLM_API_VERSION 2
+#define LLM_API_VERSION 3
 
 enum llm_status {
 	LLM_OK = 0,
@@ -42,7 +43,7 @@ enum llm_status {
 	LLM_ERR_CONTEXT = 5,     /* tokens past the sequence's context, a context too large */
 	LLM_ERR_TOKEN = 6,       /* a token id outside the vocabulary */
 	LLM_ERR_TEXT = 7,        /* text that is not valid UTF-8 */
-	LLM_ERR_UNSUPPORTED = 8, /* the model has no tokenizer, or no chat template */
+	LLM_ERR_UNSUPPORTED = 8, /* the model has no tokenizer, no chat template, or no phase for embeddings */
 	LLM_ERR_RANKS = 9,       /* a model split over MPI ranks that cannot run it together (another
 	                          * bundle, another count); rank 0's llm_errmsg says why, the others' is "" */
 };
@@ -278,6 +279,29 @@ int llm_seq_chat_json(struct llm_seq *s, const char *json, size_t len, int flags
  * one cut short in its KV entries leaves the sequence empty. */
 int llm_seq_save(const struct llm_seq *s, const char *path);
 int llm_seq_load(struct llm_seq *s, const char *path);
+
+/* ---- Embeddings ------------------------------------------------------- */
+
+/* Added in API version 3. */
+enum llm_pooling {
+	LLM_POOL_LAST = 0, /* the last token's hidden state (decoder embedding models: Qwen3-Embedding, e5-mistral) */
+	LLM_POOL_MEAN = 1, /* the mean of every token's */
+};
+/* The size of an embedding: the model's hidden size (-1 for a NULL model). */
+int64_t llm_embed_dim(const struct llm *m);
+/* The embedding of n tokens (n >= 1): the model's hidden states after its
+ * final norm (the LM head's input) at every position of ids evaluated
+ * from position 0, pooled, and with normalize scaled to unit Euclidean
+ * norm (a zero vector stays zero); *dim = llm_embed_dim floats in *out
+ * (llm_free).  The tokens are evaluated in a context of their own, as
+ * long as they need (up to llm_context_limit), in chunks like a prompt's:
+ * no sequence changes, and calls from several threads run at once.  A
+ * model compiled by a toolchain older than llm_embed (one without the
+ * phase "embed") gives LLM_ERR_UNSUPPORTED, the message saying so: compile
+ * it again.  LLM_ERR_ARG for a NULL or empty input or an unknown pooling,
+ * LLM_ERR_TOKEN for an id outside the vocabulary, LLM_ERR_CONTEXT for more
+ * tokens than the limit. */
+int llm_embed(struct llm *m, const int64_t *ids, size_t n, int pooling, int normalize, float **out, size_t *dim);
 
 /* ---- Sampling --------------------------------------------------------- */
 

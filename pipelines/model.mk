@@ -164,7 +164,7 @@ $(OUT)/model.llm: $(OBJS) $(OUT)/weights.json
 # empty; nothing else of OUT.
 clean:
 	rm -rf $(P) $(OUT)/obj
-	rm -f $(addprefix $(OUT)/,model.json decode.mlir prefill.mlir prefill_kv.mlir target.json \
+	rm -f $(addprefix $(OUT)/,model.json decode.mlir prefill.mlir prefill_kv.mlir embed.mlir target.json \
 	    tokenizer.json tokenizer_config.json chat_template.jinja special_tokens_map.json \
 	    weights.bin weights.json weights.stamp libmodel.so model.llm)
 	-@rmdir $(OUT) 2>/dev/null || true

@@ -4,7 +4,7 @@
  * file (its metadata and tensor infos) and writes into OUTDIR the model
  * manifest model.json (hyperparameters, dtypes, limits, tokenizer facts,
  * the weight plan with its fingerprint, the phases and their ABI), the
- * MLIR of the three phases (prefill.mlir, prefill_kv.mlir, decode.mlir)
+ * MLIR of the phases (prefill.mlir, prefill_kv.mlir, decode.mlir, embed.mlir)
  * and the tokenizer files: copies of a checkpoint's, or, for a GGUF file,
  * the tokenizer.json and tokenizer_config.json Hugging Face would have for
  * its tokenizer.ggml.* metadata, so that the later steps see the same kind

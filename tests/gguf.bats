@@ -279,7 +279,7 @@ same_tokenizer() {
 	g=$(small)
 	llm-import -o "$T/a" "$g"
 	llm-import -o "$T/b" "$g"
-	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir; do
+	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir embed.mlir; do
 		cmp "$T/a/$f" "$T/b/$f"
 	done
 	# no tokenizer keys: no tokenizer files, the model runs on ids

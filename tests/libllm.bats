@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # libllm, the public C API (include/llm.h, llm(3)): tests/tools/apicheck
 # on a compiled model (misuse, state files, threads), its logits against
-# llm-run's; make install into a temporary prefix, the example of
+# llm-run's; tests/tools/embedcheck's embeddings against refmodel --hidden; make install into a temporary prefix, the example of
 # share/doc/llm/examples/ built there through pkg-config (shared and
 # static) and run; make uninstall removes exactly what install wrote.
 
@@ -10,7 +10,8 @@ bats_require_minimum_version 1.5.0
 setup_file() {
 	load test_helper/common-setup
 	_common_setup
-	tiny_build "$BATS_FILE_TMPDIR" out
+	# f32 activations on every host: refmodel's products, without --bf16-activations
+	tiny_build "$BATS_FILE_TMPDIR" out "--max-context 256 --prefill-chunk 16 --activations f32"
 }
 
 setup() {
@@ -30,6 +31,52 @@ setup() {
 	# the prompt's logits and 4 greedy steps: llm-run's
 	llm-run -m "$M" -t 2 --tokens "$p" -n 4 --logits "$T/run.f32" >/dev/null
 	cmp "$T/api.f32" "$T/run.f32"
+}
+
+@test "llm_embed: the hidden size; the last token's and the mean final hidden state are refmodel's within 1e-4, over several prefill chunks too; normalized to unit norm (issue 59)" {
+	CK=$BATS_FILE_TMPDIR/ck
+	d=$(jq .hidden_size "$CK/config.json")
+	# 3 tokens (one chunk), 40 (chunks of 16, 16 and 8)
+	for p in 5,6,7 "$(seq -s, 100 139)"; do
+		run -0 --separate-stderr embedcheck -v -o "$T/last.f32" "$M" "$p"
+		[[ "$output" == "dim $d norm "* ]]
+		[ "$(stat -c %s "$T/last.f32")" -eq $((d * 4)) ]
+		refmodel --hidden --tokens "$p" -o "$T/ref-last.f32" "$CK"
+		run -0 cmpf32 -a 1e-4 "$T/ref-last.f32" "$T/last.f32"
+		echo "last of $p: $output" >&3
+		embedcheck -m -o "$T/mean.f32" "$M" "$p"
+		refmodel --hidden --mean --tokens "$p" -o "$T/ref-mean.f32" "$CK"
+		run -0 cmpf32 -a 1e-4 "$T/ref-mean.f32" "$T/mean.f32"
+		# the poolings differ: the comparisons can fail
+		run ! cmpf32 -a 1e-4 "$T/ref-last.f32" "$T/mean.f32"
+		run ! cmpf32 -a 1e-4 "$T/ref-mean.f32" "$T/last.f32"
+		# normalized: unit norm, and a norm that was not 1 before
+		for f in "" -m; do
+			run -0 embedcheck -n $f "$M" "$p"
+			awk -v n="${output##* norm }" 'BEGIN { exit !(n - 1 < 1e-5 && 1 - n < 1e-5) }'
+			run -0 embedcheck $f "$M" "$p"
+			awk -v n="${output##* norm }" 'BEGIN { exit !(n - 1 > 1e-3 || 1 - n > 1e-3) }'
+		done
+	done
+	# the 40 tokens went through the phase embed a chunk at a time
+	run -0 --separate-stderr embedcheck -v "$M" "$(seq -s, 100 139)"
+	[ "$(grep -o 'embed pos [0-9]* n_tokens [0-9]*' <<<"$stderr" | tr '\n' ,)" = \
+		"embed pos 0 n_tokens 16,embed pos 16 n_tokens 16,embed pos 32 n_tokens 8," ]
+}
+
+@test "llm_embed on a model built before the phase embed: LLM_ERR_UNSUPPORTED, the model still runs; an empty or NULL input: LLM_ERR_ARG (issue 59)" {
+	# the bundle as a build directory, its model.json without the phase
+	mkdir "$T/old"
+	tar -xf "$M" -C "$T/old"
+	perl -0pi -e 's/,\n *\{\n *"name": "embed",\n *"entry": .*?\n    \}//s' "$T/old/model.json"
+	[ "$(jq -c '[.phases[].name]' "$T/old/model.json")" = '["prefill","prefill_kv","decode"]' ]
+	run -1 --separate-stderr embedcheck "$T/old" 5,6,7
+	[ "$stderr" = "embedcheck: LLM_ERR_UNSUPPORTED: $T/old: no phase 'embed': the model was compiled before embeddings existed; compile it again" ]
+	run -0 llm-run -m "$T/old" -t 2 --tokens 5,6,7 -n 2
+	run -1 --separate-stderr embedcheck "$M" -
+	[ "$stderr" = "embedcheck: LLM_ERR_ARG: llm_embed: no tokens" ]
+	run -1 --separate-stderr embedcheck "$M" NULL
+	[ "$stderr" = "embedcheck: LLM_ERR_ARG: llm_embed: ids is NULL" ]
 }
 
 # install PREFIX [DESTDIR]

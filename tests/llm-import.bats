@@ -63,9 +63,9 @@ setup() {
 	assert_output --partial "key 'activations': 'q4' is not f32, q8 or bf16"
 }
 
-@test "llm-import writes model.json, three phases and the tokenizer files" {
+@test "llm-import writes model.json, four phases and the tokenizer files" {
 	run -0 llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
-	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir tokenizer.json tokenizer_config.json; do
+	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir embed.mlir tokenizer.json tokenizer_config.json; do
 		[ -s "$BATS_TEST_TMPDIR/out/$f" ]
 	done
 	# no temporaries left behind
@@ -82,8 +82,8 @@ setup() {
 	[ "$(jq -r .dtypes.weights "$j")" = "bf16" ]
 	[ "$(jq -r .dtypes.kv "$j")" = "f32" ]
 	[ "$(jq -c '[.limits.max_context,.limits.prefill_chunk]' "$j")" = "[4096,128]" ]
-	[ "$(jq -c '[.phases[].name]' "$j")" = '["prefill","prefill_kv","decode"]' ]
-	[ "$(jq -c '[.phases[].tokens]' "$j")" = '[128,128,1]' ]
+	[ "$(jq -c '[.phases[].name]' "$j")" = '["prefill","prefill_kv","decode","embed"]' ]
+	[ "$(jq -c '[.phases[].tokens]' "$j")" = '[128,128,1,128]' ]
 	[ "$(jq -c '.tokenizer.eos_ids' "$j")" = "[151643]" ]
 	[ "$(jq -r '.tokenizer.bos_id' "$j")" = "151646" ]
 	[ "$(jq -r '.tokenizer.chat_template' "$j")" = "deepseek-r1" ]
@@ -112,7 +112,7 @@ setup() {
 
 @test "every phase is accepted by mlir-opt as written" {
 	llm-import -o "$BATS_TEST_TMPDIR/out" "$M"
-	for p in prefill prefill_kv decode; do
+	for p in prefill prefill_kv decode embed; do
 		run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/$p.mlir" -o /dev/null
 	done
 }
@@ -163,7 +163,7 @@ setup() {
 	[ "$(jq -r '.weights.tensors[] | select(.name == "embed") | .dtype' "$j")" = f16 ]
 	[ "$(jq -r .kv_cache.bytes "$j")" = "$((2 * 2 * 2 * 272 * 16 * 2))" ]
 	grep -q 'memref<2x?x16xbf16>' "$BATS_TEST_TMPDIR/out/decode.mlir"
-	for p in prefill prefill_kv decode; do
+	for p in prefill prefill_kv decode embed; do
 		run -0 "$LLVM_BINDIR/mlir-opt" "$BATS_TEST_TMPDIR/out/$p.mlir" -o /dev/null
 	done
 }
@@ -171,7 +171,7 @@ setup() {
 @test "the same checkpoint imports to the same bytes" {
 	llm-import -o "$BATS_TEST_TMPDIR/a" "$M"
 	llm-import -o "$BATS_TEST_TMPDIR/b" "$M"
-	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir; do
+	for f in model.json prefill.mlir prefill_kv.mlir decode.mlir embed.mlir; do
 		cmp "$BATS_TEST_TMPDIR/a/$f" "$BATS_TEST_TMPDIR/b/$f"
 	done
 }

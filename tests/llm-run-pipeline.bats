@@ -122,7 +122,7 @@ decode_check() {
 	llm-import --max-context 64 --prefill-chunk 16 --activations f32 -o "$d/i0" "$d/ck0" >&2
 	mkmodel --preset tiny --family llama --seed 1 -o "$d/ckl" >&2
 	llm-import --max-context 64 --prefill-chunk 16 --activations f32 -o "$d/il" "$d/ckl" >&2
-	for k in prefill prefill_kv decode; do
+	for k in prefill prefill_kv decode embed; do
 		[[ "$(head -1 "$d/i0/$k.mlir")" == *mistral* ]]
 		cmp <(tail -n +2 "$d/i0/$k.mlir") <(tail -n +2 "$d/il/$k.mlir")
 	done

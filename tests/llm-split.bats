@@ -58,31 +58,32 @@ kernels() {
 	assert_line "prefill: 417 ops, 5 partitions, 3 kernels"
 	assert_line "prefill_kv: 417 ops, 5 partitions, 3 kernels"
 	assert_line "decode: 432 ops, 5 partitions, 3 kernels"
-	assert_line "15 partitions, 6 distinct kernels"
+	assert_line "embed: 410 ops, 5 partitions, 3 kernels"
+	assert_line "20 partitions, 7 distinct kernels"
 	[ -z "$stderr" ]
 	# The three layers of each phase call the same kernel; the embedding
 	# and the head have their own.
 	run -0 jq -c '[.phases[] | [.partitions[] | select(.layer >= 0) | .kernel] | unique | length]' "$T/p/partition.json"
-	assert_output "[1,1,1]"
+	assert_output "[1,1,1,1]"
 	run -0 jq -c '[.phases[] | [.partitions[] | .layer]]' "$T/p/partition.json"
-	assert_output "[[-1,0,1,2,-2],[-1,0,1,2,-2],[-1,0,1,2,-2]]"
-	[ "$(kernels "$T/p" | wc -l)" -eq 6 ]
+	assert_output "[[-1,0,1,2,-2],[-1,0,1,2,-2],[-1,0,1,2,-2],[-1,0,1,2,-2]]"
+	[ "$(kernels "$T/p" | wc -l)" -eq 7 ]
 }
 
-@test "prefill and prefill_kv share their kernels, decode has its own" {
+@test "prefill and prefill_kv share their kernels, embed all but its head, decode has its own" {
 	out=$(model)
 	llm-split -o "$T/p" "$out/model.json" >/dev/null
-	run -0 jq -c '[.phases[] | [.partitions[].kernel]] | [.[0] == .[1], (.[0] - .[2]) == .[0]]' "$T/p/partition.json"
-	assert_output "[true,true]"
+	run -0 jq -c '[.phases[] | [.partitions[].kernel]] | [.[0] == .[1], (.[0] - .[2]) == .[0], .[3][:4] == .[0][:4], .[3][4] != .[0][4]]' "$T/p/partition.json"
+	assert_output "[true,true,true,true]"
 	run -0 jq -r '.kernels[] | "\(.kind) \(.partitions)"' "$T/p/partition.json"
-	assert_output "$(printf 'prefill 2\nprefill 6\nprefill 2\ndecode 1\ndecode 3\ndecode 1')"
+	assert_output "$(printf 'prefill 3\nprefill 9\nprefill 2\ndecode 1\ndecode 3\ndecode 1\nprefill 1')"
 }
 
 @test "-s stage cuts each layer into its attention and MLP blocks" {
 	out=$(model)
 	run -0 llm-split -s stage -o "$T/p" "$out/model.json"
 	assert_line "decode: 432 ops, 8 partitions, 4 kernels"
-	assert_line "24 partitions, 8 distinct kernels"
+	assert_line "32 partitions, 9 distinct kernels"
 	run -0 jq -r '[.phases[2].partitions[] | "\(.layer):\(.stage)"] | join(" ")' "$T/p/partition.json"
 	assert_output "-1:embed 0:attn 0:mlp 1:attn 1:mlp 2:attn 2:mlp -2:head"
 }
@@ -91,7 +92,7 @@ kernels() {
 	out=$(model)
 	run -0 llm-split -s none -o "$T/p" "$out/model.json"
 	assert_line "decode: 432 ops, 1 partitions, 1 kernels"
-	assert_line "3 partitions, 2 distinct kernels"
+	assert_line "4 partitions, 3 distinct kernels"
 	run -0 jq -c '[.strategy, .phases[2].partitions[0].layer, (.phases[2].glue_ops | length)]' "$T/p/partition.json"
 	assert_output '["none",null,1]'
 }
@@ -110,7 +111,7 @@ kernels() {
 	out=$(model)
 	llm-split -o "$T/p" "$out/model.json" >/dev/null
 	run -0 jq -c '[.phases[] | ([.partitions[].ops[]] + .glue_ops + .remat_ops | sort) == [range(.ops)]]' "$T/p/partition.json"
-	assert_output "[true,true,true]"
+	assert_output "[true,true,true,true]"
 	run -0 jq -r '.format, .phases[2].glue' "$T/p/partition.json"
 	assert_output "$(printf 'llm-partition/1\ndecode/glue.mlir')"
 	# Paths are relative to the parts directory.
@@ -142,11 +143,13 @@ kernels() {
 @test "the glue keeps the phase's signature, attributes and fingerprint function" {
 	out=$(model)
 	llm-split -o "$T/p" "$out/model.json" >/dev/null
-	for ph in prefill prefill_kv decode; do
+	for ph in prefill prefill_kv decode embed; do
+		e=$(jq -r --arg p "$ph" '.phases[] | select(.name == $p) | .entry' "$out/model.json")
 		run -0 "$MLIR_OPT" "$out/$ph.mlir"
-		want=$(printf '%s\n' "$output" | grep -e "func.func @llm_$ph(" -e "func.func @llm_${ph}_fingerprint(")
+		want=$(printf '%s\n' "$output" | grep -e "func.func @$e(" -e "func.func @${e}_fingerprint(")
+		[ "$(printf '%s\n' "$want" | wc -l)" -eq 2 ]
 		run -0 "$MLIR_OPT" "$T/p/$ph/glue.mlir"
-		[ "$(printf '%s\n' "$output" | grep -e "func.func @llm_$ph(" -e "func.func @llm_${ph}_fingerprint(")" = "$want" ]
+		[ "$(printf '%s\n' "$output" | grep -e "func.func @$e(" -e "func.func @${e}_fingerprint(")" = "$want" ]
 		assert_output --partial 'module attributes {llm.kind = "glue"}'
 		assert_output --partial "llvm.emit_c_interface"
 	done
@@ -162,7 +165,7 @@ kernels() {
 	[ "$(echo "${lines[0]}" | tr ' ' '\n' | sort)" = "$(cd "$T/p" && ls */*.mlir | sort)" ]
 	[ "${lines[1]}" = "$(echo "${lines[0]}" | sed 's/\.mlir/.o/g')" ]
 	run -0 grep -cE '^	[a-z_]+/glue( \\)?$' "$T/p/parts.mk"
-	assert_output 3
+	assert_output 4
 }
 
 @test "kernels are named by their content, so the same layer of another model has the same file" {

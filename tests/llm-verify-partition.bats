@@ -71,7 +71,7 @@ broken() {
 	for s in none layer stage; do
 		llm-split -s $s -o "$T/$s" "$out/model.json" >/dev/null
 		run -0 --separate-stderr llm-verify-partition "$T/$s/partition.json"
-		assert_output --regexp "^$T/$s/partition.json: valid: 3 phases, [0-9]+ partitions, [0-9]+ calls, 1266 ops$"
+		assert_output --regexp "^$T/$s/partition.json: valid: 4 phases, [0-9]+ partitions, [0-9]+ calls, 1676 ops$"
 		[ -z "$stderr" ]
 	done
 	run -0 llm-verify-partition -q "$T/layer/partition.json"
@@ -83,7 +83,7 @@ broken() {
 	run -0 llm-verify-partition --report "$T/r.json" "$out/parts/partition.json"
 	run -0 jq -c '[.format, .valid, .counts.phases, .counts.partitions, .counts.calls, .counts.ops,
 		.counts.partition_ops + .counts.glue_ops + .counts.remat_ops, .counts.kernel_files, (.violations | length)]' "$T/r.json"
-	assert_output '["llm-partition-report/1",true,3,15,15,1266,1266,6,0]'
+	assert_output '["llm-partition-report/1",true,4,20,20,1676,1676,7,0]'
 }
 
 @test "a kernel that lost an op is caught" {

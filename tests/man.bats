@@ -59,7 +59,7 @@ imported() {
 
 @test "the examples read out of a page keep their commands whole" {
 	run -0 bash -c "$(declare -f examples); PROJECT_ROOT='$PROJECT_ROOT'; examples llm-link.1 | tr '\\0' '|'"
-	assert_output "mkdir -p out/obj; for p in prefill prefill_kv decode; do
+	assert_output "mkdir -p out/obj; for p in prefill prefill_kv decode embed; do
   llm-lower -o out/obj/\$p.o out/\$p.mlir; done|llm-link out|CC='clang-22 -fuse-ld=lld' llm-link -v -o model.llm out|"
 }
 

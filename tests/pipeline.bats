@@ -101,7 +101,7 @@ logits() {
 
 @test "the decoder layers share one kernel" {
 	build "$BATS_FILE_TMPDIR/q05" "$T/out" layer
-	# 2 layers, 3 phases: prefill and prefill_kv share their kernels
+	# 2 layers, 4 phases: prefill, prefill_kv and embed share their layer kernels
 	[ "$(jq '[.phases[] | .partitions[] | select(.layer >= 0) | .kernel] | unique | length' "$T/out/parts/partition.json")" -le 2 ]
 }
 

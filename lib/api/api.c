@@ -921,6 +921,89 @@ llm_seq_rewind(struct llm_seq *s, int64_t pos)
 	return LLM_OK;
 }
 
+/* Embeddings: the rows of the phase embed (llm_ctx_embed), pooled in
+ * double. */
+struct pool {
+	int pooling;
+	int64_t d;
+	double *acc; /* d: the rows' sum (mean), or the last row */
+};
+
+static void
+pool_rows(void *arg, const float *h, int64_t k)
+{
+	struct pool *p = arg;
+	if (p->pooling == LLM_POOL_LAST) {
+		for (int64_t j = 0; j < p->d; j++)
+			p->acc[j] = h[(k - 1) * p->d + j];
+		return;
+	}
+	for (int64_t r = 0; r < k; r++)
+		for (int64_t j = 0; j < p->d; j++)
+			p->acc[j] += h[r * p->d + j];
+}
+
+int64_t
+llm_embed_dim(const struct llm *m)
+{
+	return m ? llm_runtime_hidden_size(m->rt) : -1;
+}
+
+int
+llm_embed(struct llm *m, const int64_t *ids, size_t n, int pooling, int normalize, float **out, size_t *dim)
+{
+	if (!m || !ids || !out || !dim)
+		return fail(LLM_ERR_ARG, "llm_embed: %s is NULL",
+		    !m ? "the model" :
+			!ids ? "ids" :
+			!out ? "out" :
+			       "dim");
+	if (n == 0)
+		return fail(LLM_ERR_ARG, "llm_embed: no tokens");
+	if (pooling != LLM_POOL_LAST && pooling != LLM_POOL_MEAN)
+		return fail(LLM_ERR_ARG, "llm_embed: pooling %d is neither LLM_POOL_LAST nor LLM_POOL_MEAN", pooling);
+	if (!llm_runtime_has_phase(m->rt, LLM_PH_EMBED))
+		return fail(LLM_ERR_UNSUPPORTED,
+		    "%s: no phase 'embed': the model was compiled before embeddings existed; compile it again",
+		    llm_runtime_bundle(m->rt)->path);
+	int64_t vocab = llm_runtime_vocab(m->rt), limit = llm_context_limit(m);
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] < 0 || ids[i] >= vocab)
+			return fail(LLM_ERR_TOKEN, "llm_embed: token id %" PRId64 " is out of range [0, %" PRId64 ")",
+			    ids[i], vocab);
+	if (n > (size_t)limit)
+		return fail(LLM_ERR_CONTEXT, "llm_embed: %zu tokens exceed the model's context limit, %" PRId64, n,
+		    limit);
+	struct llm_ctx *c = llm_ctx_new(m->rt, (int64_t)n);
+	if (!c)
+		return LLM_ERR_CONTEXT;
+	atomic_fetch_add(&m->nseq, 1); /* llm_close waits for it as for a sequence */
+	struct pool p = {pooling, llm_runtime_hidden_size(m->rt), NULL};
+	p.acc = llm_xcalloc((size_t)p.d, sizeof(double));
+	int rc = llm_ctx_embed(c, ids, (int64_t)n, pool_rows, &p);
+	llm_ctx_free(c);
+	atomic_fetch_sub(&m->nseq, 1);
+	if (rc < 0) {
+		free(p.acc);
+		return LLM_ERR_FORMAT;
+	}
+	double scale = pooling == LLM_POOL_MEAN ? 1.0 / (double)n : 1.0;
+	if (normalize) {
+		double ss = 0;
+		for (int64_t j = 0; j < p.d; j++)
+			ss += p.acc[j] * p.acc[j];
+		if (ss > 0)
+			scale = 1.0 / sqrt(ss);
+	}
+	float *v = llm_xreallocarray(NULL, (size_t)p.d, sizeof(float));
+	for (int64_t j = 0; j < p.d; j++)
+		v[j] = (float)(p.acc[j] * scale);
+	free(p.acc);
+	*out = v;
+	*dim = (size_t)p.d;
+	return LLM_OK;
+}
+
 /* The state file: a header of 8-byte fields, the tokens, the logits, the
  * KV entries (llm_ctx_write_kv). */
 #define STATE_MAGIC "LLMSEQ01"

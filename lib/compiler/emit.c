@@ -1042,6 +1042,58 @@ layer(struct em *e, const char *x, int l)
 	return add(e, x, dn, e->R, d);
 }
 
+/* The head of embed: the final norm of every row, [R * d] into %logits
+ * (phase.h LLM_OUT_HIDDEN). */
+static void
+head_hidden(struct em *e, const char *x)
+{
+	int64_t d = e->c->hidden_size;
+	const char *hn = rmsnorm(e, x, e->R, llm_role_runtime(LLM_ROLE_FINAL_NORM));
+	const char *hc = em_val(e, "hid"), *nd = em_val(e, "hidn");
+	em_top(e, hc, em_fmt("tensor.collapse_shape %s [[0, 1]]", hn),
+	    em_fmt(": %s into tensor<?xf32>", em_tensor2(e->R, d, "f32")));
+	em_top(e, nd, em_fmt("arith.muli %%R, %s", em_cindex(e, "d", d)), ": index");
+	em_top(e, "%hidm", em_fmt("memref.subview %%logits[0] [%s] [1]", nd), ": memref<?xf32> to memref<?xf32>");
+	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %%hidm", hc),
+	    ": (tensor<?xf32>, memref<?xf32>) -> ()");
+	if (e->m->pp > 1) {
+		/* the last rank's rows are rank 0's, as the logits are */
+		pp_message(e, "send", "%hidm", "memref<?xf32>", "eq", e->m->pp - 1, 0, 0);
+		pp_message(e, "recv", "%hidm", "memref<?xf32>", "eq", 0, 0, e->m->pp - 1);
+	}
+}
+
+/* The head of the other phases: final norm and LM head on the last valid
+ * row only, V logits into %logits. */
+static void
+head_logits(struct em *e, const char *x)
+{
+	const struct llm_model_config *c = e->c;
+	int64_t d = c->hidden_size, V = c->vocab_size;
+	struct rows one = {"1", ""};
+	em_top(e, "%last", "arith.subi %R, %c1", ": index");
+	const char *xl = em_val(e, "xlast");
+	em_top(e, xl, em_fmt("tensor.extract_slice %s[%%last, 0] [1, %" PRId64 "] [1, 1]", x, d),
+	    em_fmt(": %s to tensor<1x%" PRId64 "xf32>", em_tensor2(e->R, d, "f32"), d));
+	const char *hn = rmsnorm(e, xl, one, llm_role_runtime(LLM_ROLE_FINAL_NORM));
+	enum llm_role head = llm_role_present(LLM_ROLE_LM_HEAD, c) ? LLM_ROLE_LM_HEAD : LLM_ROLE_EMBED;
+	const char *lg = linear(e, hn, one, d, llm_role_runtime(head), NULL, "head");
+	const char *lc = em_val(e, "lg");
+	em_top(e, lc, em_fmt("tensor.collapse_shape %s [[0, 1]]", lg),
+	    em_fmt(": tensor<1x%" PRId64 "xf32> into tensor<%" PRId64 "xf32>", V, V));
+	em_top(e, "%lgm", em_fmt("memref.subview %%logits[0] [%" PRId64 "] [1]", V),
+	    em_fmt(": memref<?xf32> to memref<%" PRId64 "xf32>", V));
+	em_top(e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %%lgm", lc),
+	    em_fmt(": (tensor<%" PRId64 "xf32>, memref<%" PRId64 "xf32>) -> ()", V, V));
+	if (e->m->pp > 1) {
+		/* the last rank's logits are rank 0's (every rank computes the
+		 * head; only the last one's input is the model's last layer's) */
+		const char *lt = em_fmt("memref<%" PRId64 "xf32>", V);
+		pp_message(e, "send", "%lgm", lt, "eq", e->m->pp - 1, 0, 0);
+		pp_message(e, "recv", "%lgm", lt, "eq", 0, 0, e->m->pp - 1);
+	}
+}
+
 int
 llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_phase *ph)
 {
@@ -1145,31 +1197,12 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	if (m->pp > 1) /* to the rank after */
 		x = pp_rows(&e, x, d, 1);
 
-	/* Head: final norm and LM head on the last valid row only. */
 	e.layer = LAYER_POST;
 	e.stage = "head";
-	struct rows one = {"1", ""};
-	em_top(&e, "%last", "arith.subi %R, %c1", ": index");
-	const char *xl = em_val(&e, "xlast");
-	em_top(&e, xl, em_fmt("tensor.extract_slice %s[%%last, 0] [1, %" PRId64 "] [1, 1]", x, d),
-	    em_fmt(": %s to tensor<1x%" PRId64 "xf32>", em_tensor2(e.R, d, "f32"), d));
-	const char *hn = rmsnorm(&e, xl, one, llm_role_runtime(LLM_ROLE_FINAL_NORM));
-	enum llm_role head = llm_role_present(LLM_ROLE_LM_HEAD, c) ? LLM_ROLE_LM_HEAD : LLM_ROLE_EMBED;
-	const char *lg = linear(&e, hn, one, d, llm_role_runtime(head), NULL, "head");
-	const char *lc = em_val(&e, "lg");
-	em_top(&e, lc, em_fmt("tensor.collapse_shape %s [[0, 1]]", lg),
-	    em_fmt(": tensor<1x%" PRId64 "xf32> into tensor<%" PRId64 "xf32>", V, V));
-	em_top(&e, "%lgm", em_fmt("memref.subview %%logits[0] [%" PRId64 "] [1]", V),
-	    em_fmt(": memref<?xf32> to memref<%" PRId64 "xf32>", V));
-	em_top(&e, NULL, em_fmt("bufferization.materialize_in_destination %s in restrict writable %%lgm", lc),
-	    em_fmt(": (tensor<%" PRId64 "xf32>, memref<%" PRId64 "xf32>) -> ()", V, V));
-	if (m->pp > 1) {
-		/* the last rank's logits are rank 0's (every rank computes the
-		 * head; only the last one's input is the model's last layer's) */
-		const char *lt = em_fmt("memref<%" PRId64 "xf32>", V);
-		pp_message(&e, "send", "%lgm", lt, "eq", m->pp - 1, 0, 0);
-		pp_message(&e, "recv", "%lgm", lt, "eq", 0, 0, m->pp - 1);
-	}
+	if (ps && ps->out == LLM_OUT_HIDDEN)
+		head_hidden(&e, x);
+	else
+		head_logits(&e, x);
 	em_top(&e, NULL, "func.return", "");
 	llm_buf_puts(b, "  }\n");
 	/* The int8 kernels, defined by llm-lower for the target. */

@@ -58,15 +58,19 @@ rm_tree(const char *path)
 }
 
 /* The kind named by the leading word of a file or directory name: a
- * phase's (phase.h), or llm-split's glue. */
+ * phase's kind, or the kind of the phase so named (phase.h: embed is a
+ * prefill), or llm-split's glue. */
 static const char *
 kind_of_name(const char *name)
 {
 	for (int i = 0; i <= LLM_PH_COUNT; i++) {
 		const char *k = i < LLM_PH_COUNT ? llm_phase_specs[i].kind : "glue";
-		size_t n = strlen(k);
-		if (strncmp(name, k, n) == 0 && !isalpha((unsigned char)name[n]))
-			return k;
+		const char *words[2] = {k, i < LLM_PH_COUNT ? llm_phase_specs[i].name : k};
+		for (int w = 0; w < 2; w++) {
+			size_t n = strlen(words[w]);
+			if (strncmp(name, words[w], n) == 0 && !isalpha((unsigned char)name[n]))
+				return k;
+		}
 	}
 	return NULL;
 }

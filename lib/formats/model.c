@@ -644,9 +644,13 @@ check_phase(json_t *p, int64_t chunk, const char *ctx)
 	json_array_foreach (want, i, e)
 		if (strcmp(json_string_value(json_object_get(e, "name")), name) == 0)
 			w = e;
-	if (!w)
-		rc = llm_seterr("%s: name '%s' is not a phase (prefill, prefill_kv, decode)", ctx, name);
-	else {
+	if (!w) {
+		char names[256] = "";
+		for (int ph = 0; ph < LLM_PH_COUNT; ph++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", ph ? ", " : "",
+			    llm_phase_specs[ph].name);
+		rc = llm_seterr("%s: name '%s' is not a phase (%s)", ctx, name, names);
+	} else {
 		static const char *const keys[] = {"entry", "tokens", "args"};
 		for (size_t k = 0; k < LLM_NELEM(keys) && rc == 0; k++)
 			if (!json_equal(json_object_get(p, keys[k]), json_object_get(w, keys[k]))) {

@@ -11,15 +11,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Indices into llm_phase_specs, in model.json order. */
-enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_COUNT };
+/* Indices into llm_phase_specs, in model.json order (a phase added
+ * later goes at the end, optional, so that older builds still load). */
+enum { LLM_PH_PREFILL, LLM_PH_PREFILL_KV, LLM_PH_DECODE, LLM_PH_EMBED, LLM_PH_COUNT };
+
+/* What a phase writes into its last argument (%logits). */
+enum llm_phase_out {
+	LLM_OUT_LOGITS, /* vocab_size floats: the last row's logits */
+	LLM_OUT_HIDDEN, /* tokens * hidden_size floats: each row's hidden state after the final norm
+	                 * (the head's input), n_tokens of them, row-major */
+};
 
 struct llm_phase_spec {
 	const char *name;  /* model.json phases[].name; the MLIR is <name>.mlir */
 	const char *entry; /* the function's symbol (_mlir_ciface_<entry> in the library) */
 	const char *kind;  /* the pass list (share/llm/pipelines/<kind>.txt) */
 	int single;        /* takes one token a call; else limits.prefill_chunk */
-	int optional;      /* a model may lack it (llm-run then prefills at position 0 only) */
+	int optional;      /* a model may lack it: built before it existed (prefill_kv: llm-run then
+	                    * prefills at position 0 only; embed: no embeddings) */
+	int out;           /* enum llm_phase_out */
 };
 
 extern const struct llm_phase_spec llm_phase_specs[LLM_PH_COUNT];
@@ -38,6 +48,8 @@ extern const struct llm_phase_arg llm_phase_args[LLM_PHASE_NARGS];
 const struct llm_phase_spec *llm_phase_spec_by_name(const char *name);
 /* Rows a call of phase s takes for a prefill chunk of chunk tokens. */
 int64_t llm_phase_tokens(const struct llm_phase_spec *s, int64_t chunk);
+/* Floats of its output (%logits) for calls of up to tokens rows. */
+int64_t llm_phase_out_floats(const struct llm_phase_spec *s, int64_t tokens, int64_t vocab, int64_t hidden);
 
 /* The pipeline kind of a module called kind: a phase's kind for a phase
  * name ("prefill_kv" -> "prefill"), else kind itself ("glue"); -1 with

@@ -25,7 +25,8 @@ struct llm_runtime {
 	void *lib;                  /* the model library */
 	const char *lib_label;      /* for messages */
 	llm_phase_fn *phase[LLM_PH_COUNT];
-	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1) */
+	int64_t phase_tokens[LLM_PH_COUNT]; /* rows per call (S, S, 1, S) */
+	int64_t phase_out[LLM_PH_COUNT];    /* floats of each one's output (llm_phase_out_floats) */
 	uint64_t lib_fingerprint;
 	int64_t vocab, tokens_cap; /* tokens_cap: phase_tokens max */
 	int verbose;
@@ -62,6 +63,7 @@ struct llm_ctx {
 	uint64_t kv_bytes;   /* what the phases get as %kv */
 	int64_t *tokens;     /* the tokens argument: tokens_cap */
 	float *logits;       /* vocab_size: the last call's logits */
+	float *hidden;       /* phase_out of embed, made at its first call: its rows */
 	int64_t max_context; /* positions the cache holds */
 	int64_t pos;         /* positions filled in the cache */
 	int64_t *hdr;        /* tensor parallel: HDR_TOKENS + tokens_cap */
@@ -241,6 +243,7 @@ load_library(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 		if (!(fp = (int64_t (*)(void))dlsym(rt->lib, fsym)))
 			return llm_seterr("%s: missing symbol '%s' (phase '%s')", mb->label, fsym, ph->name);
 		rt->phase_tokens[i] = ph->tokens;
+		rt->phase_out[i] = llm_phase_out_floats(ps, ph->tokens, rt->vocab, rt->model.cfg.hidden_size);
 		/* Every phase carries the plan it was generated for. */
 		rt->lib_fingerprint = (uint64_t)fp();
 		if (rt->lib_fingerprint != rt->model.fingerprint) {
@@ -382,6 +385,7 @@ llm_ctx_free(struct llm_ctx *c)
 		atomic_fetch_sub(&((struct llm_runtime *)c->rt)->mpi.nctx, 1);
 	free(c->tokens);
 	free(c->logits);
+	free(c->hidden);
 	free(c->hdr);
 	free(c);
 }
@@ -578,7 +582,15 @@ run_phase(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 	struct llm_memref1 w = {(void *)rt->weights, (void *)rt->weights, 0, (int64_t)rt->wbytes, 1};
 	struct llm_memref1 kv = {c->kv, c->kv, 0, (int64_t)c->kv_bytes, 1};
 	struct llm_memref1 tk = {c->tokens, c->tokens, 0, cap, 1};
-	struct llm_memref1 lg = {c->logits, c->logits, 0, rt->vocab, 1};
+	float *out = c->logits;
+
+	if (llm_phase_specs[ph].out == LLM_OUT_HIDDEN) {
+		if (!c->hidden &&
+		    !(c->hidden = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->phase_out[ph] * sizeof(float), 64))))
+			llm_fatal("out of memory");
+		out = c->hidden;
+	}
+	struct llm_memref1 lg = {out, out, 0, rt->phase_out[ph], 1};
 
 	/* Rows past n are valid ids (0), so code that reads all S is safe. */
 	memcpy(c->tokens, tokens, (size_t)n * sizeof(*tokens));
@@ -662,6 +674,40 @@ llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n)
 		n -= k;
 	}
 	return 0;
+}
+
+int
+llm_ctx_embed(struct llm_ctx *c, const int64_t *tokens, int64_t n,
+    void (*rows)(void *arg, const float *hidden, int64_t k), void *arg)
+{
+	const struct llm_runtime *rt = c->rt;
+	if (!rt->phase[LLM_PH_EMBED])
+		return llm_seterr("%s: no phase '%s' (the model was compiled before embeddings: compile it again)",
+		    rt->model.path, llm_phase_specs[LLM_PH_EMBED].name);
+	if (n <= 0)
+		return llm_seterr("no tokens to embed");
+	if (check_ids(c, tokens, n) < 0)
+		return -1;
+	while (n > 0) {
+		int64_t k = n < rt->phase_tokens[LLM_PH_EMBED] ? n : rt->phase_tokens[LLM_PH_EMBED];
+		call(c, LLM_PH_EMBED, tokens, k);
+		rows(arg, c->hidden, k);
+		tokens += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int64_t
+llm_runtime_hidden_size(const struct llm_runtime *rt)
+{
+	return rt->model.cfg.hidden_size;
+}
+
+int
+llm_runtime_has_phase(const struct llm_runtime *rt, int ph)
+{
+	return ph >= 0 && ph < LLM_PH_COUNT && rt->phase[ph] != NULL;
 }
 
 int

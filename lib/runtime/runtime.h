@@ -3,7 +3,7 @@
  * Opens a bundle (model.llm) or a build directory: model.json, weights.bin
  * mapped in place (header checked against the plan), the model library
  * (dlopen; its plan fingerprint must equal the weights'), the KV cache
- * (zeros, for the context asked for: llm_kv_bytes), and calls the three phases through the ABI of
+ * (zeros, for the context asked for: llm_kv_bytes), and calls the phases through the ABI of
  * share/doc/llm/formats.txt.  Nothing here knows a model's shapes beyond
  * model.json: vocab_size, max_context and the phases' token counts. */
 #ifndef LLM_RUNTIME_H
@@ -98,6 +98,19 @@ int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
 int llm_ctx_decode(struct llm_ctx *c, int64_t token);
 void llm_ctx_reset(struct llm_ctx *c);
 int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
+/* Append n tokens through embed (phase.h), a chunk of at most its
+ * tokens a call, as llm_ctx_prefill does: after each chunk of k
+ * tokens, rows(arg, hidden, k) with their hidden states after the final
+ * norm (k rows of llm_runtime_hidden_size floats, live during the call).
+ * The logits are not computed (llm_ctx_logits keeps the last ones).  -1
+ * with llm_errmsg for a model without the phase (built before it), an id
+ * outside the vocabulary or a context overflow. */
+int llm_ctx_embed(struct llm_ctx *c, const int64_t *tokens, int64_t n,
+    void (*rows)(void *arg, const float *hidden, int64_t k), void *arg);
+/* The hidden size (the rows llm_ctx_embed gives), and whether the library
+ * has phase ph (an index of phase.h; the optional ones may be missing). */
+int64_t llm_runtime_hidden_size(const struct llm_runtime *rt);
+int llm_runtime_has_phase(const struct llm_runtime *rt, int ph);
 /* The KV entries of positions [0, llm_ctx_pos) to f, in a form that does
  * not depend on the context's size (per layer, keys then values, per KV
  * head: the keys' head_dim runs of pos elements, the values' pos rows of

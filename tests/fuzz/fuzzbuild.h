@@ -33,7 +33,7 @@ fuzz_build(int parts)
 		src = LLM_SRCDIR "/build/fuzz/tiny/out";
 	fuzz_path("model.json"); /* makes fuzz_dir */
 	snprintf(cmd, sizeof(cmd),
-	    "cd '%s' && cp --parents model.json prefill.mlir prefill_kv.mlir decode.mlir %s '%s'", src,
+	    "cd '%s' && cp --parents model.json prefill.mlir prefill_kv.mlir decode.mlir embed.mlir %s '%s'", src,
 	    parts ? "parts/partition.json parts/*/*.mlir" : "", fuzz_dir);
 	if (system(cmd) != 0) {
 		fprintf(stderr, "fuzzbuild: cannot copy the build %s (make fuzz-build makes it)\n", src);

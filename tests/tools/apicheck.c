@@ -54,6 +54,29 @@ greedy(struct llm_seq *s, int k, int64_t *out, FILE *logits)
 	return 0;
 }
 
+/* llm_embed of the prompt (mean, normalized): the first floats. */
+static float embedding[64];
+
+static void *
+embed_main(void *arg)
+{
+	float *e;
+	size_t dim;
+	int *ok = arg;
+	*ok = 0;
+	for (int i = 0; i < 3; i++) {
+		if (llm_embed(model, prompt, nprompt, LLM_POOL_MEAN, 1, &e, &dim))
+			return NULL;
+		size_t k = dim < 64 ? dim : 64;
+		int same = !memcmp(e, embedding, k * sizeof(float));
+		llm_free(e);
+		if (!same)
+			return NULL;
+	}
+	*ok = 1;
+	return NULL;
+}
+
 static void *
 thread_main(void *arg)
 {
@@ -225,7 +248,7 @@ main(int argc, char **argv)
 	    "the token again: the same logits");
 	free(before);
 	status(llm_seq_rewind(s, llm_seq_pos(s) + 1), LLM_ERR_ARG, "rewind forward");
-	/* replies split by the template's format (deepseek-r1's: the thought opened by the rp) */
+	/* replies split by the template's format (deepseek-r1's: the thought opened by the prompt) */
 	{
 		char *rj = NULL, *rg = NULL, *pre = NULL, *rp;
 		size_t jl, pl;
@@ -237,7 +260,7 @@ main(int argc, char **argv)
 		check(llm_chat_template_source(m) && strstr(llm_chat_template_source(m), "Assistant"),
 		    "the template's text");
 		status(llm_chat_apply(m, (struct llm_message[]){{"user", "Hi"}}, 1, 1, &rp, &pl), LLM_OK, "apply");
-		check(llm_chat_prompt_thinking(m, rp, pl) == 1, "its generation rp opens a thought");
+		check(llm_chat_prompt_thinking(m, rp, pl) == 1, "its generation prompt opens a thought");
 		llm_free(rp);
 		status(llm_chat_parse_reply(m, reply, strlen(reply), LLM_PARSE_REASONING | LLM_PARSE_THINKING, &rj,
 			   &jl),
@@ -259,6 +282,47 @@ main(int argc, char **argv)
 		    "tool_grammar of no array");
 		status(llm_chat_tool_grammar(m, tools, strlen(tools), "nope", 1, 0, &rg, &pre), LLM_ERR_ARG,
 		    "tool_grammar of no such tool");
+	}
+	/* embeddings: misuse; a sequence is not disturbed by them */
+	{
+		float *e = NULL, *e2 = NULL;
+		size_t dim = 0, dim2 = 0;
+		int64_t limit = llm_context_limit(m), *many = calloc((size_t)limit + 1, sizeof(int64_t));
+		check(llm_embed_dim(NULL) == -1 && llm_embed_dim(m) > 0, "embed_dim");
+		status(llm_embed(NULL, prompt, nprompt, LLM_POOL_LAST, 0, &e, &dim), LLM_ERR_ARG,
+		    "embed with a NULL model");
+		status(llm_embed(m, NULL, 3, LLM_POOL_LAST, 0, &e, &dim), LLM_ERR_ARG, "embed NULL ids");
+		status(llm_embed(m, prompt, 0, LLM_POOL_LAST, 0, &e, &dim), LLM_ERR_ARG, "embed no tokens");
+		status(llm_embed(m, prompt, nprompt, 2, 0, &e, &dim), LLM_ERR_ARG, "embed with an unknown pooling");
+		status(llm_embed(m, prompt, nprompt, LLM_POOL_LAST, 0, NULL, &dim), LLM_ERR_ARG,
+		    "embed with a NULL out");
+		status(llm_embed(m, prompt, nprompt, LLM_POOL_LAST, 0, &e, NULL), LLM_ERR_ARG, "embed with a NULL dim");
+		status(llm_embed(m, &badid, 1, LLM_POOL_LAST, 0, &e, &dim), LLM_ERR_TOKEN,
+		    "embed an id outside the vocabulary");
+		status(llm_embed(m, many, (size_t)limit + 1, LLM_POOL_MEAN, 0, &e, &dim), LLM_ERR_CONTEXT,
+		    "embed more tokens than the context limit");
+		check(e == NULL && dim == 0, "nothing written on failure");
+		size_t nv = (size_t)llm_vocab_size(m);
+		float *lg = malloc(nv * sizeof(float));
+		memcpy(lg, llm_seq_logits(s), nv * sizeof(float));
+		int64_t p0 = llm_seq_pos(s), tail = llm_seq_tokens(s)[p0 - 1];
+		status(llm_embed(m, prompt, nprompt, LLM_POOL_MEAN, 1, &e, &dim), LLM_OK, "embed");
+		check(e && dim == (size_t)llm_embed_dim(m), "llm_embed_dim floats");
+		check(llm_seq_pos(s) == p0 && !memcmp(lg, llm_seq_logits(s), nv * sizeof(float)),
+		    "the sequence's position and logits are as they were");
+		check(!llm_seq_rewind(s, p0 - 1) && !llm_seq_eval(s, &tail, 1) &&
+			!memcmp(lg, llm_seq_logits(s), nv * sizeof(float)),
+		    "and its KV cache: its last token again gives its logits");
+		status(llm_embed(m, many, (size_t)limit, LLM_POOL_LAST, 0, &e2, &dim2), LLM_OK,
+		    "embed as many tokens as the context limit");
+		llm_free(e2);
+		status(llm_embed(m, prompt, nprompt, LLM_POOL_MEAN, 1, &e2, &dim2), LLM_OK, "embed again");
+		check(dim2 == dim && !memcmp(e, e2, dim * sizeof(float)), "the same embedding, bit for bit");
+		memcpy(embedding, e, dim * sizeof(float) < sizeof(embedding) ? dim * sizeof(float) : sizeof(embedding));
+		llm_free(e);
+		llm_free(e2);
+		free(lg);
+		free(many);
 	}
 	/* llm_seq_reseed: a seeded draw repeats from the same logits, whatever was drawn before */
 	{
@@ -363,15 +427,19 @@ main(int argc, char **argv)
 	check(greedy(s, 8, one, NULL) == 0 && !memcmp(one, alone, sizeof(one)), "greedy on one thread as on two");
 	llm_seq_free(&s);
 	status(llm_set_threads(m, 2), LLM_OK, "set_threads 2");
-	pthread_t th[4];
+	pthread_t th[6];
+	int eok[2];
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, thread_main, res[i]);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[4 + i], NULL, embed_main, &eok[i]);
+	for (int i = 0; i < 6; i++)
 		pthread_join(th[i], NULL);
 	same = 1;
 	for (int i = 0; i < 4; i++)
 		same &= !memcmp(res[i], alone, sizeof(alone));
 	check(same, "four sequences in four threads, each as alone");
+	check(eok[0] && eok[1], "embeddings in two threads beside them, each as alone");
 
 	status(llm_close(&m), LLM_OK, "close");
 	check(m == NULL, "close sets the handle to NULL");

@@ -3,7 +3,10 @@
  * Reads a Hugging Face checkpoint directory (config.json and the
  * safetensors weights), runs the decoder on a list of token ids at
  * positions 0..n-1 and writes the logits of the last position (of every
- * position with --all) as little-endian float32 rows of vocab_size.
+ * position with --all, their mean with --mean) as little-endian float32
+ * rows of vocab_size; with --hidden the hidden states after the final
+ * norm instead (the LM head's input, rows of hidden_size: what the phase
+ * embed computes, llm_embed's oracle).
  *
  * Semantics are those of transformers' modeling_qwen2.py,
  * modeling_llama.py and modeling_phi3.py: RMSNorm x * rsqrt(mean(x^2) +
@@ -43,7 +46,8 @@
 #include "../../lib/base/util.h"
 
 static const char usage_text[] =
-    "usage: refmodel [--all] [--q8-activations | --bf16-activations] [-o output] --tokens ids dir\n";
+    "usage: refmodel [--all | --mean] [--hidden] [--q8-activations | --bf16-activations] [-o output] --tokens ids "
+    "dir\n";
 
 static _Noreturn void
 usage(void)
@@ -408,8 +412,11 @@ rope(double *x, int64_t nh, int64_t hd, int pos, int n, const struct llm_hfconfi
 
 /* Logits for tokens[0..n-1] at positions 0..n-1: rows first..n-1 of
  * [n, vocab] go to logits (row 0 of logits = position first). */
+/* The logits of positions first .. n-1 into logits; with hidden, their
+ * hidden states after the final norm (the head's input, hidden_size a
+ * row) into logits instead. */
 static void
-forward(struct model *m, const int64_t *tokens, int n, int first, double *logits)
+forward(struct model *m, const int64_t *tokens, int n, int first, int hidden, double *logits)
 {
 	const struct llm_hfconfig *c = &m->c;
 	int64_t d = c->hidden_size, hd = c->head_dim, nh = c->n_heads, nkv = c->n_kv_heads;
@@ -519,7 +526,10 @@ forward(struct model *m, const int64_t *tokens, int n, int first, double *logits
 
 	/* Final norm and the LM head, on the requested positions only. */
 	rmsnorm(h, x + (size_t)first * d, n - first, d, &m->final_norm, c->rms_norm_eps, buf);
-	linear(logits, h, n - first, &m->lm_head, NULL, buf);
+	if (hidden)
+		memcpy(logits, h, (size_t)(n - first) * d * sizeof(double));
+	else
+		linear(logits, h, n - first, &m->lm_head, NULL, buf);
 
 	free(x), free(h), free(q), free(k), free(v), free(att);
 	free(o), free(g), free(u), free(buf), free(p);
@@ -559,6 +569,8 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"all", no_argument, NULL, 'a'},
+		{"hidden", no_argument, NULL, 'H'},
+		{"mean", no_argument, NULL, 'M'},
 		{"q8-activations", no_argument, NULL, 'Q'},
 		{"bf16-activations", no_argument, NULL, 'B'},
 		{"help", no_argument, NULL, 'h'},
@@ -570,7 +582,7 @@ main(int argc, char **argv)
 	struct model m = {0};
 	int64_t *tokens;
 	double *logits;
-	int all = 0, n, first, ch;
+	int all = 0, hidden = 0, mean = 0, n, first, ch;
 
 	llm_setprog(argv[0]);
 	argv[0] = (char *)llm_prog; /* getopt's messages start with "prog:" */
@@ -578,6 +590,12 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'a':
 			all = 1;
+			break;
+		case 'H':
+			hidden = 1;
+			break;
+		case 'M':
+			mean = 1;
 			break;
 		case 'Q':
 			q8_activations = 1;
@@ -598,7 +616,7 @@ main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind != argc - 1 || !token_arg || (q8_activations && bf16_activations))
+	if (optind != argc - 1 || !token_arg || (q8_activations && bf16_activations) || (all && mean))
 		usage();
 	tokens = parse_tokens(token_arg, &n);
 
@@ -608,13 +626,25 @@ main(int argc, char **argv)
 			llm_fatal("%s: token id %lld is out of range: vocab_size is %lld", argv[optind],
 			    (long long)tokens[i], (long long)m.c.vocab_size);
 
-	first = all ? 0 : n - 1;
-	logits = llm_xcalloc((size_t)(n - first) * m.c.vocab_size, sizeof(double));
-	forward(&m, tokens, n, first, logits);
+	first = all || mean ? 0 : n - 1;
+	int64_t width = hidden ? m.c.hidden_size : m.c.vocab_size;
+	logits = llm_xcalloc((size_t)(n - first) * width, sizeof(double));
+	forward(&m, tokens, n, first, hidden, logits);
+	size_t rows = (size_t)(n - first);
+	if (mean) {
+		/* the rows' mean, in row 0 */
+		for (int64_t j = 0; j < width; j++) {
+			double sum = 0;
+			for (size_t r = 0; r < rows; r++)
+				sum += logits[r * width + j];
+			logits[j] = sum / (double)rows;
+		}
+		rows = 1;
+	}
 
 	if (llm_out_open(&out, out_path) < 0)
 		llm_fatal("%s", llm_errmsg());
-	for (size_t i = 0; i < (size_t)(n - first) * m.c.vocab_size; i++) {
+	for (size_t i = 0; i < rows * width; i++) {
 		float f = (float)logits[i];
 		uint32_t u;
 		uint8_t b[4];

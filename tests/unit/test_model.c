@@ -297,6 +297,13 @@ T_TEST(phase_kinds_come_from_the_phase_table)
 	T_CHECK(strstr(llm_errmsg(), "bad kind 'Bad-kind'") != NULL);
 	T_CHECK(llm_phase_spec_by_name("prefill_kv")->optional);
 	T_CHECK(llm_phase_spec_by_name("nope") == NULL);
+	/* embed: a prefill's kind and rows, optional (older builds lack it),
+	 * its output every row's hidden state */
+	const struct llm_phase_spec *e = llm_phase_spec_by_name("embed");
+	T_CHECK(e && e->optional && !e->single && e->out == LLM_OUT_HIDDEN);
+	T_CHECK(llm_phase_kind("embed", k, sizeof(k)) == 0 && strcmp(k, "prefill") == 0);
+	T_CHECK(llm_phase_out_floats(e, 16, 1000, 64) == 16 * 64);
+	T_CHECK(llm_phase_out_floats(llm_phase_spec_by_name("prefill"), 16, 1000, 64) == 1000);
 }
 
 int
