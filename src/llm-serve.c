@@ -48,8 +48,8 @@ static const char usage_text[] =
     "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--api-key-file file]\n"
     "                 [--cache-dir dir] [--chat-template name|file] [--cors-origin origin]\n"
     "                 [--host addr] [--host-allow name] [--jinja] [--max-body bytes]\n"
-    "                 [--name id] [--no-cache] [--parallel n] [--port n]\n"
-    "                 [--reasoning-format format] -m model\n";
+    "                 [--name id] [--no-cache] [--parallel n] [--pooling last|mean]\n"
+    "                 [--port n] [--reasoning-format format] -m model\n";
 
 static const char options_text[] =
     "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
@@ -80,6 +80,9 @@ static const char options_text[] =
     "                       file name without .llm or .gguf, or the directory's name)\n"
     "      --no-cache       compile a GGUF file or checkpoint for this run only\n"
     "      --parallel n     sequences served at once; more requests wait (default 1)\n"
+    "      --pooling last|mean\n"
+    "                       /v1/embeddings: the last token's final hidden state, or the mean\n"
+    "                       of all (default last)\n"
     "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
     "      --reasoning-format format\n"
     "                       deepseek (or auto): a chat's thoughts go to reasoning_content;\n"
@@ -109,6 +112,7 @@ static struct server {
 	struct llm *m;
 	char *name;
 	int reasoning; /* --reasoning-format deepseek: thoughts into reasoning_content */
+	int pooling;   /* --pooling: LLM_POOL_LAST or LLM_POOL_MEAN */
 	char **keys;   /* --api-key, --api-key-file, $LLM_API_KEY: none, any of them */
 	size_t nkeys;
 	size_t max_body;
@@ -1474,6 +1478,218 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	return send_json(c, 200, res);
 }
 
+/* ---- embeddings ---------------------------------------------------------- */
+
+/* A free slot, any, taken in the queue's order: -3 when the client left
+ * while it waited, or the server is stopping. */
+static int
+any_slot(struct MHD_Connection *c, struct slot **out)
+{
+	pthread_mutex_lock(&sv.lock);
+	uint64_t me = sv.tickets++;
+	for (;;) {
+		for (int i = 0; i < sv.nslots && me == sv.serving; i++)
+			if (!sv.slots[i].busy) {
+				sv.slots[i].busy = 1;
+				sv.serving++;
+				skip_gone();
+				pthread_cond_broadcast(&sv.freed);
+				pthread_mutex_unlock(&sv.lock);
+				*out = &sv.slots[i];
+				return 0;
+			}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000)
+			ts.tv_sec++, ts.tv_nsec -= 1000000000;
+		pthread_cond_timedwait(&sv.freed, &sv.lock, &ts);
+		if (abandoned(c)) {
+			sv.gone = llm_xreallocarray(sv.gone, sv.ngone + 1, sizeof(*sv.gone));
+			sv.gone[sv.ngone++] = me;
+			skip_gone();
+			pthread_cond_broadcast(&sv.freed);
+			pthread_mutex_unlock(&sv.lock);
+			return -3;
+		}
+	}
+}
+
+/* The inputs' embeddings, evaluated on a slot's thread (its OpenMP team). */
+struct embed_job {
+	int64_t **ids;
+	size_t *n, count;
+	float **out;
+	size_t dim;
+	int rc;
+	char msg[256];
+};
+
+static void
+embed_run(void *p)
+{
+	struct embed_job *j = p;
+	for (size_t i = 0; i < j->count && !j->rc; i++) {
+		int rc = llm_embed(sv.m, j->ids[i], j->n[i], sv.pooling, 1, &j->out[i], &j->dim);
+		if (rc != LLM_OK) {
+			snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
+			j->rc = rc == LLM_ERR_UNSUPPORTED ? LLM_ERR_UNSUPPORTED : -1;
+		}
+	}
+}
+
+/* Standard base64 of n bytes. */
+static char *
+base64(const unsigned char *p, size_t n)
+{
+	static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *o = llm_xmalloc(4 * ((n + 2) / 3) + 1), *q = o;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+		    (i + 2 < n ? p[i + 2] : 0);
+		*q++ = tab[v >> 18];
+		*q++ = tab[(v >> 12) & 63];
+		*q++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+		*q++ = i + 2 < n ? tab[v & 63] : '=';
+	}
+	*q = 0;
+	return o;
+}
+
+/* OpenAI's /v1/embeddings: input (a string, an array of strings, of ids,
+ * or of arrays of ids; at most 2048 inputs), each pooled by --pooling and
+ * normalized to unit length; dimensions (its first ones, normalized
+ * again); encoding_format float or base64 (float32, little-endian). */
+static enum MHD_Result
+embeddings(struct MHD_Connection *c, const json_t *j)
+{
+	const json_t *in = json_object_get(j, "input"), *model = json_object_get(j, "model"),
+		     *ef = json_object_get(j, "encoding_format"); /* borrowed */
+	const char *k;
+	const json_t *v;
+	json_object_foreach ((json_t *)j, k, v)
+		if (strcmp(k, "input") && strcmp(k, "model") && strcmp(k, "encoding_format") &&
+		    strcmp(k, "dimensions") && strcmp(k, "user")) {
+			char name[64];
+			cut_text(name, sizeof(name), k);
+			return send_error(c, 400, "unknown_field",
+			    "'%s' is not a field of /v1/embeddings that llm-serve reads (llm-serve(1))", name);
+		}
+	if (model && !json_is_string(model))
+		return send_error(c, 400, NULL, "'model' must be a string");
+	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
+		return send_error(c, 404, "model_not_found", "The model '%.100s' does not exist: this server has '%s'",
+		    json_string_value(model), sv.name);
+	int b64 = 0;
+	if (ef && !json_is_null(ef)) {
+		if (!json_is_string(ef) ||
+		    (strcmp(json_string_value(ef), "float") && strcmp(json_string_value(ef), "base64")))
+			return send_error(c, 400, NULL, "'encoding_format' must be 'float' or 'base64'");
+		b64 = strcmp(json_string_value(ef), "base64") == 0;
+	}
+	int64_t dims = -1, edim = llm_embed_dim(sv.m);
+	struct bad b = {"", NULL};
+	if (integer(j, "dimensions", 1, edim > 0 ? edim : 1, &dims, &b))
+		return send_error(c, 400, NULL, "%s", b.msg);
+	/* the inputs as arrays of ids */
+	json_t *list = json_is_string(in) || (json_is_array(in) && json_is_integer(json_array_get(in, 0))) ?
+	    json_pack("[O]", in) :
+	    json_incref((json_t *)in);
+	size_t count = json_array_size(list);
+	if (!json_is_array(list) || count == 0 || count > 2048) {
+		json_decref(list);
+		return send_error(c, 400, NULL,
+		    "'input' must be a string, an array of strings, of token ids, or of arrays of token ids (1 to 2048)");
+	}
+	struct embed_job job = {llm_xcalloc(count, sizeof(int64_t *)), llm_xcalloc(count, sizeof(size_t)), count,
+		llm_xcalloc(count, sizeof(float *)), 0, 0, ""};
+	size_t ntok = 0;
+	int64_t limit = llm_context_limit(sv.m);
+	for (size_t i = 0; i < count && !b.msg[0]; i++) {
+		const json_t *x = json_array_get(list, i);
+		if (json_is_string(x) && !json_string_length(x)) {
+			badf(&b, NULL, "input[%zu] is empty", i);
+		} else if (json_is_string(x)) {
+			if (llm_tokenize(sv.m, json_string_value(x), json_string_length(x), LLM_TOKENIZE_SPECIAL,
+				&job.ids[i], &job.n[i]) != LLM_OK)
+				badf(&b, NULL, "input[%zu]: not valid UTF-8", i);
+		} else if (json_is_array(x)) {
+			job.ids[i] = llm_xcalloc(json_array_size(x) + 1, sizeof(int64_t));
+			for (size_t t = 0; t < json_array_size(x) && !b.msg[0]; t++) {
+				const json_t *id = json_array_get(x, t);
+				if (!json_is_integer(id) || json_integer_value(id) < 0 ||
+				    json_integer_value(id) >= llm_vocab_size(sv.m))
+					badf(&b, NULL, "input[%zu][%zu] is not a token id of this model", i, t);
+				else
+					job.ids[i][job.n[i]++] = json_integer_value(id);
+			}
+		} else
+			badf(&b, NULL, "input[%zu] must be a string or an array of token ids", i);
+		if (!b.msg[0] && job.n[i] == 0)
+			badf(&b, NULL, "input[%zu] is empty", i);
+		if (!b.msg[0] && (int64_t)job.n[i] > limit)
+			badf(&b, "context_length_exceeded",
+			    "input[%zu] has %zu tokens; this model's context is %" PRId64, i, job.n[i], limit);
+		ntok += job.n[i];
+	}
+	json_decref(list);
+	struct slot *s = NULL;
+	enum MHD_Result q;
+	if (b.msg[0])
+		q = send_error(c, 400, b.code, "%s", b.msg);
+	else if (any_slot(c, &s) < 0)
+		q = gone_or_stopping(c);
+	else {
+		on_slot(s, embed_run, &job);
+		release(s);
+		if (job.rc == LLM_ERR_UNSUPPORTED)
+			q = send_error(c, 501, NULL, "this model was compiled without embeddings: compile it again");
+		else if (job.rc)
+			q = send_error(c, 500, NULL, "%s", job.msg);
+		else {
+			json_t *data = json_array();
+			size_t d = dims > 0 ? (size_t)dims : job.dim;
+			for (size_t i = 0; i < count; i++) {
+				float *e = job.out[i];
+				if (d < job.dim) {
+					/* the first d, normalized again (as OpenAI's dimensions) */
+					double ss = 0;
+					for (size_t t = 0; t < d; t++)
+						ss += (double)e[t] * e[t];
+					for (size_t t = 0; ss > 0 && t < d; t++)
+						e[t] = (float)(e[t] / sqrt(ss));
+				}
+				json_t *emb;
+				if (b64) {
+					char *t = base64((const unsigned char *)e, d * sizeof(float));
+					emb = json_string(t);
+					free(t);
+				} else {
+					emb = json_array();
+					for (size_t t = 0; t < d; t++)
+						json_array_append_new(emb, json_real(e[t]));
+				}
+				json_array_append_new(data,
+				    json_pack("{s:s, s:I, s:o}", "object", "embedding", "index", (json_int_t)i,
+					"embedding", emb));
+			}
+			if (cur_req)
+				cur_req->prompt_tokens = ntok;
+			q = send_json(c, 200,
+			    json_pack("{s:s, s:o, s:s, s:{s:I, s:I}}", "object", "list", "data", data, "model", sv.name,
+				"usage", "prompt_tokens", (json_int_t)ntok, "total_tokens", (json_int_t)ntok));
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		llm_free(job.ids[i]);
+		llm_free(job.out[i]);
+	}
+	free(job.ids);
+	free(job.n);
+	free(job.out);
+	return q;
+}
+
 static enum MHD_Result
 tokenize(struct MHD_Connection *c, const json_t *j)
 {
@@ -1658,9 +1874,10 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 		return send_json(c, 200, slots_json());
 	if (strcmp(url, "/props") == 0 && get)
 		return send_json(c, 200, props_json());
-	static const char *const posts[] = {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"};
+	static const char *const posts[] = {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize",
+		"/v1/embeddings", "/embeddings"};
 	int k = -1;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < (int)LLM_NELEM(posts); i++)
 		if (strcmp(url, posts[i]) == 0)
 			k = i;
 	static const char *const gets[] = {"/health", "/v1/models", "/metrics", "/slots", "/props"};
@@ -1682,7 +1899,8 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 	enum MHD_Result rc = k == 0 ? completion(c, j, 1) :
 	    k == 1                  ? completion(c, j, 0) :
 	    k == 2                  ? tokenize(c, j) :
-				      detokenize(c, j);
+	    k == 3                  ? detokenize(c, j) :
+				      embeddings(c, j);
 	json_decref(j);
 	return rc;
 }
@@ -1884,6 +2102,7 @@ enum {
 	OPT_NAME,
 	OPT_NO_CACHE,
 	OPT_PARALLEL,
+	OPT_POOLING,
 	OPT_PORT,
 	OPT_REASONING_FORMAT
 };
@@ -1991,6 +2210,7 @@ main(int argc, char **argv)
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"port", required_argument, NULL, OPT_PORT},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE}, {"jinja", no_argument, NULL, OPT_JINJA},
+		{"pooling", required_argument, NULL, OPT_POOLING},
 		{"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
 		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
 		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
@@ -2037,6 +2257,11 @@ main(int argc, char **argv)
 			host = optarg;
 			break;
 		case OPT_JINJA:
+			break;
+		case OPT_POOLING:
+			if (strcmp(optarg, "last") != 0 && strcmp(optarg, "mean") != 0)
+				bad_usage("--pooling: not one of last and mean");
+			sv.pooling = strcmp(optarg, "mean") == 0 ? LLM_POOL_MEAN : LLM_POOL_LAST;
 			break;
 		case OPT_CORS_ORIGIN:
 			web.origins = llm_xreallocarray(web.origins, web.norigins + 1, sizeof(*web.origins));

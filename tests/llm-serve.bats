@@ -356,7 +356,7 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[[ ${stderr_lines[0]} == "llm-serve: --chat-template: 'nosuch' is neither a built-in template"* ]]
 }
 
-@test "the openai npm client with tools: required and named calls that parse and follow their schemas, streamed alike, a round trip; seeds that repeat; logprobs (issue 59)" {
+@test "the openai npm client with tools: required and named calls that parse and follow their schemas, streamed alike, a round trip; seeds that repeat; logprobs; embeddings (issue 59)" {
 	[ -e "$PROJECT_ROOT/tests/npm/node_modules/openai/package.json" ] ||
 		npm install --prefix "$PROJECT_ROOT/tests/npm" --no-save --no-package-lock --no-audit --no-fund \
 			--loglevel=error "openai@$(jq -r .dependencies.openai "$PROJECT_ROOT/tests/npm/package.json")" >&2
@@ -369,6 +369,8 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	[ "$(jq -c 'select(.check == "round-trip") | [.role]' "$T/o")" = '["assistant"]' ]
 	[ "$(jq -c 'select(.check == "seeds") | [.same, .differ]' "$T/o")" = '[true,true]' ]
 	[ "$(jq -c 'select(.check == "logprobs") | [.n, .plausible, .text]' "$T/o")" = '[6,true,true]' ]
+	dim=$(embedcheck "$M" 1,2 | awk '{ print $2 }')
+	[ "$(jq -c 'select(.check == "embeddings") | [.n, .dims, .norms]' "$T/o")" = "[2,[$dim,$dim],[true,true]]" ]
 }
 
 @test "every request field of llm-serve(1)'s list is accepted with a good value and refused by name with a bad one; unknown fields are refused (issue 59)" {
@@ -508,4 +510,52 @@ tools='[{"type": "function", "function": {"name": "get_weather", "parameters": {
 	run -0 post /v1/completions '{"prompt": "Once", "n": 2, "stream": true}'
 	[ "${lines[-1]}" = 400 ]
 	[[ $(jq -r .error.message <<<"${output%$'\n'*}") == *"'n' above 1 is not streamed"* ]]
+}
+
+@test "/v1/embeddings: llm_embed's vector (the model's width, unit norm), for strings and ids, a list, dimensions, base64; refusals (issue 59)" {
+	serve
+	ids=$(post /tokenize '{"content": "Hello world", "add_special": true}' | head -1 | jq -c .tokens)
+	run -0 post /v1/embeddings '{"input": "Hello world", "model": "model"}'
+	[ "${lines[-1]}" = 200 ]
+	body=${output%$'\n'*}
+	# llm_embed's own (embedcheck: last token, normalized), float for float
+	embedcheck -n -o "$T/e.f32" "$M" "$(jq -r 'join(",")' <<<"$ids")" >"$T/ec"
+	dim=$(awk '{ print $2 }' "$T/ec")
+	[ "$(jq '.data[0].embedding | length' <<<"$body")" = "$dim" ]
+	od -An -v -t f4 -w4 "$T/e.f32" | awk '{ print $1 }' >"$T/want"
+	jq -r '.data[0].embedding[]' <<<"$body" >"$T/got"
+	paste "$T/want" "$T/got" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6) bad = 1 } END { exit bad }'
+	jq -e '[.data[0].embedding[] | . * .] | add | . > 0.99999 and . < 1.00001' <<<"$body"
+	[ "$(jq -c '[.object, .data[0].object, .data[0].index, .model, .usage.prompt_tokens]' <<<"$body")" = \
+		"[\"list\",\"embedding\",0,\"model\",$(jq length <<<"$ids")]" ]
+	# the same from its ids; a list keeps its order
+	run -0 post /v1/embeddings "{\"input\": $ids}"
+	[ "$(jq -c '.data[0].embedding' <<<"${output%$'\n'*}")" = "$(jq -c '.data[0].embedding' <<<"$body")" ]
+	run -0 post /v1/embeddings "{\"input\": [\"Hi\", \"Hello world\", $ids]}"
+	[ "$(jq -c '[.data[].index]' <<<"${output%$'\n'*}")" = '[0,1,2]' ]
+	[ "$(jq -c '.data[1].embedding' <<<"${output%$'\n'*}")" = "$(jq -c '.data[0].embedding' <<<"$body")" ]
+	# dimensions: the first ones, of unit norm again
+	run -0 post /v1/embeddings '{"input": "Hello world", "dimensions": 8}'
+	jq -e '.data[0].embedding | length == 8 and ([.[] | . * .] | add | . > 0.99999 and . < 1.00001)' <<<"${output%$'\n'*}"
+	# base64: the float32 bytes
+	run -0 post /v1/embeddings '{"input": "Hello world", "encoding_format": "base64"}'
+	jq -r '.data[0].embedding' <<<"${output%$'\n'*}" | base64 -d | cmp - "$T/e.f32"
+	# refusals
+	for bad in '{"input": ""}' '{"input": []}' '{"input": 5}' '{"input": [[999999999]]}' '{"input": "x", "dimensions": 0}' \
+		'{"input": "x", "encoding_format": "hex"}' '{"input": "x", "pooling": "mean"}'; do
+		run -0 post /v1/embeddings "$bad"
+		[ "${lines[-1]}" = 400 ] || { echo "$bad: ${lines[-1]}"; false; }
+	done
+	run -0 post /v1/embeddings '{"input": "x", "model": "other"}'
+	[ "${lines[-1]}" = 404 ]
+	# mean pooling
+	kill "$PID"
+	wait "$PID" || true
+	serve --pooling mean
+	run -0 post /v1/embeddings '{"input": "Hello world"}'
+	embedcheck -m -n -o "$T/m.f32" "$M" "$(jq -r 'join(",")' <<<"$ids")" >/dev/null
+	jq -r '.data[0].embedding' <<<"$(post /v1/embeddings '{"input": "Hello world", "encoding_format": "base64"}' | head -1)" |
+		base64 -d | cmp - "$T/m.f32"
+	run -2 --separate-stderr llm-serve -m "$M" --pooling cls
+	[ "${stderr_lines[0]}" = "llm-serve: --pooling: not one of last and mean" ]
 }

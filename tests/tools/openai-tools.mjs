@@ -98,3 +98,8 @@ out({ check: 'logprobs', n: entries.length,
 		e.top_logprobs[0].token === e.token && Math.exp(e.top_logprobs[0].logprob) +
 		Math.exp(e.top_logprobs[1].logprob) <= 1 + 1e-9),
 	text: entries.map((e) => e.token).join('') === lp.choices[0].message.content });
+
+// embeddings (the client asks for base64 and decodes it)
+const emb = await client.embeddings.create({ model, input: ['Hello world', 'Hi'] });
+out({ check: 'embeddings', n: emb.data.length, dims: emb.data.map((d) => d.embedding.length),
+	norms: emb.data.map((d) => Math.abs(Math.sqrt(d.embedding.reduce((a, x) => a + x * x, 0)) - 1) < 1e-5) });
