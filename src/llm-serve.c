@@ -1599,7 +1599,8 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 	if (!json_is_array(list) || count == 0 || count > 2048) {
 		json_decref(list);
 		return send_error(c, 400, NULL,
-		    "'input' must be a string, an array of strings, of token ids, or of arrays of token ids (1 to 2048)");
+		    "'input' must be a string, an array of strings, of token ids, or of arrays of token ids "
+		    "(1 to 2048)");
 	}
 	struct embed_job job = {llm_xcalloc(count, sizeof(int64_t *)), llm_xcalloc(count, sizeof(size_t)), count,
 		llm_xcalloc(count, sizeof(float *)), 0, 0, ""};

@@ -156,7 +156,7 @@ chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 1
 	run -0 sh -c "printf '{\"prompt\": \"%s\"}' '$big' | curl -s -w '\n%{http_code}\n' -H 'Transfer-Encoding: chunked' --data-binary @- '$URL/v1/completions'"
 	[ "${lines[-1]}" = 413 ]
 	# no such endpoint; not its method
-	check 404 not_found_error /v1/embeddings '{}'
+	check 404 not_found_error /v1/nothing '{}'
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/v1/chat/completions")" = 405 ]
 	# still serving
 	run -0 post /v1/chat/completions "$chat"
