@@ -203,3 +203,20 @@ raw() {
 	[ "${#stderr_lines[@]}" -eq 1 ]
 	[ "$stderr" = "llm-serve: 127.0.0.1:$port: cannot listen: Address already in use" ]
 }
+
+@test "a JSON schema 1,000 objects deep or 10,000 properties wide converts in a moment (it took minutes: names and rules found by hash) (issue 64)" {
+	serve --max-body 4194304
+	# (jq parses at most 256 levels: the deep one is written by printf)
+	deep=$(printf '{"type": "object", "properties": {"a": %.0s' $(seq 1000); printf '{"type": "string"}';
+		printf '}, "required": ["a"]}%.0s' $(seq 1000))
+	wide=$(jq -nc '{"type": "object", "properties": ([range(10000) | {key: "p\(.)", value: {"type": "integer"}}] | from_entries),
+		"required": [range(10000) | "p\(.)"]}')
+	for s in "$deep" "$wide"; do
+		t=$(ms)
+		printf '{"prompt": "x", "max_tokens": 1, "json_schema": %s}' "$s" >"$T/req"
+		run -0 curl -s --max-time 60 -w '\n%{http_code}' "$URL/v1/completions" --data-binary @"$T/req"
+		[ "${lines[-1]}" = 200 ]
+		echo "schema of $(printf %s "$s" | wc -c) bytes: answered in $(($(ms) - t)) ms" >&3
+		[ $(($(ms) - t)) -lt 20000 ]
+	done
+}

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grammar.h"
+#include "../base/hash.h"
 #include "../base/utf8.h"
 #include "../base/util.h"
 
@@ -104,6 +105,10 @@ struct parser {
 	struct llm_grammar *g;
 	const char *text, *p, *end;
 	size_t total; /* elements so far */
+	/* the named rules by name (keys in pool): a grammar of many rules
+	 * (a wide JSON schema's) is parsed in linear time */
+	struct llm_smap named;
+	struct llm_buf pool;
 	jmp_buf jb;
 };
 
@@ -174,12 +179,15 @@ new_rule(struct parser *ps, const char *name, size_t namelen, int kind, const ch
 static uint32_t
 rule_named(struct parser *ps, const char *name, size_t len, const char *at)
 {
-	struct llm_grammar *g = ps->g;
-	for (size_t i = 0; i < g->nrules; i++)
-		if (g->rules[i].kind == R_NAMED && strlen(g->rules[i].name) == len &&
-		    memcmp(g->rules[i].name, name, len) == 0)
-			return (uint32_t)i;
-	return new_rule(ps, name, len, R_NAMED, at);
+	uint64_t h = llm_hash_bytes(name, len);
+	int32_t i = llm_smap_get(&ps->named, ps->pool.p, name, len, h);
+	if (i >= 0)
+		return (uint32_t)i;
+	uint32_t r = new_rule(ps, name, len, R_NAMED, at);
+	size_t off = ps->pool.len;
+	llm_buf_add(&ps->pool, name, len);
+	llm_smap_put(&ps->named, ps->pool.p, off, len, h, (int32_t)r);
+	return r;
 }
 
 static void
@@ -542,9 +550,14 @@ check_rules(struct parser *ps)
 	size_t *edge = llm_xcalloc(n + 1, sizeof(*edge));
 	char desc[160];
 	int changed = 1;
-	while (changed) {
+	for (int pass = 0; changed; pass++) {
 		changed = 0;
-		for (size_t i = 0; i < n; i++) {
+		/* passes in turn from the last rule and from the first: a chain of
+		 * rules, each referring to the next (made after it, where it is
+		 * first named: a wide schema's) or to the one before (a deep
+		 * schema's), settles in a pass or two, not a pass a link */
+		for (size_t k = 0; k < n; k++) {
+			size_t i = pass % 2 ? k : n - 1 - k;
 			struct rule *r = &g->rules[i];
 			int all_null = 1, all_prod = 1;
 			for (size_t j = 0; j < r->n; j++) {
@@ -667,6 +680,8 @@ llm_grammar_parse(const char *text, size_t len)
 	struct llm_grammar *g = llm_xcalloc(1, sizeof(*g));
 	struct parser ps = {.g = g, .text = text, .p = text, .end = text + len};
 	if (setjmp(ps.jb)) {
+		llm_smap_free(&ps.named);
+		llm_buf_free(&ps.pool);
 		llm_grammar_free(g);
 		return NULL;
 	}
@@ -679,10 +694,8 @@ llm_grammar_parse(const char *text, size_t len)
 	for (size_t i = 0; i < g->nrules; i++)
 		if (!g->rules[i].defined)
 			perr(&ps, text + g->rules[i].ref_at, "undefined rule '%s'", g->rules[i].name);
-	size_t root = 0;
-	while (root < g->nrules && !(g->rules[root].kind == R_NAMED && strcmp(g->rules[root].name, "root") == 0))
-		root++;
-	if (root == g->nrules)
+	int32_t root = llm_smap_get(&ps.named, ps.pool.p, "root", 4, llm_hash_bytes("root", 4));
+	if (root < 0)
 		perr(&ps, text, "no rule 'root' (where the text starts)");
 	g->root = (uint32_t)root;
 	check_rules(&ps);
@@ -692,6 +705,8 @@ llm_grammar_parse(const char *text, size_t len)
 	g->f = llm_xcalloc(g->fcap, sizeof(*g->f));
 	g->hcap = 128;
 	g->htab = llm_xcalloc(g->hcap, sizeof(*g->htab));
+	llm_smap_free(&ps.named);
+	llm_buf_free(&ps.pool);
 	return g;
 }
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "grammar.h"
+#include "../base/hash.h"
 #include "../base/util.h"
 
 static const char *const refused[] = {"pattern", "patternProperties", "uniqueItems", "minimum", "maximum",
@@ -74,6 +75,10 @@ struct conv {
 	struct llm_buf out;
 	char **names; /* rule names taken */
 	size_t nnames;
+	/* the same names as keys of a map (in pool) to the next number to try
+	 * after them: a clash costs one lookup, not a scan of every name */
+	struct llm_smap taken;
+	struct llm_buf pool;
 	char **refs; /* $ref strings and their rules' names, in pairs */
 	size_t nrefs;
 	int used[NPRIMS];
@@ -146,16 +151,38 @@ prim(struct conv *c, const char *name)
 	return NULL;
 }
 
+/* The number to try after name when it clashes, or -1: not taken. */
+static int32_t
+next_of(const struct conv *c, const char *name)
+{
+	size_t n = strlen(name);
+	return llm_smap_get(&c->taken, c->pool.p, name, n, llm_hash_bytes(name, n));
+}
+
+static void
+set_next(struct conv *c, const char *name, int32_t next)
+{
+	size_t n = strlen(name), off = c->pool.len;
+	llm_buf_add(&c->pool, name, n);
+	llm_smap_put(&c->taken, c->pool.p, off, n, llm_hash_bytes(name, n), next);
+}
+
 static int
 taken(const struct conv *c, const char *name)
 {
 	for (size_t i = 0; i < NPRIMS; i++)
 		if (strcmp(prims[i].name, name) == 0)
 			return 1;
-	for (size_t i = 0; i < c->nnames; i++)
-		if (strcmp(c->names[i], name) == 0)
-			return 1;
-	return 0;
+	return next_of(c, name) >= 0;
+}
+
+/* name is taken (a new string, owned by c->names from now). */
+static const char *
+take(struct conv *c, char *name)
+{
+	set_next(c, name, 1);
+	c->names = llm_xreallocarray(c->names, c->nnames + 1, sizeof(*c->names));
+	return c->names[c->nnames++] = name;
 }
 
 /* A new rule name from hint: letters, digits and '-', numbered if taken. */
@@ -169,13 +196,19 @@ fresh(struct conv *c, const char *hint)
 	if (strlen(base) > 60)
 		base[60] = 0;
 	name = llm_xstrdup(base);
-	for (int i = 1; taken(c, name); i++) {
-		free(name);
-		name = llm_xasprintf("%s-%d", base, i); /* owned by c->names, as the first */
+	if (taken(c, name)) {
+		/* base-N from the number after the last one taken of this base */
+		int32_t i = next_of(c, base);
+		if (i < 1)
+			i = 1; /* a primitive's name */
+		do {
+			free(name);
+			name = llm_xasprintf("%s-%d", base, i++);
+		} while (taken(c, name));
+		set_next(c, base, i);
 	}
 	free(base);
-	c->names = llm_xreallocarray(c->names, c->nnames + 1, sizeof(*c->names));
-	return c->names[c->nnames++] = name;
+	return take(c, name);
 }
 
 /* The GBNF literal of JSON text: "..." with its quotes and backslashes
@@ -290,12 +323,15 @@ gen_object(struct conv *c, json_t *s, const char *name, const char *path)
 	if (addl && !json_is_boolean(addl) && !json_is_object(addl))
 		cerr(c, path, "'additionalProperties' is not a boolean or a schema");
 	size_t k = props ? json_object_size(props) : 0;
+	json_t *reqset = json_object(); /* the required names, looked up by hash */
+	json_array_append_new(c->json, reqset);
 	for (size_t i = 0; req && i < json_array_size(req); i++) {
 		json_t *r = json_array_get(req, i); /* borrowed */
 		if (!json_is_string(r))
 			cerr(c, path, "'required' holds something other than a string");
 		if (!props || !json_object_get(props, json_string_value(r)))
 			cerr(c, path, "required property '%s' is not in 'properties'", json_string_value(r));
+		json_object_set(reqset, json_string_value(r), json_true());
 	}
 	if (k == 0 && (!addl || json_is_true(addl))) {
 		llm_buf_printf(&c->out, "%s ::= %s\n", name, prim(c, "object"));
@@ -327,9 +363,7 @@ gen_object(struct conv *c, json_t *s, const char *name, const char *path)
 		json_literal(&c->out, kj);
 		json_decref(kj);
 		llm_buf_printf(&c->out, " space \":\" space %s\n", v);
-		for (size_t r = 0; req && r < json_array_size(req); r++)
-			if (strcmp(json_string_value(json_array_get(req, r)), key) == 0)
-				required[i] = 1;
+		required[i] = json_object_get(reqset, key) != NULL;
 		i++;
 	}
 	char **F = hold(c, llm_xcalloc(k + 1, sizeof(*F))), **M = hold(c, llm_xcalloc(k + 1, sizeof(*M)));
@@ -597,6 +631,8 @@ conv_free(struct conv *c)
 	for (size_t i = 0; i < c->nnames; i++)
 		free(c->names[i]);
 	free(c->names);
+	llm_smap_free(&c->taken);
+	llm_buf_free(&c->pool);
 	for (size_t i = 0; i < c->nrefs; i++)
 		free(c->refs[i]);
 	free(c->refs);
@@ -620,8 +656,7 @@ llm_json_schema_rules(const json_t *const *schemas, const char *const *names, co
 	c.json = json_array();
 	/* the rules' names are taken before any is made */
 	for (size_t i = 0; i < n; i++) {
-		c.names = llm_xreallocarray(c.names, c.nnames + 1, sizeof(*c.names));
-		c.names[c.nnames++] = llm_xstrdup(names[i]);
+		take(&c, llm_xstrdup(names[i]));
 	}
 	if (!setjmp(c.jb)) {
 		for (size_t i = 0; i < n; i++) {
