@@ -507,8 +507,10 @@ reply_of(const json_t *j, struct gen *g, struct bad *b)
 		thinking = llm_chat_prompt_thinking(sv.m, text, len);
 		llm_free(text);
 	}
+	/* a reply held to a grammar (response_format, grammar, json_schema) is its content, not a thought
+	 * the template opened */
 	g->pflags = (reasoning ? LLM_PARSE_REASONING : 0) | (strcmp(choice, "none") != 0 ? LLM_PARSE_TOOLS : 0) |
-	    (thinking ? LLM_PARSE_THINKING : 0);
+	    (thinking && !g->grammar ? LLM_PARSE_THINKING : 0);
 	if (strcmp(choice, "required") != 0)
 		return 0;
 	if (g->grammar)
