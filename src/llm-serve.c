@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../include/llm.h"
 #include "../lib/base/json.h"
@@ -45,16 +46,18 @@
 #include "run/cache.h"
 
 static const char usage_text[] =
-    "usage: llm-serve [-h] [-c n] [-t n] [--api-key key] [--api-key-file file]\n"
+    "usage: llm-serve [-h] [-c n] [-n n] [-t n] [--api-key key] [--api-key-file file]\n"
     "                 [--cache-dir dir] [--chat-template name|file] [--cors-origin origin]\n"
     "                 [--host addr] [--host-allow name] [--jinja] [--max-body bytes]\n"
     "                 [--name id] [--no-cache] [--parallel n] [--pooling last|mean]\n"
-    "                 [--port n] [--reasoning-format format] -m model\n";
+    "                 [--port n] [--queue n] [--reasoning-format format] -m model\n";
 
 static const char options_text[] =
     "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
     "                       context if smaller)\n"
     "  -h                   print the usage line\n"
+    "  -n, --n-predict n    a reply's tokens at most when the request does not say (default -1:\n"
+    "                       to the end of the context)\n"
     "      --help           print this help\n"
     "      --api-key key    require \"Authorization: Bearer key\" or \"X-Api-Key: key\" (all but\n"
     "                       /health); again for more keys (default: $LLM_API_KEY, if set)\n"
@@ -84,6 +87,7 @@ static const char options_text[] =
     "                       /v1/embeddings: the last token's final hidden state, or the mean\n"
     "                       of all (default last)\n"
     "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
+    "      --queue n        requests that may wait for a slot; more get 503 (default 64)\n"
     "      --reasoning-format format\n"
     "                       deepseek (or auto): a chat's thoughts go to reasoning_content;\n"
     "                       none: they stay in content (default deepseek)\n"
@@ -111,9 +115,11 @@ struct slot {
 static struct server {
 	struct llm *m;
 	char *name;
-	int reasoning; /* --reasoning-format deepseek: thoughts into reasoning_content */
-	int pooling;   /* --pooling: LLM_POOL_LAST or LLM_POOL_MEAN */
-	char **keys;   /* --api-key, --api-key-file, $LLM_API_KEY: none, any of them */
+	int reasoning;      /* --reasoning-format deepseek: thoughts into reasoning_content */
+	int pooling;        /* --pooling: LLM_POOL_LAST or LLM_POOL_MEAN */
+	int64_t n_predict;  /* -n: a reply's tokens when the request does not say (-1: to the context's end) */
+	uint64_t queue_max; /* --queue: the most requests waiting for a slot */
+	char **keys;        /* --api-key, --api-key-file, $LLM_API_KEY: none, any of them */
 	size_t nkeys;
 	size_t max_body;
 	struct slot *slots;
@@ -180,7 +186,8 @@ struct req {
 	/* for the log line and /metrics: what was asked, the status sent, the tokens */
 	char method[8], path[72];
 	unsigned status;
-	int close; /* the connection closes after the answer (a request whose framing is refused) */
+	int close;       /* the connection closes after the answer (a request whose framing is refused) */
+	int retry_after; /* a 503 of a full queue: "Retry-After: 1" */
 	double t0;
 	size_t prompt_tokens, completion_tokens;
 };
@@ -341,6 +348,8 @@ send_text(struct MHD_Connection *c, unsigned status, const char *type, char *tex
 	MHD_add_response_header(r, "Content-Type", type);
 	if (cur_req && cur_req->close)
 		MHD_add_response_header(r, "Connection", "close");
+	if (cur_req && cur_req->retry_after)
+		MHD_add_response_header(r, "Retry-After", "1");
 	cors_headers(c, r);
 	enum MHD_Result rc = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
@@ -396,6 +405,31 @@ badf(struct bad *b, const char *code, const char *fmt, ...)
 	va_end(ap);
 	b->code = code;
 	return -1;
+}
+
+/* The library's last message as a client may read it: without the
+ * function that failed ("llm_chat_tokenize_json: ") and the server's
+ * file names (a label that starts with '/' up to its ": "). */
+static const char *
+client_msg(void)
+{
+	static _Thread_local char out[512];
+	const char *m = llm_errmsg();
+	size_t n = 0;
+	if (!strncmp(m, "llm_", 4) && strstr(m, ": ") &&
+	    strspn(m, "abcdefghijklmnopqrstuvwxyz_") == (size_t)(strstr(m, ": ") - m))
+		m = strstr(m, ": ") + 2;
+	while (*m && n + 1 < sizeof(out)) {
+		const char *e;
+		if ((m[0] == '/' || (m[0] == '.' && m[1] == '/')) && (e = strstr(m, ": ")) &&
+		    !memchr(m, ' ', (size_t)(e - m))) {
+			m = e + 2; /* a path, and its separator */
+			continue;
+		}
+		out[n++] = *m++;
+	}
+	out[n] = 0;
+	return out;
 }
 
 /* A number field in [lo, hi], or its default when absent or null. */
@@ -587,7 +621,7 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 			g->conv = json_dumps(conv, JSON_COMPACT);
 			g->convlen = strlen(g->conv);
 			if ((rc = llm_chat_tokenize_json(sv.m, g->conv, g->convlen, 1, ids, n)) != LLM_OK)
-				rc = badf(b, NULL, "%s", llm_errmsg());
+				rc = badf(b, NULL, "the chat template refused the conversation: %s", client_msg());
 		}
 		json_decref(conv);
 		return rc ? rc : reply_of(j, g, b);
@@ -600,7 +634,7 @@ prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *
 	if (g->echo)
 		g->echo_text = llm_xstrndup(json_string_value(p), json_string_length(p));
 	if (llm_tokenize(sv.m, json_string_value(p), json_string_length(p), LLM_TOKENIZE_SPECIAL, ids, n) != LLM_OK)
-		return badf(b, NULL, "%s", llm_errmsg());
+		return badf(b, NULL, "'prompt': %s", client_msg());
 	return 0;
 }
 
@@ -713,7 +747,7 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 {
 	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
 	double temp = d.temperature, top_p = d.top_p, pres = 0, freq = 0, min_p = d.min_p, rep = d.repeat_penalty;
-	int64_t seed = -1, n = 1, maxt = -1, top_k = d.top_k, rep_n = d.repeat_last_n;
+	int64_t seed = -1, n = 1, maxt = sv.n_predict, top_k = d.top_k, rep_n = d.repeat_last_n;
 	if (known_fields(j, g->chat, b) < 0)
 		return -1;
 	const json_t *x = json_object_get(j, "stream"), *ie = json_object_get(j, "ignore_eos");
@@ -859,7 +893,7 @@ prompt_eval(void *p)
 	if (llm_seq_reseed(j->seq) != LLM_OK || llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
 	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK ||
 	    (j->npre && llm_seq_eval(j->seq, j->pre, j->npre) != LLM_OK)) {
-		snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
+		snprintf(j->msg, sizeof(j->msg), "%s", client_msg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;
 	}
@@ -903,6 +937,16 @@ abandoned(struct MHD_Connection *c)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* 1 when the queue is full: a request more gets 503 (lock held). */
+static int
+queue_full(void)
+{
+	int any = 0;
+	for (int i = 0; i < sv.nslots; i++)
+		any |= !sv.slots[i].busy;
+	return !(any && sv.tickets == sv.serving) && sv.tickets - sv.serving - sv.ngone >= sv.queue_max;
+}
+
 /* The queue's head moves past the tickets whose clients left (lock held). */
 static void
 skip_gone(void)
@@ -920,11 +964,16 @@ skip_gone(void)
  * prompt as tokens), waiting in the queue (first come, first served)
  * while none is free; its sequence then holds the prompt, evaluated.
  * -2 (the slot given back) when what it holds would not fit; -3 when
- * the client left while it waited, or the server is stopping. */
+ * the client left while it waited, or the server is stopping; -4 when
+ * the queue is full (--queue). */
 static int
 take_slot(struct gen *g, const int64_t *ids, size_t n)
 {
 	pthread_mutex_lock(&sv.lock);
+	if (queue_full()) {
+		pthread_mutex_unlock(&sv.lock);
+		return -4;
+	}
 	uint64_t me = sv.tickets++;
 	struct slot *best;
 	size_t keep, nrest = 0;
@@ -1000,7 +1049,7 @@ finish(struct gen *g, const char *reason)
 static void
 fail(struct gen *g)
 {
-	snprintf(g->msg, sizeof(g->msg), "%s", llm_errmsg());
+	snprintf(g->msg, sizeof(g->msg), "%s", client_msg());
 	finish(g, "error");
 }
 
@@ -1360,6 +1409,16 @@ gone_or_stopping(struct MHD_Connection *c)
 	return send_error(c, 499, NULL, "the client closed the request");
 }
 
+/* 503 with Retry-After: the queue is full. */
+static enum MHD_Result
+queue_is_full(struct MHD_Connection *c)
+{
+	if (cur_req)
+		cur_req->retry_after = 1;
+	return send_error(c, 503, "queue_full", "the server is busy: %" PRIu64 " requests wait already (--queue)",
+	    sv.queue_max);
+}
+
 /* A choice of a reply that is not streamed (index i), as the response
  * carries it. */
 static json_t *
@@ -1393,6 +1452,9 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
 		return send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'",
 		    json_string_value(model), sv.name);
+	if (chat && !llm_chat_template_name(sv.m))
+		return send_error(c, 500, "no_chat_template",
+		    "this model has no chat template: the server must be started with --chat-template");
 	char id[48];
 	snprintf(id, sizeof(id), "%s-%lu", chat ? "chatcmpl" : "cmpl", atomic_fetch_add(&sv.next_id, 1));
 	json_t *choices = json_array();
@@ -1432,11 +1494,13 @@ completion(struct MHD_Connection *c, const json_t *j, int chat)
 		if (rc < 0) {
 			char msg[512];
 			size_t have = g->prompt_tokens;
-			snprintf(msg, sizeof(msg), "%s", llm_errmsg());
+			snprintf(msg, sizeof(msg), "%s", client_msg());
 			gen_free(g);
 			json_decref(choices);
 			if (rc == -3)
 				return gone_or_stopping(c);
+			if (rc == -4)
+				return queue_is_full(c);
 			return rc == -2 ?
 			    send_error(c, 400, "context_length_exceeded",
 				"This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have) :
@@ -1488,6 +1552,10 @@ static int
 any_slot(struct MHD_Connection *c, struct slot **out)
 {
 	pthread_mutex_lock(&sv.lock);
+	if (queue_full()) {
+		pthread_mutex_unlock(&sv.lock);
+		return -4;
+	}
 	uint64_t me = sv.tickets++;
 	for (;;) {
 		for (int i = 0; i < sv.nslots && me == sv.serving; i++)
@@ -1534,7 +1602,7 @@ embed_run(void *p)
 	for (size_t i = 0; i < j->count && !j->rc; i++) {
 		int rc = llm_embed(sv.m, j->ids[i], j->n[i], sv.pooling, 1, &j->out[i], &j->dim);
 		if (rc != LLM_OK) {
-			snprintf(j->msg, sizeof(j->msg), "%s", llm_errmsg());
+			snprintf(j->msg, sizeof(j->msg), "%s", client_msg());
 			j->rc = rc == LLM_ERR_UNSUPPORTED ? LLM_ERR_UNSUPPORTED : -1;
 		}
 	}
@@ -1638,10 +1706,11 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 	json_decref(list);
 	struct slot *s = NULL;
 	enum MHD_Result q;
+	int sr;
 	if (b.msg[0])
 		q = send_error(c, 400, b.code, "%s", b.msg);
-	else if (any_slot(c, &s) < 0)
-		q = gone_or_stopping(c);
+	else if ((sr = any_slot(c, &s)) < 0)
+		q = sr == -4 ? queue_is_full(c) : gone_or_stopping(c);
 	else {
 		on_slot(s, embed_run, &job);
 		release(s);
@@ -2107,6 +2176,7 @@ enum {
 	OPT_PARALLEL,
 	OPT_POOLING,
 	OPT_PORT,
+	OPT_QUEUE,
 	OPT_REASONING_FORMAT
 };
 
@@ -2125,6 +2195,21 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = 0;
 	fprintf(stderr, "%s: libmicrohttpd: %s\n", llm_prog, line);
+}
+
+/* SIGBUS: a page of the mapped model that its file no longer has (the
+ * bundle cut short, or rewritten in place, under the server).  No
+ * request can go on: one line that says so, then exit 1 (not a silent
+ * 135). */
+static char bus_msg[1024];
+
+static void
+on_sigbus(int sig)
+{
+	(void)sig;
+	ssize_t w = write(2, bus_msg, strlen(bus_msg));
+	(void)w;
+	_exit(LLM_EXIT_FAIL);
 }
 
 static _Noreturn void
@@ -2213,6 +2298,7 @@ main(int argc, char **argv)
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"port", required_argument, NULL, OPT_PORT},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE}, {"jinja", no_argument, NULL, OPT_JINJA},
+		{"queue", required_argument, NULL, OPT_QUEUE}, {"n-predict", required_argument, NULL, 'n'},
 		{"pooling", required_argument, NULL, OPT_POOLING},
 		{"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
 		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
@@ -2221,9 +2307,11 @@ main(int argc, char **argv)
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
 	struct run_cache cache = {0};
 	int o, reasoning = 1;
+	sv.n_predict = -1;
+	sv.queue_max = 64;
 
 	argv[0] = (char *)llm_setprog(argv[0]);
-	while ((o = getopt_long(argc, argv, "c:hm:t:", longs, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:hm:n:t:", longs, NULL)) != -1) {
 		switch (o) {
 		case 'c':
 			ctx = int_arg("-c", optarg, 0, INT32_MAX);
@@ -2233,6 +2321,14 @@ main(int argc, char **argv)
 			return 0;
 		case 'm':
 			model = optarg;
+			break;
+		case 'n':
+			sv.n_predict = int_arg("-n", optarg, -1, INT32_MAX);
+			if (sv.n_predict == 0)
+				bad_usage("-n: 0 tokens: give -1 (to the end of the context) or more");
+			break;
+		case OPT_QUEUE:
+			sv.queue_max = (uint64_t)int_arg("--queue", optarg, 0, 1 << 20);
 			break;
 		case 't':
 			threads = int_arg("-t", optarg, -1, 4096);
@@ -2326,6 +2422,12 @@ main(int argc, char **argv)
 	}
 	sv.reasoning = reasoning;
 
+	snprintf(bus_msg, sizeof(bus_msg),
+	    "%s: %s: the model's file changed under the server (cut short, or rewritten in place): replace a served "
+	    "bundle by rename\n",
+	    llm_prog, model);
+	struct sigaction sa = {.sa_handler = on_sigbus};
+	sigaction(SIGBUS, &sa, NULL);
 	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
 	 * first if need be (minutes: the server is not listening yet; a
 	 * signal now ends the compile and the server). */
@@ -2357,6 +2459,12 @@ main(int argc, char **argv)
 		return LLM_EXIT_OK;
 	}
 	sv.name = name ? llm_xstrdup(name) : default_name(model, bundle != NULL);
+	if (llm_model_warning(sv.m))
+		llm_warn("%s", llm_model_warning(sv.m));
+	if (!llm_chat_template_name(sv.m))
+		llm_warn("%s: no chat template: /v1/chat/completions answers 500 (give --chat-template); text "
+			 "completions are served",
+		    model);
 	sv.max_body = (size_t)max_body;
 	sv.nslots = (int)parallel;
 	sv.slots = llm_xcalloc((size_t)parallel, sizeof(*sv.slots));

@@ -220,3 +220,58 @@ raw() {
 		[ $(($(ms) - t)) -lt 20000 ]
 	done
 }
+
+@test "limits: --queue bounds the waiting requests (503 with Retry-After past it); -n bounds a reply that does not say (issue 64)" {
+	serve --queue 2 -n 5
+	run -0 curl -s "$URL/v1/completions" -d '{"prompt": "a"}'
+	[ "$(jq .usage.completion_tokens <<<"$output")" = 5 ]
+	pids=
+	for i in 1 2 3 4 5 6; do
+		curl -s -D "$T/h$i" -o /dev/null "$URL/v1/completions" -d "$long" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p"; done
+	# one runs, two wait, three are refused at once
+	[ "$(grep -l '^HTTP/1.1 200' "$T"/h* | wc -l)" = 3 ]
+	[ "$(grep -l '^HTTP/1.1 503' "$T"/h* | wc -l)" = 3 ]
+	[ "$(grep -il '^Retry-After: 1' "$T"/h* | wc -l)" = 3 ]
+	run -2 --separate-stderr llm-serve -m "$M" -n 0
+	[ "${stderr_lines[0]}" = "llm-serve: -n: 0 tokens: give -1 (to the end of the context) or more" ]
+}
+
+@test "no internals in replies: a template's refusal names no file or function; a model without a template serves completions and says so at start, its chats a 500 (issue 64)" {
+	# the model's own template, from a directory: its label is a path
+	mkdir "$T/m"
+	tar -xf "$M" -C "$T/m"
+	printf '%s' "{% if messages|length > 1 %}{{ raise_exception('two messages') }}{% endif %}{{ messages[0].content }}" \
+		>"$T/m/chat_template.jinja"
+	M=$T/m serve
+	run -0 curl -s "$URL/v1/chat/completions" -d '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
+	[ "$(jq -r .error.message <<<"$output")" = "the chat template refused the conversation: two messages" ]
+	# (llm-run names the file: the user's own)
+	printf '%s' '[{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]' >"$T/c.json"
+	run -1 --separate-stderr llm-run -m "$T/m" --render "$T/c.json"
+	[ "$stderr" = "llm-run: $T/c.json: $T/m/chat_template.jinja: two messages" ]
+	kill "$PID"
+	wait "$PID" || true
+	rm "$T/m/chat_template.jinja" "$T/m/.pad"
+	jq 'del(.chat_template)' "$T/m/tokenizer_config.json" >"$T/tc" && mv "$T/tc" "$T/m/tokenizer_config.json"
+	M=$T/m serve
+	grep -qx "llm-serve: $T/m: no chat template: /v1/chat/completions answers 500 (give --chat-template); text completions are served" "$T/serve.log"
+	run -0 curl -s -w '\n%{http_code}' "$URL/v1/chat/completions" -d '{"messages": [{"role": "user", "content": "a"}]}'
+	[ "${lines[-1]}" = 500 ]
+	[ "$(jq -r .error.code <<<"${lines[0]}")" = no_chat_template ]
+	run -0 curl -s -w '\n%{http_code}' "$URL/v1/completions" -d '{"prompt": "a", "max_tokens": 2}'
+	[ "${lines[-1]}" = 200 ]
+}
+
+@test "a served bundle cut short under the server: one line that says so and how to replace it, exit 1, not a silent SIGBUS (issue 64)" {
+	cp "$M" "$T/cut.llm"
+	M=$T/cut.llm serve
+	truncate -s $(($(stat -c %s "$T/cut.llm") / 2)) "$T/cut.llm"
+	curl -s --max-time 20 "$URL/v1/completions" -d '{"prompt": "a", "max_tokens": 3}' || true
+	run wait "$PID"
+	PID=
+	[ "$status" -eq 1 ]
+	grep -qx "llm-serve: $T/cut.llm: the model's file changed under the server (cut short, or rewritten in place): replace a served bundle by rename" "$T/serve.log"
+}
