@@ -48,9 +48,10 @@
 static const char usage_text[] =
     "usage: llm-serve [-h] [-c n] [-n n] [-t n] [--api-key key] [--api-key-file file]\n"
     "                 [--cache-dir dir] [--chat-template name|file] [--cors-origin origin]\n"
-    "                 [--host addr] [--host-allow name] [--jinja] [--max-body bytes]\n"
-    "                 [--name id] [--no-cache] [--parallel n] [--pooling last|mean]\n"
-    "                 [--port n] [--queue n] [--reasoning-format format] -m model\n";
+    "                 [--health-port n] [--host addr] [--host-allow name] [--jinja]\n"
+    "                 [--max-body bytes] [--max-per-address n] [--name id] [--no-cache]\n"
+    "                 [--parallel n] [--pooling last|mean] [--port n] [--queue n]\n"
+    "                 [--reasoning-format format] [--timeout s] -m model\n";
 
 static const char options_text[] =
     "  -c, --ctx-size n     positions of each slot's KV cache (default: 4096, or the build's\n"
@@ -70,6 +71,8 @@ static const char options_text[] =
     "                       instead of the model's\n"
     "      --cors-origin origin\n"
     "                       answer web pages of origin (again for more; *: any); default none\n"
+    "      --health-port n  also answer GET /health on this port alone, whatever the main port's\n"
+    "                       clients do (default: none)\n"
     "      --host addr      IPv4 or IPv6 address to listen on (default 127.0.0.1; :: for all)\n"
     "      --host-allow name\n"
     "                       a name the Host header may give besides the address (again for more)\n"
@@ -79,6 +82,8 @@ static const char options_text[] =
     "                       Hugging Face checkpoint directory, compiled once into the cache\n"
     "                       (before the server listens)\n"
     "      --max-body n     largest request body in bytes (default 1048576)\n"
+    "      --max-per-address n\n"
+    "                       connections from one address at once (default 64; the server's: 256)\n"
     "      --name id        the model's id in /v1/models and responses (default: the\n"
     "                       file name without .llm or .gguf, or the directory's name)\n"
     "      --no-cache       compile a GGUF file or checkpoint for this run only\n"
@@ -88,6 +93,8 @@ static const char options_text[] =
     "                       of all (default last)\n"
     "      --port n         TCP port (default 8080; 0: any free one, printed)\n"
     "      --queue n        requests that may wait for a slot; more get 503 (default 64)\n"
+    "      --timeout s      seconds a client has for a request's headers (after connecting, or\n"
+    "                       after its last answer), then for its body (default 10)\n"
     "      --reasoning-format format\n"
     "                       deepseek (or auto): a chat's thoughts go to reasoning_content;\n"
     "                       none: they stay in content (default deepseek)\n"
@@ -2091,6 +2098,109 @@ check_headers(struct MHD_Connection *c, const char *url, const char *method, con
 	return MHD_YES;
 }
 
+/* The health port's one answer. */
+static enum MHD_Result
+on_health(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
+    const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)cls, (void)version, (void)upload, (void)upload_size, (void)con_cls;
+	int ok = strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0;
+	const char *body = ok ? "{\"status\":\"ok\"}" :
+				"{\"error\":{\"message\":\"this port answers GET /health alone\"}}";
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	enum MHD_Result q = MHD_queue_response(c, ok ? 200 : 404, r);
+	MHD_destroy_response(r);
+	return q;
+}
+
+/* ---- deadlines (a slow client does not hold a connection) ----------------- */
+
+/* A connection's deadline: its request's headers (from its start, or from
+ * its last answer: the keep-alive's wait) and then its body must come
+ * within --timeout seconds each; while a request is being answered there
+ * is none (a reply takes what it takes).  A watchdog thread shuts the
+ * socket of a connection past its deadline, and libmicrohttpd closes it.
+ * (libmicrohttpd 0.9's own timeout is of idleness: a byte every few
+ * seconds would keep a connection for ever.) */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int busy;     /* a request is being answered */
+	int cut;      /* its socket was shut */
+	double since; /* when its deadline's time began */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	struct conn *list;
+	double timeout;
+	atomic_int stop;
+	pthread_t th;
+} dl = {.mu = PTHREAD_MUTEX_INITIALIZER, .timeout = 10};
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **socket_context, enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	struct conn *k = *socket_context;
+	pthread_mutex_lock(&dl.mu);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = llm_xcalloc(1, sizeof(*k));
+		k->fd = ci ? ci->connect_fd : -1;
+		k->since = llm_now();
+		k->next = dl.list;
+		if (dl.list)
+			dl.list->prev = k;
+		dl.list = k;
+		*socket_context = k;
+	} else if (k) {
+		if (k->prev)
+			k->prev->next = k->next;
+		else
+			dl.list = k->next;
+		if (k->next)
+			k->next->prev = k->prev;
+		free(k);
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&dl.mu);
+}
+
+/* The connection of c now answers (busy 1), or waits for a request's
+ * headers or body again (busy 0: the deadline's time begins). */
+static void
+conn_phase(struct MHD_Connection *c, int busy)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = ci ? ci->socket_context : NULL;
+	if (!k)
+		return;
+	pthread_mutex_lock(&dl.mu);
+	k->busy = busy;
+	k->since = llm_now();
+	pthread_mutex_unlock(&dl.mu);
+}
+
+static void *
+watchdog(void *p)
+{
+	(void)p;
+	while (!atomic_load(&dl.stop)) {
+		nanosleep(&(struct timespec){0, 200000000}, NULL);
+		double now = llm_now();
+		pthread_mutex_lock(&dl.mu);
+		for (struct conn *k = dl.list; k; k = k->next)
+			if (!k->busy && !k->cut && k->fd >= 0 && now - k->since > dl.timeout) {
+				shutdown(k->fd, SHUT_RDWR);
+				k->cut = 1;
+			}
+		pthread_mutex_unlock(&dl.mu);
+	}
+	return NULL;
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version,
     const char *upload, size_t *upload_size, void **con_cls)
@@ -2107,6 +2217,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?'; /* a client's text on our log line */
 		cur_req = r;
+		conn_phase(c, 0); /* the headers came: the body's time begins */
 		/* the headers judged before the body: a refused client sends no more than them */
 		int ok;
 		enum MHD_Result q = check_headers(c, url, method, version, &ok);
@@ -2131,6 +2242,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 	}
 	if (r->too_big)
 		return send_error(c, 413, NULL, "the body is larger than --max-body, %zu bytes", sv.max_body);
+	conn_phase(c, 1);
 	return handle(c, url, method, r->body.p, r->body.len);
 }
 
@@ -2139,7 +2251,7 @@ on_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTer
 {
 	struct req *r = *con_cls;
 	(void)cls;
-	(void)c;
+	conn_phase(c, 0); /* answered: the next request's time begins (keep-alive) */
 	if (r) {
 		/* the log line: method, path, status, tokens (prompt+reply), milliseconds */
 		size_t i = 0;
@@ -2167,17 +2279,20 @@ enum {
 	OPT_CACHE_DIR,
 	OPT_CHAT_TEMPLATE,
 	OPT_CORS_ORIGIN,
+	OPT_HEALTH_PORT,
 	OPT_HOST,
 	OPT_HOST_ALLOW,
 	OPT_JINJA,
 	OPT_MAX_BODY,
+	OPT_MAX_PER_ADDRESS,
 	OPT_NAME,
 	OPT_NO_CACHE,
 	OPT_PARALLEL,
 	OPT_POOLING,
 	OPT_PORT,
 	OPT_QUEUE,
-	OPT_REASONING_FORMAT
+	OPT_REASONING_FORMAT,
+	OPT_TIMEOUT
 };
 
 /* libmicrohttpd's messages, as ours: after the program's name, one line;
@@ -2191,10 +2306,27 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	if (!atomic_load(&listening))
 		return;
+	/* the same message again within a second (a flood of refused connections) is counted, not printed */
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static char last[512];
+	static double at;
+	static unsigned long again;
 	char line[512];
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = 0;
-	fprintf(stderr, "%s: libmicrohttpd: %s\n", llm_prog, line);
+	pthread_mutex_lock(&mu);
+	double now = llm_now();
+	if (strcmp(line, last) == 0 && now - at < 1) {
+		again++;
+	} else {
+		if (again)
+			fprintf(stderr, "%s: libmicrohttpd: (the line before %lu times more)\n", llm_prog, again);
+		fprintf(stderr, "%s: libmicrohttpd: %s\n", llm_prog, line);
+		snprintf(last, sizeof(last), "%s", line);
+		at = now;
+		again = 0;
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 /* SIGBUS: a page of the mapped model that its file no longer has (the
@@ -2298,8 +2430,10 @@ main(int argc, char **argv)
 		{"no-cache", no_argument, NULL, OPT_NO_CACHE}, {"parallel", required_argument, NULL, OPT_PARALLEL},
 		{"port", required_argument, NULL, OPT_PORT},
 		{"chat-template", required_argument, NULL, OPT_CHAT_TEMPLATE}, {"jinja", no_argument, NULL, OPT_JINJA},
-		{"queue", required_argument, NULL, OPT_QUEUE}, {"n-predict", required_argument, NULL, 'n'},
-		{"pooling", required_argument, NULL, OPT_POOLING},
+		{"health-port", required_argument, NULL, OPT_HEALTH_PORT},
+		{"max-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT}, {"queue", required_argument, NULL, OPT_QUEUE},
+		{"n-predict", required_argument, NULL, 'n'}, {"pooling", required_argument, NULL, OPT_POOLING},
 		{"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
 		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
 		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
@@ -2307,6 +2441,7 @@ main(int argc, char **argv)
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
 	struct run_cache cache = {0};
 	int o, reasoning = 1;
+	int64_t health_port = -1, per_address = 64;
 	sv.n_predict = -1;
 	sv.queue_max = 64;
 
@@ -2326,6 +2461,15 @@ main(int argc, char **argv)
 			sv.n_predict = int_arg("-n", optarg, -1, INT32_MAX);
 			if (sv.n_predict == 0)
 				bad_usage("-n: 0 tokens: give -1 (to the end of the context) or more");
+			break;
+		case OPT_HEALTH_PORT:
+			health_port = int_arg("--health-port", optarg, 0, 65535);
+			break;
+		case OPT_MAX_PER_ADDRESS:
+			per_address = int_arg("--max-per-address", optarg, 1, 256);
+			break;
+		case OPT_TIMEOUT:
+			dl.timeout = (double)int_arg("--timeout", optarg, 1, 3600);
 			break;
 		case OPT_QUEUE:
 			sv.queue_max = (uint64_t)int_arg("--queue", optarg, 0, 1 << 20);
@@ -2484,13 +2628,37 @@ main(int argc, char **argv)
 		MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0),
 	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
 	    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_address,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 	    MHD_OPTION_END);
 	if (!d)
 		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
+	/* the health port: a daemon of its own, GET /health alone */
+	struct MHD_Daemon *hd = NULL;
+	if (health_port >= 0) {
+		if (v6)
+			addr6.sin6_port = htons((uint16_t)health_port);
+		else
+			addr.sin_port = htons((uint16_t)health_port);
+		hd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
+		    0, NULL, NULL, on_health, NULL, MHD_OPTION_SOCK_ADDR,
+		    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+		    (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		    MHD_OPTION_END);
+		if (!hd)
+			llm_fatal("%s:%" PRId64 ": cannot listen:", host, health_port);
+	}
+	if (pthread_create(&dl.th, NULL, watchdog, NULL) != 0)
+		llm_fatal("cannot start a thread:");
 	atomic_store(&listening, 1);
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (hd) {
+		const union MHD_DaemonInfo *hi = MHD_get_daemon_info(hd, MHD_DAEMON_INFO_BIND_PORT);
+		fprintf(stderr, "%s: health on http://%s%s%s:%u/health\n", llm_prog, v6 ? "[" : "", host, v6 ? "]" : "",
+		    hi ? hi->port : (unsigned)health_port);
+	}
 	fprintf(stderr, "%s: %s: listening on http://%s%s%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
 	    llm_prog, model, v6 ? "[" : "", host, v6 ? "]" : "", info ? info->port : (unsigned)port, sv.name, sv.nslots,
 	    sv.nslots > 1 ? "s" : "", llm_seq_context(sv.slots[0].seq));
@@ -2511,6 +2679,10 @@ main(int argc, char **argv)
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	}
 	MHD_stop_daemon(d);
+	if (hd)
+		MHD_stop_daemon(hd);
+	atomic_store(&dl.stop, 1);
+	pthread_join(dl.th, NULL);
 	for (int i = 0; i < sv.nslots; i++) {
 		struct slot *s = &sv.slots[i];
 		pthread_mutex_lock(&s->mu);

@@ -275,3 +275,30 @@ raw() {
 	[ "$status" -eq 1 ]
 	grep -qx "llm-serve: $T/cut.llm: the model's file changed under the server (cut short, or rewritten in place): replace a served bundle by rename" "$T/serve.log"
 }
+
+@test "300 slow clients (a header byte a second): the health port answers at once, the main port within --timeout, every slow connection is closed (issue 64)" {
+	serve --health-port 0 --timeout 2
+	hport=$(sed -n 's|.*health on http://127.0.0.1:\([0-9]*\)/health|\1|p' "$T/serve.log")
+	[ -n "$hport" ]
+	slowloris 127.0.0.1 "${URL##*:}" 300 8 >"$T/slow" &
+	sp=$!
+	sleep 1
+	t=$(ms)
+	[ "$(curl -s --max-time 5 "http://127.0.0.1:$hport/health")" = '{"status":"ok"}' ]
+	echo "health port: $(($(ms) - t)) ms" >&3
+	[ $(($(ms) - t)) -lt 1000 ]
+	t=$(ms)
+	# (the slow ones hold the address's 64 connections until their deadline)
+	for _ in $(seq 50); do
+		[ "$(curl -s --max-time 1 "$URL/health")" = '{"status":"ok"}' ] && break
+		sleep 0.1
+	done
+	[ "$(curl -s --max-time 1 "$URL/health")" = '{"status":"ok"}' ]
+	echo "main port: $(($(ms) - t)) ms" >&3
+	[ $(($(ms) - t)) -lt 5000 ]
+	wait "$sp"
+	cat "$T/slow" >&3
+	# every connection the slow clients had was closed by the server
+	[ "$(awk '{ print $6 }' "$T/slow")" = 0 ]
+	[ "$(curl -s "http://127.0.0.1:$hport/v1/models" -o /dev/null -w '%{http_code}')" = 404 ]
+}
