@@ -302,3 +302,25 @@ raw() {
 	[ "$(awk '{ print $6 }' "$T/slow")" = 0 ]
 	[ "$(curl -s "http://127.0.0.1:$hport/v1/models" -o /dev/null -w '%{http_code}')" = 404 ]
 }
+
+@test "memory follows the work: 40 queued requests of 1 MB bodies, twice, leave RSS within 32 MB of its start; a queued request holds no body (issue 64)" {
+	serve --max-body 2000000 --queue 100
+	rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PID/status"; }
+	printf '{"prompt": "a", "max_tokens": 100, "ignore_eos": true, "user": "%s"}' \
+		"$(head -c 1000000 /dev/zero | tr '\0' a)" >"$T/big.json"
+	curl -s -o /dev/null "$URL/v1/completions" -d '{"prompt": "a", "max_tokens": 2}'
+	base=$(rss)
+	for round in 1 2; do
+		pids=
+		for _ in $(seq 40); do
+			curl -s -o /dev/null "$URL/v1/completions" --data-binary @"$T/big.json" &
+			pids="$pids $!"
+		done
+		for p in $pids; do wait "$p"; done
+	done
+	sleep 1
+	after=$(rss)
+	echo "RSS $base KiB at the start, $after KiB after 80 requests of 1 MB bodies" >&3
+	[ "$(grep -c 'POST /v1/completions 200' "$T/serve.log")" = 81 ]
+	[ "$after" -le $((base + 32768)) ]
+}
