@@ -127,7 +127,10 @@ imported() {
 	make -s -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" MODEL=ckpt OUT=build/r1 \
 		IMPORT_FLAGS="--max-context 128 --prefill-chunk 16" >&2
 	run_examples llm-serve.1
-	pkill -f "llm-serve -m build/r1/model.llm --port 8080" || true
+	# the example's server: the llm-serve whose working directory is this test's
+	for p in $(pgrep -x llm-serve); do
+		[ "$(readlink "/proc/$p/cwd")" != "$PWD" ] || kill "$p"
+	done
 	[ "$n" -eq 2 ]
 	assert_output --partial '"object":"chat.completion"'
 }

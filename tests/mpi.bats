@@ -43,6 +43,17 @@ build() {
 		IMPORT_FLAGS="${*:3}" -j2 >&2
 }
 
+# descendants PID NAME: the processes called NAME under PID (its children,
+# theirs, ...): a test's own, not every one of that name on the machine.
+descendants() {
+	local kids k
+	kids=$(pgrep -P "$1" || true)
+	for k in $kids; do
+		[ "$(cat "/proc/$k/comm" 2>/dev/null)" != "$2" ] || echo "$k"
+		descendants "$k" "$2"
+	done
+}
+
 # ranks N ARGS...: llm-run as N ranks, at most 60 s
 ranks() {
 	local n=$1
@@ -133,9 +144,10 @@ ranks() {
 @test "a rank killed in the middle of generation ends the others within 10 s" {
 	timeout 60 mpiexec.hydra -np 2 "$(command -v llm-run)" -t 1 -m "$F/q2/model.llm" --tokens 1 -n 1000000 \
 		--ignore-eos --temp 1 >"$T/out" 2>"$T/err" &
-	local job=$! pid= i
+	local job=$! pid= i ranks=
 	for i in $(seq 100); do
-		for p in $(pgrep -x llm-run); do
+		ranks=$(descendants "$job" llm-run)
+		for p in $ranks; do
 			tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx PMI_RANK=1 && pid=$p
 		done
 		[ -n "$pid" ] && break
@@ -149,7 +161,8 @@ ranks() {
 	echo "killed rank 1: mpiexec.hydra exit $rc after $((SECONDS - t0)) s" >&3
 	[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
 	[ $((SECONDS - t0)) -le 10 ]
-	! pgrep -x llm-run
+	# the job's ranks (this test's own: not every llm-run of the machine) are gone
+	for p in $ranks; do ! kill -0 "$p" 2>/dev/null; done
 }
 
 @test "llm-serve as 2 ranks: rank 0 serves, the completion is one process's text" {
@@ -162,6 +175,9 @@ ranks() {
 		sleep 0.1
 	done
 	[ -n "$url" ]
+	local ranks
+	ranks=$(descendants "$job" llm-serve)
+	[ "$(wc -w <<<"$ranks")" -eq 2 ]
 	run -0 curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
 		-d '{"prompt": "Once upon a time", "max_tokens": 16, "temperature": 0}'
 	local text
@@ -171,11 +187,13 @@ ranks() {
 	# SIGTERM to rank 0 (what a service manager sends the job: hydra
 	# forwards it to every rank; llm-serve blocks it in a thread of its
 	# own, so the other rank ends when rank 0 closes the model)
-	pkill -TERM -x mpiexec.hydra
+	local hydra
+	hydra=$(descendants "$job" mpiexec.hydra)
+	kill -TERM $hydra
 	local rc=0
 	wait "$job" || rc=$?
 	[ "$rc" -eq 0 ]
-	! pgrep -x llm-serve
+	for p in $ranks; do ! kill -0 "$p" 2>/dev/null; done
 }
 
 # Two network namespaces joined by a veth pair, as two hosts: MPICH's
