@@ -1443,6 +1443,25 @@ completion(struct MHD_Connection *c, json_t *j, int chat)
 	return rc;
 }
 
+/* A request's "model" that is not a string, or not this server's: 1 and
+ * its answer in *q (the name cut: a client's text). */
+static int
+wrong_model(struct MHD_Connection *c, const json_t *j, enum MHD_Result *q)
+{
+	const json_t *model = json_object_get(j, "model"); /* borrowed */
+	char name[104];
+	if (model && !json_is_string(model)) {
+		*q = send_error(c, 400, NULL, "'model' must be a string");
+		return 1;
+	}
+	if (!json_is_string(model) || strcmp(json_string_value(model), sv.name) == 0)
+		return 0;
+	cut_text(name, sizeof(name), json_string_value(model));
+	*q = send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'", name,
+	    sv.name);
+	return 1;
+}
+
 /* A choice of a reply that is not streamed (index i), as the response
  * carries it. */
 static json_t *
@@ -1471,12 +1490,9 @@ static enum MHD_Result
 completion_run(struct MHD_Connection *c, json_t **jp, int chat)
 {
 	const json_t *j = *jp;
-	const json_t *model = json_object_get(j, "model");
-	if (model && !json_is_string(model))
-		return send_error(c, 400, NULL, "'model' must be a string");
-	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
-		return send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'",
-		    json_string_value(model), sv.name);
+	enum MHD_Result wq;
+	if (wrong_model(c, j, &wq))
+		return wq;
 	if (chat && !llm_chat_template_name(sv.m))
 		return send_error(c, 500, "no_chat_template",
 		    "this model has no chat template: the server must be started with --chat-template");
@@ -1664,8 +1680,7 @@ base64(const unsigned char *p, size_t n)
 static enum MHD_Result
 embeddings(struct MHD_Connection *c, const json_t *j)
 {
-	const json_t *in = json_object_get(j, "input"), *model = json_object_get(j, "model"),
-		     *ef = json_object_get(j, "encoding_format"); /* borrowed */
+	const json_t *in = json_object_get(j, "input"), *ef = json_object_get(j, "encoding_format"); /* borrowed */
 	const char *k;
 	const json_t *v;
 	json_object_foreach ((json_t *)j, k, v)
@@ -1676,11 +1691,9 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 			return send_error(c, 400, "unknown_field",
 			    "'%s' is not a field of /v1/embeddings that llm-serve reads (llm-serve(1))", name);
 		}
-	if (model && !json_is_string(model))
-		return send_error(c, 400, NULL, "'model' must be a string");
-	if (json_is_string(model) && strcmp(json_string_value(model), sv.name) != 0)
-		return send_error(c, 404, "model_not_found", "The model '%.100s' does not exist: this server has '%s'",
-		    json_string_value(model), sv.name);
+	enum MHD_Result wq;
+	if (wrong_model(c, j, &wq))
+		return wq;
 	int b64 = 0;
 	if (ef && !json_is_null(ef)) {
 		if (!json_is_string(ef) ||
@@ -2121,6 +2134,31 @@ check_headers(struct MHD_Connection *c, const char *url, const char *method, con
 		    sv.max_body);
 	*ok = 1;
 	return MHD_YES;
+}
+
+static int
+hexval(char ch)
+{
+	return ch >= '0' && ch <= '9' ? ch - '0' : (ch | 32) >= 'a' && (ch | 32) <= 'f' ? (ch | 32) - 'a' + 10 : -1;
+}
+
+/* The URL's %XX escapes decoded in place, but %00: a NUL would end the
+ * path early ("/health%00..." is no route of ours, not /health). */
+static size_t
+unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls, (void)c;
+	char *w = s;
+	for (const char *r = s; *r;) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else
+			*w++ = *r++;
+	}
+	*w = 0;
+	return (size_t)(w - s);
 }
 
 /* The health port's one answer. */
@@ -2663,7 +2701,7 @@ main(int argc, char **argv)
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_address,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-	    MHD_OPTION_END);
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
 	if (!d)
 		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
 	/* the health port: a daemon of its own, GET /health alone */
