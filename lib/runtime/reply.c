@@ -242,9 +242,10 @@ json_at(const char *t, size_t len, size_t *p, json_t **v)
 	if (t[*p] != '{' && t[*p] != '[')
 		return -1;
 	*v = json_loadb(t + *p, len - *p, JSON_DISABLE_EOF_CHECK, &e);
-	if (!*v) /* an error where the text ends is a value not whole yet */
-		return json_error_code(&e) == json_error_premature_end_of_input || (size_t)e.position >= len - *p ? 0 :
-														    -1;
+	/* an error where the text ends is a value not whole yet; jansson ends at a NUL, which no text
+	 * after it makes whole */
+	if (!*v)
+		return (size_t)e.position >= len - *p && !memchr(t + *p, 0, len - *p) ? 0 : -1;
 	*p += (size_t)e.position;
 	return 1;
 }
