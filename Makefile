@@ -82,7 +82,7 @@ IROBJ = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(O)/lib/compiler
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
 	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
-	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/embedcheck $(T)/jinja-render
+	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/embedcheck $(T)/jinja-render $(T)/schematime
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
 	$(O)/tests/unit/test_model \
@@ -179,6 +179,7 @@ $(TOOLS): $(O)/lib/libllm.a $(LIBHDR)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ tests/tools/$(@F).c $(O)/lib/libllm.a $(LIBS) -lpthread
 
 $(T)/refmodel: tests/tools/refmodel.c
+$(T)/schematime: tests/tools/schematime.c
 $(T)/mkmodel: tests/tools/mkmodel.c
 $(T)/cmpf32: tests/tools/cmpf32.c
 $(T)/tokcheck: tests/tools/tokcheck.c
