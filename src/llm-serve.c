@@ -972,6 +972,28 @@ skip_gone(void)
 			i++;
 }
 
+/* Wait (lock held) for a slot's release, or 100 ms; -1 (the lock
+ * released, ticket me given up) when the client of c left meanwhile or
+ * the server is stopping, else 0. */
+static int
+wait_turn(struct MHD_Connection *c, uint64_t me)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 100000000;
+	if (ts.tv_nsec >= 1000000000)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000;
+	pthread_cond_timedwait(&sv.freed, &sv.lock, &ts);
+	if (!abandoned(c))
+		return 0;
+	sv.gone = llm_xreallocarray(sv.gone, sv.ngone + 1, sizeof(*sv.gone));
+	sv.gone[sv.ngone++] = me;
+	skip_gone();
+	pthread_cond_broadcast(&sv.freed);
+	pthread_mutex_unlock(&sv.lock);
+	return -1;
+}
+
 /* A free slot, the one that keeps most of the prompt (ids, n: the whole
  * prompt as tokens), waiting in the queue (first come, first served)
  * while none is free; its sequence then holds the prompt, evaluated.
@@ -1011,19 +1033,7 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 		}
 		if (best)
 			break;
-		/* a client that leaves while it waits gives its turn up (looked at every 100 ms) */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&sv.freed, &sv.lock, &ts);
-		if (abandoned(g->conn)) {
-			sv.gone = llm_xreallocarray(sv.gone, sv.ngone + 1, sizeof(*sv.gone));
-			sv.gone[sv.ngone++] = me;
-			skip_gone();
-			pthread_cond_broadcast(&sv.freed);
-			pthread_mutex_unlock(&sv.lock);
+		if (wait_turn(g->conn, me) < 0) {
 			llm_free(rest);
 			return -3;
 		}
@@ -1615,20 +1625,8 @@ any_slot(struct MHD_Connection *c, struct slot **out)
 				*out = &sv.slots[i];
 				return 0;
 			}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000)
-			ts.tv_sec++, ts.tv_nsec -= 1000000000;
-		pthread_cond_timedwait(&sv.freed, &sv.lock, &ts);
-		if (abandoned(c)) {
-			sv.gone = llm_xreallocarray(sv.gone, sv.ngone + 1, sizeof(*sv.gone));
-			sv.gone[sv.ngone++] = me;
-			skip_gone();
-			pthread_cond_broadcast(&sv.freed);
-			pthread_mutex_unlock(&sv.lock);
+		if (wait_turn(c, me) < 0)
 			return -3;
-		}
 	}
 }
 

@@ -121,21 +121,8 @@ expr ::= expr "+" [0-9] | [0-9]'
 	[ "$stderr" = "llm-run: $M: llm_seq_sample: the grammar is too ambiguous to follow: the text so far reads in over 65536 ways, or they take over 4194304 frames" ]
 }
 
-serve() {
-	llm-serve -m "$M" -t 1 --port 0 "$@" 2>"$T/serve.log" &
-	PID=$!
-	for _ in $(seq 100); do
-		grep -q 'listening on' "$T/serve.log" && break
-		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
-		sleep 0.1
-	done
-	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
-	[ -n "$URL" ]
-}
-
-post() {
-	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
-}
+# serve [options]: llm-serve on the model (common-setup.bash's start_server).
+serve() { start_server -m "$M" "$@"; }
 
 @test "llm-serve: response_format json_schema, json_object, grammar and json_schema hold the content" {
 	serve

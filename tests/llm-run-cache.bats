@@ -31,31 +31,15 @@ teardown() {
 	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
 }
 
-# serve options: start llm-serve on a free port, as llm-serve.bats's
-# serve() does; URL and PID set, its stderr in $T/serve.log.  It waits up
+# serve options: llm-serve (common-setup.bash's start_server), waiting up
 # to 5 minutes for "listening on": a GGUF file may compile first.
-serve() {
-	llm-serve -t 1 --port 0 "$@" 2>"$T/serve.log" &
-	PID=$!
-	for _ in $(seq 3000); do
-		grep -q 'listening on' "$T/serve.log" && break
-		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
-		sleep 0.1
-	done
-	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
-	[ -n "$URL" ]
-}
+serve() { SERVE_WAIT=3000 start_server "$@"; }
 
 # stop: SIGTERM to the server started last, and its exit status 0.
 stop() {
 	kill "$PID"
 	wait "$PID"
 	PID=
-}
-
-# post PATH JSON: the response body, then the status on a line of its own.
-post() {
-	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
 }
 
 story() {

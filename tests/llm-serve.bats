@@ -24,23 +24,8 @@ teardown() {
 	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
 }
 
-# serve [options]: start llm-serve on a free port; URL and PID set.
-serve() {
-	llm-serve -m "$M" -t 1 --port 0 "$@" 2>"$T/serve.log" &
-	PID=$!
-	for _ in $(seq 100); do
-		grep -q 'listening on' "$T/serve.log" && break
-		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
-		sleep 0.1
-	done
-	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
-	[ -n "$URL" ]
-}
-
-# post PATH JSON: the response body, then the status on a line of its own.
-post() {
-	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
-}
+# serve [options]: llm-serve on the model (common-setup.bash's start_server).
+serve() { start_server -m "$M" "$@"; }
 
 chat='{"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 12, "temperature": 0}'
 

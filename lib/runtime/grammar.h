@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/util.h"
+
 struct llm_grammar;
 
 /* Parse len bytes of GBNF.  NULL with llm_errmsg "line L, column C: what"
@@ -86,6 +88,9 @@ int64_t llm_grammar_mask(struct llm_grammar *g, const struct llm_grammar_state *
  * json_schema.c for what is followed, ignored and refused.  NULL with
  * llm_errmsg for a schema that cannot be turned into one. */
 char *llm_json_schema_grammar(const char *schema, size_t len);
+/* Append s as a GBNF literal: "..." with its quotes, backslashes and
+ * control characters escaped. */
+void llm_grammar_literal(struct llm_buf *b, const char *s);
 /* Several schemas as rules of one grammar: schemas[i] becomes the rule
  * names[i] (names the caller's own rules do not use), the rules they need
  * shared; paths[i] (NULL: none) prefixes the places in schemas[i] that

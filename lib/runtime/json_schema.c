@@ -211,10 +211,10 @@ fresh(struct conv *c, const char *hint)
 	return take(c, name);
 }
 
-/* The GBNF literal of JSON text: "..." with its quotes and backslashes
- * escaped. */
-static void
-literal(struct llm_buf *b, const char *s)
+/* The GBNF literal of text: "..." with its quotes, backslashes and control
+ * characters escaped. */
+void
+llm_grammar_literal(struct llm_buf *b, const char *s)
 {
 	llm_buf_puts(b, "\"");
 	for (; *s; s++) {
@@ -235,7 +235,7 @@ static void
 json_literal(struct llm_buf *b, const json_t *v)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-	literal(b, s ? s : "null");
+	llm_grammar_literal(b, s ? s : "null");
 	free(s);
 }
 

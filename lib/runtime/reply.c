@@ -692,23 +692,12 @@ llm_reply_message(const struct llm_reply *r)
 
 /* ---- a grammar for calls ------------------------------------------------ */
 
-/* GBNF's literal of s: "..." with quotes, backslashes and controls escaped. */
+/* " " and s as a GBNF literal. */
 static void
 lit(struct llm_buf *b, const char *s)
 {
-	llm_buf_puts(b, " \"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			llm_buf_printf(b, "\\%c", ch);
-		else if (ch == '\n')
-			llm_buf_puts(b, "\\n");
-		else if (ch < 0x20 || ch == 0x7f)
-			llm_buf_printf(b, "\\x%02X", ch);
-		else
-			llm_buf_add(b, s, 1);
-	}
-	llm_buf_puts(b, "\"");
+	llm_buf_puts(b, " ");
+	llm_grammar_literal(b, s);
 }
 
 int

