@@ -231,11 +231,11 @@ report() {
 	jq '.phases[0].source = "../../../../../../../etc/passwd"' orig.json >imp/p5/partition.json
 	jq '.phases[0].glue = "/etc/passwd"' orig.json >imp/p6/partition.json
 	jq '.phases[0].partitions[0].file = "../../../../../../../etc/passwd"' orig.json >imp/p7/partition.json
-	for d in p1 p2 p3 p4 p5 p6 p7; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	for d in p1 p2 p3 p4 p5 p6 p7; do cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/parts/embed imp/$d/; done
 	# MLIR text that does not parse, in one line each (issue 46): a
 	# kernel and a glue module (violations), an original phase (trouble)
 	mkdir imp/p8 imp/p9
-	for d in p8 p9; do cp orig.json imp/$d/partition.json && cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/$d/; done
+	for d in p8 p9; do cp orig.json imp/$d/partition.json && cp -r imp/parts/prefill imp/parts/prefill_kv imp/parts/decode imp/parts/embed imp/$d/; done
 	k=$(jq -r '.phases[2].partitions[1].file' orig.json)
 	awk 'BEGIN { srand(46); for (i = 0; i < 512; i++) printf "%c", int(rand() * 256) }' >imp/p8/$k
 	echo 'func.func @x(' >imp/p9/decode/glue.mlir
