@@ -816,6 +816,9 @@ params_of(const json_t *j, struct gen *g, struct bad *b)
 	return grammar_of(j, g, b);
 }
 
+/* The schema {"type": "object"}, for response_format json_object (main). */
+static json_t *any_object;
+
 /* The grammar the reply is held to: OpenAI's response_format (json_object,
  * or json_schema with its schema), or llama-server's grammar (GBNF) or
  * json_schema; one of them.  0 and g->grammar (NULL: none), or -1. */
@@ -847,12 +850,8 @@ grammar_of(const json_t *j, struct gen *g, struct bad *b)
 			/* llama-server's: a schema may come with it */
 			schema = json_object_get(rf, "schema");
 			what = "response_format.schema";
-			if (!schema) {
-				static json_t *object;
-				if (!object)
-					object = json_pack("{s:s}", "type", "object");
-				schema = object;
-			}
+			if (!schema)
+				schema = any_object; /* made before the first connection: no race at first use */
 		} else if (strcmp(type, "text") != 0) {
 			return badf(b, NULL,
 			    "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '%s'", type);
@@ -2633,6 +2632,7 @@ main(int argc, char **argv)
 		bad_usage(m);
 	}
 	sv.reasoning = reasoning;
+	any_object = json_pack("{s:s}", "type", "object");
 
 	snprintf(bus_msg, sizeof(bus_msg),
 	    "%s: %s: the model's file changed under the server (cut short, or rewritten in place): replace a served "
