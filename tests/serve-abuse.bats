@@ -331,13 +331,3 @@ raw() {
 	[ "$(grep -c 'POST /v1/completions 200' "$T/serve.log")" = 81 ]
 	[ "$after" -le $((base + 32768)) ]
 }
-
-@test "a bundle whose weights are not where llm-link puts them (no .pad member) is refused by name (issue 64)" {
-	mkdir "$T/x"
-	tar -xf "$M" -C "$T/x"
-	(cd "$T/x" && tar --format=ustar -cf "$T/mis.llm" $(tar -tf "$M" | grep -vx '\.pad'))
-	run -1 --separate-stderr llm-run -m "$T/mis.llm" -p hi -n 2
-	[[ $stderr == "llm-run: $T/mis.llm: weights.bin: at byte "*" of the bundle, not a multiple of 65536: not mapped in place (a bundle not made by llm-link, or made without its .pad member)" ]]
-	run -1 --separate-stderr llm-serve -m "$T/mis.llm" --port 0
-	[[ $stderr == *"not a multiple of 65536"* ]]
-}

@@ -137,12 +137,6 @@ map_weights(struct llm_runtime *rt)
 		    -1;
 	if (mb->size < LLM_WEIGHTS_HEADER_BYTES)
 		return llm_seterr("%s: truncated header (%" PRIu64 " bytes)", mb->label, mb->size);
-	/* the kernels take the tensors' alignment in weights.bin as their address's: a bundle must place it
-	 * at a multiple of LLM_BUNDLE_ALIGN (llm-link's .pad member does) */
-	if (mb->offset % LLM_BUNDLE_ALIGN)
-		return llm_seterr("%s: at byte %" PRIu64 " of the bundle, not a multiple of %d: not mapped in place "
-				  "(a bundle not made by llm-link, or made without its %s member)",
-		    mb->label, mb->offset, LLM_BUNDLE_ALIGN, LLM_BUNDLE_PAD);
 	if (llm_bundle_map(&rt->bundle, mb, &rt->wmap) < 0)
 		return -1;
 	if (llm_weights_header_decode(rt->wmap.p, rt->wmap.len, mb->label, &h) < 0)
