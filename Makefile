@@ -163,8 +163,14 @@ LINK_llm-run = $(RUNOBJ)
 $(RUNOBJ): $(O)/src/run/%.o: src/run/%.c src/run/run.h src/run/cache.h include/llm.h $(LIBHDR) config.mk
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-$(B)/llm-serve: src/llm-serve.c $(O)/src/run/cache.o src/run/cache.h
-LINK_llm-serve = $(O)/src/run/cache.o $(MHD_LIBS)
+# llm-serve's request layer (src/serve/request.h): the JSON body read into
+# a generation's parameters, and the header fields' checks; fuzz_request's too.
+SERVEOBJ = $(O)/src/serve/request.o
+$(SERVEOBJ): $(O)/src/serve/%.o: src/serve/%.c src/serve/request.h include/llm.h $(LIBHDR) config.mk
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(B)/llm-serve: src/llm-serve.c $(O)/src/run/cache.o src/run/cache.h $(SERVEOBJ) src/serve/request.h
+LINK_llm-serve = $(O)/src/run/cache.o $(SERVEOBJ) $(MHD_LIBS)
 $(B)/llm-split: src/llm-split.c $(IROBJ) $(IRHDR)
 $(B)/llm-verify-partition: src/llm-verify-partition.c $(IROBJ) $(IRHDR)
 LINK_llm-split = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(MLIR_CAPI_LIBS)
@@ -228,7 +234,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
 FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines reply \
-	partition mlir
+	partition mlir request
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # fuzz_partition and fuzz_mlir take lib/compiler/ir/ too, with the MLIR C
 # API (not instrumented), and read a tiny build, build/fuzz/tiny/out
@@ -236,6 +242,10 @@ FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 FUZZ_IR_SRC = lib/compiler/ir/ir.c lib/compiler/ir/split.c lib/compiler/ir/verifypart.c
 FUZZ_X_partition = $(MLIR_CAPI_CFLAGS) $(FUZZ_IR_SRC) $(MLIR_CAPI_LIBS)
 FUZZ_X_mlir = $(FUZZ_X_partition)
+# fuzz_request takes llm-serve's request layer (src/serve/) and opens a
+# compiled model, build/fuzz/serve/model.llm: the tiny random Qwen2 with
+# the DeepSeek-R1-Distill tokenizer and template (mkmodel's default).
+FUZZ_X_request = src/serve/request.c
 # The targets that read a path write each input as a file (fuzzfile.h),
 # under FUZZ_TMPDIR: /dev/shm where it can be written, since on a disk's
 # file system the rewrites halve a target's speed (the kernel flushes a
@@ -248,7 +258,7 @@ fuzz: fuzz-build
 		mkdir -p build/fuzz/corpus/$$n; \
 		if [ -r tests/fuzz/corpus/$$n.tar.xz ] && [ -z "$$(ls -A build/fuzz/corpus/$$n)" ]; then \
 			tar -xJf tests/fuzz/corpus/$$n.tar.xz -C build/fuzz/corpus/$$n; fi; \
-		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema|partition) d=-dict=tests/fuzz/json.dict ;; \
+		case $$n in manifest|chat|tokjson|safetensors|hfconfig|weights|schema|partition|request) d=-dict=tests/fuzz/json.dict ;; \
 		bundle) d=-dict=tests/fuzz/tar.dict ;; jinja) d=-dict=tests/fuzz/jinja.dict ;; *) d= ;; esac; \
 		echo "fuzz_$$n: $(FUZZ_SECONDS) s"; \
 		TMPDIR=$(FUZZ_TMPDIR) build/fuzz/fuzz_$$n $$d -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
@@ -270,7 +280,7 @@ fuzz-save: $(FUZZ_TARGETS)
 			xz -9 >tests/fuzz/corpus/$$n.tar.xz.tmp && mv tests/fuzz/corpus/$$n.tar.xz.tmp tests/fuzz/corpus/$$n.tar.xz; \
 		echo "$$n: $$(ls build/fuzz/min/$$n | wc -l) inputs, tests/fuzz/corpus/$$n.tar.xz $$(stat -c %s tests/fuzz/corpus/$$n.tar.xz) bytes"; \
 	done
-fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done build/fuzz/tiny/.done
+fuzz-build: $(FUZZ_TARGETS) build/fuzz/seeds/.done build/fuzz/tiny/.done build/fuzz/serve/model.llm
 $(FUZZ_TARGETS): build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzfile.h $(FUZZ_LIB_SRC) $(LIBHDR)
 	@mkdir -p build/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/$(@F).c $(FUZZ_LIB_SRC) $(FUZZ_X_$*) $(LIBS) -lpthread
@@ -283,6 +293,14 @@ build/fuzz/tiny/.done: $(B)/llm-import $(B)/llm-split $(B)/llm-verify-partition 
 		build/fuzz/tiny/out/parts/verify.json
 	rm -rf build/fuzz/tiny/ck
 	touch $@
+build/fuzz/fuzz_request: src/serve/request.h
+build/fuzz/serve/model.llm: $(PROGS) $(T)/mkmodel pipelines/model.mk
+	rm -rf build/fuzz/serve
+	$(T)/mkmodel --preset tiny --family qwen2 --dtype bf16 --seed 1 -o build/fuzz/serve/ck >/dev/null
+	$(MAKE) -s -f pipelines/model.mk LLM=$(CURDIR)/$(B)/ MODEL=build/fuzz/serve/ck OUT=build/fuzz/serve/out \
+		IMPORT_FLAGS='--max-context 256 --prefill-chunk 16'
+	mv build/fuzz/serve/out/model.llm $@
+	rm -rf build/fuzz/serve/ck build/fuzz/serve/out
 build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf build/fuzz/tiny/.done $(wildcard tests/fuzz/seeds/*/*)
 	rm -rf build/fuzz/seeds
 	mkdir -p $(FUZZ_NAMES:%=build/fuzz/seeds/%)
@@ -347,7 +365,7 @@ check-man:
 # writes, and the portable tile kernel what mktile.py writes (regenerate
 # them with `make transforms`).
 LINE_MAX = 120
-CSRC = include/*.h lib/*/*.[ch] lib/compiler/ir/*.[ch] src/*.c src/run/*.[ch] tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
+CSRC = include/*.h lib/*/*.[ch] lib/compiler/ir/*.[ch] src/*.c src/run/*.[ch] src/serve/*.[ch] tests/unit/*.[ch] tests/tools/*.[ch] tests/fuzz/*.c \
 	share/doc/llm/examples/*.c
 CLANG_FORMAT = $(shell command -v clang-format-22 2>/dev/null || \
 	{ test -x $(LLVM_BINDIR)/clang-format && echo $(LLVM_BINDIR)/clang-format; })

@@ -45,6 +45,7 @@
 #include "../lib/base/utf8.h"
 #include "../lib/base/util.h"
 #include "run/cache.h"
+#include "serve/request.h"
 
 static const char usage_text[] =
     "usage: llm-serve [-h] [-c n] [-n n] [-t n] [--api-key key] [--api-key-file file]\n"
@@ -151,33 +152,18 @@ struct gen {
 	double t0;                   /* when the request came */
 	size_t n;                    /* choices (n) */
 	size_t done_tokens;          /* tokens of the choices before this one */
-	int chat, stream;
+	struct serve_params q;       /* what the request asks */
 	char id[48];
 	time_t created;
-	struct llm_sampling sp;
-	int64_t max_tokens; /* -1: to the end of the context */
-	char **stop;
-	size_t nstop;
 	int64_t *reply;
 	size_t nreply, prompt_tokens;
-	char *conv;    /* a chat's conversation as JSON ({"messages", "tools"}), or NULL */
-	char *grammar; /* sp.grammar: response_format's, grammar's or json_schema's, or NULL */
-	size_t convlen;
 	struct llm_stream
 	    st;       /* the reply's text: st.text, released (held back: a cut character, a stop string's start) */
 	size_t shown; /* bytes of st.text already sent (streaming) */
-	/* a chat's reply split (llm_chat_parse_reply): pflags, LLM_PARSE_*; prefix, text evaluated
-	 * after the prompt that opens a call (tool_choice required or a function), as its tokens */
-	int pflags;
-	char *prefix;
-	int64_t *pre_ids;
-	size_t npre;
 	size_t sent_c, sent_r, sent_calls; /* bytes of content and reasoning, and calls, streamed */
 	int role_sent;
-	/* logprobs: -1 none, else the alternatives a token (chat: top_logprobs; text: logprobs);
-	 * lps, an entry a token of the reply ({token, logprob, bytes, top_logprobs}), lps_sent of them streamed */
-	int logprobs, echo;
-	char *echo_text; /* echo: the prompt, before the reply's text */
+	/* logprobs (q.logprobs >= 0): an entry a token of the reply ({token, logprob, bytes, top_logprobs}),
+	 * lps_sent of them streamed */
 	json_t *lps;
 	size_t lps_sent;
 	const char *finish; /* NULL while generating: "stop", "length", or "error" (msg says why) */
@@ -304,16 +290,9 @@ gen_free(struct gen *g)
 		return;
 	if (g->slot)
 		release(g->slot);
-	for (size_t i = 0; i < g->nstop; i++)
-		free(g->stop[i]);
-	free(g->stop);
+	serve_params_free(&g->q);
 	free(g->reply);
-	free(g->conv);
-	free(g->grammar);
-	free(g->prefix);
-	llm_free(g->pre_ids);
 	json_decref(g->lps);
-	free(g->echo_text);
 	llm_stream_free(&g->st);
 	llm_buf_free(&g->out);
 	free(g);
@@ -324,10 +303,9 @@ gen_free(struct gen *g)
 /* ---- browsers and framing ------------------------------------------------ */
 
 static struct {
-	char **hosts, **origins; /* --host-allow, --cors-origin */
-	size_t nhosts, norigins;
-	const char *listen; /* --host */
-	int loopback;       /* it is a loopback address: Host must name it (DNS rebinding) */
+	struct serve_names names; /* --host, --host-allow: what Host may name */
+	char **origins;           /* --cors-origin */
+	size_t norigins;
 } web;
 
 /* The request's Origin when --cors-origin allows it, else NULL. */
@@ -389,6 +367,12 @@ send_error(struct MHD_Connection *c, unsigned status, const char *code, const ch
 	va_start(ap, fmt);
 	llm_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
+	if (!llm_utf8_valid(b.p, b.len)) { /* a client's bytes in it, cut: JSON takes UTF-8 alone */
+		struct llm_buf v = {0};
+		llm_utf8_lossy(b.p, b.len, &v);
+		llm_buf_free(&b);
+		b = v;
+	}
 	const char *type = status == 401 ? "authentication_error" :
 	    status == 404                ? "not_found_error" :
 	    status >= 500                ? "server_error" :
@@ -397,490 +381,6 @@ send_error(struct MHD_Connection *c, unsigned status, const char *code, const ch
 	    code ? json_string(code) : json_null());
 	llm_buf_free(&b);
 	return send_json(c, status, json_pack("{s:o}", "error", e));
-}
-
-/* ---- requests ----------------------------------------------------------- */
-
-/* A request's field errors: the message in err, 0 or -1. */
-struct bad {
-	char msg[256];
-	const char *code;
-};
-
-static int badf(struct bad *b, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int
-badf(struct bad *b, const char *code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(b->msg, sizeof(b->msg), fmt, ap);
-	va_end(ap);
-	b->code = code;
-	return -1;
-}
-
-/* The library's last message as a client may read it: without the
- * function that failed ("llm_chat_tokenize_json: ") and the server's
- * file names (a label that starts with '/' up to its ": "). */
-static const char *
-client_msg(void)
-{
-	static _Thread_local char out[512];
-	const char *m = llm_errmsg();
-	size_t n = 0;
-	if (!strncmp(m, "llm_", 4) && strstr(m, ": ") &&
-	    strspn(m, "abcdefghijklmnopqrstuvwxyz_") == (size_t)(strstr(m, ": ") - m))
-		m = strstr(m, ": ") + 2;
-	while (*m && n + 1 < sizeof(out)) {
-		const char *e;
-		if ((m[0] == '/' || (m[0] == '.' && m[1] == '/')) && (e = strstr(m, ": ")) &&
-		    !memchr(m, ' ', (size_t)(e - m))) {
-			m = e + 2; /* a path, and its separator */
-			continue;
-		}
-		out[n++] = *m++;
-	}
-	out[n] = 0;
-	return out;
-}
-
-/* A number field in [lo, hi], or its default when absent or null. */
-static int
-num(const json_t *o, const char *key, double lo, double hi, double *v, struct bad *b)
-{
-	const json_t *x = json_object_get(o, key);
-	if (!x || json_is_null(x))
-		return 0;
-	if (!json_is_number(x))
-		return badf(b, NULL, "'%s' must be a number", key);
-	double d = json_number_value(x);
-	if (!(d >= lo && d <= hi))
-		return badf(b, NULL, "'%s' must be in [%g, %g]", key, lo, hi);
-	*v = d;
-	return 0;
-}
-
-static int
-integer(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *v, struct bad *b)
-{
-	const json_t *x = json_object_get(o, key);
-	if (!x || json_is_null(x))
-		return 0;
-	if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > hi)
-		return badf(b, NULL, "'%s' must be an integer in [%" PRId64 ", %" PRId64 "]", key, lo, hi);
-	*v = json_integer_value(x);
-	return 0;
-}
-
-/* A message's content: a string, or an array of {"type": "text", "text"} parts. */
-static char *
-content_of(const json_t *c, size_t i, struct bad *b)
-{
-	if (json_is_string(c))
-		return llm_xstrdup(json_string_value(c));
-	if (!json_is_array(c)) {
-		badf(b, NULL, "messages[%zu].content must be a string or an array of text parts", i);
-		return NULL;
-	}
-	struct llm_buf t = {0};
-	size_t k;
-	json_t *p;
-	json_array_foreach (c, k, p) {
-		const json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
-		if (!json_is_string(ty) || strcmp(json_string_value(ty), "text") != 0 || !json_is_string(tx)) {
-			llm_buf_free(&t);
-			badf(b, NULL,
-			    "messages[%zu].content[%zu]: only {\"type\": \"text\", \"text\": ...} parts are read", i,
-			    k);
-			return NULL;
-		}
-		llm_buf_puts(&t, json_string_value(tx));
-	}
-	llm_buf_add(&t, "", 1);
-	return t.p;
-}
-
-static const char choice_shape[] =
-    "'tool_choice' must be 'none', 'auto', 'required' or {\"type\": \"function\", \"function\": {\"name\": ...}}";
-
-/* How a chat's reply is split (g->pflags): its tools by tool_choice and
- * parallel_tool_calls, its thoughts by reasoning_format (else
- * --reasoning-format); and for tool_choice "required" or a function, the
- * grammar of the tools' calls and the text that opens one (g->prefix, its
- * tokens evaluated after the prompt). */
-static int
-reply_of(const json_t *j, struct gen *g, struct bad *b)
-{
-	const json_t *tools = json_object_get(j, "tools"), *tc = json_object_get(j, "tool_choice"),
-		     *par = json_object_get(j, "parallel_tool_calls"),
-		     *rf = json_object_get(j, "reasoning_format"); /* borrowed */
-	size_t ntools = json_array_size(tools);
-	const char *choice = ntools ? "auto" : "none", *only = NULL;
-	if (tc && !json_is_null(tc)) {
-		if (json_is_string(tc)) {
-			choice = json_string_value(tc);
-			if (strcmp(choice, "none") != 0 && strcmp(choice, "auto") != 0 &&
-			    strcmp(choice, "required") != 0)
-				return badf(b, NULL, "%s", choice_shape);
-		} else {
-			const json_t *fn = json_object_get(tc, "function"), *nm = json_object_get(fn, "name"),
-				     *ty = json_object_get(tc, "type"); /* borrowed */
-			if (!json_is_string(ty) || strcmp(json_string_value(ty), "function") != 0 ||
-			    !json_is_string(nm))
-				return badf(b, NULL, "%s", choice_shape);
-			choice = "required";
-			only = json_string_value(nm);
-		}
-		if (strcmp(choice, "none") != 0 && !ntools)
-			return badf(b, NULL, "'tool_choice' '%s' needs 'tools'", choice);
-	}
-	int parallel = 1, reasoning = sv.reasoning, thinking = 0;
-	if (par && !json_is_null(par)) {
-		if (!json_is_boolean(par))
-			return badf(b, NULL, "'parallel_tool_calls' must be a boolean");
-		parallel = json_is_true(par);
-	}
-	if (rf && !json_is_null(rf)) {
-		const char *v = json_string_value(rf);
-		if (!v || (strcmp(v, "none") != 0 && strcmp(v, "deepseek") != 0 && strcmp(v, "auto") != 0))
-			return badf(b, NULL, "'reasoning_format' must be 'none', 'deepseek' or 'auto'");
-		reasoning = strcmp(v, "none") != 0;
-	}
-	/* does the generation prompt open a thought (DeepSeek-R1's "<think>\n")? */
-	char *text;
-	size_t len;
-	if (llm_chat_apply_json(sv.m, g->conv, g->convlen, 1, &text, &len) == LLM_OK) {
-		thinking = llm_chat_prompt_thinking(sv.m, text, len);
-		llm_free(text);
-	}
-	/* a reply held to a grammar (response_format, grammar, json_schema) is its content, not a thought
-	 * the template opened */
-	g->pflags = (reasoning ? LLM_PARSE_REASONING : 0) | (strcmp(choice, "none") != 0 ? LLM_PARSE_TOOLS : 0) |
-	    (thinking && !g->grammar ? LLM_PARSE_THINKING : 0);
-	if (strcmp(choice, "required") != 0)
-		return 0;
-	if (g->grammar)
-		return badf(b, NULL,
-		    "give one of 'tool_choice' (required, or a function) and 'response_format', 'grammar' or "
-		    "'json_schema'");
-	char *tj = json_dumps(tools, JSON_COMPACT), *grammar, *prefix;
-	int rc = llm_chat_tool_grammar(sv.m, tj, strlen(tj), only, parallel, thinking, &grammar, &prefix);
-	free(tj);
-	if (rc != LLM_OK)
-		return badf(b, NULL, "'tool_choice': %s", llm_errmsg());
-	g->grammar = grammar;
-	g->sp.grammar = grammar;
-	g->prefix = prefix;
-	if (llm_tokenize(sv.m, prefix, strlen(prefix), 0, &g->pre_ids, &g->npre) != LLM_OK)
-		return badf(b, NULL, "'tool_choice': %s", llm_errmsg());
-	return 0;
-}
-
-/* The prompt's tokens from the request (chat: messages; else prompt). */
-static int
-prompt_of(const json_t *j, struct gen *g, int64_t **ids, size_t *n, struct bad *b)
-{
-	int chat = g->chat;
-	int rc;
-	if (chat) {
-		const json_t *ms = json_object_get(j, "messages");
-		if (!json_is_array(ms) || json_array_size(ms) == 0)
-			return badf(b, NULL, "'messages' must be a non-empty array");
-		/* the messages as they came, each content's text parts joined;
-		 * tool calls, tool results and the tools go to the template */
-		const json_t *tools = json_object_get(j, "tools");
-		if (tools && !json_is_null(tools) && !json_is_array(tools))
-			return badf(b, NULL, "'tools' must be an array");
-		json_t *conv = json_object(), *out = json_array();
-		json_object_set_new(conv, "messages", out);
-		if (json_is_array(tools))
-			json_object_set(conv, "tools", (json_t *)tools);
-		/* the template's variables: chat_template_kwargs, and OpenAI's reasoning_effort (gpt-oss's) */
-		const json_t *kw = json_object_get(j, "chat_template_kwargs"),
-			     *effort = json_object_get(j, "reasoning_effort");
-		if (kw && !json_is_null(kw) && !json_is_object(kw)) {
-			json_decref(conv);
-			return badf(b, NULL, "'chat_template_kwargs' must be an object");
-		}
-		if (effort && !json_is_null(effort) && !json_is_string(effort)) {
-			json_decref(conv);
-			return badf(b, NULL, "'reasoning_effort' must be a string");
-		}
-		if (json_is_object(kw) || json_is_string(effort)) {
-			json_t *vars = json_is_object(kw) ? json_deep_copy(kw) : json_object();
-			if (json_is_string(effort))
-				json_object_set(vars, "reasoning_effort", (json_t *)effort);
-			json_object_set_new(conv, "chat_template_kwargs", vars);
-		}
-		rc = 0;
-		for (size_t i = 0; i < json_array_size(ms) && rc == 0; i++) {
-			const json_t *m = json_array_get(ms, i), *role = json_object_get(m, "role"), *c;
-			char *content = NULL;
-			if (!json_is_object(m) || !json_is_string(role))
-				rc = badf(b, NULL, "messages[%zu] must be an object with a string 'role'", i);
-			else if ((c = json_object_get(m, "content")) && !json_is_null(c) &&
-			    !(content = content_of(c, i, b)))
-				rc = -1;
-			else {
-				json_t *x = json_copy((json_t *)m);
-				if (content)
-					json_object_set_new(x, "content", json_string(content));
-				json_array_append_new(out, x);
-			}
-			free(content);
-		}
-		if (rc == 0) {
-			g->conv = json_dumps(conv, JSON_COMPACT);
-			g->convlen = strlen(g->conv);
-			if ((rc = llm_chat_tokenize_json(sv.m, g->conv, g->convlen, 1, ids, n)) != LLM_OK)
-				rc = badf(b, NULL, "the chat template refused the conversation: %s", client_msg());
-		}
-		json_decref(conv);
-		return rc ? rc : reply_of(j, g, b);
-	}
-	const json_t *p = json_object_get(j, "prompt");
-	if (json_is_array(p) && json_array_size(p) == 1)
-		p = json_array_get(p, 0);
-	if (!json_is_string(p))
-		return badf(b, NULL, "'prompt' must be a string");
-	if (g->echo)
-		g->echo_text = llm_xstrndup(json_string_value(p), json_string_length(p));
-	if (llm_tokenize(sv.m, json_string_value(p), json_string_length(p), LLM_TOKENIZE_SPECIAL, ids, n) != LLM_OK)
-		return badf(b, NULL, "'prompt': %s", client_msg());
-	return 0;
-}
-
-/* The sampling and stopping fields. */
-static int grammar_of(const json_t *j, struct gen *g, struct bad *b);
-
-/* At most n - 4 bytes of s into d (n > 4), cut where a UTF-8 character
- * starts and marked "..." when cut. */
-static void
-cut_text(char *d, size_t n, const char *s)
-{
-	size_t l = strlen(s);
-	if (l < n) {
-		memcpy(d, s, l + 1);
-		return;
-	}
-	l = n - 4;
-	while (l && ((unsigned char)s[l] & 0xC0) == 0x80)
-		l--;
-	memcpy(d, s, l);
-	memcpy(d + l, "...", 4);
-}
-
-/* The most choices a request (n): each is a generation of its own. */
-#define MAX_CHOICES 8
-
-/* The fields a completion reads (llm-serve(1) lists them): where (C chat,
- * T text completion), and the fields that are read and have no effect
- * here by what they mean (an end user's id, llama-server's prompt cache,
- * which is always on).  Any other field is refused by name. */
-enum { C = 1, T = 2 };
-static const struct {
-	const char *name;
-	int where;
-} fields[] = {{"model", C | T}, {"messages", C}, {"prompt", T}, {"stream", C | T}, {"stream_options", C | T},
-	{"temperature", C | T}, {"top_p", C | T}, {"top_k", C | T}, {"min_p", C | T}, {"presence_penalty", C | T},
-	{"frequency_penalty", C | T}, {"repeat_penalty", C | T}, {"repeat_last_n", C | T}, {"seed", C | T},
-	{"n", C | T}, {"max_tokens", C | T}, {"max_completion_tokens", C}, {"n_predict", C | T}, {"stop", C | T},
-	{"ignore_eos", C | T}, {"logprobs", C | T}, {"top_logprobs", C}, {"echo", T}, {"logit_bias", C | T},
-	{"response_format", C | T}, {"grammar", C | T}, {"json_schema", C | T}, {"tools", C}, {"tool_choice", C},
-	{"parallel_tool_calls", C}, {"reasoning_format", C}, {"reasoning_effort", C}, {"chat_template_kwargs", C},
-	{"user", C | T}, {"cache_prompt", C | T}};
-
-static int
-known_fields(const json_t *j, int chat, struct bad *b)
-{
-	const char *k;
-	const json_t *v;
-	json_object_foreach ((json_t *)j, k, v) {
-		size_t i = 0;
-		while (i < LLM_NELEM(fields) && strcmp(fields[i].name, k) != 0)
-			i++;
-		if (i == LLM_NELEM(fields) || !(fields[i].where & (chat ? C : T))) {
-			char name[64];
-			cut_text(name, sizeof(name), k); /* a client's text: at most 60 bytes of it */
-			return badf(b, "unknown_field", "'%s' is not a field of %s that llm-serve reads (llm-serve(1))",
-			    name, chat ? "/v1/chat/completions" : "/v1/completions");
-		}
-	}
-	const json_t *lb = json_object_get(j, "logit_bias"), *so = json_object_get(j, "stream_options");
-	if (lb && !json_is_null(lb) && !(json_is_object(lb) && json_object_size(lb) == 0))
-		return badf(b, "unsupported_field", "'logit_bias' is not supported (only {} or null)");
-	if (so && !json_is_null(so) && !json_is_object(so))
-		return badf(b, NULL, "'stream_options' must be an object");
-	const json_t *user = json_object_get(j, "user"), *cp = json_object_get(j, "cache_prompt");
-	if (user && !json_is_null(user) && !json_is_string(user))
-		return badf(b, NULL, "'user' must be a string");
-	if (cp && !json_is_null(cp) && !json_is_boolean(cp))
-		return badf(b, NULL, "'cache_prompt' must be a boolean");
-	return 0;
-}
-
-/* logprobs (chat: a boolean, with top_logprobs 0-20 alternatives; text:
- * 0-5 alternatives), and echo (text: the prompt before the reply). */
-static int
-logprobs_of(const json_t *j, struct gen *g, struct bad *b)
-{
-	const json_t *lp = json_object_get(j, "logprobs"), *top = json_object_get(j, "top_logprobs"),
-		     *echo = json_object_get(j, "echo"); /* borrowed */
-	int64_t k = -1;
-	g->logprobs = -1;
-	if (g->chat) {
-		if (lp && !json_is_null(lp) && !json_is_boolean(lp))
-			return badf(b, NULL, "'logprobs' must be a boolean");
-		if (integer(j, "top_logprobs", 0, 20, &k, b))
-			return -1;
-		if (top && !json_is_null(top) && !json_is_true(lp))
-			return badf(b, NULL, "'top_logprobs' needs 'logprobs': true");
-		if (json_is_true(lp))
-			g->logprobs = k < 0 ? 0 : (int)k;
-	} else {
-		if (integer(j, "logprobs", 0, 5, &k, b))
-			return -1;
-		g->logprobs = (int)k;
-		if (echo && !json_is_null(echo) && !json_is_boolean(echo))
-			return badf(b, NULL, "'echo' must be a boolean");
-		g->echo = json_is_true(echo);
-		if (g->echo && g->logprobs >= 0)
-			return badf(b, "unsupported_field",
-			    "'echo' with 'logprobs' is not supported (the prompt's "
-			    "log probabilities are not computed)");
-	}
-	if (g->logprobs >= 0)
-		g->lps = json_array();
-	return 0;
-}
-
-static int
-params_of(const json_t *j, struct gen *g, struct bad *b)
-{
-	struct llm_sampling d = LLM_SAMPLING_DEFAULT;
-	double temp = d.temperature, top_p = d.top_p, pres = 0, freq = 0, min_p = d.min_p, rep = d.repeat_penalty;
-	int64_t seed = -1, n = 1, maxt = sv.n_predict, top_k = d.top_k, rep_n = d.repeat_last_n;
-	if (known_fields(j, g->chat, b) < 0)
-		return -1;
-	const json_t *x = json_object_get(j, "stream"), *ie = json_object_get(j, "ignore_eos");
-	if (x && !json_is_null(x) && !json_is_boolean(x))
-		return badf(b, NULL, "'stream' must be a boolean");
-	g->stream = json_is_true(x);
-	if (ie && !json_is_null(ie) && !json_is_boolean(ie))
-		return badf(b, NULL, "'ignore_eos' must be a boolean");
-	if (num(j, "temperature", 0, 2, &temp, b) || num(j, "top_p", 0, 1, &top_p, b) ||
-	    num(j, "presence_penalty", -2, 2, &pres, b) || num(j, "frequency_penalty", -2, 2, &freq, b) ||
-	    num(j, "min_p", 0, 1, &min_p, b) || num(j, "repeat_penalty", 0.01, 100, &rep, b) ||
-	    integer(j, "top_k", 0, INT32_MAX, &top_k, b) || integer(j, "repeat_last_n", -1, INT32_MAX, &rep_n, b) ||
-	    integer(j, "seed", INT64_MIN, INT64_MAX, &seed, b) || integer(j, "n", 1, MAX_CHOICES, &n, b) ||
-	    integer(j, "max_tokens", 1, INT32_MAX, &maxt, b) || integer(j, "n_predict", -1, INT32_MAX, &maxt, b) ||
-	    integer(j, "max_completion_tokens", 1, INT32_MAX, &maxt, b) || logprobs_of(j, g, b))
-		return -1;
-	if (n > 1 && g->stream)
-		return badf(b, "unsupported_field", "'n' above 1 is not streamed: give 'stream': false");
-	g->n = (size_t)n;
-	d.temperature = temp;
-	d.top_p = top_p;
-	d.top_k = top_k;
-	d.min_p = min_p;
-	d.repeat_penalty = rep;
-	d.repeat_last_n = rep_n;
-	d.ignore_eos = json_is_true(ie);
-	/* OpenAI's penalties count the whole sequence so far */
-	d.presence_penalty = pres;
-	d.frequency_penalty = freq;
-	if ((pres != 0 || freq != 0) && !json_object_get(j, "repeat_last_n"))
-		d.repeat_last_n = -1;
-	d.seed = seed < 0 ? (uint64_t)time(NULL) ^ atomic_load(&sv.next_id) : (uint64_t)seed;
-	g->sp = d;
-	g->max_tokens = maxt;
-	const json_t *st = json_object_get(j, "stop");
-	if (json_is_string(st)) {
-		if (!*json_string_value(st))
-			return badf(b, NULL, "'stop' must not be empty");
-		g->stop = llm_xcalloc(1, sizeof(*g->stop));
-		g->stop[g->nstop++] = llm_xstrdup(json_string_value(st));
-	} else if (json_is_array(st)) {
-		if (json_array_size(st) > 4)
-			return badf(b, NULL, "'stop' holds at most 4 strings");
-		g->stop = llm_xcalloc(json_array_size(st) + 1, sizeof(*g->stop));
-		size_t i;
-		json_t *s;
-		json_array_foreach (st, i, s) {
-			if (!json_is_string(s) || !*json_string_value(s)) /* "" or a leading NUL */
-				return badf(b, NULL, "'stop' must be a string or an array of non-empty strings");
-			g->stop[g->nstop++] = llm_xstrdup(json_string_value(s));
-		}
-	} else if (st && !json_is_null(st))
-		return badf(b, NULL, "'stop' must be a string or an array of strings");
-	return grammar_of(j, g, b);
-}
-
-/* The schema {"type": "object"}, for response_format json_object (main). */
-static json_t *any_object;
-
-/* The grammar the reply is held to: OpenAI's response_format (json_object,
- * or json_schema with its schema), or llama-server's grammar (GBNF) or
- * json_schema; one of them.  0 and g->grammar (NULL: none), or -1. */
-static int
-grammar_of(const json_t *j, struct gen *g, struct bad *b)
-{
-	const json_t *rf = json_object_get(j, "response_format"), *gr = json_object_get(j, "grammar"),
-		     *js = json_object_get(j, "json_schema"); /* borrowed */
-	const json_t *schema = NULL;
-	const char *what = NULL;
-	if (rf && json_is_null(rf))
-		rf = NULL;
-	if (gr && json_is_null(gr))
-		gr = NULL;
-	if (js && json_is_null(js))
-		js = NULL;
-	if (rf) {
-		const json_t *t = json_object_get(rf, "type"); /* borrowed */
-		const char *type = json_string_value(t);
-		if (!json_is_object(rf) || !type)
-			return badf(b, NULL, "'response_format' must be an object with a string 'type'");
-		if (strcmp(type, "json_schema") == 0) {
-			const json_t *w = json_object_get(rf, "json_schema"); /* borrowed */
-			schema = json_object_get(w, "schema");
-			if (!json_is_object(schema) && !json_is_boolean(schema))
-				return badf(b, NULL, "'response_format.json_schema.schema' must be a JSON schema");
-			what = "response_format.json_schema.schema";
-		} else if (strcmp(type, "json_object") == 0) {
-			/* llama-server's: a schema may come with it */
-			schema = json_object_get(rf, "schema");
-			what = "response_format.schema";
-			if (!schema)
-				schema = any_object; /* made before the first connection: no race at first use */
-		} else if (strcmp(type, "text") != 0) {
-			return badf(b, NULL,
-			    "'response_format.type' must be 'text', 'json_object' or 'json_schema', not '%s'", type);
-		}
-	}
-	if ((schema != NULL) + (gr != NULL) + (js != NULL) > 1)
-		return badf(b, NULL,
-		    "give one of 'response_format' (json_object, json_schema), 'grammar' and 'json_schema'");
-	if (js) {
-		if (!json_is_object(js) && !json_is_boolean(js))
-			return badf(b, NULL, "'json_schema' must be a JSON schema");
-		schema = js;
-		what = "json_schema";
-	}
-	if (schema) {
-		char *text = json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY);
-		int rc = llm_json_schema_to_grammar(text, strlen(text), &g->grammar);
-		free(text);
-		if (rc != LLM_OK)
-			return badf(b, NULL, "'%s': %s", what, llm_errmsg());
-	} else if (gr) {
-		if (!json_is_string(gr))
-			return badf(b, NULL, "'grammar' must be a string (GBNF)");
-		if (llm_grammar_check(json_string_value(gr)) != LLM_OK)
-			return badf(b, NULL, "'grammar': %s", llm_errmsg());
-		g->grammar = llm_xstrdup(json_string_value(gr));
-	}
-	g->sp.grammar = g->grammar;
-	return 0;
 }
 
 /* The prompt evaluated on its slot's thread: ids[keep, n) after the
@@ -904,7 +404,7 @@ prompt_eval(void *p)
 	if (llm_seq_reseed(j->seq) != LLM_OK || llm_seq_rewind(j->seq, (int64_t)j->keep) != LLM_OK ||
 	    llm_seq_eval(j->seq, j->ids, j->n) != LLM_OK ||
 	    (j->npre && llm_seq_eval(j->seq, j->pre, j->npre) != LLM_OK)) {
-		snprintf(j->msg, sizeof(j->msg), "%s", client_msg());
+		snprintf(j->msg, sizeof(j->msg), "%s", serve_client_msg());
 		llm_seq_rewind(j->seq, 0);
 		j->rc = -1;
 	}
@@ -918,8 +418,8 @@ static void
 reuse(struct gen *g, struct slot *s, const int64_t *ids, size_t n, size_t *keep, int64_t **rest, size_t *nrest)
 {
 	int64_t k;
-	if (g->conv &&
-	    llm_seq_chat_json(s->seq, g->conv, g->convlen, LLM_CHAT_GENERATION_PROMPT, &k, rest, nrest) == LLM_OK) {
+	if (g->q.conv &&
+	    llm_seq_chat_json(s->seq, g->q.conv, g->q.convlen, LLM_CHAT_GENERATION_PROMPT, &k, rest, nrest) == LLM_OK) {
 		*keep = (size_t)k;
 		return;
 	}
@@ -1043,12 +543,12 @@ take_slot(struct gen *g, const int64_t *ids, size_t n)
 	pthread_cond_broadcast(&sv.freed); /* the next in the queue may find a slot */
 	pthread_mutex_unlock(&sv.lock);
 	g->slot = best;
-	g->prompt_tokens = keep + nrest + g->npre;
+	g->prompt_tokens = keep + nrest + g->q.npre;
 	if ((int64_t)g->prompt_tokens >= llm_seq_context(best->seq)) {
 		llm_free(rest);
 		return -2;
 	}
-	struct prompt_job j = {best->seq, rest, nrest, keep, g->pre_ids, g->npre, 0, ""};
+	struct prompt_job j = {best->seq, rest, nrest, keep, g->q.pre_ids, g->q.npre, 0, ""};
 	on_slot(best, prompt_eval, &j);
 	llm_free(rest);
 	if (j.rc)
@@ -1070,7 +570,7 @@ finish(struct gen *g, const char *reason)
 static void
 fail(struct gen *g)
 {
-	snprintf(g->msg, sizeof(g->msg), "%s", client_msg());
+	snprintf(g->msg, sizeof(g->msg), "%s", serve_client_msg());
 	finish(g, "error");
 }
 
@@ -1155,7 +655,7 @@ logprobs_json(const struct gen *g, size_t from, size_t to)
 	json_t *c = json_array();
 	for (size_t i = from; i < to; i++)
 		json_array_append(c, json_array_get(g->lps, i));
-	if (g->chat)
+	if (g->q.chat)
 		return json_pack("{s:o}", "content", c);
 	json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array(), *e;
 	size_t i;
@@ -1184,22 +684,22 @@ step_job(void *p)
 	struct gen *g = p;
 	int64_t id;
 	struct llm_seq *s = g->slot->seq;
-	if (g->max_tokens >= 0 && (int64_t)g->nreply >= g->max_tokens)
+	if (g->q.max_tokens >= 0 && (int64_t)g->nreply >= g->q.max_tokens)
 		return finish(g, "length");
 	struct alt top[20];
 	double lse = 0;
-	if (g->logprobs >= 0)
-		lse = log_sum_exp(llm_seq_logits(s), llm_vocab_size(sv.m), top, g->logprobs);
-	if (llm_seq_sample(s, &g->sp, &id) != LLM_OK)
+	if (g->q.logprobs >= 0)
+		lse = log_sum_exp(llm_seq_logits(s), llm_vocab_size(sv.m), top, g->q.logprobs);
+	if (llm_seq_sample(s, &g->q.sp, &id) != LLM_OK)
 		return fail(g);
 	if (llm_token_is_eos(sv.m, id))
 		return finish(g, "stop");
-	if (g->logprobs >= 0)
-		json_array_append_new(g->lps, logprob_entry(id, llm_seq_logits(s)[id] - lse, top, g->logprobs, lse));
+	if (g->q.logprobs >= 0)
+		json_array_append_new(g->lps, logprob_entry(id, llm_seq_logits(s)[id] - lse, top, g->q.logprobs, lse));
 	int first = llm_seq_pos(s) == 1 && llm_seq_tokens(s)[0] == llm_token_bos(sv.m);
 	char *piece;
 	size_t len;
-	if (llm_token_piece(sv.m, id, (first ? LLM_PIECE_FIRST : 0) | (g->pflags ? LLM_PIECE_MARKERS : 0), &piece,
+	if (llm_token_piece(sv.m, id, (first ? LLM_PIECE_FIRST : 0) | (g->q.pflags ? LLM_PIECE_MARKERS : 0), &piece,
 		&len) != LLM_OK)
 		return fail(g);
 	g->reply = llm_xreallocarray(g->reply, g->nreply + 1, sizeof(*g->reply));
@@ -1243,7 +743,7 @@ usage_json(const struct gen *g)
 }
 
 /* A chat's reply so far as its message (new): the prompt's forced call
- * opening and the text, split by g->pflags; each call's id made of the
+ * opening and the text, split by g->q.pflags; each call's id made of the
  * request's. */
 static json_t *
 message(struct gen *g, int partial)
@@ -1251,10 +751,11 @@ message(struct gen *g, int partial)
 	struct llm_buf t = {0};
 	char *js;
 	json_error_t e;
-	if (g->prefix)
-		llm_buf_puts(&t, g->prefix);
+	if (g->q.prefix)
+		llm_buf_puts(&t, g->q.prefix);
 	llm_buf_add(&t, g->st.text.p ? g->st.text.p : "", g->st.text.len);
-	if (llm_chat_parse_reply(sv.m, t.p, t.len, g->pflags | (partial ? LLM_PARSE_PARTIAL : 0), &js, NULL) != LLM_OK)
+	if (llm_chat_parse_reply(sv.m, t.p, t.len, g->q.pflags | (partial ? LLM_PARSE_PARTIAL : 0), &js, NULL) !=
+	    LLM_OK)
 		llm_fatal("%s", llm_errmsg()); /* only NULL arguments fail */
 	llm_buf_free(&t);
 	json_t *m = json_loads(js, 0, &e), *c;
@@ -1281,8 +782,8 @@ static void
 event(struct gen *g, json_t *choice, int usage)
 {
 	json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", g->id, "object",
-	    g->chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)g->created, "model", sv.name,
-	    "choices", choice);
+	    g->q.chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)g->created, "model",
+	    sv.name, "choices", choice);
 	if (usage)
 		json_object_set_new(j, "usage", usage_json(g));
 	char *s = json_dumps(j, JSON_COMPACT);
@@ -1295,7 +796,7 @@ event(struct gen *g, json_t *choice, int usage)
 static void
 pending_logprobs(struct gen *g, json_t *choice)
 {
-	if (g->logprobs < 0 || g->lps_sent == json_array_size(g->lps))
+	if (g->q.logprobs < 0 || g->lps_sent == json_array_size(g->lps))
 		return;
 	json_object_set_new(choice, "logprobs", logprobs_json(g, g->lps_sent, json_array_size(g->lps)));
 	g->lps_sent = json_array_size(g->lps);
@@ -1383,7 +884,7 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			break;
 		}
 		if (g->finish) {
-			if (g->chat)
+			if (g->q.chat)
 				chat_deltas(g, 1);
 			else
 				chunk(g, g->st.text.p + g->shown, g->st.text.len - g->shown, g->finish);
@@ -1392,15 +893,15 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			g->ended = 1;
 			break;
 		}
-		if (g->echo_text && g->echo) {
+		if (g->q.echo_text && g->q.echo) {
 			/* echo: the prompt first */
-			chunk(g, g->echo_text, strlen(g->echo_text), NULL);
-			g->echo = 0;
+			chunk(g, g->q.echo_text, strlen(g->q.echo_text), NULL);
+			g->q.echo = 0;
 			continue;
 		}
 		step(g);
 		size_t n = g->st.text.len;
-		if (!g->finish && g->chat)
+		if (!g->finish && g->q.chat)
 			chat_deltas(g, 0);
 		else if (!g->finish && n > g->shown) {
 			chunk(g, g->st.text.p + g->shown, n - g->shown, NULL);
@@ -1465,7 +966,7 @@ wrong_model(struct MHD_Connection *c, const json_t *j, enum MHD_Result *q)
 	}
 	if (!json_is_string(model) || strcmp(json_string_value(model), sv.name) == 0)
 		return 0;
-	cut_text(name, sizeof(name), json_string_value(model));
+	serve_cut_text(name, sizeof(name), json_string_value(model));
 	*q = send_error(c, 404, "model_not_found", "The model '%s' does not exist: this server has '%s'", name,
 	    sv.name);
 	return 1;
@@ -1477,18 +978,18 @@ static json_t *
 choice_json(struct gen *g, int i)
 {
 	json_t *choice;
-	if (g->chat) {
+	if (g->q.chat) {
 		json_t *msg = message(g, 0);
 		choice = json_pack("{s:i, s:o, s:s}", "index", i, "message", msg, "finish_reason", finish_of(g, msg));
 	} else {
 		struct llm_buf t = {0};
-		llm_buf_puts(&t, g->echo_text ? g->echo_text : "");
+		llm_buf_puts(&t, g->q.echo_text ? g->q.echo_text : "");
 		llm_buf_add(&t, g->st.text.p ? g->st.text.p : "", g->st.text.len);
 		choice = json_pack("{s:i, s:s%, s:s}", "index", i, "text", t.p, t.len, "finish_reason", g->finish);
 		llm_buf_free(&t);
 	}
 	json_object_set_new(choice, "logprobs",
-	    g->logprobs >= 0 ? logprobs_json(g, 0, json_array_size(g->lps)) : json_null());
+	    g->q.logprobs >= 0 ? logprobs_json(g, 0, json_array_size(g->lps)) : json_null());
 	return choice;
 }
 
@@ -1511,31 +1012,34 @@ completion_run(struct MHD_Connection *c, json_t **jp, int chat)
 	size_t ptoks = 0, ctoks = 0, nchoices = 1;
 	time_t created = time(NULL);
 	for (size_t i = 0; i < nchoices; i++) {
-		struct bad b = {"", NULL};
+		struct serve_bad b = {"", NULL};
 		int64_t *ids = NULL;
 		size_t n = 0;
 		struct gen *g = llm_xcalloc(1, sizeof(*g));
-		g->chat = chat;
 		g->created = created;
 		g->req = cur_req;
 		g->conn = c;
 		g->done_tokens = ctoks;
 		g->t0 = cur_req ? cur_req->t0 : llm_now();
 		snprintf(g->id, sizeof(g->id), "%s", id);
-		if (params_of(j, g, &b) < 0 || prompt_of(j, g, &ids, &n, &b) < 0) {
+		struct serve_conf conf = {sv.m, sv.reasoning, sv.n_predict, atomic_load(&sv.next_id)};
+		if (serve_params_read(&conf, j, chat, &g->q, &ids, &n, &b) < 0) {
+			llm_free(ids);
 			gen_free(g);
 			json_decref(choices);
 			return send_error(c, 400, b.code, "%s", b.msg);
 		}
-		nchoices = g->n;
-		g->sp.seed += i;
+		if (g->q.logprobs >= 0)
+			g->lps = json_array();
+		nchoices = g->q.n;
+		g->q.sp.seed += i;
 		if (nchoices == 1 && *jp) {
 			/* what the request asks is in g now: its parse tree goes before the wait in the queue */
 			json_decref(*jp);
 			*jp = NULL;
 			j = NULL;
 		}
-		llm_stream_init(&g->st, g->stop, g->nstop);
+		llm_stream_init(&g->st, g->q.stop, g->q.nstop);
 		int64_t ctx = llm_seq_context(sv.slots[0].seq);
 		if (n == 0 || (int64_t)n >= ctx) {
 			free(ids);
@@ -1550,7 +1054,7 @@ completion_run(struct MHD_Connection *c, json_t **jp, int chat)
 		if (rc < 0) {
 			char msg[512];
 			size_t have = g->prompt_tokens;
-			snprintf(msg, sizeof(msg), "%s", client_msg());
+			snprintf(msg, sizeof(msg), "%s", serve_client_msg());
 			gen_free(g);
 			json_decref(choices);
 			if (rc == -3)
@@ -1562,7 +1066,7 @@ completion_run(struct MHD_Connection *c, json_t **jp, int chat)
 				"This model's context is %" PRId64 " tokens; the prompt has %zu", ctx, have) :
 			    send_error(c, 500, NULL, "%s", msg);
 		}
-		if (g->stream) {
+		if (g->q.stream) {
 			json_decref(choices);
 			struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read,
 			    g, stream_free);
@@ -1646,7 +1150,7 @@ embed_run(void *p)
 	for (size_t i = 0; i < j->count && !j->rc; i++) {
 		int rc = llm_embed(sv.m, j->ids[i], j->n[i], sv.pooling, 1, &j->out[i], &j->dim);
 		if (rc != LLM_OK) {
-			snprintf(j->msg, sizeof(j->msg), "%s", client_msg());
+			snprintf(j->msg, sizeof(j->msg), "%s", serve_client_msg());
 			j->rc = rc == LLM_ERR_UNSUPPORTED ? LLM_ERR_UNSUPPORTED : -1;
 		}
 	}
@@ -1684,7 +1188,7 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 		if (strcmp(k, "input") && strcmp(k, "model") && strcmp(k, "encoding_format") &&
 		    strcmp(k, "dimensions") && strcmp(k, "user")) {
 			char name[64];
-			cut_text(name, sizeof(name), k);
+			serve_cut_text(name, sizeof(name), k);
 			return send_error(c, 400, "unknown_field",
 			    "'%s' is not a field of /v1/embeddings that llm-serve reads (llm-serve(1))", name);
 		}
@@ -1699,8 +1203,8 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 		b64 = strcmp(json_string_value(ef), "base64") == 0;
 	}
 	int64_t dims = -1, edim = llm_embed_dim(sv.m);
-	struct bad b = {"", NULL};
-	if (integer(j, "dimensions", 1, edim > 0 ? edim : 1, &dims, &b))
+	struct serve_bad b = {"", NULL};
+	if (serve_integer(j, "dimensions", 1, edim > 0 ? edim : 1, &dims, &b))
 		return send_error(c, 400, NULL, "%s", b.msg);
 	/* the inputs as arrays of ids */
 	json_t *list = json_is_string(in) || (json_is_array(in) && json_is_integer(json_array_get(in, 0))) ?
@@ -1720,27 +1224,27 @@ embeddings(struct MHD_Connection *c, const json_t *j)
 	for (size_t i = 0; i < count && !b.msg[0]; i++) {
 		const json_t *x = json_array_get(list, i);
 		if (json_is_string(x) && !json_string_length(x)) {
-			badf(&b, NULL, "input[%zu] is empty", i);
+			serve_badf(&b, NULL, "input[%zu] is empty", i);
 		} else if (json_is_string(x)) {
 			if (llm_tokenize(sv.m, json_string_value(x), json_string_length(x), LLM_TOKENIZE_SPECIAL,
 				&job.ids[i], &job.n[i]) != LLM_OK)
-				badf(&b, NULL, "input[%zu]: not valid UTF-8", i);
+				serve_badf(&b, NULL, "input[%zu]: not valid UTF-8", i);
 		} else if (json_is_array(x)) {
 			job.ids[i] = llm_xcalloc(json_array_size(x) + 1, sizeof(int64_t));
 			for (size_t t = 0; t < json_array_size(x) && !b.msg[0]; t++) {
 				const json_t *id = json_array_get(x, t);
 				if (!json_is_integer(id) || json_integer_value(id) < 0 ||
 				    json_integer_value(id) >= llm_vocab_size(sv.m))
-					badf(&b, NULL, "input[%zu][%zu] is not a token id of this model", i, t);
+					serve_badf(&b, NULL, "input[%zu][%zu] is not a token id of this model", i, t);
 				else
 					job.ids[i][job.n[i]++] = json_integer_value(id);
 			}
 		} else
-			badf(&b, NULL, "input[%zu] must be a string or an array of token ids", i);
+			serve_badf(&b, NULL, "input[%zu] must be a string or an array of token ids", i);
 		if (!b.msg[0] && job.n[i] == 0)
-			badf(&b, NULL, "input[%zu] is empty", i);
+			serve_badf(&b, NULL, "input[%zu] is empty", i);
 		if (!b.msg[0] && (int64_t)job.n[i] > limit)
-			badf(&b, "context_length_exceeded",
+			serve_badf(&b, "context_length_exceeded",
 			    "input[%zu] has %zu tokens; this model's context is %" PRId64, i, job.n[i], limit);
 		ntok += job.n[i];
 	}
@@ -2019,45 +1523,21 @@ handle(struct MHD_Connection *c, const char *url, const char *method, const char
 	return rc;
 }
 
-/* Headers counted by name, for the framing checks. */
-struct hcount {
-	int cl, te, host;
-	const char *cl1;
-	int cl_differ;
+/* A request's header fields, gathered for serve_check_framing (as many
+ * as libmicrohttpd's memory limit for a connection lets through). */
+struct fields {
+	struct serve_field *f;
+	size_t n;
 };
 
 static enum MHD_Result
-count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+add_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	struct hcount *h = cls;
+	struct fields *fs = cls;
 	(void)kind;
-	if (strcasecmp(key, "Content-Length") == 0) {
-		if (h->cl++ && strcmp(h->cl1, value) != 0)
-			h->cl_differ = 1;
-		h->cl1 = value;
-	} else if (strcasecmp(key, "Transfer-Encoding") == 0)
-		h->te++;
-	else if (strcasecmp(key, "Host") == 0)
-		h->host++;
+	fs->f = llm_xreallocarray(fs->f, fs->n + 1, sizeof(*fs->f));
+	fs->f[fs->n++] = (struct serve_field){key, value ? value : ""};
 	return MHD_YES;
-}
-
-/* The host part of a Host header: "[::1]" of "[::1]:8080", "name" of "name:80". */
-static size_t
-host_part(const char *h)
-{
-	if (*h == '[') {
-		const char *e = strchr(h, ']');
-		return e ? (size_t)(e - h + 1) : strlen(h);
-	}
-	const char *e = strrchr(h, ':');
-	return e ? (size_t)(e - h) : strlen(h);
-}
-
-static int
-host_is(const char *h, size_t n, const char *name)
-{
-	return strlen(name) == n && strncasecmp(h, name, n) == 0;
 }
 
 /* The checks on a request's headers, before its body: framing (RFC 9112:
@@ -2070,36 +1550,21 @@ host_is(const char *h, size_t n, const char *name)
 static enum MHD_Result
 check_headers(struct MHD_Connection *c, const char *url, const char *method, const char *version, int *ok)
 {
-	struct hcount h = {0};
+	struct fields fs = {0};
+	const char *why;
 	*ok = 0;
-	MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &h);
-	const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding"),
-		   *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
+	MHD_get_connection_values(c, MHD_HEADER_KIND, add_field, &fs);
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host"),
 		   *origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin"),
 		   *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
 	cur_req->close = 1; /* a refusal of the framing ends the connection: what follows is not trusted */
-	if (h.cl_differ)
-		return send_error(c, 400, NULL, "the request has Content-Length headers that differ");
-	if (h.te && h.cl)
-		return send_error(c, 400, NULL, "the request has both Transfer-Encoding and Content-Length");
-	if (h.te > 1 || (te && strcasecmp(te, "chunked") != 0))
-		return send_error(c, 501, NULL, "no transfer coding but chunked is taken");
-	if (h.host > 1 || (!host && strcmp(version, "HTTP/1.1") == 0))
-		return send_error(c, 400, NULL, "an HTTP/1.1 request has one Host header");
+	unsigned st = serve_check_framing(fs.f, fs.n, version, &why);
+	free(fs.f);
+	if (st)
+		return send_error(c, st, NULL, "%s", why);
 	cur_req->close = 0;
-	if (host && (web.loopback || web.nhosts)) {
-		size_t n = host_part(host);
-		int good = host_is(host, n, web.listen) ||
-		    (web.loopback &&
-			(host_is(host, n, "localhost") || host_is(host, n, "127.0.0.1") || host_is(host, n, "[::1]")));
-		if (web.listen[0] != '[' && strchr(web.listen, ':') && n == strlen(web.listen) + 2 && host[0] == '[' &&
-		    strncasecmp(host + 1, web.listen, n - 2) == 0)
-			good = 1; /* an IPv6 address in brackets */
-		for (size_t i = 0; !good && i < web.nhosts; i++)
-			good = host_is(host, n, web.hosts[i]);
-		if (!good)
-			return send_error(c, 403, NULL, "the Host header names no name of this server (--host-allow)");
-	}
+	if (host && !serve_host_allowed(&web.names, host))
+		return send_error(c, 403, NULL, "the Host header names no name of this server (--host-allow)");
 	if (origin && !allowed_origin(c))
 		return send_error(c, 403, NULL,
 		    "requests from the web page of that origin are not allowed (--cors-origin)");
@@ -2273,7 +1738,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url, const char *met
 		r->t0 = llm_now();
 		atomic_fetch_add(&in_hand, 1);
 		snprintf(r->method, sizeof(r->method), "%s", method);
-		cut_text(r->path, sizeof(r->path), url);
+		serve_cut_text(r->path, sizeof(r->path), url);
 		for (char *p = r->path; *p; p++)
 			if ((unsigned char)*p < 0x20 || *p == 0x7f)
 				*p = '?'; /* a client's text on our log line */
@@ -2578,8 +2043,8 @@ main(int argc, char **argv)
 			web.origins[web.norigins++] = optarg;
 			break;
 		case OPT_HOST_ALLOW:
-			web.hosts = llm_xreallocarray(web.hosts, web.nhosts + 1, sizeof(*web.hosts));
-			web.hosts[web.nhosts++] = optarg;
+			web.names.hosts = llm_xreallocarray(web.names.hosts, web.names.nhosts + 1, sizeof(char *));
+			web.names.hosts[web.names.nhosts++] = optarg;
 			break;
 		case OPT_REASONING_FORMAT:
 			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "deepseek") != 0 &&
@@ -2625,14 +2090,13 @@ main(int argc, char **argv)
 			bad_usage("--host: not an IPv4 or IPv6 address");
 		v6 = 1;
 	}
-	web.listen = host;
-	web.loopback = v6 ? IN6_IS_ADDR_LOOPBACK(&addr6.sin6_addr) : (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
+	web.names.listen = host;
+	web.names.loopback = v6 ? IN6_IS_ADDR_LOOPBACK(&addr6.sin6_addr) : (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
 	if (template && !llm_chat_spec_known(template)) {
 		char *m = llm_xasprintf("--chat-template: %s", llm_errmsg());
 		bad_usage(m);
 	}
 	sv.reasoning = reasoning;
-	any_object = json_pack("{s:s}", "type", "object");
 
 	snprintf(bus_msg, sizeof(bus_msg),
 	    "%s: %s: the model's file changed under the server (cut short, or rewritten in place): replace a served "

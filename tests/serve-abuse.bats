@@ -331,3 +331,35 @@ raw() {
 	[ "$(grep -c 'POST /v1/completions 200' "$T/serve.log")" = 81 ]
 	[ "$after" -le $((base + 32768)) ]
 }
+
+@test "an error message that quotes a client's long non-ASCII text is cut where a character starts: a 400 of valid JSON, and the server lives (it died: 'out of memory serialising JSON')" {
+	serve
+	for body in "$(jq -nc '{prompt: "x", response_format: {type: ("é" * 200)}}')" \
+		"$(jq -nc '{prompt: "x", json_schema: {type: ("日本" * 150)}}')" \
+		"$(jq -nc '{messages: [{role: "user", content: "x"}], tool_choice: {type: "function", function: {name: ("é" * 300)}}, tools: [{type: "function", function: {name: "f"}}]}')"; do
+		path=/v1/completions
+		jq -e .messages >/dev/null <<<"$body" && path=/v1/chat/completions
+		run -0 post "$path" "$body"
+		[ "${lines[-1]}" = 400 ]
+		head -n -1 <<<"$output" | jq -e '.error.message | length > 100'
+	done
+	run -0 post /v1/completions '{"prompt": "Hi", "max_tokens": 2}'
+	[ "${lines[-1]}" = 200 ]
+}
+
+@test "a short soak: 8 careless clients (streams dropped, abandoned requests, malformed bodies, bad framing) for 20 s; every answer as expected, threads and fds back to their start (tests/tools/serve-soak; issue 64)" {
+	serve --parallel 2
+	thr0=$(awk '/^Threads/ { print $2 }' "/proc/$PID/status")
+	fd0=$(ls "/proc/$PID/fd" | wc -l)
+	run -0 "$PROJECT_ROOT/tests/tools/serve-soak" -c 8 -d 20 -i 2 "$URL" "$PID"
+	echo "${lines[-1]}" >&3
+	grep -q '^soak: 20 s, 8 clients, [0-9]* requests, 0 unexpected' <<<"${lines[-1]}"
+	grep -q '^stream dropped: [1-9]' <<<"$output"
+	grep -q '^abandoned: [1-9]' <<<"$output"
+	grep -q '^malformed body: [1-9]' <<<"$output"
+	# at rest again: the threads and open files of an idle server
+	[[ "${lines[-1]}" =~ threads\ [0-9]+\.\.[0-9]+\ \(idle\ end\ ([0-9]+)\)\;\ fds\ [0-9]+\.\.[0-9]+\ \(idle\ end\ ([0-9]+)\) ]]
+	echo "idle: threads ${BASH_REMATCH[1]} (start $thr0), fds ${BASH_REMATCH[2]}" >&3
+	[ "${BASH_REMATCH[1]}" -le $((thr0 + 1)) ]
+	[ "${BASH_REMATCH[2]}" -le $((fd0 + 1)) ]
+}

@@ -62,13 +62,14 @@ struct llm_reply_format {
 #define DS_CALL DS("tool\xe2\x96\x81" "call\xe2\x96\x81" "begin")
 #define DS_CALL_END DS("tool\xe2\x96\x81" "call\xe2\x96\x81" "end")
 
+#define NO_WRITING {NULL, NULL, NULL, NULL, NULL, NULL, 0} /* calls are not written under a grammar */
 static const struct llm_reply_format formats[] = {
 	{"deepseek-r1", {DS("Assistant"), DS_CALLS}, "<think>", "</think>", {{DS_CALL, DS_CALL_END, B_DEEPSEEK}},
 		{DS_CALLS, DS_CALLS_END},
 		{DS_CALLS DS_CALL "function" DS_SEP, "", "\n```json\n", "\n```" DS_CALL_END, DS_CALL "function" DS_SEP,
 			DS_CALLS_END, 0},
 		0},
-	{"harmony", {"<|channel|>"}, NULL, NULL, {{NULL}}, {NULL}, {NULL}, 1},
+	{"harmony", {"<|channel|>"}, NULL, NULL, {{NULL, NULL, 0}}, {NULL}, NO_WRITING, 1},
 	{"mistral", {"[TOOL_CALLS]"}, "[THINK]", "[/THINK]", {{"[TOOL_CALLS]", "", B_MISTRAL}}, {NULL},
 		{"[TOOL_CALLS][", "{\"name\": \"", "\", \"arguments\": ", "}", ", ", "]", 1}, 0},
 	{"phi4", {"<|tool_call|>", "<|tool|>"}, NULL, NULL,
@@ -82,8 +83,8 @@ static const struct llm_reply_format formats[] = {
 		{{"<|python_tag|>", "", B_JSON}, {"", "", B_JSON}}, {NULL},
 		{"", "{\"name\": \"", "\", \"parameters\": ", "}", "; ", "", 1}, 0},
 	/* a template that thinks but calls no tools the ways above (Qwen3 without tools) */
-	{"think", {"</think>"}, "<think>", "</think>", {{NULL}}, {NULL}, {NULL}, 0},
-	{"plain", {NULL}, NULL, NULL, {{NULL}}, {NULL}, {NULL}, 0},
+	{"think", {"</think>"}, "<think>", "</think>", {{NULL, NULL, 0}}, {NULL}, NO_WRITING, 0},
+	{"plain", {NULL}, NULL, NULL, {{NULL, NULL, 0}}, {NULL}, NO_WRITING, 0},
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 
@@ -644,7 +645,7 @@ llm_reply_parse(const struct llm_reply_format *f, const char *t, size_t len, int
 		llm_buf_add(&r->content, t + o, next - o);
 		p = next;
 	}
-done:
+done:;
 	/* a thought's white space at its ends is not reasoning (so it only grows when parsed partial) */
 	size_t lead = strspn(r->reasoning.p, " \n\t\r");
 	memmove(r->reasoning.p, r->reasoning.p + lead, r->reasoning.len - lead + 1);
