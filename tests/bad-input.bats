@@ -362,7 +362,7 @@ report() {
 	bad 2 "^llm-run: -t: " llm-run -m m.llm -p hi -t -2
 	bad 2 "^llm-run: --temp: " llm-run -m m.llm -p hi --temp -1
 	bad 2 "^llm-run: -c: " llm-run -m m.llm -p hi -c -1
-	bad 2 "^llm-run: .*-ngl" llm-run -m m.llm -p hi -ngl 0
+	bad 2 "^llm-run: .*-ngl" llm-run -m m.llm -p hi -ngl 1
 	bad 2 "^llm-run: .*chatml" llm-run -m m.llm -i --chat-template chatml
 	bad 2 "^llm-run: " llm-run -m m.llm -p hi --tokens 1
 	bad 1 "^llm-run: <stdin>:1: " llm-run -m m.llm --tokenize <<<'not json'
