@@ -51,7 +51,8 @@ story() {
 	first=$output
 	[[ "$stderr" == *"llm-run: compiling $STORIES into $C/models/"*"once, later runs start at once"* ]]
 	[[ "$stderr" == *"llm-link model.llm"* ]]
-	[ "$(ls "$C/models" | grep -vc lock)" -eq 1 ]
+	# the entry alone: no lock file, no temporary directory
+	[ "$(ls "$C/models" | wc -l)" -eq 1 ]
 	run -0 --separate-stderr story "$STORIES"
 	[ "$output" = "$first" ]
 	[[ "$stderr" != *compiling* ]]
@@ -70,7 +71,7 @@ story() {
 	[[ "$key" =~ ^[0-9a-f]{16}$ ]]
 	[[ "$size" =~ ^\ *[0-9]+\.[0-9]\ MiB$ ]]
 	[[ "$when" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}\ [0-9]{2}:[0-9]{2}$ ]]
-	[ "$src" = "$STORIES" ]
+	[ "$src" = "$(realpath "$STORIES")" ] # absolute, as it was found
 	[ "$path" = "$C/models/$key/model.llm" ]
 	[ -f "$path" ]
 	[ "$(cut -f5 <<<"$output")" = "$path" ]
@@ -80,12 +81,17 @@ story() {
 	head -c 4 "$STORIES" >"$T/bad.gguf"
 	run -1 --separate-stderr llm-run -m "$T/bad.gguf" --cache-dir "$C" -p x -n 1
 	[ "${stderr_lines[-1]}" = "llm-run: $T/bad.gguf: compiling it failed: make: exited with status 2" ]
-	[ -z "$(compgen -G "$C/models/*.tmp.*")" ]
+	[ "$(ls "$C/models" | wc -l)" -eq 1 ] # neither its directory nor its lock file
 	run -0 llm-run --cache-dir "$C" --list-cache
 	[ "${#lines[@]}" -eq 1 ]
+	# a relative --cache-dir: the paths printed are absolute
+	cd "$T"
+	run -0 llm-run --cache-dir cache --list-cache
+	[ "$(cut -f5 <<<"$output")" = "$path" ]
+	[[ "$(cut -f4 <<<"$output")" == /* ]]
 }
 
-@test "concurrent first runs compile once; an interrupted one leaves no entry, the next run compiles it whole" {
+@test "concurrent first runs compile once; an interrupted one (SIGINT, SIGTERM, SIGHUP, early or late) leaves nothing, the next run compiles it whole (issue 65)" {
 	story "$STORIES" >"$T/o1" 2>"$T/e1" &
 	p1=$!
 	story "$STORIES" >"$T/o2" 2>"$T/e2" &
@@ -95,17 +101,23 @@ story() {
 	cmp "$T/o1" "$T/o2"
 	[ "$(cat "$T/e1" "$T/e2" | grep -c 'llm-link model.llm')" -eq 1 ]
 	grep -q "is being compiled by another run: waiting" "$T/e1" "$T/e2"
-	# interrupted while it compiles: no entry, a temporary directory at most
-	C=$T/c2
-	# (SIGTERM: a background job of a script ignores SIGINT)
-	llm-run -m "$STORIES" --cache-dir "$C" -p "Once upon a time" -n 12 -t 2 >/dev/null 2>"$T/e3" &
-	p=$!
-	for _ in $(seq 200); do
-		compgen -G "$C/models/*.tmp.*" >/dev/null && break
-		sleep 0.02
+	# interrupted while it compiles, early and late, by SIGINT, SIGTERM or SIGHUP: nothing is left
+	# (env --default-signal: a background job of a script ignores SIGINT; LLM_CACHE_DIR empty: no
+	# kernel from llm-lower's object cache, so that a compile takes seconds)
+	for sig_at in INT:0 TERM:0.2 HUP:0.6 INT:1.2; do
+		C=$T/c-${sig_at%%:*}-${sig_at##*:}
+		env --default-signal=INT LLM_CACHE_DIR= llm-run -m "$STORIES" --cache-dir "$C" -p "Once upon a time" -n 12 -t 2 \
+			>/dev/null 2>"$T/e3" &
+		p=$!
+		for _ in $(seq 200); do
+			compgen -G "$C/models/*.tmp.*" >/dev/null && break
+			sleep 0.02
+		done
+		sleep "${sig_at##*:}"
+		kill -"${sig_at%%:*}" $p
+		wait $p || true
+		[ -z "$(ls -A "$C" 2>/dev/null)" ] || { ls -laR "$C" >&2; false; }
 	done
-	kill -TERM $p
-	wait $p || true
 	run -0 --separate-stderr llm-run --cache-dir "$C" --list-cache
 	assert_output ""
 	run -0 --separate-stderr story "$STORIES"
@@ -120,6 +132,14 @@ story() {
 	mkdir "$T/tmp"
 	run -0 --separate-stderr env TMPDIR="$T/tmp" llm-run -m "$STORIES" --no-cache -p "Once upon a time" -n 12 -t 2
 	[[ "$stderr" == *"compiling $STORIES (--no-cache: for this run only)"* ]]
+	[ -z "$(ls "$T/tmp")" ]
+	# interrupted: its directory goes too
+	env TMPDIR="$T/tmp" LLM_CACHE_DIR= llm-run -m "$STORIES" --no-cache -p "Once upon a time" -n 12 -t 2 \
+		>/dev/null 2>&1 &
+	p=$!
+	sleep 0.5
+	kill -TERM $p
+	wait $p || true
 	[ -z "$(ls "$T/tmp")" ]
 	[ ! -e "$C" ]
 	mkmodel --preset tiny --family llama --seed 1 -o "$T/ck" >&2

@@ -8,16 +8,20 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spawn.h"
 
 extern char **environ;
 
-/* While a tool runs, a SIGINT/SIGTERM/SIGHUP to us kills its process group
- * too (it is in its own group, so a terminal's ^C does not reach it), then
- * goes on to the handler that was there before (util.c's removes
- * temporaries) or to the default action.  One tool runs at a time. */
+/* While a tool runs, a SIGINT/SIGTERM/SIGHUP to us ends its process group
+ * too (it is in its own group, so a terminal's ^C does not reach it):
+ * SIGTERM, so that our own tools and make remove their temporaries, then
+ * SIGKILL for what is left once the tool has ended or a second has
+ * passed.  Then on to the handler that was there before (util.c's
+ * removes temporaries) or to the default action.  One tool runs at a
+ * time. */
 static const int fwd_sigs[] = {SIGINT, SIGTERM, SIGHUP};
 static struct sigaction fwd_old[LLM_NELEM(fwd_sigs)];
 static volatile sig_atomic_t fwd_pgid;
@@ -25,8 +29,13 @@ static volatile sig_atomic_t fwd_pgid;
 static void
 fwd_handler(int sig)
 {
-	if (fwd_pgid > 0)
-		kill(-(pid_t)fwd_pgid, SIGKILL);
+	if (fwd_pgid > 0) {
+		pid_t g = (pid_t)fwd_pgid;
+		kill(-g, SIGTERM);
+		for (int i = 0; i < 100 && waitpid(g, NULL, WNOHANG) == 0; i++)
+			nanosleep(&(struct timespec){0, 10000000}, NULL);
+		kill(-g, SIGKILL);
+	}
 	for (size_t i = 0; i < LLM_NELEM(fwd_sigs); i++) {
 		if (fwd_sigs[i] != sig)
 			continue;

@@ -115,6 +115,19 @@ untrack_tmp(const char *path)
 			tmps[i] = NULL;
 }
 
+void
+llm_tmp_track(char *path)
+{
+	llm_atsignal(cleanup_tmps);
+	track_tmp(path);
+}
+
+void
+llm_tmp_untrack(const char *path)
+{
+	untrack_tmp(path);
+}
+
 size_t
 llm_prefix_len(const char *s, size_t n, const char *prefix)
 {

@@ -92,6 +92,11 @@ void llm_unmap(struct llm_map *m);
  * twice registers it once.  spawn.c's handler, which kills a running
  * tool, chains to these. */
 void llm_atsignal(void (*fn)(void));
+/* A temporary file path (kept by the caller until untracked) removed by
+ * llm_fatal and the signal cleanups; untracked when it is removed or
+ * renamed by the program itself.  (llm_out does this for its own.) */
+void llm_tmp_track(char *path);
+void llm_tmp_untrack(const char *path);
 
 /* Atomic output: data goes to "path.tmp.XXXXXX" in the same directory and
  * is renamed to path by llm_out_commit, after fflush, ferror and fsync.  Until

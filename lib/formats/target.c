@@ -168,6 +168,7 @@ run_output(char **argv)
 		free(path);
 		return NULL;
 	}
+	llm_tmp_track(path); /* a signal while the tool runs removes it too */
 	close(fd);
 	struct llm_spawn_opts so = {.stdout_path = path, .timeout = 30};
 	struct llm_buf err = {0};
@@ -183,6 +184,7 @@ run_output(char **argv)
 	}
 	llm_buf_free(&err);
 	unlink(path);
+	llm_tmp_untrack(path);
 	free(path);
 	return text;
 }

@@ -14,9 +14,11 @@
  *
  * A build runs under an exclusive lock of models/KEY.lock, so concurrent
  * first runs build once (the others wait, then open the entry), into
- * models/KEY.tmp.PID, renamed to models/KEY when the bundle is whole: an
- * interrupted build leaves no entry, and its temporary directory is
- * removed by the next build of that key or by --prune-cache. */
+ * models/KEY.tmp.PID, renamed to models/KEY when the bundle is whole.  A
+ * build that fails, or is interrupted by SIGINT, SIGTERM or SIGHUP,
+ * removes its directories and the lock file as it ends, and one that
+ * succeeds its lock file: nothing is left but entries.  (What a SIGKILL
+ * leaves goes with the next build of that key, or --prune-cache.) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,9 +45,9 @@
 #define STRIDE (UINT64_C(4) << 20)    /* and a sample every 4 MiB */
 #define SAMPLE (UINT64_C(64) << 10)   /* of 64 KiB */
 
-/* The cache's root: the option, else the environment's. */
+/* The cache's root as given: the option, else the environment's. */
 static char *
-cache_root(const struct run_cache *c)
+cache_root_of(const struct run_cache *c)
 {
 	const char *e;
 	if (c->dir)
@@ -57,6 +60,19 @@ cache_root(const struct run_cache *c)
 		return llm_xasprintf("%s/.cache/llm", e);
 	llm_fatal("no cache directory: set HOME, XDG_CACHE_HOME or LLM_CACHE_DIR, or give --cache-dir "
 		  "(or --no-cache)");
+}
+
+/* The cache's root: the option, else the environment's; absolute (the
+ * paths --list-cache prints and the lines say are). */
+static char *
+cache_root(const struct run_cache *c)
+{
+	char *r = cache_root_of(c), cwd[PATH_MAX];
+	if (r[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return r;
+	char *a = llm_path_join(cwd, r);
+	free(r);
+	return a;
 }
 
 /* 1 for a GGUF file, 2 for a checkpoint directory (config.json, no
@@ -267,14 +283,75 @@ build(const char *src, const char *out, const struct run_cache *c)
 	free(bindir);
 }
 
-/* --no-cache's build directory, removed at exit. */
-static char *nocache_dir;
+/* What a build in hand has made, removed when it ends otherwise than
+ * whole (a failure, llm_fatal's exit, SIGINT, SIGTERM, SIGHUP): its
+ * directories and its lock file, or --no-cache's directory. */
+static struct {
+	char *dirs[2]; /* models/KEY.tmp.PID and .keep, or --no-cache's */
+	char *lock;    /* models/KEY.lock, held */
+} live;
 
 static void
-remove_nocache(void)
+remove_live(void)
 {
-	if (nocache_dir)
-		rm_tree(nocache_dir);
+	for (size_t i = 0; i < LLM_NELEM(live.dirs); i++)
+		if (live.dirs[i])
+			rm_tree(live.dirs[i]);
+	if (live.lock)
+		unlink(live.lock); /* a waiter sees its file go and locks a new one (lock_entry) */
+}
+
+/* The same on a signal, with what a handler may call: rm -rf for the
+ * directories (nftw allocates). */
+static void
+remove_live_on_signal(void)
+{
+	for (size_t i = 0; i < LLM_NELEM(live.dirs); i++) {
+		pid_t p;
+		if (!live.dirs[i] || (p = fork()) < 0)
+			continue;
+		if (p == 0) {
+			execl("/bin/rm", "rm", "-rf", "--", live.dirs[i], (char *)NULL);
+			_exit(127);
+		}
+		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (live.lock)
+		unlink(live.lock);
+}
+
+static void
+track_live(void)
+{
+	static int once;
+	if (!once++) {
+		atexit(remove_live);
+		llm_atsignal(remove_live_on_signal);
+	}
+}
+
+/* An exclusive lock of the entry's lock file (waiting, with a line, while
+ * another run holds it): its descriptor.  A holder removes the file when
+ * it is done, so a lock on a file no longer at lockp is taken again. */
+static int
+lock_entry(const char *lockp, const char *src)
+{
+	for (int said = 0;;) {
+		int fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			llm_fatal("%s:", lockp);
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (!said++)
+				fprintf(stderr, "%s: %s is being compiled by another run: waiting\n", llm_prog, src);
+			if (flock(fd, LOCK_EX) < 0)
+				llm_fatal("%s:", lockp);
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(lockp, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return fd;
+		close(fd);
+	}
 }
 
 char *
@@ -283,14 +360,15 @@ run_cache_model(const char *src, const struct run_cache *c)
 	int kind = source_kind(src);
 	if (!kind)
 		return NULL;
+	track_live();
 	if (c->off) {
 		const char *t = getenv("TMPDIR");
-		nocache_dir = llm_xasprintf("%s/%s.XXXXXX", t && *t ? t : "/tmp", llm_prog);
-		if (!mkdtemp(nocache_dir))
-			llm_fatal("%s:", nocache_dir);
-		atexit(remove_nocache);
+		char *dir = llm_xasprintf("%s/%s.XXXXXX", t && *t ? t : "/tmp", llm_prog);
+		if (!mkdtemp(dir))
+			llm_fatal("%s:", dir);
+		live.dirs[0] = dir; /* removed at exit */
 		fprintf(stderr, "%s: compiling %s (--no-cache: for this run only)\n", llm_prog, src);
-		char *out = llm_path_join(nocache_dir, "build");
+		char *out = llm_path_join(dir, "build");
 		build(src, out, c);
 		char *bundle = llm_path_join(out, "model.llm");
 		free(out);
@@ -304,14 +382,8 @@ run_cache_model(const char *src, const struct run_cache *c)
 	if (llm_mkdirs(models) < 0)
 		llm_fatal("%s", llm_errmsg());
 	char *lockp = llm_xasprintf("%s.lock", entry);
-	int lfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (lfd < 0)
-		llm_fatal("%s:", lockp);
-	if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
-		fprintf(stderr, "%s: %s is being compiled by another run: waiting\n", llm_prog, src);
-		if (flock(lfd, LOCK_EX) < 0)
-			llm_fatal("%s:", lockp);
-	}
+	int lfd = lock_entry(lockp, src);
+	live.lock = lockp;
 	if (!llm_file_exists(bundle)) {
 		/* an interrupted build's leftovers of this key go */
 		char *pat = llm_xasprintf("%s.tmp.", hex);
@@ -326,23 +398,29 @@ run_cache_model(const char *src, const struct run_cache *c)
 			closedir(d);
 		free(pat);
 		char *tmp = llm_xasprintf("%s.tmp.%ld", entry, (long)getpid());
+		char *keep = llm_xasprintf("%s.tmp.%ld.keep", entry, (long)getpid());
+		live.dirs[0] = tmp;
+		live.dirs[1] = keep;
 		fprintf(stderr, "%s: compiling %s into %s: once, later runs start at once\n", llm_prog, src, entry);
 		build(src, tmp, c);
-		/* keep the bundle (all a run needs) and what it came from */
-		char *keep = llm_xasprintf("%s.tmp.%ld.keep", entry, (long)getpid());
+		/* keep the bundle (all a run needs) and what it came from, by its absolute path */
 		char *tb = llm_path_join(tmp, "model.llm"), *kb = llm_path_join(keep, "model.llm");
-		char *info = llm_path_join(keep, "source");
+		char *info = llm_path_join(keep, "source"), *abs = realpath(src, NULL);
 		if (mkdir(keep, 0755) < 0 || rename(tb, kb) < 0)
 			llm_fatal("%s:", keep);
 		FILE *f = fopen(info, "w");
-		if (!f || fprintf(f, "%s\n", src) < 0 || fclose(f) != 0)
+		if (!f || fprintf(f, "%s\n", abs ? abs : src) < 0 || fclose(f) != 0)
 			llm_fatal("%s:", info);
 		rm_tree(tmp);
 		if (rename(keep, entry) < 0)
 			llm_fatal("%s:", entry);
-		free(tb), free(kb), free(info), free(keep), free(tmp);
+		live.dirs[0] = live.dirs[1] = NULL;
+		free(tb), free(kb), free(info), free(keep), free(tmp), free(abs);
 	}
-	close(lfd); /* the lock goes with it */
+	/* done: the lock file goes (remove_live at exit would too), then the lock */
+	unlink(lockp);
+	live.lock = NULL;
+	close(lfd);
 	free(lockp);
 done:
 	free(entry);
