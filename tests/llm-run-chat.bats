@@ -107,7 +107,7 @@ Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
 }
 
 @test "a bad conversation file is an error naming it, with no output" {
-	for bad in 'not json' '[]' '{}' '[{"role": "user"}]' '[{"role": "user", "content": 3}]'; do
+	for bad in 'not json' '{}' '{"messages": 3}' '[{"role": "user"}]' '[{"role": "user", "content": 3}]'; do
 		printf '%s' "$bad" >"$T/c.json"
 		run -1 --separate-stderr llm-run --chat-template qwen2 --render "$T/c.json"
 		[ -z "$output" ]
@@ -167,4 +167,23 @@ Hello!<|eot_id|><|start_header_id|>assistant<|end_header_id|>" ]
 	printf '%s' '{"messages": [{"role": "user", "content": "Hi"}], "chat_template_kwargs": 3}' >"$T/r.json"
 	run -1 --separate-stderr llm-run --chat-template qwen3 --render "$T/r.json"
 	[ "$stderr" = "llm-run: $T/r.json: \"chat_template_kwargs\" is not an object" ]
+}
+
+@test "--render takes the message shapes llm-serve takes: content as OpenAI's text parts (joined), and an empty list of messages (issue 65)" {
+	for t in $TEMPLATES; do
+		printf '%s' '[{"role": "system", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
+			{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]' >"$T/parts.json"
+		printf '%s' '[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]' >"$T/text.json"
+		llm-run --chat-template "$t" --render "$T/parts.json" >"$T/a"
+		llm-run --chat-template "$t" --render "$T/text.json" >"$T/b"
+		cmp "$T/a" "$T/b"
+		echo '[]' >"$T/empty.json"
+		llm-run --chat-template "$t" --render "$T/empty.json" >"$T/e"
+		llm-run --chat-template "$t" --render "$T/empty.json" --no-gen-prompt >"$T/e0"
+		# the template's start, then the generation prompt (llama2's has none)
+		[ "$(head -c "$(wc -c <"$T/e0")" "$T/e")" = "$(cat "$T/e0")" ]
+	done
+	printf '%s' '[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]' >"$T/img.json"
+	run -1 --separate-stderr llm-run --chat-template qwen2 --render "$T/img.json"
+	[ "$stderr" = "llm-run: $T/img.json: message 0: content part 0: only {\"type\": \"text\", \"text\": string} parts are read" ]
 }

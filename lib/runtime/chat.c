@@ -255,6 +255,26 @@ reserved_var(const char *k)
 }
 
 int
+llm_chat_content_text(const json_t *content, char **text, size_t *part)
+{
+	struct llm_buf t = {0};
+	size_t k;
+	json_t *p;
+	json_array_foreach ((json_t *)content, k, p) {
+		const json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
+		if (!json_is_string(ty) || strcmp(json_string_value(ty), "text") != 0 || !json_is_string(tx)) {
+			llm_buf_free(&t);
+			*part = k;
+			return -1;
+		}
+		llm_buf_add(&t, json_string_value(tx), json_string_length(tx));
+	}
+	llm_buf_add(&t, "", 0);
+	*text = t.p ? t.p : llm_xstrdup("");
+	return 0;
+}
+
+int
 llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name)
 {
 	json_t *root = llm_json_loadb_js(text, len, name), *msgs, *tools = NULL, *kw = NULL, *m;
@@ -284,22 +304,41 @@ llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *nam
 				    name, k);
 			}
 	}
-	if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+	if (!json_is_array(msgs)) {
 		json_decref(root);
 		return llm_seterr("%s: expected a JSON array of messages, or an object with one as \"messages\"", name);
 	}
+	json_t *copy = json_array();
 	json_array_foreach (msgs, i, m) {
 		json_t *content = json_object_get(m, "content"); /* borrowed */
+		char *joined = NULL;
+		size_t part;
 		if (!json_is_object(m) || !json_is_string(json_object_get(m, "role")) ||
-		    (content && !json_is_string(content) && !json_is_null(content))) {
+		    (content && !json_is_string(content) && !json_is_null(content) && !json_is_array(content))) {
+			json_decref(copy);
 			json_decref(root);
 			return llm_seterr(
-			    "%s: message %zu: expected {\"role\": string, \"content\": string or null, ...}", name, i);
+			    "%s: message %zu: expected {\"role\": string, \"content\": string, an array of "
+			    "text parts or null, ...}",
+			    name, i);
 		}
+		if (json_is_array(content) && llm_chat_content_text(content, &joined, &part) < 0) {
+			json_decref(copy);
+			json_decref(root);
+			return llm_seterr("%s: message %zu: content part %zu: only {\"type\": \"text\", \"text\": "
+					  "string} parts are read",
+			    name, i, part);
+		}
+		json_t *x = json_copy(m);
+		if (joined)
+			json_object_set_new(x, "content", json_string(joined));
+		free(joined);
+		json_array_append_new(copy, x);
 	}
 	if (!c->messages)
 		c->messages = json_array();
-	json_array_extend(c->messages, msgs);
+	json_array_extend(c->messages, copy);
+	json_decref(copy);
 	if (json_is_array(tools)) {
 		json_decref(c->tools);
 		c->tools = json_incref(tools);

@@ -45,12 +45,19 @@ void llm_chat_free(struct llm_chat *c);
  * {"messages": [...], "tools": [...], "chat_template_kwargs": {...}} as
  * an OpenAI chat request carries them (llama-server's chat_template_kwargs:
  * more variables for the template, but for messages, tools,
- * add_generation_prompt and the special tokens).  A message has a string "role"; its "content" is a string, null,
- * or absent (an assistant's tool_calls); its other keys (tool_calls, name,
- * tool_call_id, reasoning_content, ...) go to the template as they are.
- * 0, or -1 with llm_errmsg "name: ..." (not JSON, no messages, a message
- * that is not one), c then as it was. */
+ * add_generation_prompt and the special tokens).  A message has a string "role"; its "content" is a string, an
+ * array of OpenAI's text parts ([{"type": "text", "text": ...}], joined into
+ * one string, as llm-serve reads them), null, or absent (an assistant's
+ * tool_calls); its other keys (tool_calls, name, tool_call_id,
+ * reasoning_content, ...) go to the template as they are.  The array may
+ * be empty (the template renders no message).  0, or -1 with llm_errmsg
+ * "name: ..." (not JSON, no messages, a message that is not one), c then
+ * as it was. */
 int llm_chat_parse(struct llm_chat *c, const char *text, size_t len, const char *name);
+/* The text of an array of OpenAI's content parts ({"type": "text", "text":
+ * string} each; any other refused), joined: 0 and *text (free), or -1 and
+ * *part, the first part refused. */
+int llm_chat_content_text(const json_t *content, char **text, size_t *part);
 
 struct llm_chat_template {
 	struct llm_jinja *jinja;

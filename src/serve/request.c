@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../../lib/base/util.h"
+#include "../../lib/runtime/chat.h"
 #include "request.h"
 
 /* s cut to its first l bytes, less a character they end inside of (a
@@ -101,28 +102,20 @@ serve_integer(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t 
 static char *
 content_of(const json_t *c, size_t i, struct serve_bad *b)
 {
+	char *text;
+	size_t k;
 	if (json_is_string(c))
 		return llm_xstrdup(json_string_value(c));
 	if (!json_is_array(c)) {
 		serve_badf(b, NULL, "messages[%zu].content must be a string or an array of text parts", i);
 		return NULL;
 	}
-	struct llm_buf t = {0};
-	size_t k;
-	json_t *p;
-	json_array_foreach (c, k, p) {
-		const json_t *ty = json_object_get(p, "type"), *tx = json_object_get(p, "text");
-		if (!json_is_string(ty) || strcmp(json_string_value(ty), "text") != 0 || !json_is_string(tx)) {
-			llm_buf_free(&t);
-			serve_badf(b, NULL,
-			    "messages[%zu].content[%zu]: only {\"type\": \"text\", \"text\": ...} parts are read", i,
-			    k);
-			return NULL;
-		}
-		llm_buf_puts(&t, json_string_value(tx));
+	if (llm_chat_content_text(c, &text, &k) < 0) {
+		serve_badf(b, NULL,
+		    "messages[%zu].content[%zu]: only {\"type\": \"text\", \"text\": ...} parts are read", i, k);
+		return NULL;
 	}
-	llm_buf_add(&t, "", 1);
-	return t.p;
+	return text;
 }
 
 static const char choice_shape[] =
