@@ -95,9 +95,14 @@ source_kind(const char *path)
 			close(fd);
 	} else if (S_ISDIR(sb.st_mode)) {
 		char *cfg = llm_path_join(path, "config.json"), *mj = llm_path_join(path, "model.json");
-		kind = llm_file_exists(cfg) && !llm_file_exists(mj) ? 2 : 0;
+		int has_cfg = llm_file_exists(cfg), has_mj = llm_file_exists(mj);
 		free(cfg);
 		free(mj);
+		if (!has_cfg && !has_mj)
+			llm_fatal("%s: a directory that is neither a build (model.json) nor a Hugging Face checkpoint "
+				  "(config.json)",
+			    path);
+		kind = has_cfg && !has_mj ? 2 : 0;
 	}
 	return kind;
 }
