@@ -340,7 +340,7 @@ report() {
 	echo 'x' >text.txt
 	bad 1 "^llm-run: nope: No such file or directory$" llm-run -m nope -p hi
 	mkdir emptydir
-	bad 1 "^llm-run: emptydir: a directory that is neither a build (model.json) nor a Hugging Face checkpoint (config.json)$" \
+	bad 1 "^llm-run: emptydir: a directory that is neither a build .model.json. nor a Hugging Face checkpoint .config.json.$" \
 		llm-run -m emptydir -p hi
 	bad 1 "^llm-run: fifo: " llm-run -m fifo -p hi
 	bad 1 "^llm-run: junk.llm: not a model bundle" llm-run -m junk.llm -p hi
