@@ -533,6 +533,17 @@ hf_tokenizer(struct llm_model *m, const char *dir, const struct llm_hfconfig *c,
 					llm_fatal("%s", llm_errmsg());
 				if (llm_tokenizer_warning(tk))
 					llm_warn("%s", llm_tokenizer_warning(tk));
+				/* an id past the embedding's rows would be read out of bounds (or refused at run
+				 * time, token by token): the tokenizer is not this model's */
+				int64_t nv = llm_tokenizer_n_vocab(tk);
+				if (nv > c->vocab_size) {
+					size_t tl = 0;
+					const char *tt = llm_tokenizer_token_text(tk, nv - 1, &tl);
+					llm_fatal("%s: token id %lld ('%.*s') is beyond the model's vocabulary of %lld "
+						  "(config.json vocab_size): the tokenizer is not this model's",
+					    p, (long long)(nv - 1), tt ? (int)(tl < 40 ? tl : 40) : 1, tt ? tt : "?",
+					    (long long)c->vocab_size);
+				}
 				llm_tokenizer_free(tk);
 			}
 			if (strcmp(f->name, "tokenizer_config.json") == 0) {

@@ -295,3 +295,11 @@ setup() {
 	run -0 --separate-stderr llm-run -m "$T/out" --tokenize <<<'"hello"'
 	[ "$(grep -c 'merges given twice' <<<"$stderr")" -eq 1 ]
 }
+
+@test "a tokenizer with ids beyond the model's vocabulary is refused by name: its last id and token, the vocabulary (issue 65)" {
+	# (the BOS and EOS ids of generation_config.json, 151646 and 151643, inside it)
+	mkmodel --preset tiny --vocab 151650 --seed 1 -o "$BATS_TEST_TMPDIR/small"
+	run -1 --separate-stderr llm-import -o "$BATS_TEST_TMPDIR/out" "$BATS_TEST_TMPDIR/small"
+	[ "$stderr" = "llm-import: $BATS_TEST_TMPDIR/small/tokenizer.json: token id 151664 ('<|file_sep|>') is beyond the model's vocabulary of 151650 (config.json vocab_size): the tokenizer is not this model's" ]
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+}

@@ -272,8 +272,14 @@ check_tiny() {
 		"$d/config.json" >/dev/null
 	jq -e '.eos_token_id == [151645, 151643]' "$d/generation_config.json" >/dev/null
 	check_tensors "$d" qwen3 BF16 1 1024 2048 1024 3072 151936 true 128
-	run -2 --separate-stderr mkmodel --preset qwen3-0.6b -o "$T/m"
+	run -2 --separate-stderr mkmodel --preset qwen3-0.6b -f qwen2 -o "$T/m"
 	[[ ${stderr_lines[0]} == "mkmodel: preset qwen3-0.6b needs --family llama or qwen3"* ]]
+	# without -f, the preset's own family (issue 65)
+	for p in qwen3-0.6b:Qwen3ForCausalLM llama-3.2-1b:LlamaForCausalLM tiny:Qwen2ForCausalLM; do
+		mkmodel --preset "${p%%:*}" -L 1 --vocab 1024 --dtype bf16 -o "$T/p-${p%%:*}"
+		[ "$(jq -r '.architectures[0]' "$T/p-${p%%:*}/config.json")" = "${p##*:}" ]
+		rm -rf "$T/p-${p%%:*}"
+	done
 }
 
 @test "--preset llama-3.2-1b and mistral-7b: their configs and shapes (issue 44)" {

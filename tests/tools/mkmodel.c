@@ -54,6 +54,7 @@ struct preset {
 	const char *tf_version; /* transformers_version */
 	const char *genconfig;  /* generation_config.json, verbatim */
 	int64_t head_dim;       /* 0: hidden / heads */
+	const char *family;     /* what -f defaults to */
 };
 
 /* The DeepSeek-R1-Distill generation_config.json: BOS 151646 (the
@@ -74,11 +75,11 @@ struct preset {
 static const struct preset presets[] = {
 	/* A small model with the real vocabulary and tokenizer. */
 	{"tiny", 64, 2, 4, 2, 128, 151936, 4096, 0, "1e-06", "10000.0",
-	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0},
+	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0, "qwen2"},
 	/* tiny with rows of 256 (hidden 256, FFN 512): what llama.cpp's
 	 * k-quants need, so that a Q4_K_M of it holds Q4_K and Q6_K. */
 	{"tiny-k", 256, 2, 4, 2, 512, 151936, 4096, 0, "1e-06", "10000.0",
-	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0},
+	 151643, 151643, 2, 4096, "4.44.0", DS_GENCONFIG, 0, "qwen2"},
 	/* Qwen/Qwen2.5-0.5B. */
 	{"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1, "1e-06", "1000000.0",
 	 151643, 151643, 24, 32768, "4.40.1",
@@ -88,10 +89,10 @@ static const struct preset presets[] = {
 	 "  \"eos_token_id\": 151643,\n"
 	 "  \"max_new_tokens\": 2048,\n"
 	 "  \"transformers_version\": \"4.37.0\"\n"
-	 "}\n", 0},
+	 "}\n", 0, "qwen2"},
 	/* deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B. */
 	{"ds-r1-distill-qwen-1.5b", 1536, 28, 12, 2, 8960, 151936, 131072, 0, "1e-06", "10000",
-	 151643, 151643, 21, 4096, "4.44.0", DS_GENCONFIG, 0},
+	 151643, 151643, 21, 4096, "4.44.0", DS_GENCONFIG, 0, "qwen2"},
 	/* Qwen/Qwen3-0.6B (with --family qwen3): head_dim 128, so q is 2048
 	 * wide on a hidden size of 1024. */
 	{"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1, "1e-06", "1000000",
@@ -108,7 +109,7 @@ static const struct preset presets[] = {
 	 "  \"top_k\": 20,\n"
 	 "  \"top_p\": 0.95,\n"
 	 "  \"transformers_version\": \"4.51.0\"\n"
-	 "}\n", 128},
+	 "}\n", 128, "qwen3"},
 	/* microsoft/Phi-4-mini-instruct (with --family phi3): 200064 tokens,
 	 * tied embeddings (the tokenizer is the default one: its ids are a
 	 * part of the vocabulary). */
@@ -123,7 +124,7 @@ static const struct preset presets[] = {
 	 "  ],\n"
 	 "  \"pad_token_id\": 199999,\n"
 	 "  \"transformers_version\": \"4.45.0\"\n"
-	 "}\n", 0},
+	 "}\n", 0, "phi3"},
 	/* google/gemma-3-1b-it (with --family gemma3): head_dim 256 on 4
 	 * heads of hidden 1152, one kv head, 262144 tokens. */
 	{"gemma-3-1b", 1152, 26, 4, 1, 6912, 262144, 32768, 1, "1e-06", "1000000",
@@ -140,7 +141,7 @@ static const struct preset presets[] = {
 	 "  \"top_k\": 64,\n"
 	 "  \"top_p\": 0.95,\n"
 	 "  \"transformers_version\": \"4.50.0.dev0\"\n"
-	 "}\n", 256},
+	 "}\n", 256, "gemma3"},
 	/* meta-llama/Llama-3.2-1B-Instruct (with --family llama; its RoPE
 	 * scaling: --rope-llama3 8192). */
 	{"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 1, "1e-05", "500000.0",
@@ -156,7 +157,7 @@ static const struct preset presets[] = {
 	 "  \"temperature\": 0.6,\n"
 	 "  \"top_p\": 0.9,\n"
 	 "  \"transformers_version\": \"4.45.0.dev0\"\n"
-	 "}\n", 64},
+	 "}\n", 64, "llama"},
 	/* mistralai/Mistral-7B-Instruct-v0.3 (with --family mistral). */
 	{"mistral-7b", 4096, 32, 32, 8, 14336, 32768, 32768, 0, "1e-05", "1000000.0",
 	 1, 2, 32, 0, "4.42.0.dev0",
@@ -164,7 +165,7 @@ static const struct preset presets[] = {
 	 "  \"bos_token_id\": 1,\n"
 	 "  \"eos_token_id\": 2,\n"
 	 "  \"transformers_version\": \"4.42.0.dev0\"\n"
-	 "}\n", 128},
+	 "}\n", 128, "mistral"},
 };
 /* clang-format on */
 
@@ -174,6 +175,16 @@ static const char *const model_types[] = {"qwen2", "llama", "qwen3", "mistral", 
 static const char *const architectures[] = {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM",
 	"MistralForCausalLM", "Phi3ForCausalLM", "Gemma3ForCausalLM"};
 enum init { MATRIX, NORM, BIAS };
+
+/* A family by its name (family_names), or -1. */
+static int
+family_of(const char *name)
+{
+	for (size_t i = 0; i < LLM_NELEM(family_names); i++)
+		if (strcmp(name, family_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
 
 struct tensor {
 	char *name;
@@ -229,7 +240,7 @@ help(void)
 	       "\n"
 	       "  -d, --dtype f32|f16|bf16    weight dtype (default f32)\n"
 	       "  -f, --family qwen2|llama|qwen3|mistral|phi3|gemma3\n"
-	       "                              architecture (default qwen2; llama: no q/k/v biases;\n"
+	       "                              architecture (default: the preset's; llama: no q/k/v biases;\n"
 	       "                              qwen3: no biases, q_norm and k_norm; mistral: llama's\n"
 	       "                              layers, MistralConfig; phi3: llama's layers with\n"
 	       "                              qkv_proj and gate_up_proj fused, Phi3Config; gemma3:\n"
@@ -930,6 +941,7 @@ main(int argc, char **argv)
 	struct model m = {.p = &presets[0], .family = QWEN2, .dtype = LLM_DT_F32, .layers = -1};
 	const char *tokdir_opt = NULL, *how;
 	char *out = NULL, *tokdir;
+	int fam, family_set = 0;
 	int64_t v;
 	int c;
 	double t0 = llm_now();
@@ -944,21 +956,11 @@ main(int argc, char **argv)
 				bad_usage("unknown dtype '%s'", optarg, "f32, f16 or bf16");
 			break;
 		case 'f':
-			if (strcmp(optarg, "qwen2") == 0)
-				m.family = QWEN2;
-			else if (strcmp(optarg, "llama") == 0)
-				m.family = LLAMA;
-			else if (strcmp(optarg, "qwen3") == 0)
-				m.family = QWEN3;
-			else if (strcmp(optarg, "mistral") == 0)
-				m.family = MISTRAL;
-			else if (strcmp(optarg, "phi3") == 0)
-				m.family = PHI3;
-			else if (strcmp(optarg, "gemma3") == 0)
-				m.family = GEMMA3;
-			else
+			if ((fam = family_of(optarg)) < 0)
 				bad_usage("unknown family '%s'", optarg,
 				    "qwen2, llama, qwen3, mistral, phi3 or gemma3");
+			m.family = (enum family)fam;
+			family_set = 1;
 			break;
 		case 'h':
 			help();
@@ -1056,6 +1058,8 @@ main(int argc, char **argv)
 		bad_usage("unexpected argument '%s'", argv[optind], NULL);
 	if (!out || !*out)
 		bad_usage("%s", "no output directory (-o)", NULL);
+	if (!family_set)
+		m.family = (enum family)family_of(m.p->family); /* the preset's own */
 	if (m.rope_llama3 && m.family != LLAMA)
 		bad_usage("%s", "--rope-llama3 needs --family llama", NULL);
 	if (m.window && m.family != MISTRAL && m.family != PHI3 && m.family != GEMMA3)
