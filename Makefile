@@ -66,7 +66,7 @@ API_SRC = api runtime chatsrc jinja bundle model json util utf8 weights target s
 	gguf tokenizer tokjson tokbuild toklines chat chatcache sample grammar json_schema reply
 API_LIBS = -ljansson -larchive -lpcre2-8 -lutf8proc -lm -ldl -lpthread
 APIOBJ = $(patsubst lib/%.c,$(O)/pic/%.o,$(filter $(API_SRC:%=\%/%.c),$(LIBSRC)))
-API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION)
+API = $(O)/pic/libllm.a $(O)/pic/libllm.so.$(VERSION) $(O)/pic/libllm.so $(O)/pic/llm-uninstalled.pc
 
 # llm-split and llm-verify-partition work on the IR through the MLIR C API:
 # their objects (IROBJ, from lib/compiler/ir/, outside libllm.a) need its headers,
@@ -138,6 +138,18 @@ $(O)/pic/llm.map: include/llm.h
 $(O)/pic/libllm.so.$(VERSION): $(APIOBJ) $(O)/pic/llm.map
 	$(CC) $(ALL_LDFLAGS) -shared -Wl,-soname,libllm.so.$(SOVERSION) -Wl,--version-script,$(O)/pic/llm.map \
 		-Wl,--no-undefined -o $@ $(APIOBJ) $(API_LIBS)
+# Uninstalled, as in the build tree: the soname's link and the linker's,
+# and llm-uninstalled.pc, which pkg-config prefers when PKG_CONFIG_PATH
+# names $(O)/pic (llm(3), LINKING).
+$(O)/pic/libllm.so: $(O)/pic/libllm.so.$(VERSION)
+	ln -sf libllm.so.$(VERSION) $(O)/pic/libllm.so.$(SOVERSION)
+	ln -sf libllm.so.$(SOVERSION) $@
+$(O)/pic/llm-uninstalled.pc: Makefile config.mk
+	@mkdir -p $(@D)
+	{ echo 'Name: llm'; echo 'Description: run LLMs compiled by the llm-* toolchain (uninstalled)'; \
+	  echo 'Version: $(VERSION)'; echo 'Libs: -L$${pcfiledir} -Wl,-rpath,$${pcfiledir} -lllm'; \
+	  echo 'Libs.private: $(API_LIBS)'; echo 'Cflags: -I$${pcfiledir}/$(shell echo $(O)/pic | sed 's|[^/]*|..|g')/include'; \
+	} >$@.tmp && mv $@.tmp $@
 # Programs: bin/llm-<x> from src/llm-<x>.c; list each source below.
 # llm-tune is a shell script (it drives the other programs), with the
 # version and the installed share directory put in.

@@ -136,3 +136,17 @@ install_to() {
 	make -s --no-print-directory -C "$PROJECT_ROOT" uninstall PREFIX=/opt/llm DESTDIR="$T/stage" >&2
 	[ -z "$(find "$T/stage" ! -type d)" ]
 }
+
+@test "uninstalled: build/pic has the soname's link and llm-uninstalled.pc, which pkg-config takes; the example builds from the tree and chats as llm-run does (issue 65)" {
+	B=$PROJECT_ROOT/build/pic
+	[ "$(readlink "$B/libllm.so.0")" = "libllm.so.$(llm-run --version | sed -n 's/.*(llm) \([0-9.]*\),.*/\1/p')" ]
+	[ "$(readlink "$B/libllm.so")" = libllm.so.0 ]
+	export PKG_CONFIG_PATH=$B
+	[ "$(pkg-config --modversion llm)" = "$(sed -n 's/^Version: //p' "$B/llm-uninstalled.pc")" ]
+	cc -Wall -Wextra -Werror -o "$T/chat" "$PROJECT_ROOT/share/doc/llm/examples/chat.c" $(pkg-config --cflags --libs llm)
+	ldd "$T/chat" | grep -q "$B/libllm.so.0"
+	printf '%s\n' 'Hello there' 'What did I say?' >"$T/in"
+	llm-run -m "$M" -t 2 -i -n 12 --json <"$T/in" 2>/dev/null | jq -j '.text + "\n"' >"$T/want"
+	"$T/chat" "$M" 12 <"$T/in" >"$T/out"
+	cmp "$T/want" "$T/out"
+}
