@@ -34,10 +34,6 @@
 #include "../lib/runtime/tokenizer.h"
 #include "../lib/base/util.h"
 
-/* The most RoPE rows (and the largest KV cache llm-run -c may ask for)
- * by default: 16 MiB of tables at head_dim 128.  llm-run allocates the
- * cache for its own -c (LLM_DEFAULT_CONTEXT by default). */
-#define DEFAULT_MAX_CONTEXT 32768
 #define DEFAULT_PREFILL_CHUNK 128
 
 static const char *tokenizer_names[] = {
@@ -688,8 +684,8 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		llm_fatal("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", dir,
 		    cfg.head_dim);
 	if (!o->max_ctx)
-		o->max_ctx = cfg.max_position_embeddings < DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings :
-										 DEFAULT_MAX_CONTEXT;
+		o->max_ctx = cfg.max_position_embeddings < LLM_DEFAULT_MAX_CONTEXT ? cfg.max_position_embeddings :
+										     LLM_DEFAULT_MAX_CONTEXT;
 	if (o->max_ctx > cfg.max_position_embeddings)
 		llm_warn("%s: --max-context %" PRId64 " exceeds max_position_embeddings %" PRId64, dir, o->max_ctx,
 		    cfg.max_position_embeddings);

@@ -43,7 +43,8 @@ static const char usage_text[] =
     "               [--ignore-eos] [--grammar text | --grammar-file file | -j schema |\n"
     "               -jf file] [--stop text] [--tokenizer path]\n"
     "               [--chat-template name|file] [--system text] [--no-special-in-input]\n"
-    "               [--no-display-prompt] [--no-cache] [--cache-dir dir] -m model\n"
+    "               [--no-display-prompt] [--no-cache] [--cache-dir dir]\n"
+    "               [--import-flags options] -m model\n"
     "               -i | --single-turn | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
     "               [-r n] [--pg pp,tg] [-o format] -m model --bench [spec]\n"
@@ -64,6 +65,10 @@ static const char help_text[] =
     "  --no-cache           compile a GGUF file or checkpoint for this run only\n"
     "  --cache-dir dir      the cache (default: $LLM_CACHE_DIR, else $XDG_CACHE_HOME/llm, else\n"
     "                       ~/.cache/llm); --list-cache lists it, --prune-cache empties it\n"
+    "  --import-flags options\n"
+    "                       llm-import's options for a GGUF file's or checkpoint's build, as\n"
+    "                       words (\"--dtype q8_0 --activations f32\"): a build of its own in the\n"
+    "                       cache, as -c past 32768 (--max-context) and -ctk/-ctv (--kv-dtype) make\n"
     "  -p text, -f file     the prompt (file - : standard input), echoed on standard output\n"
     "                       before the text it is continued with\n"
     "  --no-display-prompt  print only the generated text\n"
@@ -290,7 +295,7 @@ enum {
 	OPT_PARSE_REPLY, OPT_NO_GEN_PROMPT, OPT_PERPLEXITY, OPT_PPL_CONTEXT, OPT_CHUNKS, OPT_KLD_BASE, OPT_KLD,
 	OPT_ESCAPE,	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN, OPT_MULTILINE,
-	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE, OPT_PG,
+	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_IMPORT_FLAGS, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE, OPT_PG,
 	OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE,
 };
 /* clang-format on */
@@ -307,6 +312,7 @@ static const struct option longopts[] = {
 	{"escape", no_argument, NULL, OPT_ESCAPE},
 	{"no-cache", no_argument, NULL, OPT_NO_CACHE},
 	{"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+	{"import-flags", required_argument, NULL, OPT_IMPORT_FLAGS},
 	{"list-cache", no_argument, NULL, OPT_LIST_CACHE},
 	{"prune-cache", no_argument, NULL, OPT_PRUNE_CACHE},
 	{"file", required_argument, NULL, 'f'},
@@ -523,6 +529,9 @@ parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_CACHE_DIR:
 			a->cache.dir = optarg;
+			break;
+		case OPT_IMPORT_FLAGS:
+			a->cache.user_flags = optarg;
 			break;
 		case OPT_LIST_CACHE:
 		case OPT_PRUNE_CACHE:
@@ -941,6 +950,8 @@ main(int argc, char **argv)
 	if (a.cache.off && a.cache.dir)
 		usage_msg("give one of --no-cache and --cache-dir");
 	a.cache.verbose = a.verbose;
+	/* the build -c, -ctk/-ctv and --import-flags ask for, of a GGUF file or a checkpoint */
+	run_cache_variant(&a.cache, a.ctx_cap, a.kv_type[0], a.kv_type[1]);
 	if (a.mode == M_TOKENIZE || a.mode == M_DETOKENIZE || a.mode == M_RENDER || a.mode == M_PARSE) {
 		if (a.model && a.tokenizer_path)
 			usage_msg("give one of -m and --tokenizer");

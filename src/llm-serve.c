@@ -50,8 +50,8 @@
 static const char usage_text[] =
     "usage: llm-serve [-h] [-c n] [-n n] [-t n] [--api-key key] [--api-key-file file]\n"
     "                 [--cache-dir dir] [--chat-template name|file] [--cors-origin origin]\n"
-    "                 [--health-port n] [--host addr] [--host-allow name] [--jinja]\n"
-    "                 [--max-body bytes] [--max-per-address n] [--name id] [--no-cache]\n"
+    "                 [--health-port n] [--host addr] [--host-allow name] [--import-flags options]\n"
+    "                 [--jinja] [--max-body bytes] [--max-per-address n] [--name id] [--no-cache]\n"
     "                 [--parallel n] [--pooling last|mean] [--port n] [--queue n]\n"
     "                 [--reasoning-format format] [--timeout s] -m model\n";
 
@@ -78,6 +78,9 @@ static const char options_text[] =
     "      --host addr      IPv4 or IPv6 address to listen on (default 127.0.0.1; :: for all)\n"
     "      --host-allow name\n"
     "                       a name the Host header may give besides the address (again for more)\n"
+    "      --import-flags options\n"
+    "                       llm-import's options for a GGUF file's or checkpoint's build (its own\n"
+    "                       entry in the cache), as llm-run's; -c past 32768 adds --max-context\n"
     "      --jinja          accepted for llama-server's command lines: templates always run\n"
     "                       through the Jinja interpreter\n"
     "  -m, --model path     the bundle (model.llm) or build directory; or a GGUF file or a\n"
@@ -1810,6 +1813,7 @@ enum {
 	OPT_HEALTH_PORT,
 	OPT_HOST,
 	OPT_HOST_ALLOW,
+	OPT_IMPORT_FLAGS,
 	OPT_JINJA,
 	OPT_MAX_BODY,
 	OPT_MAX_PER_ADDRESS,
@@ -1964,6 +1968,7 @@ main(int argc, char **argv)
 		{"n-predict", required_argument, NULL, 'n'}, {"pooling", required_argument, NULL, OPT_POOLING},
 		{"cors-origin", required_argument, NULL, OPT_CORS_ORIGIN},
 		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
+		{"import-flags", required_argument, NULL, OPT_IMPORT_FLAGS},
 		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
 	const char *model = NULL, *host = "127.0.0.1", *name = NULL, *template = NULL;
 	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
@@ -2021,6 +2026,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_API_KEY_FILE:
 			keys_from_file(optarg);
+			break;
+		case OPT_IMPORT_FLAGS:
+			cache.user_flags = optarg;
 			break;
 		case OPT_CACHE_DIR:
 			cache.dir = optarg;
@@ -2107,6 +2115,7 @@ main(int argc, char **argv)
 	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
 	 * first if need be (minutes: the server is not listening yet; a
 	 * signal now ends the compile and the server). */
+	run_cache_variant(&cache, ctx, NULL, NULL); /* -c past the default bound, --import-flags */
 	char *bundle = run_cache_model(model, &cache);
 
 	/* SIGINT and SIGTERM end the server: waited for below, blocked in

@@ -225,3 +225,34 @@ story() {
 	[ "$output" = "$ids" ]
 	[[ "$stderr" == *"llm-run: compiling $STORIES into $C/models/"* ]]
 }
+
+@test "-c past the default bound, -ctk/-ctv and --import-flags on a GGUF file: a build of their own, compiled once and keyed by them; refusals in one line (issue 65)" {
+	run -0 --separate-stderr story "$STORIES"
+	first=$output
+	# the KV cache's type: before, "the KV cache of this build is f32, chosen at import"
+	run -0 --separate-stderr story "$STORIES" -ctk f16 -ctv f16
+	[[ "$stderr" == *"llm-run: compiling $STORIES (--kv-dtype f16) into $C/models/"* ]]
+	run -0 --separate-stderr story "$STORIES" -ctk f16
+	[[ "$stderr" != *compiling* ]]
+	# a context past 32768 (stories260K was trained for 2048: llm-import says so, and builds it)
+	run -0 --separate-stderr story "$STORIES" -c 40000
+	[[ "$stderr" == *"llm-run: compiling $STORIES (--max-context 40000) into "* ]]
+	[ "$output" = "$first" ]
+	run -0 --separate-stderr story "$STORIES" --import-flags "--activations f32"
+	[[ "$stderr" == *"(--activations f32) into "* ]]
+	[ "$output" = "$first" ]
+	# four entries; the sixth column says how each was built
+	run -0 llm-run --cache-dir "$C" --list-cache
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(cut -f6 <<<"$output" | sort | tr '\n' '|')" = "|--activations f32|--kv-dtype f16|--max-context 40000|" ]
+	# the default build's -ctk f32 is the default entry
+	run -0 --separate-stderr story "$STORIES" -ctk f32
+	[[ "$stderr" != *compiling* ]]
+	run -2 --separate-stderr story "$STORIES" -ctk f16 -ctv bf16
+	[ "$stderr" = "llm-run: -ctk f16 -ctv bf16: the KV cache has one type here (llm-import --kv-dtype)" ]
+	run -2 --separate-stderr story "$STORIES" -ctk q8_0
+	[ "$stderr" = "llm-run: -ctk q8_0: the KV cache's types are f32, f16 and bf16" ]
+	b=$(llm-run --cache-dir "$C" --list-cache | head -1 | cut -f5)
+	run -1 --separate-stderr llm-run -m "$b" --import-flags "--dtype f32" -p x
+	[ "$stderr" = "llm-run: $b: --import-flags: a bundle or a build directory is compiled already" ]
+}

@@ -191,6 +191,10 @@ uint64_t llm_kv_bytes(const struct llm_model *m, int64_t context);
 /* The context llm-run allocates when not told: llama.cpp's default, or
  * the build's max_context when that is smaller. */
 #define LLM_DEFAULT_CONTEXT 4096
+/* The most RoPE rows (and the largest KV cache llm-run -c may ask for)
+ * llm-import gives a build by default, when the model was trained for
+ * more (--max-context): 16 MiB of tables at head_dim 128. */
+#define LLM_DEFAULT_MAX_CONTEXT 32768
 
 /* The config one rank computes (m->cfg for one process): under tp,
  * heads, KV heads and intermediate_size divided by tp, a KV head shared by

@@ -21,6 +21,7 @@
  * leaves goes with the next build of that key, or --prune-cache.) */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -34,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/base/dtype.h"
 #include "../../lib/base/hash.h"
 #include "../../lib/base/spawn.h"
 #include "../../lib/formats/model.h"
@@ -177,12 +179,14 @@ hash_cpu(uint64_t h)
 }
 
 static uint64_t
-source_key(const char *path, int kind)
+source_key(const char *path, int kind, const char *flags)
 {
 	/* (the text names llm-run, the first user: a new text would orphan
 	 * every entry) */
 	uint64_t h = llm_fnv1a(LLM_FNV_INIT, "llm-run cache 1 " LLM_VERSION, strlen("llm-run cache 1 " LLM_VERSION));
 	h = hash_cpu(h);
+	if (flags && *flags) /* a variant (the default build's key has none) */
+		h = llm_fnv1a(h, flags, strlen(flags) + 1);
 	if (kind == 1)
 		return hash_file(h, path);
 	DIR *d = opendir(path);
@@ -271,6 +275,8 @@ build(const char *src, const char *out, const struct run_cache *c)
 	llm_argv_addf(&av, "LLM=%s/", bindir);
 	llm_argv_addf(&av, "MODEL=%s", abs);
 	llm_argv_addf(&av, "OUT=%s", out);
+	if (c->import_flags && *c->import_flags)
+		llm_argv_addf(&av, "IMPORT_FLAGS=%s", c->import_flags);
 	/* a make of its own, not of a make this run may be part of */
 	unsetenv("MAKEFLAGS");
 	unsetenv("MFLAGS");
@@ -363,16 +369,21 @@ char *
 run_cache_model(const char *src, const struct run_cache *c)
 {
 	int kind = source_kind(src);
+	if (!kind && c->user_flags)
+		llm_fatal("%s: --import-flags: a bundle or a build directory is compiled already", src);
 	if (!kind)
 		return NULL;
 	track_live();
+	/* the variant's options, said once: "compiling X (--kv-dtype f16) into ..." */
+	char *how = c->import_flags && *c->import_flags ? llm_xasprintf(" (%s)", c->import_flags) : llm_xstrdup("");
 	if (c->off) {
 		const char *t = getenv("TMPDIR");
 		char *dir = llm_xasprintf("%s/%s.XXXXXX", t && *t ? t : "/tmp", llm_prog);
 		if (!mkdtemp(dir))
 			llm_fatal("%s:", dir);
 		live.dirs[0] = dir; /* removed at exit */
-		fprintf(stderr, "%s: compiling %s (--no-cache: for this run only)\n", llm_prog, src);
+		fprintf(stderr, "%s: compiling %s%s (--no-cache: for this run only)\n", llm_prog, src, how);
+		free(how);
 		char *out = llm_path_join(dir, "build");
 		build(src, out, c);
 		char *bundle = llm_path_join(out, "model.llm");
@@ -380,7 +391,7 @@ run_cache_model(const char *src, const struct run_cache *c)
 		return bundle;
 	}
 	char *root = cache_root(c), *models = llm_path_join(root, "models"), hex[17];
-	llm_hex64(source_key(src, kind), hex);
+	llm_hex64(source_key(src, kind, c->import_flags), hex);
 	char *entry = llm_path_join(models, hex), *bundle = llm_path_join(entry, "model.llm");
 	if (llm_file_exists(bundle))
 		goto done;
@@ -406,15 +417,18 @@ run_cache_model(const char *src, const struct run_cache *c)
 		char *keep = llm_xasprintf("%s.tmp.%ld.keep", entry, (long)getpid());
 		live.dirs[0] = tmp;
 		live.dirs[1] = keep;
-		fprintf(stderr, "%s: compiling %s into %s: once, later runs start at once\n", llm_prog, src, entry);
+		fprintf(stderr, "%s: compiling %s%s into %s: once, later runs start at once\n", llm_prog, src, how,
+		    entry);
 		build(src, tmp, c);
 		/* keep the bundle (all a run needs) and what it came from, by its absolute path */
 		char *tb = llm_path_join(tmp, "model.llm"), *kb = llm_path_join(keep, "model.llm");
 		char *info = llm_path_join(keep, "source"), *abs = realpath(src, NULL);
 		if (mkdir(keep, 0755) < 0 || rename(tb, kb) < 0)
 			llm_fatal("%s:", keep);
+		/* the source's path, then the variant's llm-import options (if any) */
 		FILE *f = fopen(info, "w");
-		if (!f || fprintf(f, "%s\n", abs ? abs : src) < 0 || fclose(f) != 0)
+		if (!f || fprintf(f, "%s\n%s\n", abs ? abs : src, c->import_flags ? c->import_flags : "") < 0 ||
+		    fclose(f) != 0)
 			llm_fatal("%s:", info);
 		rm_tree(tmp);
 		if (rename(keep, entry) < 0)
@@ -428,10 +442,43 @@ run_cache_model(const char *src, const struct run_cache *c)
 	close(lfd);
 	free(lockp);
 done:
+	free(how);
 	free(entry);
 	free(models);
 	free(root);
 	return bundle;
+}
+
+static _Noreturn void usage_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void
+usage_fail(const char *fmt, ...)
+{
+	char m[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof(m), fmt, ap);
+	va_end(ap);
+	llm_warn("%s", m);
+	exit(LLM_EXIT_USAGE);
+}
+
+void
+run_cache_variant(struct run_cache *c, int64_t ctx, const char *ctk, const char *ctv)
+{
+	struct llm_buf f = {0};
+	if (c->user_flags && *c->user_flags)
+		llm_buf_puts(&f, c->user_flags);
+	if (ctx > LLM_DEFAULT_MAX_CONTEXT)
+		llm_buf_printf(&f, "%s--max-context %" PRId64, f.len ? " " : "", ctx);
+	if (ctk && ctv && strcmp(ctk, ctv) != 0)
+		usage_fail("-ctk %s -ctv %s: the KV cache has one type here (llm-import --kv-dtype)", ctk, ctv);
+	const char *kv = ctk ? ctk : ctv;
+	if (kv && !llm_dtype_is_float_weight(llm_dtype_from_name(kv)))
+		usage_fail("%s %s: the KV cache's types are f32, f16 and bf16", ctk ? "-ctk" : "-ctv", kv);
+	if (kv && strcmp(kv, "f32") != 0)
+		llm_buf_printf(&f, "%s--kv-dtype %s", f.len ? " " : "", kv);
+	free(c->import_flags);
+	c->import_flags = f.p;
 }
 
 /* The size of a tree's files. */
@@ -477,10 +524,12 @@ run_cache_list(const struct run_cache *c, int prune)
 			free(lockp);
 			free(base);
 		} else if (!strchr(name, '.')) {
-			char *info = llm_path_join(p, "source"), src[PATH_MAX] = "?";
+			char *info = llm_path_join(p, "source"), src[PATH_MAX] = "?", flags[1024] = "";
 			FILE *f = fopen(info, "r");
 			if (f && fgets(src, sizeof(src), f))
 				src[strcspn(src, "\n")] = 0;
+			if (f && fgets(flags, sizeof(flags), f))
+				flags[strcspn(flags, "\n")] = 0;
 			if (f)
 				fclose(f);
 			struct stat sb;
@@ -490,9 +539,10 @@ run_cache_list(const struct run_cache *c, int prune)
 			tree_bytes = 0;
 			nftw(p, add_size, 16, FTW_PHYS);
 			/* tab-separated columns (llm-run(1)): the key, the size, the
-			 * date, the source, then the bundle, for -m */
-			printf("%s\t%8.1f MiB\t%s\t%s\t%s/model.llm\n", name, (double)tree_bytes / (1 << 20), when, src,
-			    p);
+			 * date, the source, the bundle, for -m, then the build's
+			 * llm-import options (empty for the default build) */
+			printf("%s\t%8.1f MiB\t%s\t%s\t%s/model.llm\t%s\n", name, (double)tree_bytes / (1 << 20), when,
+			    src, p, flags);
 			free(info);
 			n++;
 		}
