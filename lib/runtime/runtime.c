@@ -335,8 +335,14 @@ alloc_kv(struct llm_ctx *c, int64_t n)
 #ifdef MADV_HUGEPAGE
 	/* Only a hint (THP may be off).  A tile of the transposed keys reads
 	 * HD rows a cache row apart (16 KiB at f32, 4096 positions): with 4 KiB
-	 * pages each row is a page of its own, more than the L1 TLB holds. */
-	madvise(kv, len, MADV_HUGEPAGE);
+	 * pages each row is a page of its own, more than the L1 TLB holds
+	 * (prefill at depth 1.04x with huge pages: BENCHMARKS.md).  But a 2 MB
+	 * page holds the same stretch of many rows, so the first token touches
+	 * the whole cache: up to the default context that is taken (it is
+	 * what llama.cpp allocates too); past it, the cache is touched as its
+	 * positions fill, so that memory and the first token's time follow
+	 * the length, not the capacity. */
+	madvise(kv, len, n <= LLM_DEFAULT_CONTEXT ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* (THP "always" too) */
 #endif
 	if (c->kv)
 		munmap(c->kv, c->kv_map);
