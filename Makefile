@@ -80,7 +80,7 @@ IRHDR = lib/compiler/ir/ir.h lib/compiler/ir/split.h lib/compiler/ir/verifypart.
 IROBJ = $(O)/lib/compiler/ir/ir.o $(O)/lib/compiler/ir/split.o $(O)/lib/compiler/ir/verifypart.o
 
 PROGS = $(B)/llm-import $(B)/llm-lower $(B)/llm-pack-weights $(B)/llm-link $(B)/llm-run $(B)/llm-serve \
-	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune
+	$(B)/llm-split $(B)/llm-verify-partition $(B)/llm-tune $(B)/llm-quantize
 TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T)/bwprobe $(T)/fmaprobe \
 	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/embedcheck $(T)/jinja-render $(T)/schematime
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
@@ -165,6 +165,7 @@ $(B)/llm-import: src/llm-import.c
 $(B)/llm-lower: src/llm-lower.c
 $(B)/llm-pack-weights: src/llm-pack-weights.c
 $(B)/llm-link: src/llm-link.c
+$(B)/llm-quantize: src/llm-quantize.c
 # llm-run's modules (src/run/, run.h): models run through the API alone.
 # cache.o (cache.h), which compiles a GGUF file or a checkpoint given as
 # the model into the cache, is llm-serve's too.

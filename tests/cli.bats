@@ -7,7 +7,7 @@
 setup() {
 	load test_helper/common-setup
 	_common_setup
-	PROGS="llm-import llm-pack-weights llm-split llm-verify-partition llm-lower llm-link llm-run llm-serve"
+	PROGS="llm-import llm-pack-weights llm-split llm-verify-partition llm-lower llm-link llm-run llm-serve llm-quantize"
 }
 
 @test "--help prints the usage and a line for every option it names" {

@@ -67,6 +67,12 @@ llm_qmix_name(int mix)
 	return mixes[mix].name;
 }
 
+uint32_t
+llm_qmix_ftype(int mix)
+{
+	return mixes[mix].ftype;
+}
+
 const char *
 llm_qmix_names(void)
 {

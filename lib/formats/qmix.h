@@ -49,6 +49,8 @@ enum {
 /* The mix called s ("q4_k_m", case ignored), or -1. */
 int llm_qmix_parse(const char *s);
 const char *llm_qmix_name(int mix);
+/* The mix's llama_ftype (general.file_type: Q4_K_M is 15). */
+uint32_t llm_qmix_ftype(int mix);
 /* llama.cpp's name of the mix's file type ("Q4_K - Medium"), as
  * llama_model_ftype_name gives it. */
 const char *llm_qmix_label(int mix);
