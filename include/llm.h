@@ -105,6 +105,12 @@ int llm_token_add_bos(const struct llm *m);
 int llm_token_is_eos(const struct llm *m, int64_t id);
 /* The KV cache's element type ("f32", "f16", "bf16": llm-import --kv-dtype). */
 const char *llm_kv_type(const struct llm *m);
+/* How the linear products take the activations: "f32", "q8" (rounded to
+ * int8 blocks) or "bf16" (llm-import --activations); NULL for NULL. */
+const char *llm_activations(const struct llm *m);
+/* The most tokens one prefill call evaluates (llm-import --prefill-chunk;
+ * longer prompts go in chunks); 0 for NULL. */
+int64_t llm_prefill_chunk(const struct llm *m);
 /* The CPU the model was compiled for ("znver4", ...; live until llm_close). */
 const char *llm_target_cpu(const struct llm *m);
 /* The chat template's Jinja text (live until llm_close), or NULL: none. */
@@ -114,7 +120,8 @@ const char *llm_chat_template_name(const struct llm *m);
 /* What opening found odd but accepted (an unknown chat template name in
  * tokenizer_config.json), one line for the user, or NULL. */
 const char *llm_model_warning(const struct llm *m);
-/* As llama_model_desc: "qwen2 1.5B Q4_0" (the family, the parameters, the
+/* As llama_model_desc: "qwen2 1.5B Q4_0" (the family, llama.cpp's size
+ * class of its shape, "?B" where it has none, the file type, or the
  * weights' type, or the block type that holds most of their bytes); live
  * until llm_close. */
 const char *llm_model_desc(const struct llm *m);

@@ -47,7 +47,7 @@ static const char usage_text[] =
     "               [--import-flags options] -m model\n"
     "               -i | --single-turn | -f file | -p text | --tokens ids\n"
     "       llm-run [-v] [--json] [-t threads] [--seed n] [-p counts] [-n counts] [-d counts]\n"
-    "               [-r n] [--pg pp,tg] [-o format] -m model --bench [spec]\n"
+    "               [-r n] [--pg pp,tg] [-o format] [--no-warmup] -m model --bench [spec]\n"
     "       llm-run [-v] [--json] [-t threads] [--ppl-context n] [--chunks n]\n"
     "               [--kl-divergence-base file | --kl-divergence file] -m model --perplexity file\n"
     "       llm-run -m model | --tokenizer path --tokenize [--add-special] [--raw]\n"
@@ -112,8 +112,8 @@ static const char help_text[] =
     "  --bench [spec]       prefill and decode rates like llama-bench: with it, -p, -n and -d are\n"
     "                       lists of prefill, decode and depth counts (default 512, 128, 0), -r\n"
     "                       the runs (default 5), --pg pp,tg (-pg) a prompt then generation, -t a list\n"
-    "                       of threads, -o md|json|jsonl|csv the output; or spec\n"
-    "                       pp=n,tg=n,depth=n,reps=n\n"
+    "                       of threads, -o md|json|jsonl|csv|sql the output, --no-warmup no run\n"
+    "                       before the timed ones; or spec pp=n,tg=n,depth=n,reps=n\n"
     "  --perplexity file    the text's perplexity, as llama-perplexity measures it\n"
     "  --ppl-context n      tokens a chunk (default 512, or the model's context when smaller)\n"
     "  --chunks n           the first n chunks only\n"
@@ -296,7 +296,7 @@ enum {
 	OPT_ESCAPE,	OPT_NO_ESCAPE, OPT_NO_SPECIAL_IN_INPUT, OPT_VERIFY, OPT_NO_DISPLAY_PROMPT, OPT_CACHE_TYPE_K,
 	OPT_CACHE_TYPE_V, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_IGNORE_EOS, OPT_SINGLE_TURN, OPT_MULTILINE,
 	OPT_NO_CACHE, OPT_CACHE_DIR, OPT_IMPORT_FLAGS, OPT_LIST_CACHE, OPT_PRUNE_CACHE, OPT_GRAMMAR, OPT_GRAMMAR_FILE,
-	OPT_PG, OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE,
+	OPT_PG, OPT_JSON_SCHEMA, OPT_JSON_SCHEMA_FILE, OPT_NO_WARMUP,
 };
 /* clang-format on */
 static const struct option longopts[] = {
@@ -325,6 +325,7 @@ static const struct option longopts[] = {
 	{"model", required_argument, NULL, 'm'},
 	{"output", required_argument, NULL, 'o'},
 	{"pg", required_argument, NULL, OPT_PG},
+	{"no-warmup", no_argument, NULL, OPT_NO_WARMUP},
 	{"n-predict", required_argument, NULL, 'n'},
 	{"no-escape", no_argument, NULL, OPT_NO_ESCAPE},
 	{"prompt", required_argument, NULL, 'p'},
@@ -552,6 +553,9 @@ parse_args(int argc, char **argv, struct args *a)
 		case 'o':
 			a->out_arg = optarg;
 			break;
+		case OPT_NO_WARMUP:
+			a->bench.no_warmup = 1;
+			break;
 		case OPT_PG: {
 			/* llama-bench's -pg pp,tg (repeatable) */
 			struct bench_list l;
@@ -747,15 +751,15 @@ parse_args(int argc, char **argv, struct args *a)
 		static const char *const outs[] = {[BENCH_MD] = "md",
 			[BENCH_JSON] = "json",
 			[BENCH_JSONL] = "jsonl",
-			[BENCH_CSV] = "csv"};
+			[BENCH_CSV] = "csv",
+			[BENCH_SQL] = "sql"};
 		a->bench.out = a->json ? BENCH_JSON : BENCH_MD;
 		if (a->out_arg) {
 			int o = 0;
 			while (o < (int)LLM_NELEM(outs) && strcmp(a->out_arg, outs[o]) != 0)
 				o++;
 			if (o == (int)LLM_NELEM(outs))
-				usage_line(llm_xasprintf("-o: '%s' is not md, json, jsonl or csv%s", a->out_arg,
-				    strcmp(a->out_arg, "sql") == 0 ? " (llama-bench's sql is not written here)" : ""));
+				usage_line(llm_xasprintf("-o: '%s' is not md, json, jsonl, csv or sql", a->out_arg));
 			if (a->json && o != BENCH_JSON)
 				usage_line(llm_xasprintf("--json and -o %s: give one", a->out_arg));
 			a->bench.out = o;

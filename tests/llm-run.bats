@@ -564,15 +564,18 @@ stop_job() {
 	run -0 --separate-stderr llm-run -m "$d" -t 1 --bench pp=8,tg=4,reps=2 --json
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8","tg4"]' ]
 	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and .depth == 0)' <<<"$output")" = true ]
-	# llama-bench's -o json fields beside ours
-	[ "$(jq -c '.[0] | keys' <<<"$output")" = '["avg_ts","backends","depth","model_n_params","model_size","model_type","n_depth","n_gen","n_prompt","n_threads","samples_ts","stddev","stddev_ts","test","tokens_per_s"]' ]
-	[ "$(jq -c '[.[] | [.n_prompt, .n_gen, .n_depth, .n_threads, (.samples_ts | length), .avg_ts == .tokens_per_s]]' <<<"$output")" = '[[8,0,0,1,2,true],[0,4,0,1,2,true]]' ]
+	# llama-bench's -o json fields, in its order, then ours, then the samples (issue 65)
+	lb='["build_commit","build_number","cpu_info","gpu_info","backends","model_filename","model_type","model_size","model_n_params","n_batch","n_ubatch","n_threads","cpu_mask","cpu_strict","poll","type_k","type_v","n_gpu_layers","n_cpu_moe","split_mode","main_gpu","no_kv_offload","flash_attn","devices","tensor_split","tensor_buft_overrides","load_mode","lazy_mode","embeddings","no_op_offload","no_host","fit_target","fit_min_ctx","n_prompt","n_gen","n_depth","test_time","avg_ns","stddev_ns","avg_ts","stddev_ts"]'
+	[ "$(jq -c '.[0] | keys_unsorted' <<<"$output")" = "${lb%]},\"test\",\"depth\",\"tokens_per_s\",\"stddev\",\"activations\",\"samples_ns\",\"samples_ts\"]" ]
+	[ "$(jq -c '[.[] | [.n_prompt, .n_gen, .n_depth, .n_threads, (.samples_ts | length), (.samples_ns | length), .avg_ts == .tokens_per_s]]' <<<"$output")" = '[[8,0,0,1,2,2,true],[0,4,0,1,2,2,true]]' ]
+	[ "$(jq -r '.[0] | [.model_filename, .type_k, .n_batch, .activations] | @tsv' <<<"$output")" = "$d	$(jq -r .kv_cache.dtype "$d/model.json")	$(jq .limits.prefill_chunk "$d/model.json")	f32" ]
+	jq -e '.[0].test_time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")' <<<"$output"
 	[ "$(jq -r '.[0].model_size' <<<"$output")" = "$(jq .weights.data_bytes "$d/model.json")" ]
 	# llama-bench's markdown: its columns, widths and alignment, and a build line
 	run -0 --separate-stderr llm-run -m "$d" -t 3 --bench=pp=4,tg=0,reps=1
 	[ "${lines[0]}" = "| model                          |       size |     params | backend    | threads |            test |                  t/s |" ]
 	[ "${lines[1]}" = "| ------------------------------ | ---------: | ---------: | ---------- | ------: | --------------: | -------------------: |" ]
-	[[ "${lines[2]}" =~ ^\|\ fixture\ 0M\ F32\ +\|\ +0\.00\ MiB\ \|\ +0\.00\ M\ \|\ CPU\ +\|\ +3\ \|\ +pp4\ \|\ +[0-9.]+\ ±\ [0-9.]+\ \|$ ]]
+	[[ "${lines[2]}" =~ ^\|\ fixture\ \?B\ all\ F32\ +\|\ +0\.00\ MiB\ \|\ +0\.00\ M\ \|\ CPU\ +\|\ +3\ \|\ +pp4\ \|\ +[0-9.]+\ ±\ [0-9.]+\ \|$ ]]
 	[[ "${lines[3]}" == "build: llm-run "* ]]
 	[ "${#lines[@]}" -eq 4 ]
 	# One warm-up run, then reps runs: pp8 is two chunks of S = 4; tg4
@@ -642,13 +645,17 @@ stop_job() {
 	[ "${#lines[@]}" -eq 6 ]
 	[ "$(jq -sc 'map([.test, .n_threads] )' <<<"$output")" = "$(jq -c 'map([.test, .n_threads])' <<<"$json")" ]
 	[ "$(jq -sc 'map(keys)' <<<"$output")" = "$(jq -c 'map(keys)' <<<"$json")" ]
-	# csv: a header of the keys in JSON's order, then a line a test; the
-	# samples quoted, space-separated
+	# csv: a header of the keys in JSON's order but the samples (llama-bench's), then a line a test
 	run -0 --separate-stderr llm-run -m "$d" -t 2 --bench -p 4 -n 0 -pg 2,2 -r 3 -o csv
 	[ "${#lines[@]}" -eq 3 ]
-	[ "${lines[0]}" = "test,depth,tokens_per_s,stddev,model_type,model_size,model_n_params,backends,n_threads,n_prompt,n_gen,n_depth,avg_ts,stddev_ts,samples_ts" ]
-	[[ "${lines[1]}" =~ ^pp4,0,[0-9.e+-]+,[0-9.e+-]+,fixture\ 0M\ F32,[0-9]+,[0-9]+,CPU,2,4,0,0,[0-9.e+-]+,[0-9.e+-]+,\"[0-9.e+-]+\ [0-9.e+-]+\ [0-9.e+-]+\"$ ]]
-	[[ "${lines[2]}" =~ ^pp2\+tg2,0, ]]
+	[ "${lines[0]}" = "$(jq -r 'join(",")' <<<"$lb"),test,depth,tokens_per_s,stddev,activations" ]
+	[[ "${lines[1]}" =~ ^[0-9.]+,0,[^,]*,,CPU,[^,]+,fixture\ \?B\ all\ F32,[0-9]+,[0-9]+,[0-9]+,[0-9]+,2,0x0,0,50,f32,f32,0,0,layer,0,0,0,auto,0.00,none,mmap,off,0,0,0,0,0,4,0,0,[0-9T:Z-]+,[0-9]+,[0-9]+,[0-9.]+,[0-9.]+,pp4,0,[0-9.]+,[0-9.]+,f32$ ]]
+	[[ "${lines[2]}" =~ ,pp2\+tg2,0, ]]
+	# sql: llama-bench's table, an INSERT a test
+	run -0 --separate-stderr llm-run -m "$d" -t 2 --bench -p 4 -n 0 -r 1 -o sql --no-warmup
+	[ "${lines[0]}" = "CREATE TABLE IF NOT EXISTS llama_bench (" ]
+	[ "${lines[1]}" = "  build_commit TEXT," ]
+	[[ "${lines[-1]}" == "INSERT INTO llama_bench ($(jq -r 'join(", ")' <<<"$lb")) VALUES ('"*"', '4', '0', '0', '"*"');" ]]
 	# md is the table; --json is -o json
 	run -0 --separate-stderr llm-run -m "$d" --bench -p 4 -n 0 -r 1 -o md
 	[[ "${lines[2]}" =~ \|\ +pp4\ \| ]]

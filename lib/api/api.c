@@ -106,9 +106,9 @@ static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int open_model(const char *path, const struct llm_options *o, struct llm **out);
 
-/* m->params and m->desc, as llama_model_desc words it: the family, the
- * parameters, the type of the weights (the block type that holds most
- * bytes names a quantized model). */
+/* m->params and m->desc, as llama_model_desc words it: the family,
+ * llama.cpp's size class, the type of the weights (the block type that
+ * holds most bytes names a quantized model). */
 static void
 describe(struct llm *m)
 {
@@ -132,20 +132,16 @@ describe(struct llm *m)
 			qtype = t->quant;
 		}
 	}
-	char label[32], dt[16];
-	if (m->params >= 1000000000)
-		snprintf(label, sizeof(label), "%.1fB", (double)m->params / 1e9);
-	else
-		snprintf(label, sizeof(label), "%.0fM", (double)m->params / 1e6);
+	char dt[16];
 	snprintf(dt, sizeof(dt), "%s", qtype ? qtype : llm_dtype_name(md->weight_dtype));
 	for (char *c = dt; *c; c++)
 		*c = (char)toupper((unsigned char)*c);
-	/* the import's file type when it has one (llama-bench's words), and
-	 * the activations when the products round them */
-	snprintf(m->desc, sizeof(m->desc), "%s %s %s%s", md->family, label, md->file_type ? md->file_type : dt,
-	    md->act_q8       ? ", q8 act" :
-		md->act_bf16 ? ", bf16 act" :
-			       "");
+	/* llama_model_desc's words: llama.cpp's size class, the import's file type when it has one (else
+	 * the weights' type, "all F32" as llama.cpp says it) */
+	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, llm_model_size_class(md->family, &md->cfg),
+	    md->file_type              ? md->file_type :
+		strcmp(dt, "F32") == 0 ? "all F32" :
+					 dt);
 }
 
 /* The token that ends an assistant's turn in the chat template: the
@@ -489,6 +485,19 @@ const char *
 llm_kv_type(const struct llm *m)
 {
 	return m ? llm_dtype_name(llm_runtime_model(m->rt)->kv_dtype) : NULL;
+}
+
+const char *
+llm_activations(const struct llm *m)
+{
+	const struct llm_model *md = m ? llm_runtime_model(m->rt) : NULL;
+	return !md ? NULL : md->act_q8 ? "q8" : md->act_bf16 ? "bf16" : "f32";
+}
+
+int64_t
+llm_prefill_chunk(const struct llm *m)
+{
+	return m ? llm_runtime_model(m->rt)->prefill_chunk : 0;
 }
 
 const char *

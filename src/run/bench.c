@@ -18,26 +18,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../../lib/base/util.h"
 #include "run.h"
 
 /* What llama-bench's columns say of the model (threads: of the test). */
 struct bench_model {
-	const char *type; /* "qwen2 1.8B BF16", as llama_model_desc */
+	const char *type; /* "qwen2 1.5B BF16", as llama_model_desc */
 	uint64_t size;    /* bytes of weights */
 	uint64_t params;  /* elements of the checkpoint's tensors */
 	int threads;
-	const char *cpu; /* the target's CPU */
+	const char *cpu;      /* the target's CPU */
+	const char *file;     /* -m as given */
+	char cpu_info[128];   /* the host's CPU, as /proc/cpuinfo names it */
+	const char *kv, *act; /* the KV cache's type, the activations' */
+	int64_t chunk;        /* the prefill chunk: llama-bench's n_batch and n_ubatch */
 };
 
 static void
-bench_model_init(struct bench_model *bm, const struct llm *m, int threads)
+bench_model_init(struct bench_model *bm, const struct llm *m, const char *model, int threads)
 {
 	bm->type = llm_model_desc(m);
 	bm->size = llm_model_size(m);
 	bm->params = llm_model_n_params(m);
 	bm->cpu = llm_target_cpu(m);
+	bm->file = model;
+	bm->kv = llm_kv_type(m);
+	bm->act = llm_activations(m);
+	bm->chunk = llm_prefill_chunk(m);
 	/* OpenMP's default: the CPUs this process may run on */
 	const char *env = getenv("OMP_NUM_THREADS");
 	cpu_set_t set;
@@ -45,6 +54,17 @@ bench_model_init(struct bench_model *bm, const struct llm *m, int threads)
 	    env && atoi(env) > 0                         ? atoi(env) :
 	    sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) :
 							   1;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+	bm->cpu_info[0] = 0;
+	while (f && fgets(line, sizeof(line), f) && !bm->cpu_info[0])
+		if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+			const char *v = strchr(line, ':') + 1;
+			v += strspn(v, " \t");
+			snprintf(bm->cpu_info, sizeof(bm->cpu_info), "%.*s", (int)strcspn(v, "\n"), v);
+		}
+	if (f)
+		fclose(f);
 }
 
 /* llama-bench's markdown: its columns, widths and alignment. */
@@ -116,9 +136,9 @@ eval(struct llm_seq *s, const char *model, const int64_t *ids, size_t n)
  * both). */
 static void
 bench_test(struct llm_seq *s, const char *model, struct drand48_data *rng, int64_t vocab, int64_t *tokens, int64_t npp,
-    int64_t ntg, int64_t d, int64_t reps, double *rates)
+    int64_t ntg, int64_t d, int64_t reps, int warmup, double *rates)
 {
-	for (int64_t rep = -1; rep < reps; rep++) {
+	for (int64_t rep = warmup ? -1 : 0; rep < reps; rep++) {
 		int64_t first = 0;
 		bench_tokens(rng, vocab, tokens, npp + ntg + 1);
 		if (llm_seq_rewind(s, d) != LLM_OK)
@@ -173,36 +193,101 @@ bench_need(const struct bench_spec *b)
 	return need;
 }
 
-/* One test as llama-bench's -o json writes it, with ours before its
- * fields. */
+/* One test as llama-bench's -o json writes it: its fields, in its order
+ * (what has no meaning here as llama-bench says it of a CPU run: no GPU
+ * layers, layer split, mapped weights), then ours, then the samples. */
 static json_t *
 test_json(const struct bench_model *bm, const char *name, int64_t npp, int64_t ntg, int64_t d, const double *rates,
-    int64_t reps, double mean, double sd)
+    int64_t reps, double mean, double sd, const char *when)
 {
-	json_t *samples = json_array();
-	for (int64_t r = 0; r < reps; r++)
-		json_array_append_new(samples, json_real(rates[r]));
-	return json_pack("{s:s,s:I,s:f,s:f,s:s,s:I,s:I,s:s,s:s*,s:i,s:I,s:I,s:I,s:f,s:f,s:o}", "test", name, "depth",
-	    (json_int_t)d, "tokens_per_s", mean, "stddev", sd, "model_type", bm->type, "model_size",
-	    (json_int_t)bm->size, "model_n_params", (json_int_t)bm->params, "backends", "CPU", "cpu", bm->cpu,
-	    "n_threads", bm->threads, "n_prompt", (json_int_t)npp, "n_gen", (json_int_t)ntg, "n_depth", (json_int_t)d,
-	    "avg_ts", mean, "stddev_ts", sd, "samples_ts", samples);
+	json_t *ns = json_array(), *ts = json_array();
+	double nsum = 0, nsum2 = 0;
+	for (int64_t r = 0; r < reps; r++) {
+		double n = (double)(npp + ntg) / rates[r] * 1e9;
+		json_array_append_new(ns, json_integer((json_int_t)n));
+		json_array_append_new(ts, json_real(rates[r]));
+		nsum += n;
+		nsum2 += n * n;
+	}
+	double nmean = nsum / (double)reps, nvar = reps > 1 ? (nsum2 - nsum * nmean) / (double)(reps - 1) : 0;
+	json_t *t = json_object();
+	/* llama-bench's */
+	json_object_set_new(t, "build_commit", json_string(LLM_VERSION));
+	json_object_set_new(t, "build_number", json_integer(0));
+	json_object_set_new(t, "cpu_info", json_string(bm->cpu_info));
+	json_object_set_new(t, "gpu_info", json_string(""));
+	json_object_set_new(t, "backends", json_string("CPU"));
+	json_object_set_new(t, "model_filename", json_string(bm->file));
+	json_object_set_new(t, "model_type", json_string(bm->type));
+	json_object_set_new(t, "model_size", json_integer((json_int_t)bm->size));
+	json_object_set_new(t, "model_n_params", json_integer((json_int_t)bm->params));
+	json_object_set_new(t, "n_batch", json_integer(bm->chunk));
+	json_object_set_new(t, "n_ubatch", json_integer(bm->chunk));
+	json_object_set_new(t, "n_threads", json_integer(bm->threads));
+	json_object_set_new(t, "cpu_mask", json_string("0x0"));
+	json_object_set_new(t, "cpu_strict", json_false());
+	json_object_set_new(t, "poll", json_integer(50));
+	json_object_set_new(t, "type_k", json_string(bm->kv));
+	json_object_set_new(t, "type_v", json_string(bm->kv));
+	json_object_set_new(t, "n_gpu_layers", json_integer(0));
+	json_object_set_new(t, "n_cpu_moe", json_integer(0));
+	json_object_set_new(t, "split_mode", json_string("layer"));
+	json_object_set_new(t, "main_gpu", json_integer(0));
+	json_object_set_new(t, "no_kv_offload", json_false());
+	json_object_set_new(t, "flash_attn", json_integer(0));
+	json_object_set_new(t, "devices", json_string("auto"));
+	json_object_set_new(t, "tensor_split", json_string("0.00"));
+	json_object_set_new(t, "tensor_buft_overrides", json_string("none"));
+	json_object_set_new(t, "load_mode", json_string("mmap"));
+	json_object_set_new(t, "lazy_mode", json_string("off"));
+	json_object_set_new(t, "embeddings", json_false());
+	json_object_set_new(t, "no_op_offload", json_integer(0));
+	json_object_set_new(t, "no_host", json_false());
+	json_object_set_new(t, "fit_target", json_integer(0));
+	json_object_set_new(t, "fit_min_ctx", json_integer(0));
+	json_object_set_new(t, "n_prompt", json_integer(npp));
+	json_object_set_new(t, "n_gen", json_integer(ntg));
+	json_object_set_new(t, "n_depth", json_integer(d));
+	json_object_set_new(t, "test_time", json_string(when));
+	json_object_set_new(t, "avg_ns", json_integer((json_int_t)nmean));
+	json_object_set_new(t, "stddev_ns", json_integer((json_int_t)(nvar > 0 ? sqrt(nvar) : 0)));
+	json_object_set_new(t, "avg_ts", json_real(mean));
+	json_object_set_new(t, "stddev_ts", json_real(sd));
+	/* ours */
+	json_object_set_new(t, "test", json_string(name));
+	json_object_set_new(t, "depth", json_integer(d));
+	json_object_set_new(t, "tokens_per_s", json_real(mean));
+	json_object_set_new(t, "stddev", json_real(sd));
+	if (bm->cpu)
+		json_object_set_new(t, "cpu", json_string(bm->cpu));
+	json_object_set_new(t, "activations", json_string(bm->act));
+	json_object_set_new(t, "samples_ns", ns);
+	json_object_set_new(t, "samples_ts", ts);
+	return t;
+}
+
+/* The keys of llama-bench's fields: those before "test", ours (test_json). */
+static int
+llama_bench_key(json_t *t, const char *key)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach (t, k, v) {
+		if (!strcmp(k, "test"))
+			return 0;
+		if (!strcmp(k, key))
+			return 1;
+	}
+	return 0;
 }
 
 /* A CSV field (RFC 4180): quoted when it holds a comma, a quote or a
- * line end, its quotes doubled; an array as its values joined by spaces,
- * quoted, as llama-bench writes samples_ts. */
+ * line end, its quotes doubled; a boolean as llama-bench writes it, 0 or
+ * 1. */
 static void
 csv_field(struct llm_buf *b, json_t *v)
 {
-	if (json_is_array(v)) {
-		size_t i;
-		json_t *e;
-		llm_buf_puts(b, "\"");
-		json_array_foreach (v, i, e)
-			llm_buf_printf(b, "%s%.17g", i ? " " : "", json_number_value(e));
-		llm_buf_puts(b, "\"");
-	} else if (json_is_string(v)) {
+	if (json_is_string(v)) {
 		const char *s = json_string_value(v);
 		if (!s[strcspn(s, ",\"\r\n")]) {
 			llm_buf_puts(b, s);
@@ -212,38 +297,86 @@ csv_field(struct llm_buf *b, json_t *v)
 		for (; *s; s++)
 			llm_buf_printf(b, "%s%c", *s == '"' ? "\"" : "", *s);
 		llm_buf_puts(b, "\"");
-	} else if (json_is_integer(v))
+	} else if (json_is_boolean(v))
+		llm_buf_puts(b, json_is_true(v) ? "1" : "0");
+	else if (json_is_integer(v))
 		llm_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	else if (json_is_real(v))
-		llm_buf_printf(b, "%.17g", json_real_value(v));
+		llm_buf_printf(b, "%.6f", json_real_value(v));
 	/* null (no CPU recorded): an empty field */
 }
 
-/* A test's line of CSV (after the header of its keys, with the first). */
+/* A test's line of CSV (after the header of its keys, with the first):
+ * every field but the samples, which llama-bench's CSV has not. */
 static void
 test_csv(json_t *t, int header)
 {
 	struct llm_buf b = {0};
 	const char *key;
 	json_t *v;
-	int first = 1;
-	if (header) {
+	for (int pass = !header; pass < 2; pass++) {
+		int first = 1;
 		json_object_foreach (t, key, v) {
-			llm_buf_printf(&b, "%s%s", first ? "" : ",", key);
+			if (json_is_array(v))
+				continue;
+			llm_buf_puts(&b, first ? "" : ",");
+			if (pass == 0)
+				llm_buf_puts(&b, key);
+			else
+				csv_field(&b, v);
 			first = 0;
 		}
 		llm_buf_puts(&b, "\n");
-		first = 1;
 	}
-	json_object_foreach (t, key, v) {
-		if (!first)
-			llm_buf_puts(&b, ",");
-		csv_field(&b, v);
-		first = 0;
-	}
-	llm_buf_puts(&b, "\n");
 	run_write(b.p, b.len);
 	llm_buf_free(&b);
+}
+
+/* llama-bench's -o sql: a CREATE TABLE of its fields (before the first
+ * test), then an INSERT of each test, its values quoted as it quotes them. */
+static void
+test_sql(json_t *t, int header)
+{
+	struct llm_buf b = {0}, keys = {0};
+	const char *key;
+	json_t *v;
+	int n = 0;
+	json_object_foreach (t, key, v)
+		if (llama_bench_key(t, key))
+			llm_buf_printf(&keys, "%s%s", n++ ? ", " : "", key);
+	if (header) {
+		llm_buf_puts(&b, "CREATE TABLE IF NOT EXISTS llama_bench (\n");
+		int i = 0;
+		json_object_foreach (t, key, v)
+			if (llama_bench_key(t, key))
+				llm_buf_printf(&b, "  %s %s%s\n", key,
+				    json_is_string(v)   ? "TEXT" :
+					json_is_real(v) ? "REAL" :
+							  "INTEGER",
+				    ++i < n ? "," : "");
+		llm_buf_puts(&b, ");\n\n");
+	}
+	llm_buf_printf(&b, "INSERT INTO llama_bench (%s) VALUES (", keys.p);
+	int i = 0;
+	json_object_foreach (t, key, v) {
+		if (!llama_bench_key(t, key))
+			continue;
+		llm_buf_puts(&b, i++ ? ", '" : "'");
+		if (json_is_string(v))
+			for (const char *s = json_string_value(v); *s; s++)
+				llm_buf_printf(&b, "%s%c", *s == '\'' ? "'" : "", *s);
+		else if (json_is_boolean(v))
+			llm_buf_puts(&b, json_is_true(v) ? "1" : "0");
+		else if (json_is_integer(v))
+			llm_buf_printf(&b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		else
+			llm_buf_printf(&b, "%.6f", json_real_value(v));
+		llm_buf_puts(&b, "'");
+	}
+	llm_buf_puts(&b, ");\n");
+	run_write(b.p, b.len);
+	llm_buf_free(&b);
+	llm_buf_free(&keys);
 }
 
 /* One test's figures, written as b->out says (JSON: kept in arr for the
@@ -263,13 +396,16 @@ test_out(const struct bench_spec *b, const struct bench_model *bm, json_t *arr, 
 	if (b->out == BENCH_MD) {
 		bench_row(bm, name, mean, sd);
 	} else {
-		json_t *t = test_json(bm, name, npp, ntg, d, rates, b->reps, mean, sd);
+		char when[32];
+		time_t now = time(NULL);
+		strftime(when, sizeof(when), "%FT%TZ", gmtime(&now));
+		json_t *t = test_json(bm, name, npp, ntg, d, rates, b->reps, mean, sd, when);
 		if (b->out == BENCH_JSON)
 			json_array_append_new(arr, t);
 		else if (b->out == BENCH_JSONL)
 			run_print_json(t); /* one line, written now */
 		else {
-			test_csv(t, first);
+			(b->out == BENCH_SQL ? test_sql : test_csv)(t, first);
 			json_decref(t);
 		}
 	}
@@ -318,7 +454,7 @@ run_bench(struct llm *m, const char *model, int64_t context, const struct bench_
 	int64_t n = bench_most(b, 0) + 1;
 	int64_t *tokens = llm_xreallocarray(NULL, (size_t)(n > dmax ? n : dmax), sizeof(*tokens));
 	double *rates = llm_xreallocarray(NULL, (size_t)b->reps, sizeof(*rates));
-	bench_model_init(&bm, m, threads);
+	bench_model_init(&bm, m, model, threads);
 	srand48_r((long)seed, &rng);
 	if (b->out == BENCH_MD)
 		bench_header();
@@ -347,7 +483,7 @@ run_bench(struct llm *m, const char *model, int64_t context, const struct bench_
 							    b->pg[t - b->pp.n - b->tg.n][1];
 				if (npp == 0 && ntg == 0)
 					continue;
-				bench_test(s, model, &rng, vocab, tokens, npp, ntg, d, b->reps, rates);
+				bench_test(s, model, &rng, vocab, tokens, npp, ntg, d, b->reps, !b->no_warmup, rates);
 				char name[96];
 				int len = t >= b->pp.n + b->tg.n ?
 				    snprintf(name, sizeof(name), "pp%" PRId64 "+tg%" PRId64, npp, ntg) :
@@ -364,8 +500,8 @@ run_bench(struct llm *m, const char *model, int64_t context, const struct bench_
 	else {
 		json_decref(arr);
 		if (b->out == BENCH_MD)
-			printf("\nbuild: llm-run %s, LLVM %s%s%s\n", LLM_VERSION, LLM_LLVM_VERSION,
-			    bm.cpu ? ", code for " : "", bm.cpu ? bm.cpu : "");
+			printf("\nbuild: llm-run %s, LLVM %s%s%s, %s activations\n", LLM_VERSION, LLM_LLVM_VERSION,
+			    bm.cpu ? ", code for " : "", bm.cpu ? bm.cpu : "", bm.act);
 	}
 	run_finish_stdout();
 	llm_seq_free(&s);

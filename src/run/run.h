@@ -126,14 +126,15 @@ struct bench_list {
 	int64_t v[BENCH_MAX];
 };
 /* llama-bench's -o */
-enum { BENCH_MD, BENCH_JSON, BENCH_JSONL, BENCH_CSV };
+enum { BENCH_MD, BENCH_JSON, BENCH_JSONL, BENCH_CSV, BENCH_SQL };
 struct bench_spec {
 	struct bench_list pp, tg, depth;
 	struct bench_list threads; /* -t 1,2: each test on each (none: the -t or OpenMP default) */
 	int npg;                   /* -pg pp,tg: a prompt then generation, timed together */
 	int64_t pg[BENCH_MAX][2];
 	int64_t reps;
-	int out; /* BENCH_MD ... */
+	int out;       /* BENCH_MD ... */
+	int no_warmup; /* --no-warmup: no run before the timed ones */
 };
 /* The largest count of a list (0 for none). */
 int64_t bench_list_max(const struct bench_list *l);
