@@ -1041,10 +1041,15 @@ step_byte(struct llm_grammar *g, const struct llm_grammar_state *in, unsigned ch
 			lo = least[len];
 		if (hi > 0x10FFFF)
 			hi = 0x10FFFF;
+		/* and one that is not a surrogate (0xED 0xA0..0xBF starts only those): a class
+		 * that admits them would take a start no byte can finish */
+		uint32_t lo2 = lo > 0xE000 ? lo : 0xE000, hi1 = hi < 0xD7FF ? hi : 0xD7FF;
 		int any = 0;
 		for (size_t i = 0; i < in->n && !any; i++)
-			if (in->set[i])
-				any = class_meets(g, &g->elems[g->f[in->set[i]].pos], lo, hi);
+			if (in->set[i]) {
+				const struct elem *c = &g->elems[g->f[in->set[i]].pos];
+				any = (lo <= hi1 && class_meets(g, c, lo, hi1)) || (lo2 <= hi && class_meets(g, c, lo2, hi));
+			}
 		if (!any)
 			return 0;
 		llm_grammar_state_copy(out, in);

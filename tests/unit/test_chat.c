@@ -179,7 +179,16 @@ T_TEST(parse_reads_messages_and_tools_and_rejects_the_rest)
 	    json_is_null(json_object_get(json_array_get(c.messages, 0), "content")) &&
 	    !json_object_get(json_array_get(c.messages, 1), "content") && json_array_size(c.tools) == 1);
 	llm_chat_free(&c);
-	const char *bad[] = {"[]", "{}", "{\"messages\": []}", "[{\"content\": \"x\"}]",
+	/* no messages: the template renders none (Hugging Face's apply_chat_template([])); parts joined */
+	T_CHECK(llm_chat_parse(&c, "[]", 2, "c.json") == 0 && json_array_size(c.messages) == 0);
+	llm_chat_free(&c);
+	const char *parts = "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, "
+			    "{\"type\": \"text\", \"text\": \"b\"}]}]";
+	T_CHECK(llm_chat_parse(&c, parts, strlen(parts), "c.json") == 0 &&
+	    strcmp(json_string_value(json_object_get(json_array_get(c.messages, 0), "content")), "ab") == 0);
+	llm_chat_free(&c);
+	const char *bad[] = {"{}", "{\"messages\": 3}", "[{\"content\": \"x\"}]",
+		"[{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]",
 		"[{\"role\": 1, \"content\": \"x\"}]", "[{\"role\": \"user\", \"content\": 1}]",
 		"{\"messages\": [{\"role\": \"user\"}], \"tools\": {}}", "[1]", "not json"};
 	for (size_t i = 0; i < LLM_NELEM(bad); i++) {

@@ -126,6 +126,21 @@ T_TEST(example_grammars_parse_and_match)
 	T_CHECK(matches(chess, "1. e9 e5\n") == 0);
 }
 
+T_TEST(a_start_only_a_surrogate_could_finish_is_refused)
+{
+	/* a negated class admits U+D800..U+DFFF, which UTF-8 cannot encode: 0xED 0xA0..0xBF starts only
+	 * those, so no byte could finish it (a JSON string took it, then allowed no token: the soak's
+	 * "the grammar allows no token of the vocabulary here") */
+	const char *g = "root ::= \"\\\"\" [^\"]* \"\\\"\"\n";
+	T_CHECK(prefix_ok(g, "\"\xed") == 1);
+	T_CHECK(prefix_ok(g, "\"\xed\x9f") == 1);  /* U+D7C0..U+D7FF */
+	T_CHECK(prefix_ok(g, "\"\xed\xa0") == 0);  /* U+D800.. */
+	T_CHECK(prefix_ok(g, "\"\xed\xab") == 0);
+	T_CHECK(prefix_ok(g, "\"\xed\xbf") == 0);
+	T_CHECK(prefix_ok(g, "\"\xee\x80") == 1);  /* U+E000.. */
+	T_CHECK(matches(g, "\"\xed\x9f\xbf\"") == 1);
+}
+
 T_TEST(a_code_point_cut_by_a_token_is_carried_over)
 {
 	const char *g = "root ::= \"\xc3\xa9t\xc3\xa9\" [\xe4\xb8\x80-\xe9\xbf\xbf]+\n";
@@ -384,6 +399,7 @@ main(void)
 {
 	T_RUN(example_grammars_parse_and_match);
 	T_RUN(a_code_point_cut_by_a_token_is_carried_over);
+	T_RUN(a_start_only_a_surrogate_could_finish_is_refused);
 	T_RUN(repetition_bounds_hold);
 	T_RUN(completeness_and_the_end);
 	T_RUN(a_grammar_too_ambiguous_to_follow_is_refused_and_stays_so);
