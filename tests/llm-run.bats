@@ -1197,8 +1197,13 @@ stop_job() {
 	# -ctk/-ctv: the build's KV cache type, or a refusal naming it
 	kv=$(jq -r .kv_cache.dtype "$d/model.json")
 	run -0 llm-run -m "$d" -p x -n 1 -ctk "$kv" -ctv "$kv"
-	run -1 --separate-stderr llm-run -m "$d" -p x -n 1 -ctv q4_0
-	[ "$stderr" = "llm-run: $d: -ctv q4_0: the KV cache of this build is $kv, chosen at import (llm-import --kv-dtype)" ]
+	other=bf16
+	[ "$kv" != bf16 ] || other=f16
+	run -1 --separate-stderr llm-run -m "$d" -p x -n 1 -ctv "$other"
+	[ "$stderr" = "llm-run: $d: -ctv $other: the KV cache of this build is $kv, chosen at import (llm-import --kv-dtype)" ]
+	# a type no build has: a usage error (issue 65)
+	run -2 --separate-stderr llm-run -m "$d" -p x -n 1 -ctv q4_0
+	[ "$stderr" = "llm-run: -ctv q4_0: the KV cache's types are f32, f16 and bf16" ]
 	# -r (outside --bench) and --reverse-prompt: stop strings
 	a=$(llm-run -m "$d" -p 'ab c' -n 8 --stop d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')
 	[ "$(llm-run -m "$d" -p 'ab c' -n 8 -r d --json 2>/dev/null | jq -c '[.generated_tokens, .stop]')" = "$a" ]
