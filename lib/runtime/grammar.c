@@ -268,6 +268,8 @@ parse_char(struct parser *ps, const char *what)
 		default:
 			if (!c)
 				perr(ps, at, "unterminated %s", what);
+			if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7F) /* a byte that is no character alone */
+				perr(ps, at, "unknown escape '\\' then byte %#x", (unsigned char)c);
 			perr(ps, at, "unknown escape '\\%c'", c);
 		}
 		if (cp > 0x10FFFF)

@@ -257,6 +257,8 @@ T_TEST(bad_grammars_are_refused_with_line_and_column)
 	REFUSED("root = \"a\"\n", "line 1, column 6: expected '::=' after the rule name 'root'");
 	REFUSED("root ::= (\"a\" | \"b\"\n", "line 1, column 10: '(' is not closed");
 	REFUSED("root ::= \"\\q\"\n", "line 1, column 11: unknown escape '\\q'");
+	/* a character's first byte after the backslash: its number, the message stays UTF-8 (fuzz_request) */
+	REFUSED("root ::= \"\\\xd1\x85\"\n", "line 1, column 11: unknown escape '\\' then byte 0xd1");
 	REFUSED("root ::= \"a\"{3,2}\n", "line 1, column 13: repetition {3,2}: the most is below the least");
 	REFUSED("root ::= [z-a]\n", "line 1, column 11: range 0x7a-0x61 is reversed");
 	REFUSED("# \xc3\xa9\xc3\xa9\nroot ::= \"\xc3\xa9\" @\n", "line 2, column 14: unexpected '@'");
