@@ -38,6 +38,9 @@ one_error() {
 	[ "$status" -eq 1 ] && [ -z "$output" ] && [ "${#stderr_lines[@]}" -eq 1 ]
 }
 
+# llama-bench's fields (its -o json, csv and sql), in its order (issue 65)
+LB='["build_commit","build_number","cpu_info","gpu_info","backends","model_filename","model_type","model_size","model_n_params","n_batch","n_ubatch","n_threads","cpu_mask","cpu_strict","poll","type_k","type_v","n_gpu_layers","n_cpu_moe","split_mode","main_gpu","no_kv_offload","flash_attn","devices","tensor_split","tensor_buft_overrides","load_mode","lazy_mode","embeddings","no_op_offload","no_host","fit_target","fit_min_ctx","n_prompt","n_gen","n_depth","test_time","avg_ns","stddev_ns","avg_ts","stddev_ts"]'
+
 @test "llm-run -h prints the usage, which is the man page synopsis" {
 	run -0 llm-run -h
 	assert_output --partial "usage: llm-run"
@@ -565,8 +568,7 @@ stop_job() {
 	[ "$(jq -c 'map(.test)' <<<"$output")" = '["pp8","tg4"]' ]
 	[ "$(jq 'all(.[]; .tokens_per_s > 0 and .stddev >= 0 and .depth == 0)' <<<"$output")" = true ]
 	# llama-bench's -o json fields, in its order, then ours, then the samples (issue 65)
-	lb='["build_commit","build_number","cpu_info","gpu_info","backends","model_filename","model_type","model_size","model_n_params","n_batch","n_ubatch","n_threads","cpu_mask","cpu_strict","poll","type_k","type_v","n_gpu_layers","n_cpu_moe","split_mode","main_gpu","no_kv_offload","flash_attn","devices","tensor_split","tensor_buft_overrides","load_mode","lazy_mode","embeddings","no_op_offload","no_host","fit_target","fit_min_ctx","n_prompt","n_gen","n_depth","test_time","avg_ns","stddev_ns","avg_ts","stddev_ts"]'
-	[ "$(jq -c '.[0] | keys_unsorted' <<<"$output")" = "${lb%]},\"test\",\"depth\",\"tokens_per_s\",\"stddev\",\"activations\",\"samples_ns\",\"samples_ts\"]" ]
+	[ "$(jq -c '.[0] | keys_unsorted' <<<"$output")" = "${LB%]},\"test\",\"depth\",\"tokens_per_s\",\"stddev\",\"activations\",\"samples_ns\",\"samples_ts\"]" ]
 	[ "$(jq -c '[.[] | [.n_prompt, .n_gen, .n_depth, .n_threads, (.samples_ts | length), (.samples_ns | length), .avg_ts == .tokens_per_s]]' <<<"$output")" = '[[8,0,0,1,2,2,true],[0,4,0,1,2,2,true]]' ]
 	[ "$(jq -r '.[0] | [.model_filename, .type_k, .n_batch, .activations] | @tsv' <<<"$output")" = "$d	$(jq -r .kv_cache.dtype "$d/model.json")	$(jq .limits.prefill_chunk "$d/model.json")	f32" ]
 	jq -e '.[0].test_time | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")' <<<"$output"
@@ -648,14 +650,14 @@ stop_job() {
 	# csv: a header of the keys in JSON's order but the samples (llama-bench's), then a line a test
 	run -0 --separate-stderr llm-run -m "$d" -t 2 --bench -p 4 -n 0 -pg 2,2 -r 3 -o csv
 	[ "${#lines[@]}" -eq 3 ]
-	[ "${lines[0]}" = "$(jq -r 'join(",")' <<<"$lb"),test,depth,tokens_per_s,stddev,activations" ]
+	[ "${lines[0]}" = "$(jq -r 'join(",")' <<<"$LB"),test,depth,tokens_per_s,stddev,activations" ]
 	[[ "${lines[1]}" =~ ^[0-9.]+,0,[^,]*,,CPU,[^,]+,fixture\ \?B\ all\ F32,[0-9]+,[0-9]+,[0-9]+,[0-9]+,2,0x0,0,50,f32,f32,0,0,layer,0,0,0,auto,0.00,none,mmap,off,0,0,0,0,0,4,0,0,[0-9T:Z-]+,[0-9]+,[0-9]+,[0-9.]+,[0-9.]+,pp4,0,[0-9.]+,[0-9.]+,f32$ ]]
 	[[ "${lines[2]}" =~ ,pp2\+tg2,0, ]]
 	# sql: llama-bench's table, an INSERT a test
 	run -0 --separate-stderr llm-run -m "$d" -t 2 --bench -p 4 -n 0 -r 1 -o sql --no-warmup
 	[ "${lines[0]}" = "CREATE TABLE IF NOT EXISTS llama_bench (" ]
 	[ "${lines[1]}" = "  build_commit TEXT," ]
-	[[ "${lines[-1]}" == "INSERT INTO llama_bench ($(jq -r 'join(", ")' <<<"$lb")) VALUES ('"*"', '4', '0', '0', '"*"');" ]]
+	[[ "${lines[-1]}" == "INSERT INTO llama_bench ($(jq -r 'join(", ")' <<<"$LB")) VALUES ('"*"', '4', '0', '0', '"*"');" ]]
 	# md is the table; --json is -o json
 	run -0 --separate-stderr llm-run -m "$d" --bench -p 4 -n 0 -r 1 -o md
 	[[ "${lines[2]}" =~ \|\ +pp4\ \| ]]
@@ -666,8 +668,8 @@ stop_job() {
 	run -1 --separate-stderr llm-run -m "$d" --bench -p 0 -n 0 -pg 40,30 -r 1
 	[ "$stderr" = "llm-run: $d: --bench pp=0,tg=0,pg=40+30 does not fit the context of 64 positions (-c)" ]
 	# refusals, one line each
-	run -2 --separate-stderr llm-run -m "$d" --bench -o sql
-	[ "$stderr" = "llm-run: -o: 'sql' is not md, json, jsonl or csv (llama-bench's sql is not written here)" ]
+	run -2 --separate-stderr llm-run -m "$d" --bench -o xml
+	[ "$stderr" = "llm-run: -o: 'xml' is not md, json, jsonl, csv or sql" ]
 	run -2 --separate-stderr llm-run -m "$d" --bench -o csv --json
 	[ "$stderr" = "llm-run: --json and -o csv: give one" ]
 	run -2 --separate-stderr llm-run -m "$d" --bench -pg 4
