@@ -1050,7 +1050,8 @@ step_byte(struct llm_grammar *g, const struct llm_grammar_state *in, unsigned ch
 		for (size_t i = 0; i < in->n && !any; i++)
 			if (in->set[i]) {
 				const struct elem *c = &g->elems[g->f[in->set[i]].pos];
-				any = (lo <= hi1 && class_meets(g, c, lo, hi1)) || (lo2 <= hi && class_meets(g, c, lo2, hi));
+				any = (lo <= hi1 && class_meets(g, c, lo, hi1)) ||
+				    (lo2 <= hi && class_meets(g, c, lo2, hi));
 			}
 		if (!any)
 			return 0;
