@@ -73,40 +73,6 @@ cmp_llama(const void *a, const void *b)
 	return lx != ly ? (lx < ly ? -1 : 1) : strcmp(x->name, y->name);
 }
 
-/* Whether llama-quantize quantizes a tensor (tensor_allows_quantization,
- * with its default parameters): a matrix whose name ends in "weight", but
- * norms, MoE gates and the small tensors of other architectures. */
-static int
-allows_quantization(const struct llm_gguf_tensor *t)
-{
-	static const char *const never[] = {"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup",
-		"laurel", "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
-		"indexer.q_proj.weight", "time_mix_"};
-	size_t n = strlen(t->name);
-	if (t->n_dims < 2 || n < 6 || strcmp(t->name + n - 6, "weight") != 0)
-		return 0;
-	for (size_t i = 0; i < LLM_NELEM(never); i++)
-		if (strstr(t->name, never[i]))
-			return 0;
-	return strcmp(t->name, "position_embd.weight") != 0 && strcmp(t->name, "token_types.weight") != 0;
-}
-
-/* The role of a tensor by the family's GGUF names, or LLM_ROLE_COUNT. */
-static enum llm_role
-role_of(const struct llm_family_spec *fs, const char *name, int layer)
-{
-	for (int r = 0; r < LLM_ROLE_COUNT; r++) {
-		const char *f = fs->gguf[r];
-		if (!f)
-			continue;
-		char want[LLM_GGUF_MAX_NAME + 16];
-		snprintf(want, sizeof(want), f, layer);
-		if (strcmp(want, name) == 0)
-			return (enum llm_role)r;
-	}
-	return LLM_ROLE_COUNT;
-}
-
 /* ---- the file's metadata ------------------------------------------------- */
 
 static void
@@ -273,7 +239,6 @@ main(int argc, char **argv)
 	if (g.alignment != ALIGN)
 		llm_fatal("%s: general.alignment %u: llm-quantize writes files of the default, %u", in, g.alignment,
 		    ALIGN);
-	const struct llm_family_spec *fs = llm_family_spec(cfg.family);
 	int tied = !llm_gguf_find_tensor(&g, "output.weight");
 
 	/* the tensors in llama.cpp's order, and the type of each */
@@ -285,15 +250,15 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < g.ntensors; i++) {
 		const struct llm_gguf_tensor *t = ts[i];
 		types[i] = t->ggml_type;
-		if (!allows_quantization(t))
+		if (!llm_qmix_quantizes(t->name, t->n_dims))
 			continue;
 		if (t->ggml_type != LLM_GGML_F32 && t->ggml_type != LLM_GGML_F16 && t->ggml_type != LLM_GGML_BF16)
 			llm_fatal(
 			    "%s: tensor '%s' is %s already: llm-quantize takes a file of F32, F16 and BF16 tensors", in,
 			    t->name, llm_ggml_type_name(t->ggml_type));
 		int layer = layer_of(t->name);
-		struct llm_qmix_tensor qt = {role_of(fs, t->name, layer), layer, (int64_t)t->ne[0], cfg.family,
-			(int)cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, tied, 0};
+		struct llm_qmix_tensor qt = {llm_family_gguf_role(cfg.family, t->name, layer), layer, (int64_t)t->ne[0],
+			cfg.family, (int)cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, tied, 0};
 		types[i] = llm_qmix_type(mix, &qt);
 		if (verbose)
 			fprintf(stderr, "%s: %s: %s -> %s\n", llm_prog, t->name, llm_ggml_type_name(t->ggml_type),

@@ -19,6 +19,7 @@
 #include "../runtime/chatcache.h"
 #include "../runtime/chatsrc.h"
 #include "../base/dtype.h"
+#include "../formats/family.h"
 #include "../runtime/grammar.h"
 #include "../runtime/reply.h"
 #include "../runtime/runtime.h"
@@ -138,7 +139,9 @@ describe(struct llm *m)
 		*c = (char)toupper((unsigned char)*c);
 	/* llama_model_desc's words: llama.cpp's size class, the import's file type when it has one (else
 	 * the weights' type, "all F32" as llama.cpp says it) */
-	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family, llm_model_size_class(md->family, &md->cfg),
+	snprintf(m->desc, sizeof(m->desc), "%s %s %s", md->family,
+	    llm_family_size_class(llm_family_by_name(md->family), md->cfg.n_layers, md->cfg.hidden_size,
+		md->cfg.n_heads, md->cfg.n_kv_heads, md->cfg.vocab_size),
 	    md->file_type              ? md->file_type :
 		strcmp(dt, "F32") == 0 ? "all F32" :
 					 dt);

@@ -8,6 +8,7 @@
  * Llama's mlp_bias) and in the GGUF row order of q and k (permuted in
  * Llama files). */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "family.h"
@@ -312,4 +313,66 @@ llm_role_part(const char *const *names, enum llm_role r, const struct llm_model_
 		n++;
 	}
 	return n > 1;
+}
+
+enum llm_role
+llm_family_gguf_role(enum llm_family f, const char *name, int layer)
+{
+	const struct llm_family_spec *fs = llm_family_spec(f);
+	for (int r = 0; fs && r < LLM_ROLE_COUNT; r++) {
+		char want[96];
+		if (!fs->gguf[r])
+			continue;
+		snprintf(want, sizeof(want), fs->gguf[r], layer);
+		if (strcmp(want, name) == 0)
+			return (enum llm_role)r;
+	}
+	return LLM_ROLE_COUNT;
+}
+
+const char *
+llm_family_size_class(enum llm_family f, int64_t l, int64_t e, int64_t heads, int64_t kv_heads, int64_t vocab)
+{
+	/* llama.cpp's load_arch_hparams of each (src/models/<arch>.cpp); its
+	 * Mistral files are llama's */
+	if (f == LLM_FAMILY_QWEN2)
+		return l == 24 ? (e == 1024 ? "0.5B" : "1B") :
+		    l == 28    ? (e == 1536 ? "1.5B" : "7B") :
+		    l == 32    ? "7B" :
+		    l == 36    ? "3B" :
+		    l == 40    ? (heads == 20 ? "4B" : "13B") :
+		    l == 48    ? "14B" :
+		    l == 64    ? "32B" :
+		    l == 80    ? "70B" :
+				 "?B";
+	if (f == LLM_FAMILY_LLAMA || f == LLM_FAMILY_MISTRAL)
+		return l == 16 || l == 22 ? "1B" :
+		    l == 26 || l == 28    ? "3B" :
+		    l == 30               ? "256M" :
+		    l == 32               ? (vocab == 49152       ? "3B" :
+						    vocab < 40000 ? "7B" :
+								    "8B") :
+		    l == 36               ? "8B" :
+		    l == 40               ? "13B" :
+		    l == 48               ? "34B" :
+		    l == 60               ? "30B" :
+		    l == 80               ? (heads == kv_heads ? "65B" : "70B") :
+					    "?B";
+	if (f == LLM_FAMILY_QWEN3)
+		return l == 28 ? (e == 1024 ? "0.6B" : "1.7B") :
+		    l == 36    ? (e == 2560 ? "4B" : "8B") :
+		    l == 40    ? "14B" :
+		    l == 64    ? "32B" :
+				 "?B";
+	if (f == LLM_FAMILY_PHI3)
+		return l == 24 ? "1B" : l == 32 ? "3B" : l == 40 ? "14B" : "?B";
+	if (f == LLM_FAMILY_GEMMA3)
+		return l == 18 ? "270M" :
+		    l == 26    ? "1B" :
+		    l == 32    ? "8B" :
+		    l == 34    ? "4B" :
+		    l == 48    ? "12B" :
+		    l == 62    ? "27B" :
+				 "?B";
+	return "?B";
 }

@@ -126,6 +126,15 @@ enum llm_family llm_family_by_name(const char *name);
  * (or LLM_FAMILY_NONE). */
 const char *llm_family_model_type(const struct llm_family_spec *fs);
 enum llm_family llm_family_by_model_type(const char *mt);
+/* The role of GGUF tensor name (layer: its "blk.N.", or -1) by family
+ * f's llama.cpp names, or LLM_ROLE_COUNT for none. */
+enum llm_role llm_family_gguf_role(enum llm_family f, const char *name, int layer);
+/* llama.cpp's size class of a model of family f and that shape (its
+ * "llm_type": "1.5B" for Qwen2 of 28 layers of 1536, "8B" for Llama of
+ * 32 layers and a vocabulary of 128256), as llama_model_desc and
+ * llama-bench print it; "?B" where llama.cpp has none. */
+const char *llm_family_size_class(enum llm_family f, int64_t layers, int64_t hidden, int64_t heads, int64_t kv_heads,
+    int64_t vocab);
 /* Its name, or "" for LLM_FAMILY_NONE. */
 const char *llm_family_name(enum llm_family f);
 

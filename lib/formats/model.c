@@ -943,54 +943,6 @@ fail:
 	return -1;
 }
 
-const char *
-llm_model_size_class(const char *family, const struct llm_model_config *c)
-{
-	int64_t l = c->n_layers, e = c->hidden_size;
-	/* llama.cpp's load_arch_hparams of each (src/models/<arch>.cpp); its
-	 * Mistral files are llama's */
-	if (!strcmp(family, "qwen2"))
-		return l == 24 ? (e == 1024 ? "0.5B" : "1B") :
-		    l == 28    ? (e == 1536 ? "1.5B" : "7B") :
-		    l == 32    ? "7B" :
-		    l == 36    ? "3B" :
-		    l == 40    ? (c->n_heads == 20 ? "4B" : "13B") :
-		    l == 48    ? "14B" :
-		    l == 64    ? "32B" :
-		    l == 80    ? "70B" :
-				 "?B";
-	if (!strcmp(family, "llama") || !strcmp(family, "mistral"))
-		return l == 16 || l == 22 ? "1B" :
-		    l == 26 || l == 28    ? "3B" :
-		    l == 30               ? "256M" :
-		    l == 32               ? (c->vocab_size == 49152       ? "3B" :
-						    c->vocab_size < 40000 ? "7B" :
-									    "8B") :
-		    l == 36               ? "8B" :
-		    l == 40               ? "13B" :
-		    l == 48               ? "34B" :
-		    l == 60               ? "30B" :
-		    l == 80               ? (c->n_heads == c->n_kv_heads ? "65B" : "70B") :
-					    "?B";
-	if (!strcmp(family, "qwen3"))
-		return l == 28 ? (e == 1024 ? "0.6B" : "1.7B") :
-		    l == 36    ? (e == 2560 ? "4B" : "8B") :
-		    l == 40    ? "14B" :
-		    l == 64    ? "32B" :
-				 "?B";
-	if (!strcmp(family, "phi3"))
-		return l == 24 ? "1B" : l == 32 ? "3B" : l == 40 ? "14B" : "?B";
-	if (!strcmp(family, "gemma3"))
-		return l == 18 ? "270M" :
-		    l == 26    ? "1B" :
-		    l == 32    ? "8B" :
-		    l == 34    ? "4B" :
-		    l == 48    ? "12B" :
-		    l == 62    ? "27B" :
-				 "?B";
-	return "?B";
-}
-
 int64_t
 llm_kv_positions(int64_t max_context)
 {

@@ -80,12 +80,6 @@ struct llm_model_config {
 	                          * tables */
 };
 
-/* llama.cpp's size class of a model of family (its "llm_type": "1.5B"
- * for Qwen2 of 28 layers of 1536, "8B" for Llama of 32 layers and a
- * vocabulary of 128256), as llama_model_desc and llama-bench print it;
- * "?B" where llama.cpp has none. */
-const char *llm_model_size_class(const char *family, const struct llm_model_config *c);
-
 /* Whether layer l of c is a local one: the sliding window (when c has
  * one) and the local RoPE tables (when c has them) hold there. */
 int llm_layer_local(const struct llm_model_config *c, int64_t l);

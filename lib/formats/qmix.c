@@ -83,6 +83,21 @@ llm_qmix_names(void)
 	return buf;
 }
 
+int
+llm_qmix_quantizes(const char *name, int n_dims)
+{
+	static const char *const never[] = {"_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup",
+		"laurel", "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",
+		"indexer.q_proj.weight", "time_mix_"};
+	size_t n = strlen(name);
+	if (n_dims < 2 || n < 6 || strcmp(name + n - 6, "weight") != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (strstr(name, never[i]))
+			return 0;
+	return strcmp(name, "position_embd.weight") != 0 && strcmp(name, "token_types.weight") != 0;
+}
+
 static uint32_t
 blck(uint32_t t)
 {

@@ -76,6 +76,12 @@ struct llm_qmix_tensor {
 	          * attn_qkv): llama-quantize types the whole as an attn_v */
 };
 
+/* Whether llama-quantize quantizes a tensor of that name and number of
+ * dimensions (tensor_allows_quantization, with its default parameters):
+ * a matrix whose name ends in "weight", but norms, MoE gates and the
+ * small tensors of other architectures llama.cpp names. */
+int llm_qmix_quantizes(const char *name, int n_dims);
+
 /* The ggml type (enum llm_ggml_type: a block type, or LLM_GGML_F16) that
  * the mix gives the matrix. */
 uint32_t llm_qmix_type(int mix, const struct llm_qmix_tensor *t);

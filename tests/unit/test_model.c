@@ -2,6 +2,7 @@
 #include <jansson.h>
 
 #include "../../lib/base/json.h"
+#include "../../lib/formats/family.h"
 #include "../../lib/formats/model.h"
 #include "../../lib/base/util.h"
 #include "t.h"
@@ -306,6 +307,20 @@ T_TEST(phase_kinds_come_from_the_phase_table)
 	T_CHECK(llm_phase_out_floats(llm_phase_spec_by_name("prefill"), 16, 1000, 64) == 1000);
 }
 
+/* llama.cpp's size class by family and shape (its src/models/<arch>.cpp),
+ * as llama-bench names a model (llm_family_size_class). */
+T_TEST(size_classes_are_llama_cpps)
+{
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_QWEN2, 28, 1536, 12, 2, 151936), "1.5B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_QWEN2, 28, 3584, 28, 4, 152064), "7B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_LLAMA, 32, 4096, 32, 8, 128256), "8B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_MISTRAL, 32, 4096, 32, 8, 32768), "7B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_QWEN3, 28, 1024, 16, 8, 151936), "0.6B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_GEMMA3, 26, 1152, 4, 1, 262144), "1B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_PHI3, 32, 3072, 24, 8, 200064), "3B") == 0);
+	T_CHECK(strcmp(llm_family_size_class(LLM_FAMILY_QWEN2, 2, 64, 4, 2, 151936), "?B") == 0);
+}
+
 int
 main(void)
 {
@@ -321,5 +336,6 @@ main(void)
 	T_RUN(load_reports_json_errors_with_position);
 	T_RUN(build_and_parse_round_trip);
 	T_RUN(phase_kinds_come_from_the_phase_table);
+	T_RUN(size_classes_are_llama_cpps);
 	return T_DONE();
 }
