@@ -50,7 +50,7 @@ T = tests/tools$(SANITIZE:1=/san)
 # runtime over those; the API over the runtime.  libllm.a holds them all
 # but lib/compiler/ir/ (the MLIR C API, two programs only).
 LIB_BASE = util json hash dtype spawn utf8
-LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
+LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix plan
 LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
 LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
 	grammar json_schema reply
@@ -85,7 +85,7 @@ TOOLS = $(T)/mkmodel $(T)/refmodel $(T)/cmpf32 $(T)/mkrunmodel $(T)/tokcheck $(T
 	$(T)/dequant $(T)/ctxcheck $(T)/apicheck $(T)/embedcheck $(T)/jinja-render $(T)/schematime
 UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/test_json \
 	$(O)/tests/unit/test_spawn $(O)/tests/unit/test_safetensors $(O)/tests/unit/test_hfconfig \
-	$(O)/tests/unit/test_model \
+	$(O)/tests/unit/test_model $(O)/tests/unit/test_plan \
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
@@ -219,6 +219,7 @@ $(O)/tests/unit/test_util: tests/unit/test_util.c
 $(O)/tests/unit/test_quant: tests/unit/test_quant.c
 $(O)/tests/unit/test_ppl: tests/unit/test_ppl.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
+$(O)/tests/unit/test_plan: tests/unit/test_plan.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
 $(O)/tests/unit/test_dtype: tests/unit/test_dtype.c
 $(O)/tests/unit/test_json: tests/unit/test_json.c
@@ -247,7 +248,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(WARN) $(CPPF
 FUZZ_SECONDS = 10
 FUZZ_LIB_SRC = $(LIBSRC)
 FUZZ_NAMES = gguf manifest chat jinja tokjson safetensors hfconfig tokenize bundle weights grammar schema lines reply \
-	partition mlir request
+	partition mlir request plan
 FUZZ_TARGETS = $(FUZZ_NAMES:%=build/fuzz/fuzz_%)
 # fuzz_partition and fuzz_mlir take lib/compiler/ir/ too, with the MLIR C
 # API (not instrumented), and read a tiny build, build/fuzz/tiny/out

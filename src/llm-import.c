@@ -26,6 +26,7 @@
 #include "../lib/formats/hfconfig.h"
 #include "../lib/base/json.h"
 #include "../lib/formats/model.h"
+#include "../lib/formats/plan.h"
 #include "../lib/formats/qmix.h"
 #include "../lib/formats/quant.h"
 #include "../lib/formats/source.h"
@@ -109,365 +110,6 @@ parse_count(const char *s, const char *opt)
 		exit(LLM_EXIT_USAGE);
 	}
 	return v;
-}
-
-/* The plan under construction: the tensors of the model being described. */
-struct plan {
-	struct llm_model *m; /* tensors, ntensors: the plan so far */
-	size_t cap;
-	uint64_t off;
-	const char *dir;  /* the checkpoint, for messages */
-	const char *meta; /* where the sizes come from */
-	const struct llm_source *src;
-	unsigned char *used; /* per src tensor: in the plan */
-	enum llm_dtype wdt;
-	int keep_quant; /* --dtype auto: the embedding and
-	                                     * the matrices of linear layers
-	                                     * stay block-quantized */
-	int mix;        /* --dtype q4_k_m ...: the mix
-	                                     * (qmix.h) float matrices are
-	                                     * quantized to, else -1 */
-	const struct llm_hfconfig *cfg;
-};
-
-/* Which rows of its source a plan tensor takes: the transform that moves
- * them within each of heads heads ("copy": none), and for a part of a
- * fused tensor of total rows, the first. */
-struct rowsel {
-	const char *transform;
-	int64_t heads;
-	int part;
-	int64_t first, total;
-	int64_t first_col; /* tensor parallel: a rank's first column (shard 2) */
-	int shard;         /* tensor parallel: 0, or 1 + the dimension a
-	                     * rank takes its part along */
-	int64_t shard_parts;
-};
-
-static const struct rowsel whole = {"copy", 0, 0, 0, 0, 0, 0, 0};
-
-static void
-add_tensor(struct plan *p, const char *name, const char *source, const char *quant, const struct rowsel *rs,
-    const struct llm_qlayout *ql, enum llm_dtype dt, int ndim, const int64_t *shape)
-{
-	struct llm_model *m = p->m;
-	uint64_t bytes = llm_dtype_size(dt);
-	char lname[LLM_QLAYOUT_NAME];
-
-	for (int i = 0; i < ndim; i++)
-		bytes *= (uint64_t)shape[i];
-	if (ql)
-		bytes = llm_qlayout_bytes(ql, shape[0], shape[1]);
-	if (m->ntensors == p->cap) {
-		p->cap = p->cap ? 2 * p->cap : 64;
-		m->tensors = llm_xrealloc(m->tensors, p->cap * sizeof(*m->tensors));
-	}
-	struct llm_plan_tensor *t = &m->tensors[m->ntensors++];
-	memset(t, 0, sizeof(*t));
-	p->off = LLM_ALIGN_UP(p->off, LLM_WEIGHTS_ALIGN);
-	t->name = llm_xstrdup(name);
-	if (source)
-		t->source[t->nsource++] = llm_xstrdup(source);
-	t->quant = quant;
-	t->transform = rs->transform;
-	t->heads = rs->heads;
-	/* rank 0's part of a tensor-parallel split: the first */
-	t->part = rs->part || rs->shard == 1;
-	t->first_row = rs->first;
-	t->cpart = rs->shard == 2;
-	t->first_col = rs->first_col;
-	if (ql) {
-		llm_qlayout_name(ql, lname);
-		t->layout = llm_xstrdup(lname);
-		t->ql = *ql;
-	}
-	t->dtype = dt;
-	t->ndim = ndim;
-	memcpy(t->shape, shape, (size_t)ndim * sizeof(*shape));
-	t->offset = p->off;
-	t->bytes = bytes;
-	p->off += bytes;
-}
-
-/* A rank's columns of a matrix in block type ty (its source's, or the one
- * --dtype quantizes it to) are whole blocks: every row's blocks split
- * between the ranks. */
-static void
-split_blocks(const struct plan *p, const char *name, uint32_t ty, const struct rowsel *rs, const int64_t *shape)
-{
-	uint32_t blck, size;
-	if (rs->shard == 2 && llm_ggml_type_block(ty, &blck, &size) == 0 && shape[1] % blck)
-		llm_fatal("%s: --tp %" PRId64 ": a rank's %" PRId64 " columns of '%s' are not whole %s blocks of %u",
-		    p->dir, p->m->tp, shape[1], name, llm_ggml_type_name(ty), blck);
-}
-
-/* A tensor taken from the checkpoint (copied, or unpermuted when heads is
- * not 0): check it exists with the shape the config implies.  A matrix
- * (the embedding or a linear layer's) in a block type keeps it, in the
- * tiled layout, when the plan says so and the shape is whole tiles. */
-/* A float matrix of a --dtype mix: the block type the mix gives it (the
- * plan's "quant", quantized by llm-pack-weights), in the tiled layout
- * when the shape is whole tiles, else as the f32 values of its blocks; or
- * f16 where llama-quantize falls back to F16. */
-static void
-add_quantized(struct plan *p, const char *name, const struct llm_source_tensor *t, enum llm_role role, int layer,
-    const struct rowsel *rs, const int64_t *shape)
-{
-	const struct llm_hfconfig *c = p->cfg;
-	struct llm_qmix_tensor qt = {role, layer, shape[1], c->family, (int)c->n_layers, c->n_heads, c->n_kv_heads,
-		c->tie_word_embeddings, rs->part && role >= LLM_ROLE_WQ && role <= LLM_ROLE_WV};
-	uint32_t ty = llm_qmix_type(p->mix, &qt);
-	struct llm_qlayout ql;
-
-	if (t->quant >= 0)
-		llm_fatal("%s: tensor '%s' is %s already: --dtype %s quantizes float weights (F32, F16, BF16); "
-			  "--dtype auto keeps the file's blocks",
-		    p->dir, t->name, t->type_name, llm_qmix_name(p->mix));
-	if (ty == LLM_GGML_F16) {
-		add_tensor(p, name, t->name, NULL, rs, NULL, LLM_DT_F16, 2, shape);
-		return;
-	}
-	split_blocks(p, name, ty, rs, shape);
-	int keep = llm_qlayout_of(ty, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
-	add_tensor(p, name, t->name, llm_ggml_type_name(ty), rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : LLM_DT_F32, 2,
-	    shape);
-}
-
-static void
-add_source(struct plan *p, const char *name, const char *src, enum llm_role role, int layer, const struct rowsel *rs,
-    int matrix, enum llm_dtype dt, int ndim, const int64_t *shape)
-{
-	struct llm_qlayout ql;
-	int err;
-	const struct llm_source_tensor *t = llm_source_find(p->src, src, &err);
-	char want[128] = "", got[128] = "";
-
-	if (err)
-		llm_fatal("%s", llm_errmsg());
-	if (!t)
-		llm_fatal("%s: missing tensor '%s'", p->dir, src);
-	p->used[t - p->src->tensors] = 1;
-	if (p->src->kind == LLM_SOURCE_GGUF && !llm_source_tensor_readable(t))
-		llm_fatal("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, BF16, "
-			  "%s)",
-		    p->dir, src, t->type_name, llm_prog, llm_quant_supported_names());
-	if (!llm_source_tensor_readable(t))
-		llm_fatal("%s: tensor '%s': unsupported dtype '%s'", p->dir, src, t->type_name);
-	int same = t->ndim == ndim;
-	for (int i = 0; i < ndim; i++) {
-		/* a part of a fused tensor: the whole has the parts' rows; a
-		 * rank's shard: one of shard_parts */
-		int64_t want_i = i == 0 && rs->part ? rs->total :
-		    rs->shard == i + 1              ? shape[i] * rs->shard_parts :
-						      shape[i];
-		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s%" PRId64, i ? ", " : "", want_i);
-		same = same && t->shape[i] == want_i;
-	}
-	for (int i = 0; i < t->ndim; i++)
-		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%" PRId64, i ? ", " : "", t->shape[i]);
-	if (!same)
-		llm_fatal("%s: tensor '%s' has shape [%s], %s implies [%s]", p->dir, src, got, p->meta, want);
-	if (matrix && p->mix >= 0) {
-		add_quantized(p, name, t, role, layer, rs, shape);
-		return;
-	}
-	/* auto: a float matrix keeps its own type (an F16 matrix of a
-	 * quantized file, where llama-quantize fell back to F16) */
-	if (matrix && p->keep_quant && t->quant < 0 && llm_dtype_is_float_weight(t->dtype))
-		dt = t->dtype;
-	if (t->quant >= 0)
-		split_blocks(p, name, (uint32_t)t->quant, rs, shape);
-	int keep = matrix && p->keep_quant && t->quant >= 0 &&
-	    llm_qlayout_of((uint32_t)t->quant, p->m->act_q8, &ql) == 0 && llm_qlayout_fits(&ql, shape[0], shape[1]);
-	add_tensor(p, name, src, t->quant >= 0 ? t->type_name : NULL, rs, keep ? &ql : NULL, keep ? LLM_DT_I8 : dt,
-	    ndim, shape);
-}
-
-/* The rows role r takes from its source: GGUF llama q and k unpermuted;
- * under partial rotary embedding, q and k (their biases and norms too)
- * with each head's rotated dims and passed dims regrouped into halves
- * (rotary_halves: pack.c); a part of a fused tensor at its rows. */
-static struct rowsel
-rows_of(const struct llm_family_spec *fs, const char *const *names, int gguf, enum llm_role r,
-    const struct llm_model_config *c, const char *dir)
-{
-	struct rowsel rs = whole;
-	int64_t heads = gguf ? llm_role_permuted_heads(fs, r, c) : 0;
-
-	if (heads) {
-		rs.transform = "unpermute_qk";
-		rs.heads = heads;
-	}
-	if (c->rotary_dim != c->head_dim) {
-		int64_t h = r == LLM_ROLE_WQ || r == LLM_ROLE_BQ ? c->n_heads :
-		    r == LLM_ROLE_WK || r == LLM_ROLE_BK         ? c->n_kv_heads :
-		    r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM   ? 1 :
-								   0;
-		if (h && heads)
-			llm_fatal("%s: partial rotary embedding of q and k stored permuted (GGUF %s) is not supported",
-			    dir, fs->name);
-		if (h) {
-			rs.transform = "rotary_halves";
-			rs.heads = h;
-		}
-	}
-	/* a checkpoint's norms that scale by 1 + w (gemma3; GGUF files hold
-	 * 1 + w) */
-	int norm = r == LLM_ROLE_ATTN_NORM || r == LLM_ROLE_ATTN_POST_NORM || r == LLM_ROLE_FFN_NORM ||
-	    r == LLM_ROLE_FFN_POST_NORM || r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM || r == LLM_ROLE_FINAL_NORM;
-	if (norm && fs->norm_plus_one && !gguf) {
-		if (strcmp(rs.transform, "copy") != 0)
-			llm_fatal("%s: %s norms that scale by 1 + w under %s are not supported", dir, fs->name,
-			    rs.transform);
-		rs.transform = "add_one";
-	}
-	rs.part = llm_role_part(names, r, c, &rs.first, &rs.total);
-	return rs;
-}
-
-/* Tensor parallelism (m->tp ranks, Megatron's split): q, k, v (their
- * biases too), gate and up by output rows, whole heads to a rank; o and
- * down by input columns, so that each rank's product is a partial sum
- * (the all-reduce after them: emit.c).  KV heads fewer than the ranks are
- * shared: tp / n_kv_heads ranks take each.  Everything else (norms, the
- * embedding, the head, the RoPE tables) whole on every rank.  shape
- * becomes a rank's, and a transform within heads counts a rank's heads. */
-static void
-shard_of(const struct llm_model *m, enum llm_role r, int64_t rank, struct rowsel *rs, int64_t *shape)
-{
-	const struct llm_model_config *c = &m->cfg;
-	int64_t parts = m->tp;
-	int dim;
-	if (m->tp < 2)
-		return;
-	switch (r) {
-	case LLM_ROLE_WK:
-	case LLM_ROLE_BK:
-	case LLM_ROLE_WV:
-	case LLM_ROLE_BV:
-		parts = c->n_kv_heads < m->tp ? c->n_kv_heads : m->tp;
-		/* fall through */
-	case LLM_ROLE_WQ:
-	case LLM_ROLE_BQ:
-	case LLM_ROLE_WGATE:
-	case LLM_ROLE_WUP:
-		dim = 0;
-		break;
-	case LLM_ROLE_WO:
-	case LLM_ROLE_WDOWN:
-		dim = 1;
-		break;
-	default:
-		return;
-	}
-	if (parts < 2)
-		return;
-	rs->shard = dim + 1;
-	rs->shard_parts = parts;
-	shape[dim] /= parts;
-	rs->heads /= parts;
-	/* this rank's part: the rows after first_row, or the columns */
-	int64_t part = rank * parts / m->tp;
-	if (dim == 0)
-		rs->first += part * shape[0];
-	else
-		rs->first_col = part * shape[1];
-}
-
-/* A checkpoint's name of a role: the prefix of a multimodal checkpoint's
- * text model ("" else), then the family's name of it. */
-static const char *
-src_name(const char *prefix, const char *f, int layer, char *buf, size_t n)
-{
-	size_t l = (size_t)snprintf(buf, n, "%s", prefix);
-	if (l < n)
-		snprintf(buf + l, n - l, f, layer);
-	return buf;
-}
-
-static const char *
-role_name(const char *f, int layer, char *buf, size_t n)
-{
-	snprintf(buf, n, f, layer);
-	return buf;
-}
-
-/* The weight plan.  Source names are the checkpoint's (Hugging Face or
- * GGUF); in a GGUF file of a llama model, q and k (and their biases) are
- * stored permuted and get the transform unpermute_qk.  Every tensor of a
- * GGUF file must be in the plan: one left over is a feature (a bias, RoPE
- * frequency factors, ...) that the generated code would silently ignore. */
-static void
-build_plan(struct llm_model *m, const struct llm_hfconfig *c, const struct llm_source *src, const char *dir,
-    enum llm_dtype wdt, int keep_quant, int mix, int64_t max_ctx)
-{
-	const struct llm_family_spec *fs = llm_family_spec(c->family);
-	int gguf = src->kind == LLM_SOURCE_GGUF;
-	const char *const *names = gguf ? fs->gguf : fs->hf;
-	struct plan p = {m, 0, 0, dir, gguf ? "the metadata" : "config.json", src, llm_xcalloc(src->ntensors + 1, 1),
-		wdt, keep_quant, mix, c};
-	const struct llm_model_config *mc = &m->cfg;
-	int64_t shape[2];
-	char rn[128], hn[128];
-
-	/* Matrices and the embedding take the weight dtype; norms and biases
-	 * stay f32 (small, and exact).  A model split over ranks (model.h
-	 * "tp") is an image a rank: rank r's tensors named "<name>@<r>" at
-	 * rank 0's offsets + r x stride; under --tp each takes its part of a
-	 * split tensor (shard_of), under --pp its range of the layers, local
-	 * layer l being layer r x layers + l of the checkpoint. */
-	int64_t ranks = llm_model_ranks(m), layers = mc->n_layers / m->pp;
-	uint64_t stride = 0;
-	char sfx[24] = "";
-#define ADD(role, layer, first) do { \
-	int nd_ = llm_role_shape(role, mc, shape); \
-	struct rowsel rs_ = rows_of(fs, names, gguf, role, mc, dir); \
-	shard_of(m, role, r, &rs_, shape); \
-	role_name(llm_role_runtime(role), layer, rn, sizeof(rn)); \
-	snprintf(rn + strlen(rn), sizeof(rn) - strlen(rn), "%s", sfx); \
-	add_source(&p, rn, src_name(c->tensor_prefix, names[role], (first) + (layer), hn, sizeof(hn)), role, \
-	    (first) + (layer), &rs_, nd_ == 2, nd_ == 2 ? wdt : LLM_DT_F32, nd_, shape); \
-} while (0)
-#define COMPUTED(name, tf) do { \
-	snprintf(rn, sizeof(rn), "%s%s", name, sfx); \
-	add_tensor(&p, rn, NULL, NULL, &(struct rowsel){.transform = tf}, NULL, LLM_DT_F32, 2, rope_shape); \
-} while (0)
-
-	int64_t rope_shape[2] = {max_ctx, mc->head_dim / 2};
-	for (int64_t r = 0; r < ranks; r++) {
-		if (r) {
-			snprintf(sfx, sizeof(sfx), "@%" PRId64, r);
-			p.off = (uint64_t)r * stride; /* add_tensor keeps it: aligned */
-		}
-		int64_t first = m->pp > 1 ? r * layers : 0;
-		ADD(LLM_ROLE_EMBED, 0, 0);
-		COMPUTED(LLM_TENSOR_ROPE_COS, "rope_cos");
-		COMPUTED(LLM_TENSOR_ROPE_SIN, "rope_sin");
-		if (mc->rope_local_theta) {
-			COMPUTED(LLM_TENSOR_ROPE_LOCAL_COS, "rope_local_cos");
-			COMPUTED(LLM_TENSOR_ROPE_LOCAL_SIN, "rope_local_sin");
-		}
-		for (int l = 0; l < layers; l++)
-			for (int role = LLM_ROLE_ATTN_NORM; role <= LLM_ROLE_LAYER_LAST; role++)
-				if (llm_role_present(role, mc))
-					ADD(role, l, first);
-		ADD(LLM_ROLE_FINAL_NORM, 0, 0);
-		if (llm_role_present(LLM_ROLE_LM_HEAD, mc))
-			ADD(LLM_ROLE_LM_HEAD, 0, 0);
-		if (!r)
-			stride = LLM_ALIGN_UP(p.off, LLM_TP_ALIGN);
-	}
-#undef ADD
-#undef COMPUTED
-	for (size_t i = 0; gguf && i < src->ntensors; i++)
-		/* the RoPE factors are in the config (gguf_config.c) */
-		if (!p.used[i] && strcmp(src->tensors[i].name, LLM_GGUF_ROPE_FREQS) != 0 &&
-		    strcmp(src->tensors[i].name, LLM_GGUF_ROPE_LONG) != 0 &&
-		    strcmp(src->tensors[i].name, LLM_GGUF_ROPE_SHORT) != 0)
-			llm_fatal("%s: tensor '%s' is not part of a %s model as %s supports it", dir,
-			    src->tensors[i].name, fs->name, llm_prog);
-	free(p.used);
-	m->data_bytes = ranks > 1 ? (uint64_t)ranks * stride : LLM_ALIGN_UP(p.off, LLM_WEIGHTS_ALIGN);
 }
 
 /* A tokenizer file to write into OUTDIR. */
@@ -697,10 +339,9 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 		/* auto: the checkpoint's own storage type, from the embedding */
 		int err;
 		char en[160];
-		const struct llm_source_tensor *e = llm_source_find(src,
-		    gguf ? fs->gguf[LLM_ROLE_EMBED] :
-			   src_name(cfg.tensor_prefix, fs->hf[LLM_ROLE_EMBED], 0, en, sizeof(en)),
-		    &err);
+		snprintf(en, sizeof(en), "%s%s", gguf ? "" : cfg.tensor_prefix,
+		    gguf ? fs->gguf[LLM_ROLE_EMBED] : fs->hf[LLM_ROLE_EMBED]);
+		const struct llm_source_tensor *e = llm_source_find(src, en, &err);
 		o->wdt = e && llm_dtype_is_float_weight(e->dtype) ? e->dtype :
 		    cfg.torch_dtype != LLM_DT_NONE                ? cfg.torch_dtype :
 								    LLM_DT_F32;
@@ -738,11 +379,7 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 			 "long factors at every position, as llama.cpp does (transformers takes them only for "
 			 "sequences that long)",
 		    dir, o->max_ctx, cfg.rope_scaling.original_max_position_embeddings);
-	m->cfg = (struct llm_model_config){cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim,
-		cfg.intermediate_size, cfg.vocab_size, cfg.max_position_embeddings, cfg.rms_norm_eps, cfg.rope_theta,
-		cfg.tie_word_embeddings, cfg.attention_bias, cfg.qk_norm, cfg.sliding_window, cfg.rope_scaling,
-		cfg.rotary_dim ? cfg.rotary_dim : cfg.head_dim, cfg.post_norms, cfg.act, cfg.embed_scale,
-		cfg.attn_scale, cfg.window_pattern, cfg.rope_local_theta};
+	llm_hfconfig_model_config(&cfg, &m->cfg);
 	m->weight_dtype = o->wdt;
 	m->kv_dtype = o->kvdt;
 	m->act_q8 = o->act_q8;
@@ -759,7 +396,9 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 	m->file_type = o->mix >= 0 ? llm_qmix_label(o->mix) :
 	    keep_quant && gguf     ? llm_ftype_label(cfg.file_type) :
 				     NULL;
-	build_plan(m, &cfg, src, dir, o->wdt, keep_quant, o->mix, o->max_ctx);
+	struct llm_plan_opts po = {o->wdt, keep_quant, o->mix, o->max_ctx};
+	if (llm_plan_build(m, &cfg, src, dir, &po) < 0)
+		llm_fatal("%s", llm_errmsg());
 	if (o->act_auto && m->act_q8) {
 		/* auto, and no matrix took an int8 layout (block types read
 		 * only as f32): the plan has no int8 product to mark */
@@ -777,15 +416,9 @@ describe(struct llm_model *m, const char *dir, struct opts *o, struct llm_source
 static void
 free_description(struct llm_model *m)
 {
-	for (size_t i = 0; i < m->ntensors; i++) {
-		free((char *)m->tensors[i].name);
-		if (m->tensors[i].nsource)
-			free((char *)m->tensors[i].source[0]);
-		free((char *)m->tensors[i].layout);
-	}
+	llm_plan_free(m);
 	for (size_t i = 0; i < m->nsource_files; i++)
 		free((char *)m->source_files[i]);
-	free(m->tensors);
 	free(m->source_files);
 	free(m->tokenizer_files);
 	free((char *)m->family);

@@ -303,3 +303,12 @@ setup() {
 	[ "$stderr" = "llm-import: $BATS_TEST_TMPDIR/small/tokenizer.json: token id 151664 ('<|file_sep|>') is beyond the model's vocabulary of 151650 (config.json vocab_size): the tokenizer is not this model's" ]
 	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
 }
+
+@test "--pp with a mix whose types vary by layer is refused by name, not as an internal error (issue 63)" {
+	# q4_k_m gives layer 0's v Q5_0 and layer 1's Q8_0 (llama-quantize's
+	# use_more_bits): a pipeline's ranks would not be one image
+	run -1 --separate-stderr llm-import --pp 2 --dtype q4_k_m -o "$BATS_TEST_TMPDIR/out" "$M"
+	[ "$stderr" = "llm-import: $M: --pp 2: 'model.layers.0.self_attn.v_proj.weight' would be Q5_0 i5-r8-g32-f16 but 'model.layers.1.self_attn.v_proj.weight' Q8_0 i8-r8-g32-f16: the ranks of a pipeline hold the same types, layer for layer (a --dtype of one type, such as q8_0, or --tp)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/out/model.json" ]
+	run -0 llm-import --pp 2 --dtype q8_0 -o "$BATS_TEST_TMPDIR/out" "$M"
+}

@@ -29,6 +29,7 @@
 #include "../formats/gguf.h"
 #include "../base/json.h"
 #include "pack.h"
+#include "../formats/plan.h"
 #include "../formats/quant.h"
 #include "../formats/source.h"
 #include "../base/util.h"
@@ -66,14 +67,8 @@ struct hasher {
 struct packer {
 	const struct llm_model *m;
 	const struct llm_pack_opts *o;
-	struct llm_source src_files;          /* the checkpoint (model.json source) */
-	const struct llm_source_tensor **src; /* per plan tensor; NULL if computed */
-	int64_t *heads;                       /* per plan tensor: unpermute_qk or
-	                                       * rotary_halves heads, else 0 */
-	unsigned char *rotary;                /* per plan tensor: 1 for rotary_halves */
-	int *qtype;                           /* per plan tensor: the block type of its
-	                                       * values (the source's, or the one a float
-	                                       * source is quantized to), else -1 */
+	struct llm_source src_files; /* the checkpoint (model.json source) */
+	struct llm_plan_sources ps;  /* per plan tensor: its source, heads, block type */
 	int threads;
 	uint64_t *sum; /* per plan tensor checksum */
 	float *stage;  /* CHUNK f32: decoded blocks */
@@ -85,24 +80,6 @@ struct packer {
 	uint64_t done;
 	size_t cur;
 };
-
-static void
-fmt_shape(char *out, size_t n, const int64_t *shape, int ndim)
-{
-	size_t l = 0;
-	l += (size_t)snprintf(out + l, n - l, "[");
-	for (int i = 0; i < ndim && l < n; i++)
-		l += (size_t)snprintf(out + l, n - l, "%s%" PRId64, i ? ", " : "", shape[i]);
-	if (l < n)
-		snprintf(out + l, n - l, "]");
-}
-
-/* A plain file name for weights.bin: no directories, nothing special. */
-static int
-plain_name(const char *s)
-{
-	return *s && !strchr(s, '/') && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 && strcmp(s, LLM_WEIGHTS_JSON) != 0;
-}
 
 static int
 open_sources(struct packer *k)
@@ -116,149 +93,23 @@ open_sources(struct packer *k)
 	return llm_source_open(&k->src_files, m->source_kind, m->source_dir, m->source_files, m->nsource_files);
 }
 
-/* The "heads" of plan entry i (an unpermute_qk or rotary_halves transform): a positive
- * integer that divides the rows into heads of an even size. */
-static int
-plan_heads(struct packer *k, size_t i, const struct llm_plan_tensor *p, int64_t *out)
-{
-	const struct llm_model *m = k->m;
-	json_t *ts = json_object_get(json_object_get(m->root, "weights"), "tensors"); /* borrowed */
-	json_t *h = json_object_get(json_array_get(ts, i), "heads");                  /* borrowed */
-
-	if (!json_is_integer(h) || json_integer_value(h) <= 0)
-		return llm_seterr("%s: tensor '%s': transform '%s' needs a positive integer 'heads'", m->path, p->name,
-		    p->transform);
-	*out = json_integer_value(h);
-	if (p->shape[0] % *out || (p->shape[0] / *out) % 2)
-		return llm_seterr("%s: tensor '%s': %" PRId64 " rows do not split into %" PRId64
-				  " heads of an even size",
-		    m->path, p->name, p->shape[0], *out);
-	if (strcmp(p->transform, "rotary_halves") == 0 && p->shape[0] / *out != m->cfg.head_dim)
-		return llm_seterr("%s: tensor '%s': %" PRId64 " rows are not %" PRId64 " heads of head_dim %" PRId64,
-		    m->path, p->name, p->shape[0], *out, m->cfg.head_dim);
-	int64_t row = 1;
-	for (int d = 1; d < p->ndim; d++)
-		row *= p->shape[d];
-	if ((uint64_t)row > CHUNK)
-		return llm_seterr("%s: tensor '%s': rows of %" PRId64 " elements are too long to permute", m->path,
-		    p->name, row);
-	return 0;
-}
-
-/* Check every plan tensor against its source before writing anything. */
+/* Check every plan tensor against its source before writing anything:
+ * llm_plan_check, and rows short enough to move within heads. */
 static int
 check_plan(struct packer *k)
 {
 	const struct llm_model *m = k->m;
-	char a[128], b[128];
-	int err;
 
-	if (!plain_name(m->weights_file))
-		return llm_seterr("%s: weights.file '%s' must be a plain file name", m->path, m->weights_file);
-	if (m->header_bytes != LLM_WEIGHTS_HEADER_BYTES)
-		return llm_seterr("%s: weights.header_bytes %" PRIu64 " (this program writes %d)", m->path,
-		    m->header_bytes, LLM_WEIGHTS_HEADER_BYTES);
-	k->src = llm_xcalloc(m->ntensors, sizeof(*k->src));
-	k->heads = llm_xcalloc(m->ntensors, sizeof(*k->heads));
-	k->rotary = llm_xcalloc(m->ntensors, sizeof(*k->rotary));
-	k->qtype = llm_xcalloc(m->ntensors, sizeof(*k->qtype));
+	if (llm_plan_check(m, &k->src_files, &k->ps) < 0)
+		return -1;
 	for (size_t i = 0; i < m->ntensors; i++) {
 		const struct llm_plan_tensor *p = &m->tensors[i];
-		k->qtype[i] = -1;
-		if (strcmp(p->transform, "rope_cos") == 0 || strcmp(p->transform, "rope_sin") == 0 ||
-		    strcmp(p->transform, "rope_local_cos") == 0 || strcmp(p->transform, "rope_local_sin") == 0) {
-			int64_t want[2] = {m->max_context, m->cfg.head_dim / 2};
-			if (p->nsource != 0)
-				return llm_seterr("%s: tensor '%s': transform '%s' takes no source", m->path, p->name,
-				    p->transform);
-			if (strncmp(p->transform, "rope_local_", 11) == 0 && !(m->cfg.rope_local_theta > 0))
-				return llm_seterr("%s: tensor '%s': transform '%s' needs config.rope_local_theta",
-				    m->path, p->name, p->transform);
-			if (p->dtype != LLM_DT_F32)
-				return llm_seterr("%s: tensor '%s': transform '%s' makes f32, not %s", m->path, p->name,
-				    p->transform, llm_dtype_name(p->dtype));
-			if (p->ndim != 2 || p->shape[0] != want[0] || p->shape[1] != want[1]) {
-				fmt_shape(a, sizeof(a), p->shape, p->ndim);
-				fmt_shape(b, sizeof(b), want, 2);
-				return llm_seterr("%s: tensor '%s': shape %s, expected %s "
-						  "(max_context, head_dim/2)",
-				    m->path, p->name, a, b);
-			}
-			continue;
-		}
-		int permute = strcmp(p->transform, "unpermute_qk") == 0 || strcmp(p->transform, "rotary_halves") == 0;
-		if (strcmp(p->transform, "add_one") == 0 && (p->dtype != LLM_DT_F32 || p->ndim != 1))
-			return llm_seterr("%s: tensor '%s': transform 'add_one' makes an f32 vector", m->path, p->name);
-		if (strcmp(p->transform, "copy") != 0 && strcmp(p->transform, "add_one") != 0 && !permute)
-			return llm_seterr("%s: tensor '%s': unknown transform '%s'", m->path, p->name, p->transform);
-		if (p->nsource != 1)
-			return llm_seterr("%s: tensor '%s': transform '%s' takes one source, not %d", m->path, p->name,
-			    p->transform, p->nsource);
-		if (permute && plan_heads(k, i, p, &k->heads[i]) < 0)
-			return -1;
-		k->rotary[i] = strcmp(p->transform, "rotary_halves") == 0;
-		const struct llm_source *s = &k->src_files;
-		const struct llm_source_tensor *t = llm_source_find(s, p->source[0], &err);
-		if (err)
-			return -1;
-		if (!t)
-			return llm_seterr("%s: no tensor '%s' (source of '%s' in %s)",
-			    s->nfiles == 1 ? s->files[0].path : m->source_dir, p->source[0], p->name, m->path);
-		const char *file = s->files[t->file].path;
-		/* the rows or columns a part takes (a fused tensor's part, a
-		 * tensor-parallel rank's) lie inside the source */
-		int64_t rows = p->part ? p->first_row + p->shape[0] : p->shape[0];
-		int64_t cols = p->ndim > 1 && p->cpart ? p->first_col + p->shape[1] : p->ndim > 1 ? p->shape[1] : 0;
-		if (t->ndim != p->ndim || (p->part ? t->shape[0] < rows : t->shape[0] != rows) ||
-		    (p->ndim > 1 && (p->cpart ? t->shape[1] < cols : t->shape[1] != cols)) ||
-		    (p->ndim > 2 && memcmp(t->shape + 2, p->shape + 2, (size_t)(p->ndim - 2) * sizeof(int64_t)) != 0) ||
-		    (p->cpart && t->quant >= 0 && (p->first_col % t->blck || p->shape[1] % t->blck))) {
-			fmt_shape(a, sizeof(a), t->shape, t->ndim);
-			fmt_shape(b, sizeof(b), p->shape, p->ndim);
-			if (p->cpart && t->quant >= 0)
-				return llm_seterr("%s: tensor '%s': columns %" PRId64 "..%" PRId64 " are not whole %s "
-						  "blocks of %" PRIu64 " (for '%s' in %s)",
-				    file, t->name, p->first_col, cols - 1, t->type_name, (uint64_t)t->blck, p->name,
-				    m->path);
-			if (p->part || p->cpart)
-				return llm_seterr("%s: tensor '%s': shape %s has no rows %" PRId64 "..%" PRId64
-						  ", columns %" PRId64 "..%" PRId64 " of %s for '%s' in %s",
-				    file, t->name, a, p->part ? p->first_row : 0, rows - 1, p->cpart ? p->first_col : 0,
-				    cols - 1, b, p->name, m->path);
-			return llm_seterr("%s: tensor '%s': shape %s does not match %s of '%s' in %s", file, t->name, a,
-			    b, p->name, m->path);
-		}
-		if (!llm_source_tensor_readable(t))
-			return llm_seterr("%s: tensor '%s': cannot convert %s to %s", file, t->name, t->type_name,
-			    llm_dtype_name(p->dtype));
-		k->qtype[i] = t->quant;
-		if (p->quant && t->quant < 0) {
-			/* a float source, quantized here (llm-import --dtype q4_k_m ...) */
-			int64_t q = llm_ggml_type_by_name(p->quant);
-			if (q < 0 || !llm_quantize_supported((uint32_t)q))
-				return llm_seterr("%s: tensor '%s': cannot quantize to '%s' "
-						  "(%s writes Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K)",
-				    m->path, p->name, p->quant, llm_prog);
-			if (p->dtype != LLM_DT_I8 && p->dtype != LLM_DT_F32)
-				return llm_seterr("%s: tensor '%s': %s values are stored as i8 codes or f32, not %s",
-				    m->path, p->name, p->quant, llm_dtype_name(p->dtype));
-			k->qtype[i] = (int)q;
-		} else if (strcmp(p->quant ? p->quant : "", t->quant >= 0 ? t->type_name : "") != 0)
-			return llm_seterr("%s: tensor '%s' is %s, but %s says %s (run llm-import again)", file, t->name,
-			    t->type_name, m->path, p->quant ? p->quant : "not quantized");
-		if (p->layout) {
-			struct llm_qlayout want;
-			char name[LLM_QLAYOUT_NAME];
-			const char *tn = llm_ggml_type_name((uint32_t)k->qtype[i]);
-			if (llm_qlayout_of((uint32_t)k->qtype[i], m->act_q8, &want) < 0)
-				return llm_seterr("%s: tensor '%s': no tiled layout for %s", file, t->name, tn);
-			llm_qlayout_name(&want, name);
-			if (strcmp(name, p->layout) != 0)
-				return llm_seterr("%s: tensor '%s' (%s) has layout %s, but %s says %s (run llm-import "
-						  "again)",
-				    file, t->name, tn, name, m->path, p->layout);
-		}
-		k->src[i] = t;
+		int64_t row = 1;
+		for (int d = 1; d < p->ndim; d++)
+			row *= p->shape[d];
+		if (k->ps.heads[i] && (uint64_t)row > CHUNK)
+			return llm_seterr("%s: tensor '%s': rows of %" PRId64 " elements are too long to permute",
+			    m->path, p->name, row);
 	}
 	return 0;
 }
@@ -606,11 +457,11 @@ static uint64_t
 source_row(const struct packer *k, size_t ti, const struct llm_plan_tensor *p, uint64_t r)
 {
 	uint64_t first = (uint64_t)p->first_row;
-	if (!k->heads[ti])
+	if (!k->ps.heads[ti])
 		return first + r;
-	uint64_t hd = (uint64_t)p->shape[0] / (uint64_t)k->heads[ti], half = hd / 2;
+	uint64_t hd = (uint64_t)p->shape[0] / (uint64_t)k->ps.heads[ti], half = hd / 2;
 	uint64_t h = r / hd, j = r % hd;
-	if (!k->rotary[ti]) /* unpermute_qk */
+	if (!k->ps.rotary[ti]) /* unpermute_qk */
 		return first + h * hd + (j < half ? 2 * j : 2 * (j - half) + 1);
 	/* rotary_halves: the rotated dims' halves (r2 each) then the passed
 	 * dims' halves (p2 each) become the head's halves, so that the
@@ -689,7 +540,7 @@ row_blocks(const struct rowjob *j, uint64_t r, uint8_t *dst, float *f)
 {
 	const struct llm_source_tensor *t = j->t;
 	uint64_t cols = (uint64_t)j->p->shape[1], scols = t->nelem / (uint64_t)t->shape[0];
-	uint32_t q = (uint32_t)j->k->qtype[j->ti], blck, size;
+	uint32_t q = (uint32_t)j->k->ps.qtype[j->ti], blck, size;
 	/* a column part (a tensor-parallel rank's) from first_col on: whole
 	 * blocks (check_plan) */
 	const uint8_t *row = (const uint8_t *)t->data + source_row(j->k, j->ti, j->p, r) * src_bytes(t, scols) +
@@ -712,7 +563,7 @@ static size_t
 qrow_bytes(const struct rowjob *j)
 {
 	uint32_t blck, size;
-	llm_ggml_type_block((uint32_t)j->k->qtype[j->ti], &blck, &size);
+	llm_ggml_type_block((uint32_t)j->k->ps.qtype[j->ti], &blck, &size);
 	return (size_t)((uint64_t)j->p->shape[1] / blck * size);
 }
 
@@ -735,7 +586,7 @@ tiles_main(void *arg)
 			if ((j->rc = row_blocks(j, (uint64_t)(tile * R + r), rowsbuf + (size_t)r * rb, f)) == -2)
 				j->bad = tile * R + r;
 		if (!j->rc &&
-		    llm_qlayout_tile(l, (uint32_t)j->k->qtype[j->ti], rowsbuf, rows, cols, tile,
+		    llm_qlayout_tile(l, (uint32_t)j->k->ps.qtype[j->ti], rowsbuf, rows, cols, tile,
 			j->out + (size_t)i * tbytes, j->sc, j->mn) < 0)
 			j->rc = -1;
 	}
@@ -757,7 +608,7 @@ rounded_main(void *arg)
 		if ((j->rc = row_blocks(j, (uint64_t)(j->first + i), blocks, f)) == -2)
 			j->bad = j->first + i;
 		else if (!j->rc)
-			llm_dequantize((uint32_t)j->k->qtype[j->ti], blocks, (float *)j->out + (size_t)(i * cols),
+			llm_dequantize((uint32_t)j->k->ps.qtype[j->ti], blocks, (float *)j->out + (size_t)(i * cols),
 			    (size_t)cols);
 	}
 	free(blocks);
@@ -798,7 +649,7 @@ run_jobs(const struct packer *k, const struct rowjob *job, size_t unit, void *(*
 			    k->src_files.files[j->t->file].path, j->t->name, j->bad);
 		else if (j->rc)
 			rc = llm_seterr("%s: tensor '%s': cannot convert %s to %s blocks", k->m->path, j->p->name,
-			    j->t->type_name, llm_ggml_type_name((uint32_t)k->qtype[j->ti]));
+			    j->t->type_name, llm_ggml_type_name((uint32_t)k->ps.qtype[j->ti]));
 	}
 	return rc;
 }
@@ -831,7 +682,7 @@ write_tiled(struct packer *k, struct llm_out *o, size_t ti, const struct llm_pla
 	for (int64_t t0 = 0; t0 < rows / R; t0 += (int64_t)per) {
 		int64_t nt = rows / R - t0 < (int64_t)per ? rows / R - t0 : (int64_t)per;
 		struct slot *s = slot_get(&k->hs, ti, t0 == 0, 0);
-		if (!k->heads[ti] && !p->part) {
+		if (!k->ps.heads[ti] && !p->part) {
 			/* rows in order: the chunk's source pages can go once written */
 			s->rel = src + (size_t)(t0 * R) * rb;
 			s->reln = (size_t)(nt * R) * rb;
@@ -972,13 +823,13 @@ write_pair(struct packer *k)
 		/* model.c checked that offsets ascend and tensors do not overlap. */
 		if (put_zeros(&bin, p->offset - pos) < 0)
 			goto fail;
-		const struct llm_source_tensor *t = k->src[i];
+		const struct llm_source_tensor *t = k->ps.src[i];
 		if ((!t ? write_rope(k, &bin, i, p) :
-			    p->layout                            ? write_tiled(k, &bin, i, p, t) :
-			    k->qtype[i] >= 0 && t->quant < 0     ? write_rounded(k, &bin, i, p, t) :
-			    k->heads[i] || p->part || p->cpart   ? write_rows(k, &bin, i, p, t) :
-			    strcmp(p->transform, "add_one") == 0 ? write_add_one(k, &bin, i, p, t) :
-								   write_copy(k, &bin, i, p, t)) < 0)
+			    p->layout                             ? write_tiled(k, &bin, i, p, t) :
+			    k->ps.qtype[i] >= 0 && t->quant < 0   ? write_rounded(k, &bin, i, p, t) :
+			    k->ps.heads[i] || p->part || p->cpart ? write_rows(k, &bin, i, p, t) :
+			    strcmp(p->transform, "add_one") == 0  ? write_add_one(k, &bin, i, p, t) :
+								    write_copy(k, &bin, i, p, t)) < 0)
 			goto fail;
 		pos = p->offset + p->bytes;
 	}
@@ -1059,10 +910,7 @@ llm_pack_weights(const struct llm_model *m, const char *outdir, const struct llm
 out:
 	st->seconds = llm_now() - k.pr.t0;
 	llm_source_close(&k.src_files);
-	free(k.src);
-	free(k.heads);
-	free(k.rotary);
-	free(k.qtype);
+	llm_plan_sources_free(&k.ps);
 	free(k.stage);
 	free(k.sum);
 	free(k.binpath);

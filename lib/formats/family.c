@@ -67,27 +67,41 @@
 
 /* The plan's names (model.json weights.tensors[].name): the same in every
  * family; llm-import writes them, emit.c reads them. */
-static const char *const runtime_names[LLM_ROLE_COUNT] = {
-	[LLM_ROLE_EMBED] = "embed",
-	[LLM_ROLE_ATTN_NORM] = "layers.%d.attn_norm",
-	[LLM_ROLE_WQ] = "layers.%d.wq",
-	[LLM_ROLE_WK] = "layers.%d.wk",
-	[LLM_ROLE_WV] = "layers.%d.wv",
-	[LLM_ROLE_BQ] = "layers.%d.bq",
-	[LLM_ROLE_BK] = "layers.%d.bk",
-	[LLM_ROLE_BV] = "layers.%d.bv",
-	[LLM_ROLE_QNORM] = "layers.%d.q_norm",
-	[LLM_ROLE_KNORM] = "layers.%d.k_norm",
-	[LLM_ROLE_WO] = "layers.%d.wo",
-	[LLM_ROLE_ATTN_POST_NORM] = "layers.%d.attn_post_norm",
-	[LLM_ROLE_FFN_NORM] = "layers.%d.ffn_norm",
-	[LLM_ROLE_WGATE] = "layers.%d.wgate",
-	[LLM_ROLE_WUP] = "layers.%d.wup",
-	[LLM_ROLE_WDOWN] = "layers.%d.wdown",
-	[LLM_ROLE_FFN_POST_NORM] = "layers.%d.ffn_post_norm",
-	[LLM_ROLE_FINAL_NORM] = "final_norm",
-	[LLM_ROLE_LM_HEAD] = "lm_head",
+/* one role a line: plan name, rows, columns, present when, norm, rotary, heads,
+ * tensor-parallel split (struct llm_role_info, family.h) */
+/* clang-format off */
+#define R(x) LLM_ROLE_##x
+#define D(x) LLM_DIM_##x
+#define W(x) LLM_WHEN_##x
+#define H(x) LLM_HEADS_##x
+#define S(x) LLM_TP_##x
+static const struct llm_role_info roles[LLM_ROLE_COUNT] = {
+	[R(EMBED)]          = {"embed",                    D(VOCAB),  D(HIDDEN), W(ALWAYS),     0, 0, H(NONE), S(NONE)},
+	[R(ATTN_NORM)]      = {"layers.%d.attn_norm",      D(HIDDEN), D(NONE),   W(ALWAYS),     1, 0, H(NONE), S(NONE)},
+	[R(WQ)]             = {"layers.%d.wq",             D(Q),      D(HIDDEN), W(ALWAYS),     0, 1, H(Q),    S(ROWS)},
+	[R(WK)]             = {"layers.%d.wk",             D(KV),     D(HIDDEN), W(ALWAYS),     0, 1, H(KV),   S(ROWS)},
+	[R(WV)]             = {"layers.%d.wv",             D(KV),     D(HIDDEN), W(ALWAYS),     0, 0, H(KV),   S(ROWS)},
+	[R(BQ)]             = {"layers.%d.bq",             D(Q),      D(NONE),   W(BIAS),       0, 1, H(Q),    S(ROWS)},
+	[R(BK)]             = {"layers.%d.bk",             D(KV),     D(NONE),   W(BIAS),       0, 1, H(KV),   S(ROWS)},
+	[R(BV)]             = {"layers.%d.bv",             D(KV),     D(NONE),   W(BIAS),       0, 0, H(KV),   S(ROWS)},
+	[R(QNORM)]          = {"layers.%d.q_norm",         D(HEAD),   D(NONE),   W(QK_NORM),    1, 1, H(ONE),  S(NONE)},
+	[R(KNORM)]          = {"layers.%d.k_norm",         D(HEAD),   D(NONE),   W(QK_NORM),    1, 1, H(ONE),  S(NONE)},
+	[R(WO)]             = {"layers.%d.wo",             D(HIDDEN), D(Q),      W(ALWAYS),     0, 0, H(NONE), S(COLS)},
+	[R(ATTN_POST_NORM)] = {"layers.%d.attn_post_norm", D(HIDDEN), D(NONE),   W(POSTNORMS), 1, 0, H(NONE), S(NONE)},
+	[R(FFN_NORM)]       = {"layers.%d.ffn_norm",       D(HIDDEN), D(NONE),   W(ALWAYS),     1, 0, H(NONE), S(NONE)},
+	[R(WGATE)]          = {"layers.%d.wgate",          D(FFN),    D(HIDDEN), W(ALWAYS),     0, 0, H(NONE), S(ROWS)},
+	[R(WUP)]            = {"layers.%d.wup",            D(FFN),    D(HIDDEN), W(ALWAYS),     0, 0, H(NONE), S(ROWS)},
+	[R(WDOWN)]          = {"layers.%d.wdown",          D(HIDDEN), D(FFN),    W(ALWAYS),     0, 0, H(NONE), S(COLS)},
+	[R(FFN_POST_NORM)]  = {"layers.%d.ffn_post_norm",  D(HIDDEN), D(NONE),   W(POSTNORMS), 1, 0, H(NONE), S(NONE)},
+	[R(FINAL_NORM)]     = {"final_norm",               D(HIDDEN), D(NONE),   W(ALWAYS),     1, 0, H(NONE), S(NONE)},
+	[R(LM_HEAD)]        = {"lm_head",                  D(VOCAB),  D(HIDDEN), W(UNTIED),     0, 0, H(NONE), S(NONE)},
 };
+#undef R
+#undef D
+#undef W
+#undef H
+#undef S
+/* clang-format on */
 
 static const struct llm_family_spec specs[] = {
 	{
@@ -231,66 +245,88 @@ llm_family_name(enum llm_family f)
 	return fs ? fs->name : "";
 }
 
+const struct llm_role_info *
+llm_role_info(enum llm_role r)
+{
+	return &roles[r];
+}
+
 const char *
 llm_role_runtime(enum llm_role r)
 {
-	return runtime_names[r];
+	return roles[r].runtime;
 }
 
 int
 llm_role_present(enum llm_role r, const struct llm_model_config *c)
 {
-	if (r == LLM_ROLE_BQ || r == LLM_ROLE_BK || r == LLM_ROLE_BV)
+	switch (roles[r].when) {
+	case LLM_WHEN_BIAS:
 		return c->attention_bias;
-	if (r == LLM_ROLE_LM_HEAD)
+	case LLM_WHEN_UNTIED:
 		return !c->tie_word_embeddings;
-	if (r == LLM_ROLE_QNORM || r == LLM_ROLE_KNORM)
+	case LLM_WHEN_QK_NORM:
 		return c->qk_norm;
-	if (r == LLM_ROLE_ATTN_POST_NORM || r == LLM_ROLE_FFN_POST_NORM)
+	case LLM_WHEN_POSTNORMS:
 		return c->post_norms;
+	case LLM_WHEN_ALWAYS:
+		break;
+	}
 	return 1;
+}
+
+static int64_t
+dim_of(enum llm_dim d, const struct llm_model_config *c)
+{
+	switch (d) {
+	case LLM_DIM_VOCAB:
+		return c->vocab_size;
+	case LLM_DIM_HIDDEN:
+		return c->hidden_size;
+	case LLM_DIM_Q:
+		return c->n_heads * c->head_dim;
+	case LLM_DIM_KV:
+		return c->n_kv_heads * c->head_dim;
+	case LLM_DIM_HEAD:
+		return c->head_dim;
+	case LLM_DIM_FFN:
+		return c->intermediate_size;
+	case LLM_DIM_NONE:
+		break;
+	}
+	return 0;
 }
 
 int
 llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[2])
 {
-	int64_t d = c->hidden_size, hd = c->head_dim, q = c->n_heads * hd, kv = c->n_kv_heads * hd;
-	const int64_t shapes[LLM_ROLE_COUNT][2] = {
-		[LLM_ROLE_EMBED] = {c->vocab_size, d},
-		[LLM_ROLE_ATTN_NORM] = {d},
-		[LLM_ROLE_WQ] = {q, d},
-		[LLM_ROLE_WK] = {kv, d},
-		[LLM_ROLE_WV] = {kv, d},
-		[LLM_ROLE_BQ] = {q},
-		[LLM_ROLE_BK] = {kv},
-		[LLM_ROLE_BV] = {kv},
-		[LLM_ROLE_QNORM] = {hd},
-		[LLM_ROLE_KNORM] = {hd},
-		[LLM_ROLE_WO] = {d, q},
-		[LLM_ROLE_ATTN_POST_NORM] = {d},
-		[LLM_ROLE_FFN_NORM] = {d},
-		[LLM_ROLE_WGATE] = {c->intermediate_size, d},
-		[LLM_ROLE_WUP] = {c->intermediate_size, d},
-		[LLM_ROLE_WDOWN] = {d, c->intermediate_size},
-		[LLM_ROLE_FFN_POST_NORM] = {d},
-		[LLM_ROLE_FINAL_NORM] = {d},
-		[LLM_ROLE_LM_HEAD] = {c->vocab_size, d},
-	};
-	shape[0] = shapes[r][0];
-	shape[1] = shapes[r][1];
+	shape[0] = dim_of(roles[r].rows, c);
+	shape[1] = dim_of(roles[r].cols, c);
 	return shape[1] ? 2 : 1;
+}
+
+int64_t
+llm_role_heads(enum llm_role r, const struct llm_model_config *c)
+{
+	switch (roles[r].heads) {
+	case LLM_HEADS_Q:
+		return c->n_heads;
+	case LLM_HEADS_KV:
+		return c->n_kv_heads;
+	case LLM_HEADS_ONE:
+		return 1;
+	case LLM_HEADS_NONE:
+		break;
+	}
+	return 0;
 }
 
 int64_t
 llm_role_permuted_heads(const struct llm_family_spec *fs, enum llm_role r, const struct llm_model_config *c)
 {
-	if (!fs->gguf_permuted_qk)
+	if (!fs->gguf_permuted_qk || !roles[r].rotary || roles[r].heads == LLM_HEADS_ONE)
 		return 0;
-	if (r == LLM_ROLE_WQ || r == LLM_ROLE_BQ)
-		return c->n_heads;
-	if (r == LLM_ROLE_WK || r == LLM_ROLE_BK)
-		return c->n_kv_heads;
-	return 0;
+	return llm_role_heads(r, c);
 }
 
 int

@@ -138,6 +138,28 @@ const char *llm_family_size_class(enum llm_family f, int64_t layers, int64_t hid
 /* Its name, or "" for LLM_FAMILY_NONE. */
 const char *llm_family_name(enum llm_family f);
 
+/* What the plan needs of a role, the same in every family: one row a
+ * role (family.c's roles[]). */
+enum llm_dim { LLM_DIM_NONE, LLM_DIM_VOCAB, LLM_DIM_HIDDEN, LLM_DIM_Q, LLM_DIM_KV, LLM_DIM_HEAD, LLM_DIM_FFN };
+enum llm_role_when { LLM_WHEN_ALWAYS, LLM_WHEN_BIAS, LLM_WHEN_UNTIED, LLM_WHEN_QK_NORM, LLM_WHEN_POSTNORMS };
+enum llm_role_heads { LLM_HEADS_NONE, LLM_HEADS_Q, LLM_HEADS_KV, LLM_HEADS_ONE };
+enum llm_tp_split { LLM_TP_NONE, LLM_TP_ROWS, LLM_TP_COLS };
+struct llm_role_info {
+	const char *runtime;       /* the plan's name ("layers.%d.wq": "%d" is the layer) */
+	enum llm_dim rows, cols;   /* its shape in the config's sizes (cols NONE: a
+	                            * vector) */
+	enum llm_role_when when;   /* which models have it (llm_role_present) */
+	int norm;                  /* an RMSNorm's weight */
+	int rotary;                /* its rows carry RoPE's dimensions (q, k, their
+	                            * biases and norms) */
+	enum llm_role_heads heads; /* the heads its rows fall into (q's, the KV
+	                            * heads, or one) */
+	enum llm_tp_split tp;      /* how tensor parallelism splits it (Megatron's:
+	                            * by output rows before, by input columns
+	                            * before an all-reduce) */
+};
+const struct llm_role_info *llm_role_info(enum llm_role r);
+
 /* The plan's name of role r ("layers.%d.wq": "%d" is the layer), the same
  * in every family. */
 const char *llm_role_runtime(enum llm_role r);
@@ -146,6 +168,8 @@ const char *llm_role_runtime(enum llm_role r);
 int llm_role_present(enum llm_role r, const struct llm_model_config *c);
 /* The shape of role r (row-major, outermost first): its ndim, 1 or 2. */
 int llm_role_shape(enum llm_role r, const struct llm_model_config *c, int64_t shape[2]);
+/* The number of heads role r's rows fall into under config c (0: none). */
+int64_t llm_role_heads(enum llm_role r, const struct llm_model_config *c);
 /* Where role r's rows lie in its source tensor, names being the family's
  * hf or gguf names: 0 when the tensor is the role's alone; else 1, with
  * *first its first row and *rows the rows of the whole fused tensor (the

@@ -523,3 +523,13 @@ out:
 	free(dir);
 	return rc;
 }
+
+void
+llm_hfconfig_model_config(const struct llm_hfconfig *c, struct llm_model_config *out)
+{
+	*out = (struct llm_model_config){c->hidden_size, c->n_layers, c->n_heads, c->n_kv_heads, c->head_dim,
+		c->intermediate_size, c->vocab_size, c->max_position_embeddings, c->rms_norm_eps, c->rope_theta,
+		c->tie_word_embeddings, c->attention_bias, c->qk_norm, c->sliding_window, c->rope_scaling,
+		c->rotary_dim ? c->rotary_dim : c->head_dim, c->post_norms, c->act, c->embed_scale, c->attn_scale,
+		c->window_pattern, c->rope_local_theta};
+}

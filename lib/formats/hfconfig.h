@@ -62,5 +62,7 @@ struct llm_hfconfig {
  * hidden_act other than silu, use_sliding_window, torch_dtype other than
  * float32/float16/bfloat16, token ids outside [0, vocab_size). */
 int llm_hfconfig_load(struct llm_hfconfig *c, const char *path);
+/* model.json's config (model.h) of config c. */
+void llm_hfconfig_model_config(const struct llm_hfconfig *c, struct llm_model_config *out);
 
 #endif
