@@ -999,10 +999,13 @@ main(int argc, char **argv)
 		size_t nids = 0;
 		if (a.tokens_arg)
 			parse_ids(a.tokens_arg, &ids, &nids);
-		struct gen_opts g = {a.prompt, a.prompt_file, a.escape, ids, nids, a.mode == M_CHAT, a.system,
-			a.logits_path, a.sp, a.max_new, a.stop, a.nstop, a.json, a.verbose, a.plain_input, a.no_echo,
-			t_start, a.single_turn, a.multiline};
-		run_generate(m, a.model, ctx, t_load, &g);
+		struct gen_opts g = {a.prompt, a.prompt_file, a.escape, ids, nids, a.system, a.logits_path, a.sp,
+			a.max_new, a.stop, a.nstop, a.json, a.verbose, a.plain_input, a.no_echo, t_start, a.single_turn,
+			a.multiline};
+		if (a.mode == M_CHAT)
+			run_chat(m, a.model, ctx, t_load, &g);
+		else
+			run_generate(m, a.model, ctx, t_load, &g);
 		free(ids);
 	}
 	if (llm_close(&m) != LLM_OK)

@@ -48,7 +48,6 @@ struct gen_opts {
 	int escape;                       /* -e: llama-cli's escapes in -p */
 	const int64_t *ids;               /* --tokens */
 	size_t nids;
-	int chat;           /* -i */
 	const char *system; /* -i's system prompt, or NULL */
 	const char *logits_path;
 	struct llm_sampling sp;
@@ -60,8 +59,10 @@ struct gen_opts {
 	int single;     /* chat: one exchange, its message -p's (prompt) or a line of standard input */
 	int multiline;  /* chat: -mli, llama-cli's multi-line input */
 };
-/* One generation, or the chat, on a sequence of m of ctx positions (0: the default). */
+/* One generation (generate.c), or the chat (chat.c), on a sequence of m
+ * of ctx positions (0: the default). */
 void run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
+void run_chat(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
 
 /* Everything a generation needs besides the sequence. */
 struct gen {
@@ -100,9 +101,12 @@ const char *result_text(const struct result *r, size_t *len);
 /* load < 0: no load time (a chat turn); from_start < 0: no time to
  * first token from the start of the process. */
 json_t *timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill);
-/* The chat: first (or NULL) is the first message, given; single ends it
- * after one exchange. */
-void run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single);
+/* What -p, -f, --tokens and -i share (common.c): g from o for m, and a
+ * new sequence of ctx positions (described on stderr with -v). */
+struct llm_seq *run_gen_start(struct gen *g, struct llm *m, const char *model, int64_t ctx, double t_load,
+    const struct gen_opts *o);
+/* -e: llama-cli's escapes \n \r \t \' \" \\ in s, in place (common.c). */
+void run_unescape(char *s);
 
 /* ---- --tokenize, --detokenize, --render, --verify (text.c) ------------ */
 
