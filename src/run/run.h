@@ -1,7 +1,7 @@
 /* run.h: llm-run's modules (src/run/), which run models through the
  * public API (include/llm.h) alone: generation and the chat, the bench,
- * the perplexity; the text modes, which run none; and the helpers the
- * command line (src/llm-run.c) shares with them. */
+ * the perplexity; the text modes, which run none; the command line (the
+ * options' table); and the helpers src/llm-run.c shares with them. */
 #ifndef LLM_RUN_H
 #define LLM_RUN_H
 
