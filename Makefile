@@ -170,6 +170,7 @@ $(B)/llm-quantize: src/llm-quantize.c
 # cache.o (cache.h), which compiles a GGUF file or a checkpoint given as
 # the model into the cache, is llm-serve's too.
 RUNOBJ = $(O)/src/run/common.o $(O)/src/run/generate.o $(O)/src/run/chat.o $(O)/src/run/bench.o \
+	$(O)/src/run/options.o $(O)/src/run/spellings.o \
 	$(O)/src/run/perplexity.o $(O)/src/run/text.o $(O)/src/run/cache.o
 $(B)/llm-run: src/llm-run.c $(RUNOBJ) src/run/run.h src/run/cache.h
 LINK_llm-run = $(RUNOBJ)

@@ -355,8 +355,10 @@ read_message(struct llm_buf *msg, int multiline)
 	}
 }
 
-void
-run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single)
+/* The chat on s: first (or NULL) is the first message, given; single
+ * ends it after one exchange. */
+static void
+chat_loop(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single)
 {
 	struct chat c = {0};
 	struct llm_buf msg = {0};
@@ -429,4 +431,23 @@ run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first
 	llm_buf_free(&msg);
 	chat_remove(&c, 0, c.n);
 	free(c.msgs);
+}
+
+/* -i: the chat on a sequence of ctx positions. */
+void
+run_chat(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *a)
+{
+	struct gen g;
+	struct llm_seq *s = run_gen_start(&g, m, model, ctx, t_load, a);
+
+	if (!g.tok)
+		llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
+	if (!llm_chat_template_name(m) && a->system)
+		llm_fatal("%s: no chat template recognised: --system needs one (--chat-template)", model);
+	char *first = a->prompt ? llm_xstrdup(a->prompt) : NULL;
+	if (first && a->escape)
+		run_unescape(first);
+	chat_loop(&g, s, a->system, first, a->single);
+	free(first);
+	llm_seq_free(&s);
 }

@@ -1,4 +1,5 @@
-/* common.c: the output helpers of llm-run and its modules (run.h). */
+/* common.c: the output helpers of llm-run and its modules (run.h), and
+ * what -p, -f, --tokens (generate.c) and -i (chat.c) share. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -123,4 +124,57 @@ run_catch_sigint(void)
 	sa.sa_handler = on_sigint;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
+}
+
+/* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
+void
+run_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (*s != '\\' || !s[1]) {
+			*o++ = *s;
+			continue;
+		}
+		/* one escape a line */
+		/* clang-format off */
+		switch (*++s) {
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case '\'': case '"': case '\\': *o++ = *s; break;
+		default: *o++ = '\\'; *o++ = *s; break;
+		}
+		/* clang-format on */
+	}
+	*o = 0;
+}
+
+struct llm_seq *
+run_gen_start(struct gen *g, struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *a)
+{
+	struct llm_seq *s;
+	int64_t *probe = NULL;
+	size_t nprobe;
+
+	memset(g, 0, sizeof(*g));
+	g->m = m;
+	g->model = model;
+	g->tok = llm_tokenize(m, "", 0, 0, &probe, &nprobe) != LLM_ERR_UNSUPPORTED;
+	llm_free(probe);
+	g->sp = a->sp;
+	g->max_new = a->max_new;
+	g->stop = a->stop;
+	g->nstop = a->nstop;
+	g->json = a->json;
+	g->echo_end = -1;
+	g->t_start = a->t_start;
+	g->verbose = a->verbose;
+	g->plain_input = a->plain_input;
+	g->multiline = a->multiline;
+	if (llm_seq_new(m, ctx, &s) != LLM_OK)
+		llm_fatal("%s: %s", model, llm_errmsg());
+	if (a->verbose)
+		run_describe(model, m, s, t_load);
+	return s;
 }

@@ -1,7 +1,8 @@
 /* generate.c: llm-run's generation (-p, -f, --tokens) on the public
  * API: the prompt evaluated on a sequence, then tokens drawn and fed back
- * until a stop, the text streamed as it comes (lib/runtime/stream.c); -i goes on
- * in chat.c with the same generate(). */
+ * until a stop, the text streamed as it comes (lib/runtime/stream.c).
+ * generate() is also each turn's of -i (chat.c), which llm-run.c runs
+ * itself: this file does not call the chat. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -225,111 +226,51 @@ run_once(struct gen *g, struct llm_seq *s, double t_load, int64_t *ids, size_t n
 	result_free(&r);
 }
 
-/* -e: the escapes llama-cli processes in a prompt: \n \r \t \' \" \\. */
-static void
-unescape(char *s)
-{
-	char *o = s;
-	for (; *s; s++) {
-		if (*s != '\\' || !s[1]) {
-			*o++ = *s;
-			continue;
-		}
-		/* one escape a line */
-		/* clang-format off */
-		switch (*++s) {
-		case 'n': *o++ = '\n'; break;
-		case 'r': *o++ = '\r'; break;
-		case 't': *o++ = '\t'; break;
-		case '\'': case '"': case '\\': *o++ = *s; break;
-		default: *o++ = '\\'; *o++ = *s; break;
-		}
-		/* clang-format on */
-	}
-	*o = 0;
-}
-
-/* -p, -f, --tokens and -i: generation on a sequence of ctx positions. */
+/* -p, -f, --tokens: one generation on a sequence of ctx positions. */
 void
 run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *a)
 {
-	struct gen g = {0};
-	struct llm_seq *s;
-	int64_t *probe = NULL;
-	size_t nprobe;
+	struct gen g;
+	struct llm_seq *s = run_gen_start(&g, m, model, ctx, t_load, a);
+	int64_t *ids = NULL, *text_ids;
+	size_t nids = 0, ntext, len = 0;
+	char *ptext = NULL;
+	struct llm_out lo;
 
-	g.m = m;
-	g.model = model;
-	g.tok = llm_tokenize(m, "", 0, 0, &probe, &nprobe) != LLM_ERR_UNSUPPORTED;
-	llm_free(probe);
-	g.sp = a->sp;
-	g.max_new = a->max_new;
-	g.stop = a->stop;
-	g.nstop = a->nstop;
-	g.json = a->json;
-	g.echo_end = -1;
-	g.t_start = a->t_start;
-	g.verbose = a->verbose;
-	g.plain_input = a->plain_input;
-	g.multiline = a->multiline;
-	if (llm_seq_new(m, ctx, &s) != LLM_OK)
-		llm_fatal("%s: %s", model, llm_errmsg());
-	if (a->verbose)
-		run_describe(model, m, s, t_load);
-
-	if (a->chat) {
-		if (!g.tok)
-			llm_fatal("%s: no tokenizer.json: a chat needs the tokenizer", model);
-		if (!llm_chat_template_name(m) && a->system)
-			llm_fatal("%s: no chat template recognised: --system needs one (--chat-template)", model);
-		char *first = a->prompt ? llm_xstrdup(a->prompt) : NULL;
-		if (first && a->escape)
-			unescape(first);
-		run_chat(&g, s, a->system, first, a->single);
-		free(first);
+	if (a->ids) {
+		ids = llm_xreallocarray(NULL, a->nids, sizeof(*ids));
+		memcpy(ids, a->ids, a->nids * sizeof(*ids));
+		nids = a->nids;
 	} else {
-		int64_t *ids = NULL, *text_ids;
-		size_t nids = 0, ntext, len = 0;
-		char *ptext = NULL;
-		struct llm_out lo;
-		if (a->ids) {
-			ids = llm_xreallocarray(NULL, a->nids, sizeof(*ids));
-			memcpy(ids, a->ids, a->nids * sizeof(*ids));
-			nids = a->nids;
-		} else {
-			ptext = a->prompt ? llm_xstrdup(a->prompt) : run_read_input(a->prompt_file, &len);
-			if (a->prompt && a->escape)
-				unescape(ptext);
-			if (a->prompt)
-				len = strlen(ptext);
-			if (!g.tok)
-				llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
-			const char *what = a->prompt         ? "-p" :
-			    strcmp(a->prompt_file, "-") == 0 ? "<stdin>" :
-							       a->prompt_file;
-			if (run_text_check(what, ptext, len) < 0)
-				llm_fatal("%s", llm_errmsg());
-			if (llm_tokenize(m, ptext, len, a->plain_input ? LLM_TOKENIZE_PLAIN : 0, &text_ids, &ntext) !=
-			    LLM_OK)
-				llm_fatal("%s: %s", what, llm_errmsg());
-			ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
-			if (llm_token_add_bos(m))
-				ids[nids++] = llm_token_bos(m);
-			if (ntext) /* an empty prompt has no ids (NULL) */
-				memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
-			nids += ntext;
-			llm_free(text_ids);
-		}
-		if (a->logits_path) {
-			if (llm_out_open(&lo, a->logits_path) < 0)
-				llm_fatal("%s", llm_errmsg());
-			g.logits = &lo;
-		}
-		if (ptext && !a->json && !a->no_echo)
-			g.echo = ptext, g.echo_len = len;
-		run_once(&g, s, t_load, ids, nids);
-		free(ptext);
-		free(ids);
+		ptext = a->prompt ? llm_xstrdup(a->prompt) : run_read_input(a->prompt_file, &len);
+		if (a->prompt && a->escape)
+			run_unescape(ptext);
+		if (a->prompt)
+			len = strlen(ptext);
+		if (!g.tok)
+			llm_fatal("%s: no tokenizer.json: give the prompt as --tokens", model);
+		const char *what = a->prompt ? "-p" : strcmp(a->prompt_file, "-") == 0 ? "<stdin>" : a->prompt_file;
+		if (run_text_check(what, ptext, len) < 0)
+			llm_fatal("%s", llm_errmsg());
+		if (llm_tokenize(m, ptext, len, a->plain_input ? LLM_TOKENIZE_PLAIN : 0, &text_ids, &ntext) != LLM_OK)
+			llm_fatal("%s: %s", what, llm_errmsg());
+		ids = llm_xreallocarray(NULL, ntext + 1, sizeof(*ids));
+		if (llm_token_add_bos(m))
+			ids[nids++] = llm_token_bos(m);
+		if (ntext) /* an empty prompt has no ids (NULL) */
+			memcpy(ids + nids, text_ids, ntext * sizeof(*ids));
+		nids += ntext;
+		llm_free(text_ids);
 	}
+	if (a->logits_path) {
+		if (llm_out_open(&lo, a->logits_path) < 0)
+			llm_fatal("%s", llm_errmsg());
+		g.logits = &lo;
+	}
+	if (ptext && !a->json && !a->no_echo)
+		g.echo = ptext, g.echo_len = len;
+	run_once(&g, s, t_load, ids, nids);
+	free(ptext);
+	free(ids);
 	llm_seq_free(&s);
 }

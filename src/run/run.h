@@ -1,7 +1,7 @@
 /* run.h: llm-run's modules (src/run/), which run models through the
  * public API (include/llm.h) alone: generation and the chat, the bench,
- * the perplexity; the text modes, which run none; and the helpers the
- * command line (src/llm-run.c) shares with them. */
+ * the perplexity; the text modes, which run none; the command line (the
+ * options' table); and the helpers src/llm-run.c shares with them. */
 #ifndef LLM_RUN_H
 #define LLM_RUN_H
 
@@ -48,7 +48,6 @@ struct gen_opts {
 	int escape;                       /* -e: llama-cli's escapes in -p */
 	const int64_t *ids;               /* --tokens */
 	size_t nids;
-	int chat;           /* -i */
 	const char *system; /* -i's system prompt, or NULL */
 	const char *logits_path;
 	struct llm_sampling sp;
@@ -60,8 +59,10 @@ struct gen_opts {
 	int single;     /* chat: one exchange, its message -p's (prompt) or a line of standard input */
 	int multiline;  /* chat: -mli, llama-cli's multi-line input */
 };
-/* One generation, or the chat, on a sequence of m of ctx positions (0: the default). */
+/* One generation (generate.c), or the chat (chat.c), on a sequence of m
+ * of ctx positions (0: the default). */
 void run_generate(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
+void run_chat(struct llm *m, const char *model, int64_t ctx, double t_load, const struct gen_opts *o);
 
 /* Everything a generation needs besides the sequence. */
 struct gen {
@@ -100,9 +101,12 @@ const char *result_text(const struct result *r, size_t *len);
 /* load < 0: no load time (a chat turn); from_start < 0: no time to
  * first token from the start of the process. */
 json_t *timings_json(double load, double from_start, const struct result *r, int64_t nprefill, double t_prefill);
-/* The chat: first (or NULL) is the first message, given; single ends it
- * after one exchange. */
-void run_chat(struct gen *g, struct llm_seq *s, const char *system, const char *first, int single);
+/* What -p, -f, --tokens and -i share (common.c): g from o for m, and a
+ * new sequence of ctx positions (described on stderr with -v). */
+struct llm_seq *run_gen_start(struct gen *g, struct llm *m, const char *model, int64_t ctx, double t_load,
+    const struct gen_opts *o);
+/* -e: llama-cli's escapes \n \r \t \' \" \\ in s, in place (common.c). */
+void run_unescape(char *s);
 
 /* ---- --tokenize, --detokenize, --render, --verify (text.c) ------------ */
 
@@ -159,5 +163,55 @@ struct ppl_args {
 };
 /* On a sequence of m of context positions (0: the default). */
 void run_perplexity(struct llm *m, const char *model, int64_t context, const struct ppl_args *a);
+
+/* ---- the command line (options.c, spellings.c) ------------------------ */
+
+/* What a run does: the one mode its options choose. */
+enum run_mode { M_NONE, M_RUN, M_CHAT, M_BENCH, M_PPL, M_TOKENIZE, M_DETOKENIZE, M_RENDER, M_PARSE, M_VERIFY };
+
+/* The command line, as options.c's table reads it into its fields. */
+struct run_args {
+	const char *model, *prompt, *prompt_file, *tokens_arg;
+	const char *logits_path, *tokenizer_path, *template_name, *system;
+	const char *render_path, *bench_arg;
+	const char *n_arg, *d_arg, *r_arg; /* -n, -d, -r as given */
+	const char *t_list, *out_arg;      /* -t 1,2 and -o: --bench's */
+	struct ppl_args ppl;
+	struct llm_sampling sp;
+	struct bench_spec bench;
+	char **stop;
+	size_t nstop;
+	int64_t max_new, threads, ctx_cap;
+	int json, verbose, seeded, add_special, raw, skip_special, no_gen, escape;
+	const char *kv_type[2]; /* -ctk, -ctv: must be the build's KV cache type */
+	int ctx_model;          /* -c 0: the build's max_context */
+	int plain_input;        /* --no-special-in-input */
+	int no_echo;            /* --no-display-prompt */
+	enum run_mode mode;
+	int single_turn; /* -st: one exchange (-p or a line of standard input) */
+	int multiline;   /* -mli: a chat message goes on until a line ends with / or \ */
+	struct run_cache cache;
+	int cache_action; /* --list-cache 1, --prune-cache 2 */
+	/* --grammar, --grammar-file, --json-schema, --json-schema-file: the
+	 * one given (its option in gram_opt) */
+	const char *gram_arg, *gram_opt;
+};
+
+/* Reads the options into a (its defaults first) and checks that they go
+ * together: -h, --help and --version print and exit 0, a usage error
+ * exits 2.  argv may be rewritten (llama-cli's spellings). */
+void run_parse_args(int argc, char **argv, struct run_args *a);
+/* A usage error: msg, then the usage, on stderr; exits 2. */
+_Noreturn void run_usage_msg(const char *msg);
+/* A usage error that is one line: a value out of range, an option that
+ * has no meaning here (run_usage_msg adds the usage, for options that do
+ * not go together). */
+_Noreturn void run_usage_line(const char *msg);
+/* --tokens: ids separated by single commas into *ids (*n of them). */
+void run_parse_ids(const char *s, int64_t **ids, size_t *n);
+/* llama-cli's spellings of options (spellings.c): those of one dash and
+ * several letters made ours, those with no meaning here dropped (with a
+ * note) or refused.  Returns the new argv (argc in *argc). */
+char **run_llama_spellings(int *argc, char **argv);
 
 #endif
