@@ -46,17 +46,19 @@ O = build$(SANITIZE:1=/san)
 B = bin$(SANITIZE:1=/san)
 T = tests/tools$(SANITIZE:1=/san)
 
-# lib/, in layers (README): base; formats over it; the compiler and the
-# runtime over those; the API over the runtime.  libllm.a holds them all
-# but lib/compiler/ir/ (the MLIR C API, two programs only).
+# lib/, in layers (README): base; formats over it; the compiler, the text
+# side (tokenizers, templates, grammars) and the runtime over those; the
+# API over the runtime and the text side.  libllm.a holds them all but
+# lib/compiler/ir/ (the MLIR C API, two programs only).
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix plan
 LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
-LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
-	grammar json_schema reply
+LIB_TEXT = tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream grammar json_schema \
+	reply
+LIB_RUNTIME = runtime sample
 LIB_API = api ppl
 LIBSRC = $(LIB_BASE:%=lib/base/%.c) $(LIB_FORMATS:%=lib/formats/%.c) $(LIB_COMPILER:%=lib/compiler/%.c) \
-	$(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
+	$(LIB_TEXT:%=lib/text/%.c) $(LIB_RUNTIME:%=lib/runtime/%.c) $(LIB_API:%=lib/api/%.c)
 LIBHDR = $(wildcard lib/*/*.h) include/llm.h
 LIBOBJ = $(LIBSRC:%.c=$(O)/%.o)
 
@@ -112,7 +114,7 @@ $(O)/lib/libllm.a: $(LIBOBJ)
 	ar rcs $@ $(LIBOBJ)
 
 # the built-in chat templates are assembled into chat.o (.incbin)
-$(O)/lib/runtime/chat.o $(O)/pic/runtime/chat.o: $(wildcard lib/runtime/templates/*.jinja)
+$(O)/lib/text/chat.o $(O)/pic/text/chat.o: $(wildcard lib/text/templates/*.jinja)
 $(LIBOBJ): $(O)/%.o: %.c $(LIBHDR) config.mk
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -326,7 +328,7 @@ build/fuzz/seeds/.done: $(O)/tests/unit/test_gguf build/fuzz/tiny/.done $(wildca
 	cp tests/fixtures/chat/*.json build/fuzz/seeds/chat/
 	for f in tests/fixtures/replies/*.txt; do for i in 0 1 2 3 4 5 6 7; do \
 		printf "\\$$(printf %o $$((96 + i)))" | cat - "$$f" >build/fuzz/seeds/reply/$$i-$$(basename $$f); done; done
-	cp lib/runtime/templates/*.jinja build/fuzz/seeds/jinja/
+	cp lib/text/templates/*.jinja build/fuzz/seeds/jinja/
 	for f in tests/fixtures/jinja/*/*.jinja; do [ -e "$$f" ] || continue; \
 		cp "$$f" build/fuzz/seeds/jinja/$$(basename $$(dirname $$f))-$$(basename $$f); done
 	cp tests/fixtures/tokenizer/*.tokenizer.json build/fuzz/seeds/tokjson/

@@ -18,11 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../lib/runtime/chat.h"
+#include "../lib/text/chat.h"
 #include "../lib/compiler/emit.h"
 #include "../lib/formats/family.h"
 #include "../lib/formats/gguf_config.h"
-#include "../lib/runtime/gguf_tokenizer.h"
+#include "../lib/text/gguf_tokenizer.h"
 #include "../lib/formats/hfconfig.h"
 #include "../lib/base/json.h"
 #include "../lib/formats/model.h"
@@ -32,7 +32,7 @@
 #include "../lib/formats/source.h"
 #include "../lib/base/spawn.h"
 #include "../lib/formats/target.h"
-#include "../lib/runtime/tokenizer.h"
+#include "../lib/text/tokenizer.h"
 #include "../lib/base/util.h"
 
 #define DEFAULT_PREFILL_CHUNK 128

@@ -9,7 +9,7 @@
  * then each token is drawn by llm_seq_sample (greedy unless --temp) and
  * fed back, until -n tokens, an end-of-sequence id, a stop string, a full
  * context or Ctrl-C.  The text streams to stdout in whole UTF-8
- * characters (llm_token_piece through lib/runtime/stream.c); time to first token
+ * characters (llm_token_piece through lib/text/stream.c); time to first token
  * and the prefill and decode rates go to stderr, or everything to stdout
  * as one JSON object with --json.
  *
@@ -20,7 +20,7 @@
  * perplexity (and, against a base run, the KL divergence) as
  * llama-perplexity does (perplexity.c, lib/api/ppl.c).  --tokenize,
  * --detokenize and --render run no model: they expose the tokenizer
- * (lib/runtime/toklines.c) and the templates (lib/runtime/chat.c) to scripts and golden
+ * (lib/text/toklines.c) and the templates (lib/text/chat.c) to scripts and golden
  * tests, and --verify reads the weights against weights.json.  The
  * options are one table (src/run/options.c), which makes getopt's lists,
  * --help and the checks of which mode each goes with.  The last step of

@@ -40,8 +40,8 @@
 
 #include "../include/llm.h"
 #include "../lib/base/json.h"
-#include "../lib/runtime/chat.h"
-#include "../lib/runtime/stream.h"
+#include "../lib/text/chat.h"
+#include "../lib/text/stream.h"
 #include "../lib/base/utf8.h"
 #include "../lib/base/util.h"
 #include "run/cache.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The template engine (lib/runtime/jinja.c) against @huggingface/jinja, the
+# The template engine (lib/text/jinja.c) against @huggingface/jinja, the
 # engine of transformers.js: the real chat templates of
 # tests/fixtures/jinja/templates with every conversation of
 # tests/fixtures/jinja/conversations (add_generation_prompt on and off),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# The built-in chat templates (lib/runtime/templates, rendered by
-# lib/runtime/jinja.c) against goldens rendered by
+# The built-in chat templates (lib/text/templates, rendered by
+# lib/text/jinja.c) against goldens rendered by
 # @huggingface/jinja from the real template texts (tests/tools/make-chat-
 # golden): every conversation of tests/fixtures/chat/*.json, with and
 # without the generation prompt, through `llm-run --render`.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # llm-run --parse-reply: a reply as generated, split as llm-serve's
-# message (lib/runtime/reply.c) by the chat template's reply format, for
+# message (lib/text/reply.c) by the chat template's reply format, for
 # every reply of tests/fixtures/replies (NAME.FORMAT.txt: FORMAT a
 # built-in template, or FORMAT.jinja beside it, a template with the
 # format's markers) against its golden NAME.FORMAT.expected.

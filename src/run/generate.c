@@ -1,6 +1,6 @@
 /* generate.c: llm-run's generation (-p, -f, --tokens) on the public
  * API: the prompt evaluated on a sequence, then tokens drawn and fed back
- * until a stop, the text streamed as it comes (lib/runtime/stream.c).
+ * until a stop, the text streamed as it comes (lib/text/stream.c).
  * generate() is also each turn's of -i (chat.c), which llm-run.c runs
  * itself: this file does not call the chat. */
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../../lib/base/json.h"
-#include "../../lib/runtime/stream.h"
+#include "../../lib/text/stream.h"
 #include "../../lib/base/util.h"
 #include "run.h"
 

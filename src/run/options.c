@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "../../lib/base/util.h"
-#include "../../lib/runtime/chat.h"
+#include "../../lib/text/chat.h"
 #include "run.h"
 
 static const char usage_text[] =

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "../../include/llm.h"
-#include "../../lib/runtime/stream.h"
+#include "../../lib/text/stream.h"
 #include "../../lib/base/util.h"
 #include "cache.h" /* -m: a GGUF file or a checkpoint, compiled once (shared with llm-serve) */
 

@@ -1,6 +1,6 @@
 /* text.c: llm-run's modes that run no model: --tokenize, --detokenize
- * and --render expose the tokenizer (lib/runtime/toklines.c) and the chat
- * templates (lib/runtime/chat.c, jinja.c) to scripts and golden tests; --verify reads the
+ * and --render expose the tokenizer (lib/text/toklines.c) and the chat
+ * templates (lib/text/chat.c, jinja.c) to scripts and golden tests; --verify reads the
  * weights against weights.json. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,12 +8,12 @@
 #include <string.h>
 
 #include "../../lib/formats/bundle.h"
-#include "../../lib/runtime/chat.h"
-#include "../../lib/runtime/chatsrc.h"
-#include "../../lib/runtime/reply.h"
+#include "../../lib/text/chat.h"
+#include "../../lib/text/chatsrc.h"
+#include "../../lib/text/reply.h"
 #include "../../lib/base/json.h"
 #include "../../lib/formats/model.h"
-#include "../../lib/runtime/toklines.h"
+#include "../../lib/text/toklines.h"
 #include "../../lib/base/util.h"
 #include "../../lib/formats/weights.h"
 #include "run.h"

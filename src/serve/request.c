@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "../../lib/base/util.h"
-#include "../../lib/runtime/chat.h"
+#include "../../lib/text/chat.h"
 #include "request.h"
 
 /* s cut to its first l bytes, less a character they end inside of (a

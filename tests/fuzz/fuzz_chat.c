@@ -1,6 +1,6 @@
-/* fuzz_chat.c: libFuzzer target for a conversation (lib/runtime/chat.c,
+/* fuzz_chat.c: libFuzzer target for a conversation (lib/text/chat.c,
  * llm_chat_parse: the JSON llm-run --render reads) rendered with every
- * built-in template (lib/runtime/jinja.c).  A parsed conversation renders, or is refused with a
+ * built-in template (lib/text/jinja.c).  A parsed conversation renders, or is refused with a
  * message, under each template, and the ranges of the messages' text are
  * sorted and inside the rendering; a refused input leaves one line naming
  * it.  Build and run: see tests/fuzz/README. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime/chat.h"
+#include "../../lib/text/chat.h"
 #include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)

@@ -1,5 +1,5 @@
 /* fuzz_grammar.c: libFuzzer target for the GBNF parser and matcher
- * (lib/runtime/grammar.c): the input is a grammar.  A refused one leaves
+ * (lib/text/grammar.c): the input is a grammar.  A refused one leaves
  * one "line L, column C: " message; a parsed one is fed its own text,
  * byte by byte, then masked against a small vocabulary, whose mask must
  * equal accepting each token alone.  A grammar too ambiguous to follow
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime/grammar.h"
+#include "../../lib/text/grammar.h"
 #include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)

@@ -1,5 +1,5 @@
 /* fuzz_jinja.c: libFuzzer target for the template engine
- * (lib/runtime/jinja.c): the input is a template, parsed, then rendered
+ * (lib/text/jinja.c): the input is a template, parsed, then rendered
  * with a conversation that has a bit of everything (messages with tool
  * calls, tools, special tokens), as data and not.  A template parses or
  * is refused with one "fuzz.jinja:LINE:COL: " message; a parsed one
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime/jinja.h"
+#include "../../lib/text/jinja.h"
 #include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)

@@ -1,5 +1,5 @@
 /* fuzz_lines.c: libFuzzer target for the line protocol of llm-run
- * --tokenize and --detokenize (lib/runtime/toklines.c) on arbitrary
+ * --tokenize and --detokenize (lib/text/toklines.c) on arbitrary
  * bytes.  The tokenizers are the synthetic ones of tests/fixtures/tokenizer/.
  * The input's first byte picks the tokenizer, the direction and the flags
  * (--add-special, --raw, --no-special-in-input; --skip-special); the rest
@@ -10,7 +10,7 @@
 #include <glob.h>
 #include <jansson.h>
 
-#include "../../lib/runtime/toklines.h"
+#include "../../lib/text/toklines.h"
 #include "../../lib/base/util.h"
 #include "fuzzfile.h"
 

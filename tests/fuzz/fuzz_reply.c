@@ -1,4 +1,4 @@
-/* fuzz_reply.c: libFuzzer target for the reply parser (lib/runtime/reply.c):
+/* fuzz_reply.c: libFuzzer target for the reply parser (lib/text/reply.c):
  * the first byte picks the format and the flags, the rest is a reply's
  * text.  Text that is not UTF-8 is left alone (llm_chat_parse_reply
  * refuses it).  The whole parse gives valid UTF-8 strings and a message
@@ -12,7 +12,7 @@
 
 #include "../../lib/base/utf8.h"
 #include "../../lib/base/util.h"
-#include "../../lib/runtime/reply.h"
+#include "../../lib/text/reply.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 

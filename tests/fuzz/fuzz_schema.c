@@ -1,5 +1,5 @@
 /* fuzz_schema.c: libFuzzer target for the JSON schema converter
- * (lib/runtime/json_schema.c): the input is a schema.  It becomes GBNF
+ * (lib/text/json_schema.c): the input is a schema.  It becomes GBNF
  * that the grammar parser accepts, or is refused with one line; the
  * grammar of a schema is then fed the input itself (JSON text), byte by
  * byte, which must not crash.  Build and run: see tests/fuzz/README. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime/grammar.h"
+#include "../../lib/text/grammar.h"
 #include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)

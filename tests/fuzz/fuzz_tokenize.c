@@ -1,5 +1,5 @@
 /* fuzz_tokenize.c: libFuzzer target for the encoder and decoder
- * (lib/runtime/tokenizer.c) on arbitrary bytes.  The tokenizers are the
+ * (lib/text/tokenizer.c) on arbitrary bytes.  The tokenizers are the
  * synthetic ones of tests/fixtures/tokenizer/ (every pre-tokenizer and
  * model kind) and, when tests/tools/fetch-golden-tokenizers has run, the
  * real Llama 2/3 and DeepSeek ones.  The input's first byte picks the
@@ -10,7 +10,7 @@
  * run: see tests/fuzz/README. */
 #include <glob.h>
 
-#include "../../lib/runtime/tokenizer.h"
+#include "../../lib/text/tokenizer.h"
 #include "../../lib/base/util.h"
 #include "fuzzfile.h"
 

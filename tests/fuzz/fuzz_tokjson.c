@@ -1,5 +1,5 @@
 /* fuzz_tokjson.c: libFuzzer target for the tokenizer.json reader
- * (lib/runtime/tokjson.c, llm_tokenizer_load_json).  A tokenizer that loads
+ * (lib/text/tokjson.c, llm_tokenizer_load_json).  A tokenizer that loads
  * encodes the first bytes of the input itself, and its ids decode back
  * to a string; a refused input leaves one line naming it.  Build and
  * run: see tests/fuzz/README. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../lib/runtime/tokenizer.h"
+#include "../../lib/text/tokenizer.h"
 #include "../../lib/base/util.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)

@@ -1,4 +1,4 @@
-/* jinja-render: a template rendered by lib/runtime/jinja.c, as
+/* jinja-render: a template rendered by lib/text/jinja.c, as
  * @huggingface/jinja's Template(text).render(context) renders it, for the
  * golden tests (tests/jinja.bats, tests/tools/make-jinja-golden).
  *
@@ -19,7 +19,7 @@
 
 #include "../../lib/base/json.h"
 #include "../../lib/base/util.h"
-#include "../../lib/runtime/jinja.h"
+#include "../../lib/text/jinja.h"
 
 int
 main(int argc, char **argv)

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../lib/base/util.h"
-#include "../../lib/runtime/grammar.h"
+#include "../../lib/text/grammar.h"
 
 int
 main(int argc, char **argv)

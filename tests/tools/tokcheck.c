@@ -1,5 +1,5 @@
-/* tokcheck: drive the tokenizer (lib/runtime/tokenizer.c, through the line
- * protocol of lib/runtime/toklines.c) from scripts, the way `llm-run
+/* tokcheck: drive the tokenizer (lib/text/tokenizer.c, through the line
+ * protocol of lib/text/toklines.c) from scripts, the way `llm-run
  * --tokenizer PATH --tokenize/--detokenize` does, for the golden tests
  * (tests/tokenizer.bats) and the speed measurement.
  *
@@ -25,9 +25,9 @@
 #include <time.h>
 
 #include "../../lib/formats/gguf.h"
-#include "../../lib/runtime/gguf_tokenizer.h"
-#include "../../lib/runtime/tokenizer.h"
-#include "../../lib/runtime/toklines.h"
+#include "../../lib/text/gguf_tokenizer.h"
+#include "../../lib/text/tokenizer.h"
+#include "../../lib/text/toklines.h"
 #include "../../lib/base/util.h"
 
 static const char usage_str[] = "usage: tokcheck --tokenize [--add-special] tokenizer.json|model.gguf\n"

@@ -1,12 +1,12 @@
-/* Unit tests for lib/runtime/chat.c (the built-in templates, through
- * jinja.c), lib/runtime/stream.c and lib/runtime/chatcache.c: the
+/* Unit tests for lib/text/chat.c (the built-in templates, through
+ * jinja.c), lib/text/stream.c and lib/text/chatcache.c: the
  * JavaScript corners of the templates (the golden suite in
  * tests/llm-run-chat.bats covers whole conversations), the generation
  * stream (UTF-8 characters and stop strings split across tokens), and the
  * KV cache record. */
-#include "../../lib/runtime/chat.h"
-#include "../../lib/runtime/chatcache.h"
-#include "../../lib/runtime/stream.h"
+#include "../../lib/text/chat.h"
+#include "../../lib/text/chatcache.h"
+#include "../../lib/text/stream.h"
 #include "../../lib/base/util.h"
 #include "t.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for lib/formats/gguf_config.c and lib/runtime/gguf_tokenizer.c on GGUF files
+/* Unit tests for lib/formats/gguf_config.c and lib/text/gguf_tokenizer.c on GGUF files
  * built here in memory: the hyperparameters and their defaults, the SentencePiece merges derived from
  * scores in transformers' order (ties included, which the trained fixture
  * does not have), the tokenizer.json and tokenizer_config.json written, and
@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "../../lib/formats/gguf_config.h"
-#include "../../lib/runtime/gguf_tokenizer.h"
+#include "../../lib/text/gguf_tokenizer.h"
 #include "../../lib/base/json.h"
 #include "t.h"
 

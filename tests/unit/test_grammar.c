@@ -1,4 +1,4 @@
-/* Unit tests for lib/runtime/grammar.c and json_schema.c: GBNF that parses
+/* Unit tests for lib/text/grammar.c and json_schema.c: GBNF that parses
  * (grammars like llama.cpp's examples) and GBNF refused with its line and
  * column; the matcher on text fed whole, byte by byte and in every split
  * (inside UTF-8 sequences and literals); repetition bounds; completeness;
@@ -7,7 +7,7 @@
  * them refused. */
 #include <string.h>
 
-#include "../../lib/runtime/grammar.h"
+#include "../../lib/text/grammar.h"
 #include "../../lib/base/util.h"
 #include "t.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for lib/runtime/reply.c: replies of each template family
+/* Unit tests for lib/text/reply.c: replies of each template family
  * split into content, reasoning and tool calls (plain text, a thought, one
  * call, parallel calls, a thought then a call, malformed call JSON,
  * unicode and escaped quotes in arguments); every prefix of each reply
@@ -8,8 +8,8 @@
  * the parser reads back what it took. */
 #include <string.h>
 
-#include "../../lib/runtime/grammar.h"
-#include "../../lib/runtime/reply.h"
+#include "../../lib/text/grammar.h"
+#include "../../lib/text/reply.h"
 #include "../../lib/base/util.h"
 #include "t.h"
 

@@ -1,9 +1,9 @@
-/* Unit tests for lib/runtime/tokenizer.c internals: UTF-8 decoding and lossy
+/* Unit tests for lib/text/tokenizer.c internals: UTF-8 decoding and lossy
  * repair, the byte-level map, BPE merge order on small hand-made
  * vocabularies (from JSON and from arrays), SentencePiece merges from
  * scores, byte fallback, added tokens, decoding, and load errors.  The
  * golden comparisons with Hugging Face are in tests/tokenizer.bats. */
-#include "../../lib/runtime/tokenizer.h"
+#include "../../lib/text/tokenizer.h"
 #include "../../lib/base/util.h"
 #include "t.h"
 

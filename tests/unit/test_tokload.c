@@ -1,4 +1,4 @@
-/* Unit tests for loading tokenizer.json (lib/runtime/tokjson.c; lib/runtime/tokenizer_int.h
+/* Unit tests for loading tokenizer.json (lib/text/tokjson.c; lib/text/tokenizer_int.h
  * gives its internals): the reader that takes model.vocab and model.merges
  * straight from the text must build the very tables the general loader
  * (jansson) builds, on the real tokenizers and the committed synthetic
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "../../lib/runtime/tokenizer_int.h"
+#include "../../lib/text/tokenizer_int.h"
 #include "t.h"
 
 static int

@@ -8,17 +8,17 @@
 #include "../base/json.h"
 
 /* The built-in texts, assembled into the object from
- * lib/runtime/templates/ (paths from the top of the tree, where make
+ * lib/text/templates/ (paths from the top of the tree, where make
  * runs), each with a NUL after it. */
 #define EMBED(sym, path)                                                                                    \
 	__asm__(".pushsection .rodata\n.globl " #sym "\n.hidden " #sym "\n" #sym ":\n.incbin \"" path "\"\n" \
 		".byte 0\n.popsection\n");                                                                      \
 	extern const char sym[] __attribute__((visibility("hidden")))
-EMBED(llm_tpl_deepseek_r1, "lib/runtime/templates/deepseek-r1.jinja");
-EMBED(llm_tpl_qwen2, "lib/runtime/templates/qwen2.jinja");
-EMBED(llm_tpl_qwen3, "lib/runtime/templates/qwen3.jinja");
-EMBED(llm_tpl_llama3, "lib/runtime/templates/llama3.jinja");
-EMBED(llm_tpl_llama2, "lib/runtime/templates/llama2.jinja");
+EMBED(llm_tpl_deepseek_r1, "lib/text/templates/deepseek-r1.jinja");
+EMBED(llm_tpl_qwen2, "lib/text/templates/qwen2.jinja");
+EMBED(llm_tpl_qwen3, "lib/text/templates/qwen3.jinja");
+EMBED(llm_tpl_llama3, "lib/text/templates/llama3.jinja");
+EMBED(llm_tpl_llama2, "lib/text/templates/llama2.jinja");
 
 /* The DeepSeek markers: fullwidth vertical bars (U+FF5C) and U+2581. */
 #define DS_BOS "<\xef\xbd\x9c" "begin\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"

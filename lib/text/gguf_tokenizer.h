@@ -43,7 +43,7 @@
 #include "../formats/gguf.h"
 #include "../formats/gguf_config.h"
 #include "../formats/hfconfig.h"
-#include "../runtime/tokenizer.h"
+#include "../text/tokenizer.h"
 
 struct llm_gguf_tokenizer {
 	struct llm_tokenizer_vocab v; /* for llm_tokenizer_build; points into

@@ -8,7 +8,7 @@
  * the special tokens of tokenizer_config.json (bos_token, eos_token, ...).
  *
  * Built-in templates, by name, for rendering without a model's own text
- * (llm-run --chat-template NAME): the texts of lib/runtime/templates/, each
+ * (llm-run --chat-template NAME): the texts of lib/text/templates/, each
  * with the bos and eos tokens of its family's tokenizer_config.json:
  *   deepseek-r1  DeepSeek-R1-Distill's chat_template.jinja
  *   qwen2        Qwen2-Instruct's ChatML template (a default system prompt)
