@@ -993,16 +993,8 @@ llm_gguf_arr_str(const struct llm_gguf_value *a, uint64_t i, size_t *len)
 	return (const char *)a->strs[i] + 8;
 }
 
-int
-llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor *t)
+const char *
+llm_gguf_shown(char *buf, size_t n, const char *name)
 {
-	char b[300];
-
-	if (t->ggml_type == LLM_GGML_F32 || t->ggml_type == LLM_GGML_F16 || t->ggml_type == LLM_GGML_BF16 ||
-	    llm_quant_supported(t->ggml_type))
-		return 0;
-	return llm_seterr("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, "
-			  "BF16, %s)",
-	    g->path, shown(b, sizeof(b), t->name, strlen(t->name)), llm_ggml_type_name(t->ggml_type), llm_prog,
-	    llm_quant_supported_names());
+	return shown(buf, n, name, strlen(name));
 }

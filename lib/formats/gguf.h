@@ -223,10 +223,9 @@ int llm_gguf_val_f64(const struct llm_gguf_value *v, double *out);
 
 /* Tensor by name, or NULL. */
 const struct llm_gguf_tensor *llm_gguf_find_tensor(const struct llm_gguf *g, const char *name);
-/* 0 if t is F32, F16, BF16 or a block type that quant.h decodes; else -1
- * with "file: tensor 'x' has type IQ2_XS, which <prog> does not support
- * (it reads ...)". */
-int llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor *t);
+/* A name from the file fit for a one-line message (control bytes, quotes
+ * and backslashes escaped, long names cut), in buf of n >= 80 bytes. */
+const char *llm_gguf_shown(char *buf, size_t n, const char *name);
 
 /* Names for messages: "u8" .. "f64", "string", "array"; "F32", "Q4_K" ..;
  * "?" for unknown values. */

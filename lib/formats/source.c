@@ -244,3 +244,17 @@ llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n, en
 	llm_dequantize((uint32_t)t->quant, src, f, n);
 	return f == dst ? 0 : llm_convert(dst, dt, f, LLM_DT_F32, n);
 }
+
+int
+llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor *t)
+{
+	char b[300];
+
+	if (t->ggml_type == LLM_GGML_F32 || t->ggml_type == LLM_GGML_F16 || t->ggml_type == LLM_GGML_BF16 ||
+	    llm_quant_supported(t->ggml_type))
+		return 0;
+	return llm_seterr("%s: tensor '%s' has type %s, which %s does not support (it reads F32, F16, "
+			  "BF16, %s)",
+	    g->path, llm_gguf_shown(b, sizeof(b), t->name), llm_ggml_type_name(t->ggml_type), llm_prog,
+	    llm_quant_supported_names());
+}

@@ -94,4 +94,9 @@ int llm_source_read(const struct llm_source_tensor *t, const void *src, size_t n
  * a name found in two files is an error (NULL, *err -1, llm_errmsg set). */
 const struct llm_source_tensor *llm_source_find(const struct llm_source *s, const char *name, int *err);
 
+/* 0 if t is F32, F16, BF16 or a block type that quant.h decodes; else -1
+ * with "file: tensor 'x' has type IQ2_XS, which <prog> does not support
+ * (it reads ...)". */
+int llm_gguf_tensor_loadable(const struct llm_gguf *g, const struct llm_gguf_tensor *t);
+
 #endif

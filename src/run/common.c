@@ -178,3 +178,10 @@ run_gen_start(struct gen *g, struct llm *m, const char *model, int64_t ctx, doub
 		run_describe(model, m, s, t_load);
 	return s;
 }
+
+_Noreturn void
+run_usage_line(const char *msg)
+{
+	llm_warn("%s", msg);
+	exit(LLM_EXIT_USAGE);
+}

@@ -46,13 +46,6 @@ run_usage_msg(const char *msg)
 	exit(LLM_EXIT_USAGE);
 }
 
-_Noreturn void
-run_usage_line(const char *msg)
-{
-	llm_warn("%s", msg);
-	exit(LLM_EXIT_USAGE);
-}
-
 static int64_t
 parse_int(const char *opt, const char *s, int64_t min, int64_t max)
 {

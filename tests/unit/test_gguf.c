@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../../lib/formats/gguf.h"
+#include "../../lib/formats/source.h"
 #include "t.h"
 
 #define STORIES "../shared/fixtures/stories260K/stories260K.gguf"
