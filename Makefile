@@ -51,7 +51,7 @@ T = tests/tools$(SANITIZE:1=/san)
 # but lib/compiler/ir/ (the MLIR C API, two programs only).
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
-LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
+LIB_COMPILER = emit_ir emit_weights emit_tile emit_int8 emit_bf16 emit pack lower tune
 LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
 	grammar json_schema reply
 LIB_API = api ppl
