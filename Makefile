@@ -51,7 +51,7 @@ T = tests/tools$(SANITIZE:1=/san)
 # but lib/compiler/ir/ (the MLIR C API, two programs only).
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix
-LIB_COMPILER = emit_ir emit_weights emit_tile emit_int8 emit_bf16 emit pack lower tune
+LIB_COMPILER = emit_ir emit_weights emit_tile emit_int8 emit_bf16 emit kernels pack lower tune
 LIB_RUNTIME = runtime tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream sample \
 	grammar json_schema reply
 LIB_API = api ppl
@@ -89,7 +89,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
-	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply
+	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply $(O)/tests/unit/test_kernels
 
 all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
 
@@ -218,6 +218,7 @@ $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 $(O)/tests/unit/test_util: tests/unit/test_util.c
 $(O)/tests/unit/test_quant: tests/unit/test_quant.c
 $(O)/tests/unit/test_ppl: tests/unit/test_ppl.c
+$(O)/tests/unit/test_kernels: tests/unit/test_kernels.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
 $(O)/tests/unit/test_dtype: tests/unit/test_dtype.c

@@ -999,23 +999,10 @@ module_tail(struct em *e, const struct llm_phase *ph, int decode)
 	struct llm_buf *b = e->b;
 	const struct llm_model *m = e->m;
 
-	/* The int8 kernels, defined by llm-lower for the target. */
-	if (e->qdot)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_qdot_i8(vector<16xi32>, vector<64xi8>, vector<64xi8>, vector<16xi32>)"
-		    " -> vector<16xi32>\n"
-		    "  llvm.func @llm_qdot_u7(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>\n");
-	if (e->qtile)
-		llm_buf_puts(b, "  llvm.func @llm_qtile_i8(vector<256xi8>, vector<512xi8>) -> vector<128xi32>\n");
-	if (e->btile)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_qtile_bf16(vector<256xf32>, vector<256xf32>, vector<512xbf16>, "
-		    "vector<512xbf16>, vector<512xbf16>) -> !llvm.struct<(vector<256xf32>, vector<256xf32>)>\n");
-	/* The bf16 kernel, likewise. */
-	if (e->bdot)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"
-		    " -> vector<16xf32>\n");
+	/* The kernels, defined by llm-lower for the target (kernels.h). */
+	for (int k = 0; k < LLM_NKERNEL; k++)
+		if (e->kernels & 1u << k)
+			llm_buf_printf(b, "  llvm.func @%s%s\n", llm_kernels[k].name, llm_kernels[k].type);
 
 	/* The runtime's side of MPI (runtime.c), in decode's module: start
 	 * it (this rank's number; MPI_Comm_size has no lowering in MLIR 22,

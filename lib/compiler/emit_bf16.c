@@ -230,7 +230,7 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		   *ya = em_val(e, "bd");
 	const char *yc = em_val(e, "bdc"), *yct = em_tensor2(rw, nc * GEMV_CHUNK, "f32");
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
-	e->bdot = 1;
+	e->kernels |= 1u << LLM_KERNEL_BDOT;
 
 	/* prefill: beside the row passes, the tile products, the tuning
 	 * table choosing (as em_qdot does) */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "emit.h"
+#include "kernels.h"
 
 /* Rows of W per GEMV chunk and per stream (see em_gemv).  The chunk, one
  * scf.forall iteration, is share/llm/transforms/mkscript.py's GV_NC (the
@@ -54,12 +55,9 @@ struct em {
 	const char *kvt;      /* KV cache element type */
 	struct qact qa;       /* the activations last quantized (qact) */
 	int xk;               /* the plan has i4 codes in groups of 32 (Q4_0): qact makes qa.xk */
-	int qdot;             /* the int8 kernels are called */
 	const char *bx, *bxr; /* the activations last rounded to bf16, and
 	                       * the rounding (bround) */
-	int bdot;             /* the bf16 kernel is called */
-	int qtile;            /* the int8 tile kernel is called */
-	int btile;            /* the bf16 tile kernel is called */
+	unsigned kernels;     /* the kernels called (kernels.h): bit 1 << enum llm_kernel */
 };
 
 /* The three parts of a matrix in a tiled layout (quant.h) as tensors:

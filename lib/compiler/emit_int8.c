@@ -774,7 +774,7 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	const char *yt = em_tensor2(rw, nall, "f32"), *init = em_val(e, "qi"), *ya = em_val(e, "qd");
 	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i16 = "vector<16xi32>", *b64 = "vector<64xi8>";
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
-	e->qdot = 1;
+	e->kernels |= 1u << LLM_KERNEL_QDOT_I8 | 1u << LLM_KERNEL_QDOT_U7;
 
 	/* prefill: beside the row passes, the tile products, the tuning
 	 * table choosing (a tunable constant that llm-lower sets, and the

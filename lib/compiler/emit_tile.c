@@ -252,7 +252,7 @@ em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw, const struc
 		w[i].bias = b_name[i] ? em_wview_as(e, b_name[i], em_fmt("%" PRId64 "x", w[i].n), &w[i].bt) : NULL;
 		mins |= w[i].q.mins != NULL;
 	}
-	e->qtile = 1;
+	e->kernels |= 1u << LLM_KERNEL_QTILE_I8;
 	struct tctx c = {.w = w, .st = em_fmt("tensor<%sx8xf32>", rw.t)};
 	struct llm_buf b = {0};
 	static const int consts[] = {0, 1, 4, 8, 16, 32};
@@ -425,7 +425,7 @@ em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_p
 		first[i] = nt;
 		nt += n / 16;
 	}
-	e->btile = 1;
+	e->kernels |= 1u << LLM_KERNEL_QTILE_BF16;
 	struct bctx c = {.w = w,
 		.ng = k / 32,
 		.st = em_fmt("tensor<%sx16xf32>", rw.t),
