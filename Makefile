@@ -52,7 +52,7 @@ T = tests/tools$(SANITIZE:1=/san)
 # lib/compiler/ir/ (the MLIR C API, two programs only).
 LIB_BASE = util json hash dtype spawn utf8
 LIB_FORMATS = model phase family target safetensors gguf gguf_config source hfconfig weights bundle quant quantize qmix plan
-LIB_COMPILER = emit emit_int8 emit_tile emit_bf16 pack lower tune
+LIB_COMPILER = emit_ir emit_weights emit_tile emit_int8 emit_bf16 emit kernels pack lower tune
 LIB_TEXT = tokenizer tokjson tokbuild toklines gguf_tokenizer jinja chat chatsrc chatcache stream grammar json_schema \
 	reply
 LIB_RUNTIME = runtime sample
@@ -91,7 +91,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
-	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply
+	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply $(O)/tests/unit/test_kernels
 
 all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
 
@@ -221,6 +221,7 @@ $(UNITS): $(O)/lib/libllm.a $(LIBHDR) tests/unit/t.h
 $(O)/tests/unit/test_util: tests/unit/test_util.c
 $(O)/tests/unit/test_quant: tests/unit/test_quant.c
 $(O)/tests/unit/test_ppl: tests/unit/test_ppl.c
+$(O)/tests/unit/test_kernels: tests/unit/test_kernels.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
 $(O)/tests/unit/test_plan: tests/unit/test_plan.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
@@ -410,7 +411,7 @@ check-style:
 	done; \
 	python3 share/llm/kernels/mktile.py | cmp -s - share/llm/kernels/tile-generic.mlir || \
 		{ echo "share/llm/kernels/tile-generic.mlir: not what mktile.py writes: make transforms"; fail=1; }; \
-	tests/tools/check-layers || fail=1; \
+	tests/tools/check-layers $(wildcard $(O)/lib/libllm.a $(O)/src/run) || fail=1; \
 	exit $$fail
 
 check-bats: all

@@ -8,52 +8,19 @@
  * plan's offsets.  Activations are f32 [R, width]: R is 1 in decode and
  * the dynamic n_tokens in prefill and prefill_kv, so a short prompt costs
  * a short prompt's work.  Attention reads the cache rows [0, pos + R): its
- * cost follows the current length, not the context size. */
+ * cost follows the current length, not the context size.
+ *
+ * This is the emitter's top floor (emit_int.h): the graph alone, in
+ * llm_emit_phase's pieces (prologue, embedding, layers, head, the
+ * module's tail), on the products of emit_int8.c and emit_bf16.c and the
+ * text primitives of emit_ir.c. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emit_int.h"
 #include "../formats/family.h"
-
-/* The strings of one module (value names, types, op text) live in a
- * pool freed when the module is written. */
-static char **pool;
-static size_t npool, cappool;
-
-const char *
-em_keep(char *p)
-{
-	if (npool == cappool) {
-		cappool = cappool ? 2 * cappool : 1024;
-		pool = llm_xreallocarray(pool, cappool, sizeof(*pool));
-	}
-	return pool[npool++] = p;
-}
-
-static void
-pool_free(void)
-{
-	for (size_t i = 0; i < npool; i++)
-		free(pool[i]);
-	free(pool);
-	pool = NULL;
-	npool = cappool = 0;
-}
-
-const char *
-em_fmt(const char *f, ...)
-{
-	struct llm_buf b = {0};
-	va_list ap;
-
-	va_start(ap, f);
-	llm_buf_vprintf(&b, f, ap);
-	va_end(ap);
-	return em_keep(b.p);
-}
 
 /* v as an MLIR float literal: "%.17g" (round-trips a double), with
  * ".0" where that prints an integer (MLIR reads "8" as no float). */
@@ -62,173 +29,6 @@ em_real(double v)
 {
 	const char *s = em_fmt("%.17g", v);
 	return strpbrk(s, ".eEn") ? s : em_fmt("%s.0", s);
-}
-
-/* A fresh value name: the hint and a number, with a "_" between them
- * when the hint ends in a digit ("q5" + 72 must not be "q" + 572). */
-const char *
-em_val(struct em *e, const char *hint)
-{
-	size_t n = strlen(hint);
-	return em_fmt("%%%s%s%d", hint, n && hint[n - 1] >= '0' && hint[n - 1] <= '9' ? "_" : "", e->nval++);
-}
-
-const char *
-em_attrs(struct em *e)
-{
-	return em_fmt("llm.id = %" PRId64 " : i64, llm.layer = %d : i64, llm.stage = \"%s\"", e->id++, e->layer,
-	    e->stage);
-}
-
-/* A top-level op: "lhs = pre {attrs} post". */
-void
-em_top(struct em *e, const char *lhs, const char *pre, const char *post)
-{
-	llm_buf_printf(e->b, "    %s%s%s {%s} %s\n", lhs ? lhs : "", lhs ? " = " : "", pre, em_attrs(e), post);
-}
-
-const char *
-em_cindex(struct em *e, const char *hint, int64_t v)
-{
-	const char *r = em_val(e, hint);
-	em_top(e, r, "arith.constant", em_fmt("%" PRId64 " : index", v));
-	return r;
-}
-
-const char *
-em_tensor2(struct rows r, int64_t n, const char *t)
-{
-	return em_fmt("tensor<%sx%" PRId64 "x%s>", r.t, n, t);
-}
-
-static const char *
-elt_of(enum llm_dtype t)
-{
-	return llm_dtype_name(t);
-}
-
-/* Code widening a value of element type t to f32 inside a body; *name
- * receives the f32 value (v itself when t is f32: no code). */
-static const char *
-widen(const char *v, const char *t, const char *res, const char **name)
-{
-	if (strcmp(t, "f32") == 0) {
-		*name = v;
-		return "";
-	}
-	*name = res;
-	return em_fmt("      %s = arith.extf %s : %s to f32\n", res, v, t);
-}
-
-/* The element type of a tensor type: what follows the last 'x'. */
-static const char *
-elt_of_type(const char *type)
-{
-	const char *x = strrchr(type, 'x');
-	size_t n = strlen(x + 1);
-	return em_fmt("%.*s", (int)(n - 1), x + 1);
-}
-
-static const char *
-affine(int nd, const char *res)
-{
-	struct llm_buf b = {0};
-	llm_buf_puts(&b, "affine_map<(");
-	for (int i = 0; i < nd; i++)
-		llm_buf_printf(&b, "%sd%d", i ? ", " : "", i);
-	llm_buf_printf(&b, ") -> (%s)>", res);
-	return em_keep(b.p);
-}
-
-/* generic is in WhitespaceSensitiveMacros (.clang-format): clang-format would join the next two lines */
-/* clang-format off */
-const char *
-em_generic(struct em *e, const struct gspec *g)
-/* clang-format on */
-{
-	struct llm_buf b = {0};
-	const char *r = em_val(e, g->hint), *init = g->init;
-
-	if (!init) {
-		init = em_val(e, "init");
-		em_top(e, init, em_fmt("tensor.empty(%s)", g->odyn), em_fmt(": %s", g->otype));
-	}
-	llm_buf_puts(&b, "linalg.generic {indexing_maps = [");
-	for (int i = 0; i < g->nin; i++)
-		llm_buf_printf(&b, "%s, ", affine(g->nd, g->in[i].map));
-	llm_buf_printf(&b, "%s], iterator_types = [", affine(g->nd, g->omap));
-	/* Quote each iterator type. */
-	char *its = llm_xstrdup(g->iters), *save = NULL;
-	int first = 1;
-	for (char *t = strtok_r(its, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-		llm_buf_printf(&b, "%s\"%s\"", first ? "" : ", ", t);
-		first = 0;
-	}
-	free(its);
-	llm_buf_puts(&b, "]}");
-	if (g->nin) {
-		llm_buf_puts(&b, " ins(");
-		for (int i = 0; i < g->nin; i++)
-			llm_buf_printf(&b, "%s%s", i ? ", " : "", g->in[i].v);
-		llm_buf_puts(&b, " : ");
-		for (int i = 0; i < g->nin; i++)
-			llm_buf_printf(&b, "%s%s", i ? ", " : "", g->in[i].type);
-		llm_buf_puts(&b, ")");
-	}
-	llm_buf_printf(&b, " outs(%s : %s)", init, g->otype);
-	llm_buf_printf(e->b, "    %s = %s attrs = {%s, llm.sched = \"%s\"} {\n    ^bb0(", r, b.p, em_attrs(e),
-	    g->sched);
-	for (int i = 0; i < g->nin; i++)
-		llm_buf_printf(e->b, "%%a%d: %s, ", i, g->in[i].elt);
-	llm_buf_printf(e->b, "%%o: %s):\n%s      linalg.yield %%r : %s\n    } -> %s\n", elt_of_type(g->otype), g->body,
-	    elt_of_type(g->otype), g->otype);
-	llm_buf_free(&b);
-	return r;
-}
-
-/* A memref of type ty ("memref<8x32xi8>") viewing the weights at byte
- * offset off of the data area. */
-const char *
-em_mview_at(struct em *e, uint64_t off, const char *ty)
-{
-	const char *o = em_cindex(e, "off", (int64_t)off), *mv = em_val(e, "wm");
-	em_top(e, mv, em_fmt("memref.view %%weights[%s][]", o), em_fmt(": memref<?xi8> to %s", ty));
-	return mv;
-}
-
-/* A tensor of type ty (shape and element: "8x32xi8") viewing the weights
- * at byte offset off of the data area. */
-const char *
-em_view_at(struct em *e, uint64_t off, const char *ty)
-{
-	const char *mv = em_mview_at(e, off, em_fmt("memref<%s>", ty)), *tv = em_val(e, "w");
-	em_top(e, tv, em_fmt("bufferization.to_tensor %s restrict", mv), em_fmt(": memref<%s> to tensor<%s>", ty, ty));
-	return tv;
-}
-
-/* A typed view of the weights at the plan offset of tensor `name`, of its
- * own shape, or of `shape` ("AxBx...x", the same elements) when not NULL. */
-const char *
-em_wview_as(struct em *e, const char *name, const char *shape_as, const char **elt)
-{
-	const struct llm_plan_tensor *t = llm_model_tensor(e->m, name);
-	struct llm_buf shape = {0};
-	const char *ty;
-
-	if (!t)
-		llm_fatal("%s: no tensor '%s' in the weight plan", e->m->path, name);
-	if (t->layout)
-		llm_fatal("%s: tensor '%s' is in the tiled layout %s, not dense", e->m->path, name, t->layout);
-	if (shape_as)
-		llm_buf_puts(&shape, shape_as);
-	else
-		for (int i = 0; i < t->ndim; i++)
-			llm_buf_printf(&shape, "%" PRId64 "x", t->shape[i]);
-	ty = em_fmt("%s%s", shape.p, elt_of(t->dtype));
-	llm_buf_free(&shape);
-	if (elt)
-		*elt = elt_of(t->dtype);
-	return em_view_at(e, t->offset, ty);
 }
 
 static const char *
@@ -252,7 +52,7 @@ rmsnorm_of(struct em *e, const char *x, struct rows r, int64_t d, const char *w_
 	const char *xt = em_tensor2(r, d, "f32");
 	const char *st = em_fmt("tensor<%sxf32>", r.t);
 	const char *z, *ss, *wn;
-	const char *wcode = widen("%a2", wt, "%wf", &wn);
+	const char *wcode = em_widen("%a2", wt, "%wf", &wn);
 
 	z = em_generic(e,
 	    &(struct gspec){.sched = "fill",
@@ -331,44 +131,11 @@ headnorm(struct em *e, const char *x, int64_t nh, const char *w_name)
 	return y;
 }
 
-/* The output initialiser of a product: zeros, or the bias `b_name`
- * viewed as `bshape` ("AxBx...x") and broadcast by `bmap`.  yt, dyn, omap,
- * nd and iters as for em_generic(). */
-const char *
-em_product_init(struct em *e, const char *b_name, const char *bshape, const char *bmap, const char *yt, const char *dyn,
-    const char *omap, int nd, const char *iters)
-{
-	if (!b_name)
-		return em_generic(e,
-		    &(struct gspec){.sched = "fill",
-			    .hint = "zero",
-			    .otype = yt,
-			    .odyn = dyn,
-			    .omap = omap,
-			    .nd = nd,
-			    .iters = iters,
-			    .body = "      %r = arith.constant 0.0 : f32\n"});
-	const char *bt, *bv = em_wview_as(e, b_name, bshape, &bt), *bn;
-	const char *code = widen("%a0", bt, "%r", &bn);
-	/* x + -0.0 == x for every x: the body forwards the bias. */
-	return em_generic(e,
-	    &(struct gspec){.sched = "fill",
-		    .hint = "bias",
-		    INS({bv, em_fmt("tensor<%s%s>", bshape, bt), bmap, bt}),
-		    .otype = yt,
-		    .odyn = dyn,
-		    .omap = omap,
-		    .nd = nd,
-		    .iters = iters,
-		    .body = *code ? code :
-				    "      %zb = arith.constant -0.0 : f32\n      %r = arith.addf %a0, %zb : f32\n"});
-}
-
 /* The body of a product: o + x * widened W (%a0 = x, %a1 = W). */
 static const char *
 product_body(const char *wt)
 {
-	const char *wn, *wcode = widen("%a1", wt, "%wf", &wn);
+	const char *wn, *wcode = em_widen("%a1", wt, "%wf", &wn);
 	return em_fmt("%s"
 		      "      %%p = arith.mulf %%a0, %s fastmath<contract> : f32\n"
 		      "      %%r = arith.addf %%o, %%p fastmath<contract> : f32\n",
@@ -385,8 +152,8 @@ product_body(const char *wt)
  * only (a bf16 GEMV read 17 GB/s with one row a stream, 24 GB/s with 8,
  * side by side; share/doc/llm/ir.txt).  Each row's sum is computed as in
  * linear(): the results are the same bits. */
-const char *
-em_gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, const char *b_name)
+static const char *
+gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, const char *b_name)
 {
 	int64_t nc = n / GEMV_CHUNK, ns = GEMV_CHUNK / GEMV_STREAM;
 	const char *shape = em_fmt("%" PRId64 "x%" PRId64 "x%dx", nc, ns, GEMV_STREAM);
@@ -427,7 +194,7 @@ weight(struct em *e, const char *w_name, int64_t k)
 	return pt;
 }
 
-/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to em_gemv()
+/* y [r, n] = x [r, k] . W[n, k]^T (+ bias[n]); a single row goes to gemv()
  * when W's rows come in whole chunks, or to em_qgemv() when W is quantized
  * (prefill decodes a quantized W first: em_qdequant()). */
 static const char *
@@ -454,7 +221,7 @@ linear(struct em *e, const char *x, struct rows r, int64_t k, const char *w_name
 	if (pt->layout && strcmp(r.t, "1") == 0)
 		return em_qgemv(e, x, pt, b_name);
 	if (strcmp(r.t, "1") == 0 && n % GEMV_CHUNK == 0 && !pt->layout)
-		return em_gemv(e, x, n, k, w_name, b_name);
+		return gemv(e, x, n, k, w_name, b_name);
 	const char *wt = "f32", *w = pt->layout ? em_qdequant(e, pt) : wview(e, w_name, &wt);
 	const char *yt = em_tensor2(r, n, "f32");
 	const char *init = em_product_init(e, b_name, em_fmt("%" PRId64 "x", n), "d1", yt, r.dyn, "d0, d1", 2,
@@ -665,7 +432,7 @@ attention(struct em *e, const char *q, const char *kc, const char *vc, int64_t w
 	const char *sdyn = e->R.dyn[0] ? "%R, %L" : "%L";
 	const char *kt = em_val(e, "keys"), *vt = em_val(e, "vals");
 	const char *kn, *vn;
-	const char *kw = widen("%a1", kvt, "%kf", &kn), *vw = widen("%a1", kvt, "%vf", &vn);
+	const char *kw = em_widen("%a1", kvt, "%kf", &kn), *vw = em_widen("%a1", kvt, "%vf", &vn);
 	/* lim: the position of row s; t: the key's */
 	const char *rowkey = "      %si = linalg.index 2 : index\n"
 			     "      %ti = linalg.index 3 : index\n"
@@ -1094,27 +861,15 @@ head_logits(struct em *e, const char *x)
 	}
 }
 
-int
-llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_phase *ph)
+/* The module's opening and the entry's signature (the phase ABI), then
+ * the prologue: positions, the rows R, the cache's positions P and the
+ * tokens as a tensor (its type in *ttt). */
+static void
+prologue(struct em *e, const struct llm_phase *ph, int decode, const char **ttt)
 {
-	struct em e = {0};
-	struct llm_model_config rc; /* one rank's (llm_model_rank_config) */
-	llm_model_rank_config(m, &rc);
-	const struct llm_model_config *c = &rc;
-	const struct llm_phase_spec *ps = llm_phase_spec_by_name(ph->name);
-	int decode = ph->tokens == 1 && ps && ps->single;
-	int64_t d = c->hidden_size, V = c->vocab_size;
-
-	e.b = b;
-	e.m = m;
-	e.c = c;
-	e.R = decode ? (struct rows){"1", ""} : (struct rows){"?", "%R"};
-	e.wt = elt_of(m->weight_dtype);
-	e.kvt = elt_of(m->kv_dtype);
-	e.layer = LAYER_PRE;
-	for (size_t i = 0; i < m->ntensors; i++) /* i4 codes the int8 kernels read (Q4_0) */
-		e.xk |= m->tensors[i].layout && m->tensors[i].ql.code == LLM_QCODE_I4 && em_qa8(&m->tensors[i]);
-	e.stage = "embed";
+	struct llm_buf *b = e->b;
+	const struct llm_model *m = e->m;
+	const struct llm_model_config *c = e->c;
 
 	llm_buf_printf(b, "// %s of a %s model (%s): generated by llm-import; see share/doc/llm/ir.txt\n", ph->name,
 	    m->family, m->architecture);
@@ -1128,38 +883,49 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 		llm_buf_printf(b, "%s%%%s: %s", i ? ", " : "", llm_phase_args[i].ssa, llm_phase_args[i].type);
 	llm_buf_puts(b, ") attributes {llvm.emit_c_interface} {\n");
 
-	/* Prologue: positions and the embedding gather. */
-	em_top(&e, "%c1", "arith.constant", "1 : index");
-	em_top(&e, "%pos", "arith.index_cast %pos_i", ": i64 to index");
+	em_top(e, "%c1", "arith.constant", "1 : index");
+	em_top(e, "%pos", "arith.index_cast %pos_i", ": i64 to index");
 	if (decode)
-		em_top(&e, "%R", "arith.constant", "1 : index");
+		em_top(e, "%R", "arith.constant", "1 : index");
 	else
-		em_top(&e, "%R", "arith.index_cast %n_tokens", ": i64 to index");
-	em_top(&e, "%L", "arith.addi %pos, %R", ": index");
+		em_top(e, "%R", "arith.index_cast %n_tokens", ": i64 to index");
+	em_top(e, "%L", "arith.addi %pos, %R", ": index");
 	/* The positions a row of the cache holds, P: %kv is 2 L KVH HD P
 	 * elements of the kv dtype (the caller's -c; the RoPE tables cover
 	 * max_context, the bound of P). */
-	em_top(&e, "%c0", "arith.constant", "0 : index");
-	em_top(&e, "%kvbytes", "memref.dim", "%kv, %c0 : memref<?xi8>"); /* attr-dict first */
-	const char *row = em_cindex(&e, "kvrow",
+	em_top(e, "%c0", "arith.constant", "0 : index");
+	em_top(e, "%kvbytes", "memref.dim", "%kv, %c0 : memref<?xi8>"); /* attr-dict first */
+	const char *row = em_cindex(e, "kvrow",
 	    2 * (int64_t)c->n_layers * c->n_kv_heads * c->head_dim * (int64_t)llm_dtype_size(m->kv_dtype));
-	em_top(&e, "%P", em_fmt("arith.divui %%kvbytes, %s", row), ": index");
-	const char *tmt = em_fmt("memref<%sxi64>", e.R.t), *ttt = em_fmt("tensor<%sxi64>", e.R.t);
-	em_top(&e, "%tokm", em_fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
+	em_top(e, "%P", em_fmt("arith.divui %%kvbytes, %s", row), ": index");
+	const char *tmt = em_fmt("memref<%sxi64>", e->R.t);
+	*ttt = em_fmt("tensor<%sxi64>", e->R.t);
+	em_top(e, "%tokm", em_fmt("memref.subview %%tokens[0] [%s] [1]", decode ? "1" : "%R"),
 	    em_fmt(": memref<?xi64> to %s", tmt));
-	em_top(&e, "%tok", "bufferization.to_tensor %tokm restrict", em_fmt(": %s to %s", tmt, ttt));
+	em_top(e, "%tok", "bufferization.to_tensor %tokm restrict", em_fmt(": %s to %s", tmt, *ttt));
+}
+
+/* The embedding: the rows of the tokens %tok (of type ttt), dense or
+ * from a tiled layout, times embed_scale where it is not 1. */
+static const char *
+embedding(struct em *e, const char *ttt)
+{
+	const struct llm_model *m = e->m;
+	const struct llm_model_config *c = e->c;
+	int64_t d = c->hidden_size, V = c->vocab_size;
+
 	const struct llm_plan_tensor *pe = llm_model_tensor(m, llm_role_runtime(LLM_ROLE_EMBED));
 	const char *x;
 	if (pe && pe->layout)
-		x = em_qgather(&e, pe, ttt);
+		x = em_qgather(e, pe, ttt);
 	else {
-		const char *et, *emb = wview(&e, llm_role_runtime(LLM_ROLE_EMBED), &et);
-		const char *en, *ew = widen("%wb", et, "%r", &en);
-		x = em_generic(&e,
+		const char *et, *emb = wview(e, llm_role_runtime(LLM_ROLE_EMBED), &et);
+		const char *en, *ew = em_widen("%wb", et, "%r", &en);
+		x = em_generic(e,
 		    &(struct gspec){.sched = "gather",
 			    .hint = "x",
-			    .otype = em_tensor2(e.R, d, "f32"),
-			    .odyn = e.R.dyn,
+			    .otype = em_tensor2(e->R, d, "f32"),
+			    .odyn = e->R.dyn,
 			    .omap = "d0, d1",
 			    .nd = 2,
 			    .iters = "parallel, parallel",
@@ -1178,50 +944,65 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 
 	if (c->embed_scale && c->embed_scale != 1)
 		/* gemma3: the rows times sqrt(hidden) */
-		x = em_generic(&e,
+		x = em_generic(e,
 		    &(struct gspec){.sched = "eltwise",
 			    .hint = "xs",
-			    INS({x, em_tensor2(e.R, d, "f32"), "d0, d1", "f32"}),
-			    .otype = em_tensor2(e.R, d, "f32"),
-			    .odyn = e.R.dyn,
+			    INS({x, em_tensor2(e->R, d, "f32"), "d0, d1", "f32"}),
+			    .otype = em_tensor2(e->R, d, "f32"),
+			    .odyn = e->R.dyn,
 			    .omap = "d0, d1",
 			    .nd = 2,
 			    .iters = "parallel, parallel",
 			    .body = em_fmt("      %%s = arith.constant %s : f32\n"
 					   "      %%r = arith.mulf %%a0, %%s : f32\n",
 				em_real(c->embed_scale))});
-	if (m->pp > 1) /* the rows the rank before computed */
-		x = pp_rows(&e, x, d, 0);
-	for (int l = 0; l < c->n_layers; l++)
-		x = layer(&e, x, l);
-	if (m->pp > 1) /* to the rank after */
-		x = pp_rows(&e, x, d, 1);
+	return x;
+}
 
-	e.layer = LAYER_POST;
-	e.stage = "head";
+/* The decoder layers over the rows x, between the pipeline's messages
+ * (the rows from the rank before, to the rank after). */
+static const char *
+layers(struct em *e, const char *x)
+{
+	int64_t d = e->c->hidden_size;
+
+	if (e->m->pp > 1) /* the rows the rank before computed */
+		x = pp_rows(e, x, d, 0);
+	for (int l = 0; l < e->c->n_layers; l++)
+		x = layer(e, x, l);
+	if (e->m->pp > 1) /* to the rank after */
+		x = pp_rows(e, x, d, 1);
+	return x;
+}
+
+/* The head: the final norm and the logits of the last row, or every
+ * row's hidden state (ps->out), then the entry's return. */
+static void
+head(struct em *e, const char *x, const struct llm_phase_spec *ps)
+{
+	e->layer = LAYER_POST;
+	e->stage = "head";
 	if (ps && ps->out == LLM_OUT_HIDDEN)
-		head_hidden(&e, x);
+		head_hidden(e, x);
 	else
-		head_logits(&e, x);
-	em_top(&e, NULL, "func.return", "");
-	llm_buf_puts(b, "  }\n");
-	/* The int8 kernels, defined by llm-lower for the target. */
-	if (e.qdot)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_qdot_i8(vector<16xi32>, vector<64xi8>, vector<64xi8>, vector<16xi32>)"
-		    " -> vector<16xi32>\n"
-		    "  llvm.func @llm_qdot_u7(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>\n");
-	if (e.qtile)
-		llm_buf_puts(b, "  llvm.func @llm_qtile_i8(vector<256xi8>, vector<512xi8>) -> vector<128xi32>\n");
-	if (e.btile)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_qtile_bf16(vector<256xf32>, vector<256xf32>, vector<512xbf16>, "
-		    "vector<512xbf16>, vector<512xbf16>) -> !llvm.struct<(vector<256xf32>, vector<256xf32>)>\n");
-	/* The bf16 kernel, likewise. */
-	if (e.bdot)
-		llm_buf_puts(b,
-		    "  llvm.func @llm_bdot(vector<16xf32>, vector<32xbf16>, vector<32xbf16>)"
-		    " -> vector<16xf32>\n");
+		head_logits(e, x);
+	em_top(e, NULL, "func.return", "");
+	llm_buf_puts(e->b, "  }\n");
+}
+
+/* The module's tail: the kernels the products call, declared (llm-lower
+ * defines them for the target), the runtime's MPI functions in decode's
+ * module, and the plan fingerprint. */
+static void
+module_tail(struct em *e, const struct llm_phase *ph, int decode)
+{
+	struct llm_buf *b = e->b;
+	const struct llm_model *m = e->m;
+
+	/* The kernels, defined by llm-lower for the target (kernels.h). */
+	for (int k = 0; k < LLM_NKERNEL; k++)
+		if (e->kernels & 1u << k)
+			llm_buf_printf(b, "  llvm.func @%s%s\n", llm_kernels[k].name, llm_kernels[k].type);
 
 	/* The runtime's side of MPI (runtime.c), in decode's module: start
 	 * it (this rank's number; MPI_Comm_size has no lowering in MLIR 22,
@@ -1255,6 +1036,35 @@ llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_ph
 	    "    %%f = arith.constant %" PRId64 " : i64\n"
 	    "    func.return %%f : i64\n  }\n}\n",
 	    ph->entry, (int64_t)m->fingerprint);
-	pool_free();
+}
+
+int
+llm_emit_phase(struct llm_buf *b, const struct llm_model *m, const struct llm_phase *ph)
+{
+	struct em e = {0};
+	struct llm_model_config rc; /* one rank's (llm_model_rank_config) */
+	llm_model_rank_config(m, &rc);
+	const struct llm_model_config *c = &rc;
+	const struct llm_phase_spec *ps = llm_phase_spec_by_name(ph->name);
+	int decode = ph->tokens == 1 && ps && ps->single;
+
+	e.b = b;
+	e.m = m;
+	e.c = c;
+	e.R = decode ? (struct rows){"1", ""} : (struct rows){"?", "%R"};
+	e.wt = llm_dtype_name(m->weight_dtype);
+	e.kvt = llm_dtype_name(m->kv_dtype);
+	e.layer = LAYER_PRE;
+	for (size_t i = 0; i < m->ntensors; i++) /* i4 codes the int8 kernels read (Q4_0) */
+		e.xk |= m->tensors[i].layout && m->tensors[i].ql.code == LLM_QCODE_I4 && em_qa8(&m->tensors[i]);
+	e.stage = "embed";
+
+	const char *ttt;
+	prologue(&e, ph, decode, &ttt);
+	const char *x = embedding(&e, ttt);
+	x = layers(&e, x);
+	head(&e, x, ps);
+	module_tail(&e, ph, decode);
+	em_pool_free();
 	return 0;
 }

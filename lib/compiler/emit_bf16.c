@@ -47,15 +47,6 @@ em_bwiden(struct em *e, const char *x, struct rows r, int64_t k)
 		    .body = "      %t = arith.truncf %a0 : f32 to bf16\n      %r = arith.extf %t : bf16 to f32\n"});
 }
 
-/* 1 if em_bdot() takes W: dense bf16, its rows in whole chunks of 64, k a
- * multiple of 32 (a call of the kernel). */
-int
-em_bd16(const struct llm_plan_tensor *pt)
-{
-	return !pt->layout && pt->dtype == LLM_DT_BF16 && pt->ndim == 2 && pt->shape[0] % GEMV_CHUNK == 0 &&
-	    pt->shape[1] % 32 == 0;
-}
-
 /* One W of em_bdot() */
 struct bd {
 	int64_t n, c0;         /* rows, first chunk */
@@ -208,7 +199,7 @@ bdot_chunks(struct llm_buf *b, int i, void *arg)
  * bf16 (bround), and products of pairs summed in f32 by the target's
  * kernel (llm_bdot, ir.txt "Kernels": vdpbf16ps on AVX512-BF16).  One
  * scf.forall over the chunks of 64 rows of all the W_i (one barrier for
- * the products of the same x), each W viewed as em_gemv() views it, [n/64,
+ * the products of the same x), each W viewed as emit.c's gemv() views it, [n/64,
  * 8, 8, k] (chunk, stream, row of the stream): row h of the 8 streams at
  * a time, so that each stream runs on through the chunk's rows, and per
  * row of x 8 accumulators of 16 lanes over k, summed in a tree (bsum).
@@ -239,7 +230,7 @@ em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 		   *ya = em_val(e, "bd");
 	const char *yc = em_val(e, "bdc"), *yct = em_tensor2(rw, nc * GEMV_CHUNK, "f32");
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
-	e->bdot = 1;
+	e->kernels |= 1u << LLM_KERNEL_BDOT;
 
 	/* prefill: beside the row passes, the tile products, the tuning
 	 * table choosing (as em_qdot does) */

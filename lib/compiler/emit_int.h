@@ -1,14 +1,24 @@
-/* emit_int.h: what the parts of the phases' emitter share (emit.c: the
- * graph and the text helpers; emit_int8.c: the products with block-
- * quantized weights; emit_tile.c: prefill's on the int8 tile kernel;
- * emit_bf16.c: those with bf16 activations).  Not a
- * public interface: llm_emit_phase (emit.h) is. */
+/* emit_int.h: what the parts of the phases' emitter share.  Not a public
+ * interface: llm_emit_phase (emit.h) is.  The parts stand in floors, each
+ * calling only those below it:
+ *   top     emit.c          the graph: prologue, embedding, layers, head,
+ *                           the module's tail
+ *   middle  emit_int8.c     the products with block-quantized weights and
+ *                           the int8 kernels' products
+ *           emit_bf16.c     the products with bf16 activations
+ *           emit_tile.c     prefill's products on the tile kernels (int8
+ *                           and bf16), the alternative branch that
+ *                           em_qdot and em_bdot open: they call it
+ *   ground  emit_weights.c  the weights as the kernels read them
+ *           emit_ir.c       the MLIR text primitives, the row and tile
+ *                           machinery */
 #ifndef LLM_EMIT_INT_H
 #define LLM_EMIT_INT_H
 
 #include <stdint.h>
 
 #include "emit.h"
+#include "kernels.h"
 
 /* Rows of W per GEMV chunk and per stream (see em_gemv).  The chunk, one
  * scf.forall iteration, is share/llm/transforms/mkscript.py's GV_NC (the
@@ -45,12 +55,9 @@ struct em {
 	const char *kvt;      /* KV cache element type */
 	struct qact qa;       /* the activations last quantized (qact) */
 	int xk;               /* the plan has i4 codes in groups of 32 (Q4_0): qact makes qa.xk */
-	int qdot;             /* the int8 kernels are called */
 	const char *bx, *bxr; /* the activations last rounded to bf16, and
 	                       * the rounding (bround) */
-	int bdot;             /* the bf16 kernel is called */
-	int qtile;            /* the int8 tile kernel is called */
-	int btile;            /* the bf16 tile kernel is called */
+	unsigned kernels;     /* the kernels called (kernels.h): bit 1 << enum llm_kernel */
 };
 
 /* The three parts of a matrix in a tiled layout (quant.h) as tensors:
@@ -92,26 +99,55 @@ struct gspec {
 #define INS(...) .in = (const struct gin[]){__VA_ARGS__}, \
 	.nin = (int)(sizeof((const struct gin[]){__VA_ARGS__}) / sizeof(struct gin))
 
-/* emit.c */
+/* emit_ir.c: the MLIR text primitives */
 const char *em_attrs(struct em *e);
 const char *em_cindex(struct em *e, const char *hint, int64_t v);
 const char *em_fmt(const char *f, ...);
-const char *em_gemv(struct em *e, const char *x, int64_t n, int64_t k, const char *w_name, const char *b_name);
 const char *em_generic(struct em *e, const struct gspec *g);
 const char *em_keep(char *p);
 const char *em_mview_at(struct em *e, uint64_t off, const char *ty);
+void em_pool_free(void);
 const char *em_product_init(struct em *e, const char *b_name, const char *bshape, const char *bmap, const char *yt,
     const char *dyn, const char *omap, int nd, const char *iters);
 const char *em_tensor2(struct rows r, int64_t n, const char *t);
 void em_top(struct em *e, const char *lhs, const char *pre, const char *post);
 const char *em_val(struct em *e, const char *hint);
 const char *em_view_at(struct em *e, uint64_t off, const char *ty);
+const char *em_widen(const char *v, const char *t, const char *res, const char **name);
 const char *em_wview_as(struct em *e, const char *name, const char *shape_as, const char **elt);
 
-/* emit_int8.c */
+/* emit_ir.c: the row and tile machinery */
 const char *em_lanes(int n, int times);
 void em_ln(struct llm_buf *b, int ind, const char *f, ...);
+void em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad,
+    const char *st, const char *vt);
+void em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, const char *st, const char *res, int n,
+    void (*pass)(struct llm_buf *, const void *, int), const void *arg);
+void em_split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y);
+const char *em_tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
+    void (*body)(struct llm_buf *, int, void *), void *arg);
+void em_tiles_close(struct em *e, struct llm_buf *b, const char *rows, const char *ty);
+void em_tiles_open(struct llm_buf *b, const char *res, const char *ty, const char *param, const char *tt);
+
+/* emit_weights.c */
+int em_bd16(const struct llm_plan_tensor *pt);
 int em_qa8(const struct llm_plan_tensor *pt);
+struct qparts em_qinfo(const struct llm_plan_tensor *t);
+void em_qpiece(struct llm_buf *b, int ind, const struct qparts *q, const char *piece, const char *res);
+void em_qscales(struct llm_buf *b, const struct qparts *q, int ind);
+const char *em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx);
+struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces);
+
+/* emit_tile.c */
+const char *em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
+    const char *const *b_name, const char *init, const char *yt);
+int em_btile_ok(const struct llm_plan_tensor *pt);
+const char *em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw,
+    const struct llm_plan_tensor *const *pt, const char *const *b_name, const int64_t *first, int64_t nt,
+    const char *init, const char *yt);
+int em_qtile_ok(const struct llm_plan_tensor *pt);
+
+/* emit_int8.c */
 struct qact em_qact(struct em *e, const char *x, struct rows rw, int64_t k);
 const char *em_qdequant(struct em *e, const struct llm_plan_tensor *pt);
 void em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
@@ -119,31 +155,8 @@ void em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct l
 const char *em_qgather(struct em *e, const struct llm_plan_tensor *pt, const char *ttt);
 const char *em_qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const char *b_name);
 const char *em_qround(struct em *e, const char *x, struct rows r, int64_t k);
-void em_qpiece(struct llm_buf *b, int ind, const struct qparts *q, const char *piece, const char *res);
-void em_qscales(struct llm_buf *b, const struct qparts *q, int ind);
-const char *em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx);
-struct qparts em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces);
-void em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad,
-    const char *st, const char *vt);
-void em_split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y);
-void em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, const char *st, const char *res, int n,
-    void (*pass)(struct llm_buf *, const void *, int), const void *arg);
-const char *em_tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
-    void (*body)(struct llm_buf *, int, void *), void *arg);
-
-/* emit_tile.c */
-int em_qtile_ok(const struct llm_plan_tensor *pt);
-const char *em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw,
-    const struct llm_plan_tensor *const *pt, const char *const *b_name, const int64_t *first, int64_t nt,
-    const char *init, const char *yt);
-void em_tiles_open(struct llm_buf *b, const char *res, const char *ty, const char *param, const char *tt);
-void em_tiles_close(struct em *e, struct llm_buf *b, const char *rows, const char *ty);
-int em_btile_ok(const struct llm_plan_tensor *pt);
-const char *em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
-    const char *const *b_name, const char *init, const char *yt);
 
 /* emit_bf16.c */
-int em_bd16(const struct llm_plan_tensor *pt);
 void em_bdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_plan_tensor *const *pt,
     const char *const *b_name, const char **y);
 const char *em_bwiden(struct em *e, const char *x, struct rows r, int64_t k);

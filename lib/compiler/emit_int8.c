@@ -1,6 +1,6 @@
-/* emit_int8.c: the products with block-quantized weights (emit_int.h):
- * the tiled layout's views, a token's row of a quantized embedding, the
- * f32-activation GEMV and prefill's dequantized panels, and, under
+/* emit_int8.c: the products with block-quantized weights (emit_int.h),
+ * on the views of emit_weights.c: a token's row of a quantized embedding,
+ * the f32-activation GEMV and prefill's dequantized panels, and, under
  * dtypes.activations "q8", x rounded to int8 blocks and the products on
  * the int8 kernels (ir.txt "Kernels", "Activations"). */
 #include <inttypes.h>
@@ -9,67 +9,7 @@
 
 #include "emit_int.h"
 
-/* The facts of t's layout, without the views. */
-static struct qparts
-qinfo(const struct llm_plan_tensor *t)
-{
-	struct qparts q = {0};
-	q.R = t->ql.rows;
-	q.G = t->ql.group;
-	q.code = t->ql.code;
-	int bits = llm_qcode_bits(q.code);
-	q.four = bits == 4;
-	q.pk = bits == 5 || bits == 6;
-	q.B = q.G * bits / 8;
-	q.np = q.pk ? (int)(q.R * q.G / LLM_QPIECE) : 0;
-	q.pb = q.pk ? LLM_QPIECE / 8 * bits : 0;
-	q.nt = t->shape[0] / q.R;
-	q.ng = t->shape[1] / q.G;
-	q.sub = t->ql.sub;
-	q.gpb = LLM_QSUPER / q.G;
-	q.se = t->ql.sub ? "i8" : t->ql.half ? "f16" : "f32";
-	return q;
-}
-
-/* The views of t's parts; with pieces > 0 the codes are viewed as
- * [n/8, k/G, pieces, 64] (64-byte pieces of the same bytes), with pieces
- * < 0 as [n/8, k/G, 8 * B] (a tile's group in one).  5- and 6-bit codes
- * are always [n/8, k/G, np, pb], their pieces. */
-struct qparts
-em_qview_as(struct em *e, const struct llm_plan_tensor *t, int pieces)
-{
-	struct qparts q = qinfo(t);
-	int64_t n = t->shape[0], k = t->shape[1];
-	int pw = 64; /* bytes a piece */
-	if (q.pk) {
-		pieces = q.np;
-		pw = q.pb;
-	}
-	const char *cs = pieces > 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%dx%dxi8", q.nt, q.ng, pieces, pw) :
-	    pieces < 0 ? em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R * q.B) :
-			 em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%" PRId64 "xi8", q.nt, q.ng, q.R, q.B);
-	const char *ss = em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "x%s", q.nt, q.ng, q.R, q.se);
-	q.ct = em_fmt("tensor<%s>", cs);
-	q.st = em_fmt("tensor<%s>", ss);
-	q.codes = em_view_at(e, t->offset, cs);
-	q.scales = em_view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), ss);
-	if (pieces > 0) {
-		q.pct = em_fmt("memref<%" PRId64 "x%dxi8>", q.nt * q.ng, pieces * pw);
-		q.pst = em_fmt("memref<%" PRId64 "x%" PRId64 "x%s>", q.nt * q.ng, q.R, q.se);
-		q.pc = em_mview_at(e, t->offset, q.pct);
-		q.ps = em_mview_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k), q.pst);
-	}
-	q.mins = t->ql.mins ? em_view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k), ss) : NULL;
-	if (q.sub) {
-		uint64_t sup = llm_qlayout_super_at(&t->ql, n, k);
-		const char *ds = em_fmt("%" PRId64 "x%" PRId64 "x%" PRId64 "xf16", q.nt, k / LLM_QSUPER, q.R);
-		q.dt = em_fmt("tensor<%s>", ds);
-		q.sd = em_view_at(e, t->offset + llm_qlayout_scales_at(&t->ql, n, k) + sup, ds);
-		q.md = t->ql.mins ? em_view_at(e, t->offset + llm_qlayout_mins_at(&t->ql, n, k) + sup, ds) : NULL;
-	}
-	return q;
-}
-
+/* t's views, the codes as [n/8, k/G, 8, B] (em_qview_as). */
 static struct qparts
 qview(struct em *e, const struct llm_plan_tensor *t)
 {
@@ -352,31 +292,6 @@ em_qgemv(struct em *e, const char *x, const struct llm_plan_tensor *pt, const ch
 	return yc;
 }
 
-/* One line of a region's text: `ind` spaces, then the format. */
-/* ln is in WhitespaceSensitiveMacros (.clang-format): clang-format would join the next two lines */
-/* clang-format off */
-void
-em_ln(struct llm_buf *b, int ind, const char *f, ...)
-/* clang-format on */
-{
-	va_list ap;
-
-	llm_buf_printf(b, "%*s", ind, "");
-	va_start(ap, f);
-	llm_buf_vprintf(b, f, ap);
-	va_end(ap);
-	llm_buf_puts(b, "\n");
-}
-
-/* A vector read "res = vector.transfer_read src[idx], pad" of vt from
- * the tensor of type st, in bounds. */
-void
-em_rd(struct llm_buf *b, int ind, const char *res, const char *src, const char *idx, const char *pad, const char *st,
-    const char *vt)
-{
-	em_ln(b, ind, "%s = vector.transfer_read %s[%s], %s {in_bounds = [true]} : %s, %s", res, src, idx, pad, st, vt);
-}
-
 /* Activations quantized for the products with quantized weights (the
  * plan's dtypes.activations "q8", as llama.cpp quantizes them to Q8_0,
  * with an f32 scale): each block of 32 of a row of x becomes
@@ -478,18 +393,6 @@ em_qact(struct em *e, const char *x, struct rows rw, int64_t k)
 	return e->qa;
 }
 
-/* 1 if the int8 kernels read pt's layout (with activations "q8"): 8-, 5-
- * or 6-bit codes in groups of 32 or 16, 4-bit codes in groups of 32,
- * offsets only with groups of 32. */
-int
-em_qa8(const struct llm_plan_tensor *pt)
-{
-	int G = pt->ql.group;
-	if (llm_qcode_bits(pt->ql.code) == 4 || pt->ql.mins)
-		return G == 32;
-	return G == 32 || G == 16;
-}
-
 const char *
 em_qround(struct em *e, const char *x, struct rows r, int64_t k)
 {
@@ -565,86 +468,6 @@ struct qd {
 	const char *sx, *mx, *xt;      /* prefill, "-sub8": the tile's scales, offsets [ng, 8] f32, their type */
 	const char *cx, *cxt;          /* prefill, 5- and 6-bit codes: the tile's int8 codes [ng, np, 64], type */
 };
-
-/* The scales (%_sv) and offsets (%_mv) of the 8 rows of tile %_t, group
- * %_g, as vector<8xf32>: read, widened from f16, or ("-sub8") computed. */
-void
-em_qscales(struct llm_buf *b, const struct qparts *q, int ind)
-{
-	const char *v8 = "vector<8xf32>";
-	if (q->sub) {
-		/* s = d * sc (m = -dmin * min) in f32, ggml's own products */
-		em_ln(b, ind, "%%_gpb = arith.constant %" PRId64 " : index", q->gpb);
-		em_ln(b, ind, "%%_gb = arith.divui %%_g, %%_gpb : index");
-		for (int p = 0; p < (q->mins ? 2 : 1); p++) {
-			const char *v = p ? "%_mv" : "%_sv", *c = p ? "m" : "s";
-			em_rd(b, ind, em_fmt("%%_%sq", c), p ? q->mins : q->scales, "%_t, %_g, %_c0", "%_i0", q->st,
-			    "vector<8xi8>");
-			em_ln(b, ind, "%%_%sf = arith.sitofp %%_%sq : vector<8xi8> to %s", c, c, v8);
-			em_rd(b, ind, em_fmt("%%_%sh", c), p ? q->md : q->sd, "%_t, %_gb, %_c0", "%_h0f", q->dt,
-			    "vector<8xf16>");
-			em_ln(b, ind, "%%_%sd = arith.extf %%_%sh : vector<8xf16> to %s", c, c, v8);
-			em_ln(b, ind, "%s = arith.mulf %%_%sd, %%_%sf : %s", v, c, c, v8);
-		}
-	} else if (strcmp(q->se, "f16") == 0) {
-		/* f16 scales and offsets widen exactly */
-		em_rd(b, ind, "%_sh", q->scales, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
-		em_ln(b, ind, "%%_sv = arith.extf %%_sh : vector<8xf16> to %s", v8);
-		if (q->mins) {
-			em_rd(b, ind, "%_mh", q->mins, "%_t, %_g, %_c0", "%_h0f", q->st, "vector<8xf16>");
-			em_ln(b, ind, "%%_mv = arith.extf %%_mh : vector<8xf16> to %s", v8);
-		}
-	} else {
-		em_rd(b, ind, "%_sv", q->scales, "%_t, %_g, %_c0", "%_f0", q->st, v8);
-		if (q->mins)
-			em_rd(b, ind, "%_mv", q->mins, "%_t, %_g, %_c0", "%_f0", q->st, v8);
-	}
-}
-
-/* The lane indices 0 .. n - 1, `times` times over: a shuffle that repeats
- * an n-element vector into n * times. */
-const char *
-em_lanes(int n, int times)
-{
-	struct llm_buf b = {0};
-	for (int i = 0; i < n * times; i++)
-		llm_buf_printf(&b, "%s%d", i ? ", " : "", i % n);
-	return em_keep(b.p);
-}
-
-/* The 64 codes of piece `piece` (an index value) of tile %_t's group
- * %_g in the 5- or 6-bit form (quant.h) as the int8 codes res, a
- * vector<64xi8>: the 32 bytes' low nibbles then high ones, each plane's
- * 64 bits (a bitcast to vector<64xi1>) selecting its bit above them, less
- * the zero. */
-void
-em_qpiece(struct llm_buf *b, int ind, const struct qparts *q, const char *piece, const char *res)
-{
-	const char *b32 = "vector<32xi8>", *b64 = "vector<64xi8>";
-	int bits = llm_qcode_bits(q->code);
-	em_ln(b, ind, "%s_z = arith.constant 0 : i8", res);
-	em_ln(b, ind, "%s_o0 = arith.constant 0 : index", res);
-	em_ln(b, ind, "%s_m = arith.constant dense<15> : %s", res, b32);
-	em_ln(b, ind, "%s_s = arith.constant dense<4> : %s", res, b32);
-	em_ln(b, ind, "%s_k0 = arith.constant dense<0> : %s", res, b64);
-	em_rd(b, ind, em_fmt("%s_n", res), q->codes, em_fmt("%%_t, %%_g, %s, %s_o0", piece, res), em_fmt("%s_z", res),
-	    q->ct, b32);
-	em_ln(b, ind, "%s_l = arith.andi %s_n, %s_m : %s", res, res, res, b32);
-	em_ln(b, ind, "%s_h = arith.shrui %s_n, %s_s : %s", res, res, res, b32);
-	em_ln(b, ind, "%s_v4 = vector.shuffle %s_l, %s_h [%s] : %s, %s", res, res, res, em_lanes(64, 1), b32, b32);
-	for (int k = 4; k < bits; k++) {
-		em_ln(b, ind, "%s_o%d = arith.constant %d : index", res, k, 32 + 8 * (k - 4));
-		em_rd(b, ind, em_fmt("%s_b%d", res, k), q->codes, em_fmt("%%_t, %%_g, %s, %s_o%d", piece, res, k),
-		    em_fmt("%s_z", res), q->ct, "vector<8xi8>");
-		em_ln(b, ind, "%s_i%d = vector.bitcast %s_b%d : vector<8xi8> to vector<64xi1>", res, k, res, k);
-		em_ln(b, ind, "%s_k%d = arith.constant dense<%d> : %s", res, k, 1 << k, b64);
-		em_ln(b, ind, "%s_e%d = arith.select %s_i%d, %s_k%d, %s_k0 : vector<64xi1>, %s", res, k, res, k, res, k,
-		    res, b64);
-		em_ln(b, ind, "%s_v%d = arith.ori %s_v%d, %s_e%d : %s", res, k + 1, res, k, res, k, b64);
-	}
-	em_ln(b, ind, "%s_zz = arith.constant dense<%d> : %s", res, llm_qcode_zero(q->code), b64);
-	em_ln(b, ind, "%s = arith.subi %s_v%d, %s_zz : %s", res, res, bits, res, b64);
-}
 
 /* One pass of qdot over the rows %_r + j, j < nr, of the tile %_t: the
  * group loop with an accumulator per row and 64-byte piece (and per row
@@ -831,31 +654,6 @@ qdot_pass(struct llm_buf *b, const struct qd *d, int nr)
 	llm_buf_free(&outs);
 }
 
-/* "-sub8" layouts in prefill: the scales (and offsets) of the tile %_t
- * computed once for all the rows of x, [ng, 8] f32 each (in *sx, *mx);
- * returns their type.  A group's are then read as %_sv, %_mv. */
-const char *
-em_qscales_once(struct llm_buf *b, const struct qparts *q, const char **sx, const char **mx)
-{
-	int np = q->mins ? 2 : 1;
-	const char *xt = em_fmt("tensor<%" PRId64 "x8xf32>", q->ng);
-	for (int p = 0; p < np; p++)
-		em_ln(b, 6, "%%_se%d = tensor.empty() : %s", p, xt);
-	em_ln(b, 6, "%%_sx:%d = scf.for %%_g = %%_c0 to %%_ng step %%_c1 iter_args(%s) -> (%s) {", np,
-	    np == 2 ? "%_sa0 = %_se0, %_sa1 = %_se1" : "%_sa0 = %_se0", np == 2 ? em_fmt("%s, %s", xt, xt) : xt);
-	em_qscales(b, q, 8);
-	for (int p = 0; p < np; p++)
-		em_ln(b, 8,
-		    "%%_sw%d = vector.transfer_write %s, %%_sa%d[%%_g, %%_c0] {in_bounds = [true]} : "
-		    "vector<8xf32>, %s",
-		    p, p ? "%_mv" : "%_sv", p, xt);
-	em_ln(b, 8, "scf.yield %s : %s", np == 2 ? "%_sw0, %_sw1" : "%_sw0", np == 2 ? em_fmt("%s, %s", xt, xt) : xt);
-	em_ln(b, 6, "}");
-	*sx = "%_sx#0";
-	*mx = q->mins ? "%_sx#1" : NULL;
-	return xt;
-}
-
 /* 5- and 6-bit codes in prefill: the int8 codes of the tile %_t, rebuilt
  * once for all the rows of x (not once a pass), [ng, np, 64] in *cx;
  * returns its type.  The passes then read them as i8 codes. */
@@ -918,93 +716,6 @@ qdot_tile(struct llm_buf *b, struct qd *d, struct rows rw)
 	em_row_passes(b, 6, rw, "%_os", d->st, "%_ow", d->q.four && !d->q.mins ? 0 : 2, qdot_rows, &dt);
 }
 
-/* The row passes of a product's tile or chunk over the rows [0, R) of x
- * (rw; one row where it is static), each pass(b, arg, n) reading %_r
- * and %_ot (type st) and yielding %_ot with rows %_r .. %_r + n - 1
- * added: n rows a pass, then one at a time, from init into res.  n 0:
- * two or three, as the tunable prefill.three_rows says (an
- * scf.index_switch that llm-lower's constant folds away). */
-void
-em_row_passes(struct llm_buf *b, int ind, struct rows rw, const char *init, const char *st, const char *res, int n,
-    void (*pass)(struct llm_buf *, const void *, int), const void *arg)
-{
-	if (!rw.dyn[0]) {
-		em_ln(b, ind, "%s = scf.for %%_r = %%_c0 to %%_c1 step %%_c1 iter_args(%%_ot = %s) -> (%s) {", res,
-		    init, st);
-		pass(b, arg, 1);
-		em_ln(b, ind, "}");
-		return;
-	}
-	if (n == 0) {
-		em_ln(b, ind,
-		    "%%_nr3 = arith.constant {llm.tune = \"prefill.three_rows\", llm.tune_unit = 1 : i64} 0 : index");
-		em_ln(b, ind, "%s = scf.index_switch %%_nr3 -> %s", res, st);
-		for (int c = 1; c >= 0; c--) {
-			em_ln(b, ind, c ? "case 1 {" : "default {");
-			em_row_passes(b, ind + 2, rw, init, st, "%_owc", c ? 3 : 2, pass, arg);
-			em_ln(b, ind + 2, "scf.yield %%_owc : %s", st);
-			em_ln(b, ind, "}");
-		}
-		return;
-	}
-	em_ln(b, ind, "%%_rh = arith.divui %%R, %%_c%d : index", n);
-	em_ln(b, ind, "%%_rp = arith.muli %%_rh, %%_c%d : index", n);
-	em_ln(b, ind, "%%_owm = scf.for %%_r = %%_c0 to %%_rp step %%_c%d iter_args(%%_ot = %s) -> (%s) {", n, init,
-	    st);
-	pass(b, arg, n);
-	em_ln(b, ind, "}");
-	em_ln(b, ind, "%s = scf.for %%_r = %%_rp to %%R step %%_c1 iter_args(%%_ot = %%_owm) -> (%s) {", res, st);
-	pass(b, arg, 1);
-	em_ln(b, ind, "}");
-}
-
-/* The body of a product over the tiles (or chunks) of nw W_i in one
- * scf.forall: an scf.if chain on the tile index iv that runs W_i's body
- * (body(b, i, arg), which leaves the tile's y in %_ow of type st) for the
- * tiles below W_{i+1}'s first, first[i + 1].  The tile's y is %_yi0, or
- * %_ow for one W. */
-const char *
-em_tile_chain(struct llm_buf *b, const char *iv, int nw, const int64_t *first, const char *st,
-    void (*body)(struct llm_buf *, int, void *), void *arg)
-{
-	for (int i = 0; i < nw; i++) {
-		if (i + 1 < nw) {
-			em_ln(b, 6, "%%_te%d = arith.constant %" PRId64 " : index", i, first[i + 1]);
-			em_ln(b, 6, "%%_in%d = arith.cmpi ult, %s, %%_te%d : index", i, iv, i);
-			em_ln(b, 6, "%%_yi%d = scf.if %%_in%d -> (%s) {", i, i, st);
-		}
-		body(b, i, arg);
-		if (i + 1 < nw) {
-			em_ln(b, 6, "scf.yield %%_ow : %s", st);
-			em_ln(b, 6, "} else {");
-		}
-	}
-	for (int i = nw - 2; i >= 0; i--) {
-		em_ln(b, 6, "scf.yield %s : %s", i == nw - 2 ? "%_ow" : em_fmt("%%_yi%d", i + 1), st);
-		em_ln(b, 6, "}");
-	}
-	return nw > 1 ? "%_yi0" : "%_ow";
-}
-
-/* y_i, i < nw: the slices of n[i] columns of the products' y [R, N] (of
- * type yt), one after the other; y itself for one. */
-void
-em_split_y(struct em *e, const char *ya, const char *yt, struct rows rw, int nw, const int64_t *n, const char **y)
-{
-	int64_t off = 0;
-	for (int i = 0; i < nw; off += n[i], i++) {
-		if (nw == 1) {
-			y[i] = ya;
-			break;
-		}
-		y[i] = em_val(e, "ys");
-		em_top(e, y[i],
-		    em_fmt("tensor.extract_slice %s[0, %" PRId64 "] [%s, %" PRId64 "] [1, 1]", ya, off,
-			rw.dyn[0] ? "%R" : "1", n[i]),
-		    em_fmt(": %s to %s", yt, em_tensor2(rw, n[i], "f32")));
-	}
-}
-
 /* tile_chain's body for qdot: W_i's tile */
 struct qtiles {
 	struct qd *d;
@@ -1049,7 +760,7 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 			.ts = em_tensor2(rw, k / 4, "i32"),
 			.tb = em_tensor2(rw, k / 32, "f32"),
 			.st = st};
-		struct qparts qi = qinfo(pt[i]);
+		struct qparts qi = em_qinfo(pt[i]);
 		d[i].pairs = qi.G == 16 || qi.four;
 		d[i].na = d[i].pairs ? 4 : 8;
 		/* the codes as 64-byte pieces: [nt, ng, na / 2, 64] */
@@ -1063,7 +774,7 @@ em_qdot(struct em *e, const char *x, struct rows rw, int nw, const struct llm_pl
 	const char *yt = em_tensor2(rw, nall, "f32"), *init = em_val(e, "qi"), *ya = em_val(e, "qd");
 	const char *R = rw.dyn[0] ? "%R" : "1", *v8 = "vector<8xf32>", *i16 = "vector<16xi32>", *b64 = "vector<64xi8>";
 	em_top(e, init, em_fmt("tensor.empty(%s)", rw.dyn), em_fmt(": %s", yt));
-	e->qdot = 1;
+	e->kernels |= 1u << LLM_KERNEL_QDOT_I8 | 1u << LLM_KERNEL_QDOT_U7;
 
 	/* prefill: beside the row passes, the tile products, the tuning
 	 * table choosing (a tunable constant that llm-lower sets, and the

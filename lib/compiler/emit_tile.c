@@ -9,34 +9,6 @@
 
 #include "emit_int.h"
 
-/* The choice between a product's tile form (text tt, which yields the
- * result) and its row passes, which the caller writes next, yielding
- * their result (em_tiles_close): an scf.execute_region res of type ty
- * holding the tunable constant param (tune.h) and an scf.index_switch on
- * it, which the lowering folds. */
-void
-em_tiles_open(struct llm_buf *b, const char *res, const char *ty, const char *param, const char *tt)
-{
-	em_ln(b, 4, "%s = scf.execute_region -> (%s) {", res, ty);
-	em_ln(b, 6, "%%_tiles = arith.constant {llm.tune = \"%s\", llm.tune_unit = 1 : i64} 0 : index", param);
-	em_ln(b, 6, "%%_sw = scf.index_switch %%_tiles -> %s", ty);
-	em_ln(b, 6, "case 1 {");
-	llm_buf_puts(b, tt);
-	em_ln(b, 6, "}");
-	em_ln(b, 6, "default {");
-}
-
-/* The row passes' result rows yielded, and the region closed with the
- * product's attributes. */
-void
-em_tiles_close(struct em *e, struct llm_buf *b, const char *rows, const char *ty)
-{
-	em_ln(b, 6, "scf.yield %s : %s", rows, ty);
-	em_ln(b, 6, "}");
-	em_ln(b, 6, "scf.yield %%_sw : %s", ty);
-	em_ln(b, 4, "} {%s}", em_attrs(e));
-}
-
 /* The tile form's scf.forall over nt tiles of w columns of y (type yt,
  * from init), each tile's y (type st: [R, w]) made by body through
  * em_tile_chain; first the tile-wide constants pre (may be NULL). */
@@ -280,7 +252,7 @@ em_qtile(struct em *e, const struct qact *a, struct rows rw, int nw, const struc
 		w[i].bias = b_name[i] ? em_wview_as(e, b_name[i], em_fmt("%" PRId64 "x", w[i].n), &w[i].bt) : NULL;
 		mins |= w[i].q.mins != NULL;
 	}
-	e->qtile = 1;
+	e->kernels |= 1u << LLM_KERNEL_QTILE_I8;
 	struct tctx c = {.w = w, .st = em_fmt("tensor<%sx8xf32>", rw.t)};
 	struct llm_buf b = {0};
 	static const int consts[] = {0, 1, 4, 8, 16, 32};
@@ -453,7 +425,7 @@ em_btile(struct em *e, const char *x, struct rows rw, int nw, const struct llm_p
 		first[i] = nt;
 		nt += n / 16;
 	}
-	e->btile = 1;
+	e->kernels |= 1u << LLM_KERNEL_QTILE_BF16;
 	struct bctx c = {.w = w,
 		.ng = k / 32,
 		.st = em_fmt("tensor<%sx16xf32>", rw.t),

@@ -13,24 +13,13 @@
 #include "../formats/phase.h"
 #include "../base/spawn.h"
 #include "../formats/target.h"
+#include "kernels.h"
 #include "tune.h"
 
 /* The temporary directory of the running lowering, removed by a signal's
  * cleanup (llm_atsignal) unless it is to be kept.  Paths are built before
  * any tool runs, so the cleanup only calls unlink and rmdir. */
 #define NTMPFILE 8
-/* The families of dot-product kernels a module may declare (a line that
- * starts with the prefix, without a body) and the target's form of each
- * (prepare_input). */
-static const struct {
-	const char *decl;
-	const char *(*form)(const struct llm_target *);
-} kernel_families[] = {
-	{"llvm.func @llm_qdot_", llm_target_kernels},
-	{"llvm.func @llm_bdot(", llm_target_bf16_kernels},
-	{"llvm.func @llm_qtile_", llm_target_tile_kernels},
-};
-#define NFAMILY (sizeof(kernel_families) / sizeof(kernel_families[0]))
 static char *volatile tmpdir;
 static char *volatile tmpfiles[NTMPFILE];
 
@@ -560,18 +549,18 @@ target_of(const struct llm_lower *l, struct tgt *tg)
  * a module that needs neither step is read as it is):
  * - its tunable constants (tune.h) set from the tuning table's entry for
  *   the target's CPU;
- * - the dot-product kernels it declares (lines "llvm.func @llm_qdot_...(...)"
- *   or "llvm.func @llm_bdot(...)" without a body: ir.txt "Kernels")
- *   defined in the target's form of each family,
- *   share/llm/kernels/<form>.mlir (llm_target_kernels,
- *   llm_target_bf16_kernels): the declarations are dropped and the forms'
- *   definitions go in before the module's closing brace. */
+ * - the kernels it declares (lines that start with a family's prefix of
+ *   kernels.h, "llvm.func @llm_qdot_...(...)" and the others, without a
+ *   body: ir.txt "Kernels") defined in the target's form of each family,
+ *   share/llm/kernels/<form>.mlir (the family's form function of
+ *   kernels.h): the declarations are dropped and the forms' definitions go
+ *   in before the module's closing brace, in the families' order. */
 static int
 prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 {
 	char *text = NULL, *end;
 	struct llm_buf b = {0}, tuned = {0};
-	size_t n, ndecl[NFAMILY] = {0}, nall = 0, ntuned = 0;
+	size_t n, ndecl[LLM_NKFAMILY] = {0}, nall = 0, ntuned = 0;
 	int rc = -1;
 	if (llm_read_file(w->in, &text, &n) < 0)
 		return -1;
@@ -606,9 +595,10 @@ prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 			next = next ? next + 1 : end;
 			const char *p = line + strspn(line, " \t");
 			size_t f = 0;
-			while (f < NFAMILY && strncmp(p, kernel_families[f].decl, strlen(kernel_families[f].decl)) != 0)
+			while (f < LLM_NKFAMILY &&
+			    strncmp(p, llm_kernel_families[f].decl, strlen(llm_kernel_families[f].decl)) != 0)
 				f++;
-			if (f < NFAMILY && !memchr(p, '{', (size_t)(next - p))) {
+			if (f < LLM_NKFAMILY && !memchr(p, '{', (size_t)(next - p))) {
 				ndecl[f]++;
 				nall++;
 			} else {
@@ -621,10 +611,10 @@ prepare_input(const struct llm_lower *l, struct work *w, struct tgt *tg)
 	}
 	if (nall && target_of(l, tg) < 0)
 		goto out;
-	for (size_t f = 0; f < NFAMILY; f++) {
+	for (size_t f = 0; f < LLM_NKFAMILY; f++) {
 		if (!ndecl[f])
 			continue;
-		const char *form = kernel_families[f].form(&tg->t);
+		const char *form = llm_kernel_families[f].form(&tg->t);
 		char *ktext = NULL, *kpath = llm_xasprintf("%s/kernels/%s.mlir", l->share, form);
 		int r = llm_read_file(kpath, &ktext, NULL);
 		if (r == 0)
