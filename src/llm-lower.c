@@ -40,7 +40,7 @@ static const char help_text[] =
     "  --features list      llc -mattr features, e.g. +avx2,+fma (on RISC-V after +m,+a,+f,+d,+c,+v: +zvfbfmin, -v)\n"
     "  --target triple      cross-compile, e.g. riscv64-linux-gnu\n"
     "  --tuning file        the kernel parameters measured per CPU (default: share/llm/tuning.json)\n"
-    "  --no-cache           neither read nor fill the object cache (~/.cache/llm-lower)\n"
+    "  --no-cache           neither read nor fill the object cache (~/.cache/llm/objects)\n"
     "  -s                   keep the intermediate files even on success, and say where\n"
     "  -v                   echo each command and its time\n"
     "  -h                   print the usage\n"
@@ -169,17 +169,13 @@ main(int argc, char **argv)
 	l.llc = llc;
 	l.objcopy = objcopy;
 	l.clang = clang;
-	/* The object cache: --no-cache, else LLM_CACHE_DIR ("" disables it),
-	 * else $XDG_CACHE_HOME/llm-lower, else ~/.cache/llm-lower. */
-	char *cachedir = NULL;
-	if (!nocache) {
-		const char *e;
-		if ((e = getenv("LLM_CACHE_DIR")))
-			cachedir = *e ? llm_xstrdup(e) : NULL;
-		else if ((e = getenv("XDG_CACHE_HOME")) && *e)
-			cachedir = llm_path_join(e, "llm-lower");
-		else if ((e = getenv("HOME")) && *e)
-			cachedir = llm_path_join(e, ".cache/llm-lower");
+	/* The object cache: none under --no-cache or an empty LLM_CACHE_DIR,
+	 * else the toolchain's cache's objects/ (llm_cache_root). */
+	char *cachedir = NULL, *root;
+	const char *e = getenv("LLM_CACHE_DIR");
+	if (!nocache && (!e || *e) && (root = llm_cache_root())) {
+		cachedir = llm_path_join(root, LLM_CACHE_OBJECTS);
+		free(root);
 	}
 	l.cache = cachedir;
 	char *share = llm_share_dir(LLM_SHAREDIR);

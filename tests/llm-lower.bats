@@ -198,6 +198,19 @@ check_numbers() {
 	[ -s .d.o.lower.*/d.ll ]
 }
 
+@test "the object cache is the toolchain's cache's objects/: LLM_CACHE_DIR, else XDG_CACHE_HOME/llm, else ~/.cache/llm; empty LLM_CACHE_DIR, none (issue 63)" {
+	cd "$BATS_TEST_TMPDIR"
+	env -u LLM_CACHE_DIR XDG_CACHE_HOME="$PWD/xdg" llm-lower -o a.o "$F/decode.mlir"
+	[ "$(ls xdg/llm/objects | wc -l)" = 1 ]
+	env -u LLM_CACHE_DIR -u XDG_CACHE_HOME HOME="$PWD/home" llm-lower -o b.o "$F/decode.mlir"
+	[ "$(ls home/.cache/llm/objects | wc -l)" = 1 ]
+	LLM_CACHE_DIR=$PWD/c llm-lower -o c.o "$F/decode.mlir"
+	[ "$(ls c/objects | wc -l)" = 1 ]
+	env LLM_CACHE_DIR= HOME="$PWD/home2" llm-lower -o d.o "$F/decode.mlir"
+	[ ! -e home2 ]
+	cmp a.o b.o && cmp a.o c.o && cmp a.o d.o
+}
+
 @test "a second identical lowering comes from the cache, byte for byte" {
 	export LLM_CACHE_DIR="$BATS_TEST_TMPDIR/cache"
 	run -0 llm-lower -v -o "$BATS_TEST_TMPDIR/1.o" "$F/decode.mlir"
@@ -294,7 +307,7 @@ check_numbers() {
 	# gives two objects
 	LLM_CACHE_DIR=$PWD/c llm-lower --cpu znver4 -o a.o "$F/decode.mlir"
 	LLM_CACHE_DIR=$PWD/c llm-lower --cpu x86-64-v3 -o b.o "$F/decode.mlir"
-	[ "$(ls c | wc -l)" = 2 ]
+	[ "$(ls c/objects | wc -l)" = 2 ]
 }
 
 @test "the int8 kernels a module declares are defined in the target's form, and every form sums exactly" {

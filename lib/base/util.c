@@ -812,3 +812,17 @@ llm_progress_end(struct llm_progress *p)
 		fputs("\r\033[K", stderr);
 	p->drawn = 0;
 }
+
+char *
+llm_cache_root(void)
+{
+	const char *e;
+	if ((e = getenv("LLM_CACHE_DIR")) && *e)
+		return llm_xstrdup(e);
+	if ((e = getenv("XDG_CACHE_HOME")) && *e)
+		return llm_path_join(e, "llm");
+	if ((e = getenv("HOME")) && *e)
+		return llm_xasprintf("%s/.cache/llm", e);
+	llm_seterr("no cache directory: set HOME, XDG_CACHE_HOME or LLM_CACHE_DIR");
+	return NULL;
+}

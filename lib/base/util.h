@@ -170,4 +170,12 @@ void llm_progress_show(struct llm_progress *p, const char *label, uint64_t done,
     __attribute__((format(printf, 5, 6)));
 void llm_progress_end(struct llm_progress *p);
 
+/* The toolchain's cache directory: $LLM_CACHE_DIR (set and not empty),
+ * else $XDG_CACHE_HOME/llm, else ~/.cache/llm.  It holds models/
+ * (llm-run's and llm-serve's compiled models) and objects/ (llm-lower's
+ * objects).  A new string, or NULL with llm_errmsg when there is none. */
+char *llm_cache_root(void);
+#define LLM_CACHE_MODELS "models"
+#define LLM_CACHE_OBJECTS "objects"
+
 #endif

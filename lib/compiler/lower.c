@@ -356,26 +356,6 @@ key_tool(uint64_t h[2], const char *tool)
 	free(path);
 }
 
-/* The lines of /proc/cpuinfo that -mcpu=native depends on. */
-static void
-key_host_cpu(uint64_t h[2])
-{
-	char *info;
-	if (llm_read_file("/proc/cpuinfo", &info, NULL) < 0)
-		return;
-	for (char *line = info, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0) {
-			key_str(h, line);
-			if (strncmp(line, "flags", 5) == 0)
-				break;
-		}
-	}
-	free(info);
-}
-
 static int
 copy_file(const char *from, const char *to)
 {
@@ -413,6 +393,7 @@ static char *
 cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 {
 	uint64_t h[2] = {LLM_FNV_INIT, LLM_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
+	char id[16384];
 	key_str(h, "llm-lower cache 2"); /* 2: objects carry .llm.target */
 	key_file(h, l->input);
 	for (size_t i = 0; i < passes->n; i++) {
@@ -433,7 +414,7 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 	key_str(h, l->cpu ? l->cpu : "native");
 	key_str(h, l->features ? l->features : "");
 	if (!l->triple && !l->cpu)
-		key_host_cpu(h);
+		key_str(h, llm_host_id(id, sizeof(id)));
 	key_tool(h, l->mlir_opt);
 	key_tool(h, l->mlir_translate);
 	key_tool(h, l->llc);

@@ -597,3 +597,25 @@ llm_elf_dynsym(const void *data, size_t n, const char *name)
 	}
 	return 0;
 }
+
+char *
+llm_host_id(char *buf, size_t n)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[8192];
+	size_t len = 0;
+	int seen = 0;
+
+	buf[0] = 0;
+	while (f && seen < 2 && fgets(line, sizeof(line), f))
+		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0 ||
+		    strncmp(line, "isa", 3) == 0) {
+			len += (size_t)snprintf(buf + len, n - len, "%s", line);
+			if (len >= n)
+				len = n - 1;
+			seen++;
+		}
+	if (f)
+		fclose(f);
+	return buf;
+}

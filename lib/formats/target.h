@@ -126,4 +126,10 @@ int llm_elf_machine(const void *p, size_t n);
  * if not, -1 (llm_errmsg) if p is not an ELF64 little-endian object. */
 int llm_elf_dynsym(const void *p, size_t n, const char *name);
 
+/* The host CPU as cache keys know it, into buf (n bytes, cut there): the
+ * first two of the "model name", "flags" and "isa" (RISC-V) lines of
+ * /proc/cpuinfo (the first CPU's), newlines kept; "" without /proc.  What
+ * -mcpu=native and a build for this host depend on.  Returns buf. */
+char *llm_host_id(char *buf, size_t n);
+
 #endif

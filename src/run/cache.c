@@ -39,6 +39,7 @@
 #include "../../lib/base/hash.h"
 #include "../../lib/base/spawn.h"
 #include "../../lib/formats/model.h"
+#include "../../lib/formats/target.h"
 #include "../../lib/base/util.h"
 #include "cache.h"
 
@@ -51,17 +52,10 @@
 static char *
 cache_root_of(const struct run_cache *c)
 {
-	const char *e;
-	if (c->dir)
-		return llm_xstrdup(c->dir);
-	if ((e = getenv("LLM_CACHE_DIR")) && *e)
-		return llm_xstrdup(e);
-	if ((e = getenv("XDG_CACHE_HOME")) && *e)
-		return llm_path_join(e, "llm");
-	if ((e = getenv("HOME")) && *e)
-		return llm_xasprintf("%s/.cache/llm", e);
-	llm_fatal("no cache directory: set HOME, XDG_CACHE_HOME or LLM_CACHE_DIR, or give --cache-dir "
-		  "(or --no-cache)");
+	char *r = c->dir ? llm_xstrdup(c->dir) : llm_cache_root();
+	if (!r)
+		llm_fatal("%s, or give --cache-dir (or --no-cache)", llm_errmsg());
+	return r;
 }
 
 /* The cache's root: the option, else the environment's; absolute (the
@@ -160,31 +154,15 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The CPU's model name and flags lines of /proc/cpuinfo (first CPU). */
-static uint64_t
-hash_cpu(uint64_t h)
-{
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	char line[8192];
-	int seen = 0;
-	while (f && seen < 2 && fgets(line, sizeof(line), f))
-		if (strncmp(line, "model name", 10) == 0 || strncmp(line, "flags", 5) == 0 ||
-		    strncmp(line, "isa", 3) == 0) {
-			h = llm_fnv1a(h, line, strlen(line));
-			seen++;
-		}
-	if (f)
-		fclose(f);
-	return h;
-}
-
 static uint64_t
 source_key(const char *path, int kind, const char *flags)
 {
 	/* (the text names llm-run, the first user: a new text would orphan
 	 * every entry) */
 	uint64_t h = llm_fnv1a(LLM_FNV_INIT, "llm-run cache 1 " LLM_VERSION, strlen("llm-run cache 1 " LLM_VERSION));
-	h = hash_cpu(h);
+	char id[16384];
+	llm_host_id(id, sizeof(id));
+	h = llm_fnv1a(h, id, strlen(id));
 	if (flags && *flags) /* a variant (the default build's key has none) */
 		h = llm_fnv1a(h, flags, strlen(flags) + 1);
 	if (kind == 1)
@@ -277,6 +255,14 @@ build(const char *src, const char *out, const struct run_cache *c)
 	llm_argv_addf(&av, "OUT=%s", out);
 	if (c->import_flags && *c->import_flags)
 		llm_argv_addf(&av, "IMPORT_FLAGS=%s", c->import_flags);
+	/* llm-lower's objects beside the models, in --cache-dir's objects/
+	 * (an empty LLM_CACHE_DIR, no object cache, stays so) */
+	const char *e = getenv("LLM_CACHE_DIR");
+	if (c->dir && (!e || *e)) {
+		char *root = cache_root(c);
+		setenv("LLM_CACHE_DIR", root, 1);
+		free(root);
+	}
 	/* a make of its own, not of a make this run may be part of */
 	unsetenv("MAKEFLAGS");
 	unsetenv("MFLAGS");
@@ -390,7 +376,7 @@ run_cache_model(const char *src, const struct run_cache *c)
 		free(out);
 		return bundle;
 	}
-	char *root = cache_root(c), *models = llm_path_join(root, "models"), hex[17];
+	char *root = cache_root(c), *models = llm_path_join(root, LLM_CACHE_MODELS), hex[17];
 	llm_hex64(source_key(src, kind, c->import_flags), hex);
 	char *entry = llm_path_join(models, hex), *bundle = llm_path_join(entry, "model.llm");
 	if (llm_file_exists(bundle))
@@ -493,10 +479,30 @@ add_size(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 	return 0;
 }
 
+/* --prune-cache's part of llm-lower's object cache: every object (one
+ * being written then fails to be cached, which only costs a later
+ * lowering). */
+static void
+prune_objects(const char *root)
+{
+	char *dir = llm_path_join(root, LLM_CACHE_OBJECTS);
+	DIR *d = opendir(dir);
+	int n = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *p = llm_path_join(dir, e->d_name);
+		n += unlink(p) == 0; /* (not ".", "..": directories) */
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	fprintf(stderr, "%s: %s: %d removed\n", llm_prog, dir, n);
+	free(dir);
+}
+
 void
 run_cache_list(const struct run_cache *c, int prune)
 {
-	char *root = cache_root(c), *models = llm_path_join(root, "models");
+	char *root = cache_root(c), *models = llm_path_join(root, LLM_CACHE_MODELS);
 	DIR *d = opendir(models);
 	int n = 0;
 
@@ -550,9 +556,10 @@ run_cache_list(const struct run_cache *c, int prune)
 	}
 	if (d)
 		closedir(d);
-	if (prune)
+	if (prune) {
 		fprintf(stderr, "%s: %s: %d removed\n", llm_prog, models, n);
-	else if (!n)
+		prune_objects(root);
+	} else if (!n)
 		fprintf(stderr, "%s: %s: no compiled models\n", llm_prog, models);
 	free(models);
 	free(root);
