@@ -30,10 +30,8 @@
 #include "../lib/base/spawn.h"
 #include "../lib/formats/target.h"
 #include "../lib/base/util.h"
-#include "../lib/compiler/ir/verifypart.h"
+#include "../lib/formats/phase.h"
 
-/* The LLVM release whose runtime helpers are linked in. */
-#define LLM_LLVM_MAJOR 22
 #include "../lib/formats/weights.h"
 
 #define TIMEOUT 600.0
@@ -249,107 +247,96 @@ static const char help_text[] = "  -o bundle            write the bundle there (
 				"  -h                   print the usage\n"
 				"  --help, --version    print this help, or the version\n";
 
-int
-main(int argc, char **argv)
-{
-	enum { OPT_SYSROOT = 256 };
-	static const struct option longopts[] = {LLM_STD_LONGOPTS, {"sysroot", required_argument, NULL, OPT_SYSROOT},
-		{NULL, 0, NULL, 0}};
-	const char *outdir, *bundle = NULL, *env, *sysroot = NULL;
-	int verbose = 0, ch;
-
-	argv[0] = (char *)llm_setprog(argv[0]);
-	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
-		case 'o':
-			bundle = optarg;
-			break;
-		case 'v':
-			verbose = 1;
-			break;
-		case OPT_SYSROOT:
-			sysroot = optarg;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (argc - optind < 1)
-		usage();
-	outdir = argv[optind];
-
+/* One link: the build directory, what it is checked to hold, the
+ * objects and their target, the outputs. */
+struct link {
+	const char *outdir, *bundle, *sysroot;
+	int verbose;
 	struct llm_model m;
-	char *mpath = llm_path_join(outdir, "model.json");
-	if (llm_model_load(&m, mpath) < 0)
-		llm_fatal("%s", llm_errmsg());
-	/* The weights must be of the same plan, the tokenizer files there:
-	 * checked first, so that nothing is written for a bad directory.
-	 * They are the directory's weights.bin, or, once pipelines/model.mk
-	 * has moved it into the bundle, the bundle's (bundle.h). */
-	if (strchr(m.weights_file, '/'))
-		llm_fatal("%s: weights.file '%s' is not a plain name", mpath, m.weights_file);
+	char *mpath, *jpath, *objdir;
 	struct llm_bundle db;
+	const struct llm_member *wm; /* weights.bin, in outdir or its bundle */
+	struct llm_bundle_src *src;  /* the bundle's members */
+	size_t ns;
+	char *tjson, *triple; /* the objects' target (NULL: none recorded) */
+	const char *tfrom;    /* the object it was read from */
+	int foreign;          /* objects of another architecture */
+	char *bpath, *bdir, *tpath, *libpath, *liblabel;
+	const char *bbase;
+	struct llm_out tout, lib;
+};
+
+/* The weights must be of the same plan, the tokenizer files there:
+ * checked first, so that nothing is written for a bad directory.  They
+ * are the directory's weights.bin, or, once pipelines/model.mk has moved
+ * it into the bundle, the bundle's (bundle.h); and what weights.json says
+ * they are: every tensor's checksum (a full read), so that the bundle
+ * carries checked weights. */
+static void
+check_build(struct link *k)
+{
+	struct llm_model *m = &k->m;
 	struct llm_bundle_map wmap;
 	struct llm_weights w;
-	const struct llm_member *wm;
-	if (llm_bundle_open(&db, outdir) < 0 || !(wm = llm_bundle_get(&db, m.weights_file)) ||
-	    llm_bundle_map(&db, wm, &wmap) < 0 || llm_weights_view(&w, wmap.p, wmap.len, wm->label, &m) < 0)
-		llm_fatal("%s", llm_errmsg());
-	/* ... and what weights.json says they are: every tensor's checksum
-	 * (a full read), so that the bundle carries checked weights. */
 	struct llm_weights_manifest wj;
-	char *jpath = llm_path_join(outdir, LLM_WEIGHTS_JSON);
-	if (llm_weights_manifest_load(&wj, jpath) < 0 || llm_weights_verify(&w, &wj) < 0)
+
+	k->mpath = llm_path_join(k->outdir, "model.json");
+	if (llm_model_load(m, k->mpath) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (strchr(m->weights_file, '/'))
+		llm_fatal("%s: weights.file '%s' is not a plain name", k->mpath, m->weights_file);
+	if (llm_bundle_open(&k->db, k->outdir) < 0 || !(k->wm = llm_bundle_get(&k->db, m->weights_file)) ||
+	    llm_bundle_map(&k->db, k->wm, &wmap) < 0 || llm_weights_view(&w, wmap.p, wmap.len, k->wm->label, m) < 0)
+		llm_fatal("%s", llm_errmsg());
+	k->jpath = llm_path_join(k->outdir, LLM_WEIGHTS_JSON);
+	if (llm_weights_manifest_load(&wj, k->jpath) < 0 || llm_weights_verify(&w, &wj) < 0)
 		llm_fatal("%s", llm_errmsg());
 	llm_weights_manifest_free(&wj);
 	llm_weights_close(&w);
 	llm_bundle_unmap(&wmap);
-	struct llm_bundle_src *src = llm_xcalloc(m.ntokenizer_files + 5, sizeof(*src));
-	size_t ns = 0;
-	src[ns++] = (struct llm_bundle_src){"model.json", mpath, 0, 0, 0};
-	for (size_t i = 0; i < m.ntokenizer_files; i++) {
-		const char *t = m.tokenizer_files[i];
+	k->src = llm_xcalloc(m->ntokenizer_files + 5, sizeof(*k->src));
+	k->src[k->ns++] = (struct llm_bundle_src){"model.json", k->mpath, 0, 0, 0};
+	for (size_t i = 0; i < m->ntokenizer_files; i++) {
+		const char *t = m->tokenizer_files[i];
 		struct stat st;
 		if (strchr(t, '/') || strcmp(t, "model.json") == 0 || strcmp(t, "libmodel.so") == 0 ||
-		    strcmp(t, m.weights_file) == 0 || strcmp(t, LLM_WEIGHTS_JSON) == 0 || t[0] == '.')
-			llm_fatal("%s: tokenizer file '%s' is not a plain name", mpath, t);
-		src[ns] = (struct llm_bundle_src){t, llm_path_join(outdir, t), 0, 0, 0};
-		if (stat(src[ns].path, &st) < 0)
-			llm_fatal("%s:", src[ns].path);
+		    strcmp(t, m->weights_file) == 0 || strcmp(t, LLM_WEIGHTS_JSON) == 0 || t[0] == '.')
+			llm_fatal("%s: tokenizer file '%s' is not a plain name", k->mpath, t);
+		k->src[k->ns] = (struct llm_bundle_src){t, llm_path_join(k->outdir, t), 0, 0, 0};
+		if (stat(k->src[k->ns].path, &st) < 0)
+			llm_fatal("%s:", k->src[k->ns].path);
 		if (!S_ISREG(st.st_mode))
-			llm_fatal("%s: not a regular file", src[ns].path);
-		ns++;
+			llm_fatal("%s: not a regular file", k->src[k->ns].path);
+		k->ns++;
 	}
+}
 
-	/* The objects named on the command line (a build that knows them,
-	 * such as pipelines/model.mk), else those of the partition set in
-	 * parts/, else every one under obj/ (phases lowered whole). */
-	char *objdir = llm_path_join(outdir, "obj");
-	char *ppath = llm_path_join(outdir, "parts/partition.json");
-	for (int i = optind + 1; i < argc; i++)
-		add_obj(argv[i]);
-	if (argc - optind == 1 && llm_file_exists(ppath))
-		partition_objs(ppath, objdir);
-	else if (argc - optind == 1 && nftw(objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
-		llm_fatal("%s:", objdir);
+/* The objects named on the command line (a build that knows them, such
+ * as pipelines/model.mk), else those of the partition set in parts/,
+ * else every one under obj/ (phases lowered whole). */
+static void
+gather_objects(struct link *k, char **names, int n)
+{
+	char *ppath = llm_path_join(k->outdir, "parts/partition.json");
+	k->objdir = llm_path_join(k->outdir, "obj");
+	for (int i = 0; i < n; i++)
+		add_obj(names[i]);
+	if (n == 0 && llm_file_exists(ppath))
+		partition_objs(ppath, k->objdir);
+	else if (n == 0 && nftw(k->objdir, collect, 16, FTW_PHYS | FTW_ACTIONRETVAL) != 0)
+		llm_fatal("%s:", k->objdir);
 	free(ppath);
 	if (nobjs == 0)
-		llm_fatal("%s: no object files", objdir);
+		llm_fatal("%s: no object files", k->objdir);
 	qsort(objs, nobjs, sizeof(*objs), cmp_str);
+}
 
-	/* The target of the objects (llm-lower's section .llm.target): one
-	 * for all, recorded in the bundle for llm-run to check (target.h).
-	 * Objects without it (not from llm-lower) give a bundle without. */
-	char *tjson = NULL, *triple = NULL;
-	const char *tfrom = NULL;
+/* The target of the objects (llm-lower's section .llm.target): one for
+ * all, recorded in the bundle for llm-run to check (target.h).  Objects
+ * without it (not from llm-lower) give a bundle without. */
+static void
+objects_target(struct link *k)
+{
 	size_t nwithout = 0;
 	struct llm_target tfirst = {0};
 	for (size_t i = 0; i < nobjs; i++) {
@@ -363,9 +350,9 @@ main(int argc, char **argv)
 			llm_fatal("%s: %s", objs[i], llm_errmsg());
 		if (!found) {
 			nwithout++;
-			if (tfrom)
+			if (k->tfrom)
 				llm_fatal("%s: no %s section (not from llm-lower?), where %s is for %s (%s)", objs[i],
-				    LLM_TARGET_SECTION, tfrom, tfirst.cpu, tfirst.triple);
+				    LLM_TARGET_SECTION, k->tfrom, tfirst.cpu, tfirst.triple);
 		} else {
 			struct llm_target t;
 			if (llm_target_parse(sec, slen, objs[i], &t) < 0)
@@ -373,159 +360,221 @@ main(int argc, char **argv)
 			if (nwithout)
 				llm_fatal("%s: for %s (%s), where other objects have no %s section", objs[i], t.cpu,
 				    t.triple, LLM_TARGET_SECTION);
-			if (!tfrom) {
+			if (!k->tfrom) {
 				tfirst = t;
-				tfrom = objs[i];
-				tjson = llm_xstrndup(sec, slen);
+				k->tfrom = objs[i];
+				k->tjson = llm_xstrndup(sec, slen);
 			} else {
 				if (!llm_target_equal(&t, &tfirst))
 					llm_fatal("%s: built for %s (%s), %s for %s (%s): lower them for one target",
-					    objs[i], t.cpu, t.triple, tfrom, tfirst.cpu, tfirst.triple);
+					    objs[i], t.cpu, t.triple, k->tfrom, tfirst.cpu, tfirst.triple);
 				llm_target_free(&t);
 			}
 		}
 		llm_unmap(&om);
 	}
-	if (tfrom)
-		triple = llm_xstrdup(tfirst.triple);
+	if (k->tfrom)
+		k->triple = llm_xstrdup(tfirst.triple);
 	llm_target_free(&tfirst);
-	/* Objects of another architecture (a cross target) are linked by
-	 * clang and lld against the target's sysroot, and checked by reading
-	 * the library (they cannot be loaded here). */
-	int foreign = triple && llm_target_foreign(triple);
-	if (foreign && llm_model_ranks(&m) > 1)
+}
+
+/* Objects of another architecture (a cross target) are linked by clang
+ * and lld against the target's sysroot, and checked by reading the
+ * library (they cannot be loaded here). */
+static void
+resolve_sysroot(struct link *k)
+{
+	const char *triple = k->triple;
+	k->foreign = triple && llm_target_foreign(triple);
+	if (k->foreign && llm_model_ranks(&k->m) > 1)
 		llm_fatal("%s: %" PRId64 " ranks: a model split over MPI ranks is linked for this machine only (the "
 			  "sysroot of %s has no MPI library)",
-		    mpath, llm_model_ranks(&m), triple);
-	if (!foreign && sysroot)
-		llm_fatal("%s: --sysroot: the objects are for this machine (%s)", sysroot,
+		    k->mpath, llm_model_ranks(&k->m), triple);
+	if (!k->foreign && k->sysroot)
+		llm_fatal("%s: --sysroot: the objects are for this machine (%s)", k->sysroot,
 		    triple ? triple : "no target");
-	if (foreign && !sysroot && !((sysroot = getenv("LLM_SYSROOT")) && *sysroot) &&
-	    !(sysroot = llm_target_sysroot(triple)))
+	if (k->foreign && !k->sysroot && !((k->sysroot = getenv("LLM_SYSROOT")) && *k->sysroot) &&
+	    !(k->sysroot = llm_target_sysroot(triple)))
 		llm_fatal("%s: built for %s: linking it needs that target's sysroot: --sysroot dir "
 			  "(./configure --target %.*s makes one)",
-		    tfrom, triple, (int)strcspn(triple, "-"), triple);
-	/* With -o, libmodel.so and target.json exist only inside the bundle:
-	 * temporaries beside it, named bundle(member) in messages, and outdir
-	 * is not written.  Else they are outdir's files too. */
-	char *bpath = bundle ? llm_xstrdup(bundle) : llm_path_join(outdir, "model.llm");
+		    k->tfrom, triple, (int)strcspn(triple, "-"), triple);
+}
+
+/* With -o, libmodel.so and target.json exist only inside the bundle:
+ * temporaries beside it, named bundle(member) in messages, and outdir is
+ * not written.  Else they are outdir's files too. */
+static void
+place_outputs(struct link *k)
+{
+	k->bpath = k->bundle ? llm_xstrdup(k->bundle) : llm_path_join(k->outdir, "model.llm");
 	/* its directory, with a slash: dlopen takes a name without one from
 	 * its search path */
-	const char *bbase = strrchr(bpath, '/') ? strrchr(bpath, '/') + 1 : bpath;
-	char *bdir = bbase > bpath ? llm_xstrndup(bpath, (size_t)(bbase - bpath)) : llm_xstrdup("./");
-	char *tpath = bundle ? llm_xasprintf("%s.%s.target.json", bdir, bbase) :
-			       llm_path_join(outdir, LLM_TARGET_MEMBER);
-	struct llm_out tout = {0};
-	if (tjson && bundle) {
-		if (llm_out_open(&tout, tpath) < 0 || fputs(tjson, tout.fp) == EOF || fflush(tout.fp) != 0)
-			llm_fatal("%s:", tpath);
-		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tout.tmp, 0, 0, 0};
-	} else if (tjson) {
-		if (llm_write_file(tpath, tjson, strlen(tjson)) < 0)
+	k->bbase = strrchr(k->bpath, '/') ? strrchr(k->bpath, '/') + 1 : k->bpath;
+	k->bdir = k->bbase > k->bpath ? llm_xstrndup(k->bpath, (size_t)(k->bbase - k->bpath)) : llm_xstrdup("./");
+	k->tpath = k->bundle ? llm_xasprintf("%s.%s.target.json", k->bdir, k->bbase) :
+			       llm_path_join(k->outdir, LLM_TARGET_MEMBER);
+	if (k->tjson && k->bundle) {
+		if (llm_out_open(&k->tout, k->tpath) < 0 || fputs(k->tjson, k->tout.fp) == EOF ||
+		    fflush(k->tout.fp) != 0)
+			llm_fatal("%s:", k->tpath);
+		k->src[k->ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, k->tout.tmp, 0, 0, 0};
+	} else if (k->tjson) {
+		if (llm_write_file(k->tpath, k->tjson, strlen(k->tjson)) < 0)
 			llm_fatal("%s", llm_errmsg());
-		src[ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, tpath, 0, 0, 0};
-	} else if (!bundle && unlink(tpath) < 0 && errno != ENOENT)
-		llm_fatal("%s:", tpath);
+		k->src[k->ns++] = (struct llm_bundle_src){LLM_TARGET_MEMBER, k->tpath, 0, 0, 0};
+	} else if (!k->bundle && unlink(k->tpath) < 0 && errno != ENOENT)
+		llm_fatal("%s:", k->tpath);
+	k->libpath = k->bundle ? llm_xasprintf("%s.%s.libmodel.so", k->bdir, k->bbase) :
+				 llm_path_join(k->outdir, "libmodel.so");
+	k->liblabel = k->bundle ? llm_xasprintf("%s(libmodel.so)", k->bpath) : llm_xstrdup(k->libpath);
+}
 
-	const char *bindir = llm_llvm_bindir();
-	char *libdir;
-	if ((env = getenv("LLVM_LIBDIR")) && *env)
-		libdir = llm_xstrdup(env);
-	else {
-		size_t n = strlen(bindir);
-		if (n >= 4 && strcmp(bindir + n - 4, "/bin") == 0)
-			libdir = llm_xasprintf("%.*s/lib", (int)(n - 4), bindir);
-		else
-			libdir = llm_xasprintf("%s/../lib", bindir);
+/* The link of this machine: cc, LLVM's OpenMP runtime and MLIR's C
+ * runner utilities beside its tools, MPI for a model split over ranks,
+ * and LLVM's own runtime helpers (bf16 truncation __truncsfbf2, which
+ * libgcc 12 lacks, for a bf16 KV cache): a static archive, linked last so
+ * that only what the objects call is taken. */
+static void
+native_link(struct llm_argv *l, const struct llm_model *m, const char *out)
+{
+	const char *cc = getenv("CC");
+	char *libdir = llm_llvm_libdir(), *runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
+	const char *rt = llm_target_builtins(NULL);
+	char *builtins = rt ? llm_llvm_builtins(libdir, rt) : NULL;
+
+	llm_argv_words(l, cc && *cc ? cc : "cc");
+	llm_argv_add(l, "-shared");
+	llm_argv_add(l, "-o");
+	llm_argv_add(l, out);
+	for (size_t i = 0; i < nobjs; i++)
+		llm_argv_add(l, objs[i]);
+	llm_argv_addf(l, "-L%s", libdir);
+	llm_argv_addf(l, "-Wl,-rpath,%s", libdir);
+	llm_argv_add(l, "-Wl,-z,defs");
+	if (llm_file_exists(runner)) {
+		/* memref.copy of strided memrefs calls memrefCopy. */
+		llm_argv_add(l, "-Wl,--as-needed");
+		llm_argv_add(l, "-lmlir_c_runner_utils");
+		llm_argv_add(l, "-Wl,--no-as-needed");
 	}
+	llm_argv_add(l, "-lomp");
+	llm_argv_add(l, "-lm");
+	if (llm_model_ranks(m) > 1) /* the mpi ops of a model split over ranks */
+		llm_argv_add(l, LLM_MPI_LIB);
+	if (builtins && llm_file_exists(builtins))
+		llm_argv_add(l, builtins);
+	free(builtins);
+	free(runner);
+	free(libdir);
+}
 
-	/* Link. */
-	char *libpath = bundle ? llm_xasprintf("%s.%s.libmodel.so", bdir, bbase) : llm_path_join(outdir, "libmodel.so");
-	char *liblabel = bundle ? llm_xasprintf("%s(libmodel.so)", bpath) : llm_xstrdup(libpath);
-	struct llm_out lib;
-	if (llm_out_open(&lib, libpath) < 0)
-		llm_fatal("%s", llm_errmsg());
-	if (!lib.tmp)
-		llm_fatal("%s: not a regular file (the linker writes a new one)", libpath);
+/* libmodel.so, linked and checked: its exports and plan. */
+static void
+link_library(struct link *k)
+{
 	struct llm_argv l = {0};
-	char *runner = NULL, *builtins = NULL;
-	if (foreign)
-		cross_link(&l, triple, sysroot, lib.tmp);
-	else {
-		const char *cc = getenv("CC");
-		llm_argv_words(&l, cc && *cc ? cc : "cc");
-		llm_argv_add(&l, "-shared");
-		llm_argv_add(&l, "-o");
-		llm_argv_add(&l, lib.tmp);
-		for (size_t i = 0; i < nobjs; i++)
-			llm_argv_add(&l, objs[i]);
-		llm_argv_addf(&l, "-L%s", libdir);
-		llm_argv_addf(&l, "-Wl,-rpath,%s", libdir);
-		llm_argv_add(&l, "-Wl,-z,defs");
-		runner = llm_path_join(libdir, "libmlir_c_runner_utils.so");
-		if (llm_file_exists(runner)) {
-			/* memref.copy of strided memrefs calls memrefCopy. */
-			llm_argv_add(&l, "-Wl,--as-needed");
-			llm_argv_add(&l, "-lmlir_c_runner_utils");
-			llm_argv_add(&l, "-Wl,--no-as-needed");
-		}
-		llm_argv_add(&l, "-lomp");
-		llm_argv_add(&l, "-lm");
-		if (llm_model_ranks(&m) > 1) /* the mpi ops of a model split over ranks */
-			llm_argv_add(&l, LLM_MPI_LIB);
-		/* LLVM's own runtime helpers (bf16 truncation __truncsfbf2,
-		 * which libgcc 12 lacks, for a bf16 KV cache): a static
-		 * archive, linked last so that only what the objects call is
-		 * taken. */
-		const char *rt = llm_target_builtins(NULL);
-		builtins = rt ? llm_xasprintf("%s/clang/%d/lib/linux/%s", libdir, LLM_LLVM_MAJOR, rt) : NULL;
-		if (builtins && llm_file_exists(builtins))
-			llm_argv_add(&l, builtins);
-	}
-	run(l.v, verbose);
-
-	if (foreign)
-		check_foreign(lib.tmp, liblabel, triple, &m, mpath);
+	if (llm_out_open(&k->lib, k->libpath) < 0)
+		llm_fatal("%s", llm_errmsg());
+	if (!k->lib.tmp)
+		llm_fatal("%s: not a regular file (the linker writes a new one)", k->libpath);
+	if (k->foreign)
+		cross_link(&l, k->triple, k->sysroot, k->lib.tmp);
 	else
-		check_loaded(lib.tmp, liblabel, &m, mpath);
-	if (!bundle && llm_out_commit(&lib) < 0)
+		native_link(&l, &k->m, k->lib.tmp);
+	run(l.v, k->verbose);
+	llm_argv_free(&l);
+	if (k->foreign)
+		check_foreign(k->lib.tmp, k->liblabel, k->triple, &k->m, k->mpath);
+	else
+		check_loaded(k->lib.tmp, k->liblabel, &k->m, k->mpath);
+	if (!k->bundle && llm_out_commit(&k->lib) < 0)
 		llm_fatal("%s", llm_errmsg());
+}
 
-	/* The bundle: small members first, weights.bin last and aligned. */
-	src[ns++] = (struct llm_bundle_src){LLM_WEIGHTS_JSON, jpath, 0, 0, 0};
-	src[ns++] = (struct llm_bundle_src){"libmodel.so", bundle ? lib.tmp : libpath, 0, 0, 0};
-	src[ns++] = (struct llm_bundle_src){m.weights_file, wm->file, 1, wm->offset, wm->size};
-	if (llm_bundle_write(bpath, src, ns) < 0)
+/* The bundle: small members first, weights.bin last and aligned. */
+static void
+write_bundle(struct link *k)
+{
+	k->src[k->ns++] = (struct llm_bundle_src){LLM_WEIGHTS_JSON, k->jpath, 0, 0, 0};
+	k->src[k->ns++] = (struct llm_bundle_src){"libmodel.so", k->bundle ? k->lib.tmp : k->libpath, 0, 0, 0};
+	k->src[k->ns++] = (struct llm_bundle_src){k->m.weights_file, k->wm->file, 1, k->wm->offset, k->wm->size};
+	if (llm_bundle_write(k->bpath, k->src, k->ns) < 0)
 		llm_fatal("%s", llm_errmsg());
-	if (bundle) {
-		llm_out_abort(&lib);
-		if (tout.fp)
-			llm_out_abort(&tout);
+	if (k->bundle) {
+		llm_out_abort(&k->lib);
+		if (k->tout.fp)
+			llm_out_abort(&k->tout);
 	}
-	if (verbose)
-		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, liblabel, bpath);
+	if (k->verbose)
+		fprintf(stderr, "%s: %zu objects -> %s, %s\n", llm_prog, nobjs, k->liblabel, k->bpath);
+}
 
-	for (size_t i = 1; i <= m.ntokenizer_files; i++)
-		free((char *)src[i].path);
-	free(tpath);
-	free(bdir);
-	free(liblabel);
-	free(tjson);
-	free(triple);
-	free(src);
+static void
+link_free(struct link *k)
+{
+	for (size_t i = 1; i <= k->m.ntokenizer_files; i++)
+		free((char *)k->src[i].path);
+	free(k->src);
 	for (size_t i = 0; i < nobjs; i++)
 		free(objs[i]);
 	free(objs);
-	llm_argv_free(&l);
-	free(runner);
-	free(builtins);
-	free(libdir);
-	free(objdir);
-	free(libpath);
-	free(bpath);
-	llm_bundle_close(&db);
-	free(jpath);
-	free(mpath);
-	llm_model_free(&m);
+	free(k->tpath);
+	free(k->bdir);
+	free(k->liblabel);
+	free(k->tjson);
+	free(k->triple);
+	free(k->objdir);
+	free(k->libpath);
+	free(k->bpath);
+	llm_bundle_close(&k->db);
+	free(k->jpath);
+	free(k->mpath);
+	llm_model_free(&k->m);
+}
+
+int
+main(int argc, char **argv)
+{
+	enum { OPT_SYSROOT = 256 };
+	static const struct option longopts[] = {LLM_STD_LONGOPTS, {"sysroot", required_argument, NULL, OPT_SYSROOT},
+		{NULL, 0, NULL, 0}};
+	struct link k = {0};
+	int ch;
+
+	argv[0] = (char *)llm_setprog(argv[0]);
+	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			fputs(usage_text, stdout);
+			return LLM_EXIT_OK;
+		case LLM_OPT_HELP:
+			fputs(usage_text, stdout);
+			llm_help(help_text);
+		case LLM_OPT_VERSION:
+			llm_print_version();
+		case 'o':
+			k.bundle = optarg;
+			break;
+		case 'v':
+			k.verbose = 1;
+			break;
+		case OPT_SYSROOT:
+			k.sysroot = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind < 1)
+		usage();
+	k.outdir = argv[optind];
+	check_build(&k);
+	gather_objects(&k, argv + optind + 1, argc - optind - 1);
+	objects_target(&k);
+	resolve_sysroot(&k);
+	place_outputs(&k);
+	link_library(&k);
+	write_bundle(&k);
+	link_free(&k);
 	return LLM_EXIT_OK;
 }

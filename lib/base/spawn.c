@@ -273,6 +273,24 @@ llm_llvm_tool(const char *env, const char *name)
 }
 
 char *
+llm_llvm_libdir(void)
+{
+	const char *env = getenv("LLVM_LIBDIR"), *bindir = llm_llvm_bindir();
+	size_t n = strlen(bindir);
+	if (env && *env)
+		return llm_xstrdup(env);
+	if (n >= 4 && strcmp(bindir + n - 4, "/bin") == 0)
+		return llm_xasprintf("%.*s/lib", (int)(n - 4), bindir);
+	return llm_xasprintf("%s/../lib", bindir);
+}
+
+char *
+llm_llvm_builtins(const char *libdir, const char *rt)
+{
+	return llm_xasprintf("%s/clang/%d/lib/linux/%s", libdir, atoi(LLM_LLVM_VERSION), rt);
+}
+
+char *
 llm_which(const char *tool)
 {
 	if (strchr(tool, '/'))

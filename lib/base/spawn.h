@@ -41,6 +41,13 @@ const char *llm_llvm_bindir(void);
 /* Tool name: $env when set and not empty (a path or a name on $PATH),
  * else llm_llvm_bindir()/name.  A new string. */
 char *llm_llvm_tool(const char *env, const char *name);
+/* LLVM's libraries: $LLVM_LIBDIR when set, else the lib beside
+ * llm_llvm_bindir().  A new string. */
+char *llm_llvm_libdir(void);
+/* Clang's runtime archive rt (llm_target_builtins: "libclang_rt...a") of
+ * the LLVM release built with (LLM_LLVM_VERSION's major) under libdir.  A
+ * new string. */
+char *llm_llvm_builtins(const char *libdir, const char *rt);
 /* The file posix_spawnp runs for tool: tool itself when it has a slash,
  * else the first executable on $PATH.  A new string, or NULL. */
 char *llm_which(const char *tool);

@@ -56,4 +56,8 @@ int64_t llm_phase_out_floats(const struct llm_phase_spec *s, int64_t tokens, int
  * llm_errmsg when the name is not a plain word. */
 int llm_phase_kind(const char *kind, char *buf, size_t n);
 
+/* The format of a partition set (parts/partition.json: formats.txt),
+ * which llm-split writes and llm-verify-partition and llm-link read. */
+#define LLM_PARTITION_FORMAT "llm-partition/1"
+
 #endif

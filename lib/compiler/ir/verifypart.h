@@ -16,7 +16,6 @@
 
 #include <jansson.h>
 
-#define LLM_PARTITION_FORMAT "llm-partition/1"
 #define LLM_PARTITION_REPORT_FORMAT "llm-partition-report/1"
 
 /* Verifies the partition set described by path (partition.json).
