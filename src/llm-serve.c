@@ -1950,8 +1950,24 @@ int_arg(const char *opt, const char *s, int64_t lo, int64_t hi)
 	return v;
 }
 
-int
-main(int argc, char **argv)
+/* The command line's settings (main's; the server's own are in sv, web
+ * and dl). */
+struct serve_opts {
+	const char *model, *host, *name, *template;
+	int64_t ctx, threads, parallel, port, max_body, health_port, per_address;
+	struct run_cache cache;
+	int reasoning;
+};
+
+/* The address to listen on: an IPv4 one, else an IPv6 one. */
+struct listen_at {
+	struct sockaddr_in a4;
+	struct sockaddr_in6 a6;
+	int v6;
+};
+
+static void
+parse_options(int argc, char **argv, struct serve_opts *o)
 {
 	static const struct option longs[] = {{"ctx-size", required_argument, NULL, 'c'},
 		{"model", required_argument, NULL, 'm'}, {"threads", required_argument, NULL, 't'}, LLM_STD_LONGOPTS,
@@ -1970,29 +1986,18 @@ main(int argc, char **argv)
 		{"host-allow", required_argument, NULL, OPT_HOST_ALLOW},
 		{"import-flags", required_argument, NULL, OPT_IMPORT_FLAGS},
 		{"reasoning-format", required_argument, NULL, OPT_REASONING_FORMAT}, {NULL, 0, NULL, 0}};
-	const char *model = NULL, *host = "127.0.0.1", *name = NULL, *template = NULL;
-	int64_t ctx = 0, threads = 0, parallel = 1, port = 8080, max_body = 1 << 20;
-	struct run_cache cache = {0};
-	int o, reasoning = 1;
-	int64_t health_port = -1, per_address = 64;
-	/* glibc gives each thread that allocates an arena of its own (up to 8 a core), and what a burst of
-	 * large requests frees in them stays with the process: two arenas, shared, give it back (measured:
-	 * 40 queued 1 MB bodies left RSS 75 MB above its start with the default, 12 MB with two) */
-	mallopt(M_ARENA_MAX, 2);
-	sv.n_predict = -1;
-	sv.queue_max = 64;
+	int ch;
 
-	argv[0] = (char *)llm_setprog(argv[0]);
-	while ((o = getopt_long(argc, argv, "c:hm:n:t:", longs, NULL)) != -1) {
-		switch (o) {
+	while ((ch = getopt_long(argc, argv, "c:hm:n:t:", longs, NULL)) != -1) {
+		switch (ch) {
 		case 'c':
-			ctx = int_arg("-c", optarg, 0, INT32_MAX);
+			o->ctx = int_arg("-c", optarg, 0, INT32_MAX);
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			return 0;
+			exit(LLM_EXIT_OK);
 		case 'm':
-			model = optarg;
+			o->model = optarg;
 			break;
 		case 'n':
 			sv.n_predict = int_arg("-n", optarg, -1, INT32_MAX);
@@ -2000,10 +2005,10 @@ main(int argc, char **argv)
 				bad_usage("-n: 0 tokens: give -1 (to the end of the context) or more");
 			break;
 		case OPT_HEALTH_PORT:
-			health_port = int_arg("--health-port", optarg, 0, 65535);
+			o->health_port = int_arg("--health-port", optarg, 0, 65535);
 			break;
 		case OPT_MAX_PER_ADDRESS:
-			per_address = int_arg("--max-per-address", optarg, 1, 256);
+			o->per_address = int_arg("--max-per-address", optarg, 1, 256);
 			break;
 		case OPT_TIMEOUT:
 			dl.timeout = (double)int_arg("--timeout", optarg, 1, 3600);
@@ -2012,7 +2017,7 @@ main(int argc, char **argv)
 			sv.queue_max = (uint64_t)int_arg("--queue", optarg, 0, 1 << 20);
 			break;
 		case 't':
-			threads = int_arg("-t", optarg, -1, 4096);
+			o->threads = int_arg("-t", optarg, -1, 4096);
 			break;
 		case LLM_OPT_HELP:
 			fputs(usage_text, stdout);
@@ -2028,16 +2033,16 @@ main(int argc, char **argv)
 			keys_from_file(optarg);
 			break;
 		case OPT_IMPORT_FLAGS:
-			cache.user_flags = optarg;
+			o->cache.user_flags = optarg;
 			break;
 		case OPT_CACHE_DIR:
-			cache.dir = optarg;
+			o->cache.dir = optarg;
 			break;
 		case OPT_CHAT_TEMPLATE:
-			template = optarg;
+			o->template = optarg;
 			break;
 		case OPT_HOST:
-			host = optarg;
+			o->host = optarg;
 			break;
 		case OPT_JINJA:
 			break;
@@ -2058,99 +2063,63 @@ main(int argc, char **argv)
 			if (strcmp(optarg, "none") != 0 && strcmp(optarg, "deepseek") != 0 &&
 			    strcmp(optarg, "auto") != 0)
 				bad_usage("--reasoning-format: not one of none, deepseek and auto");
-			reasoning = strcmp(optarg, "none") != 0;
+			o->reasoning = strcmp(optarg, "none") != 0;
 			break;
 		case OPT_MAX_BODY:
-			max_body = int_arg("--max-body", optarg, 1, INT32_MAX);
+			o->max_body = int_arg("--max-body", optarg, 1, INT32_MAX);
 			break;
 		case OPT_NAME:
-			name = optarg;
+			o->name = optarg;
 			break;
 		case OPT_NO_CACHE:
-			cache.off = 1;
+			o->cache.off = 1;
 			break;
 		case OPT_PARALLEL:
-			parallel = int_arg("--parallel", optarg, 1, 64);
+			o->parallel = int_arg("--parallel", optarg, 1, 64);
 			break;
 		case OPT_PORT:
-			port = int_arg("--port", optarg, 0, 65535);
+			o->port = int_arg("--port", optarg, 0, 65535);
 			break;
 		default:
 			fputs(usage_text, stderr);
-			return LLM_EXIT_USAGE;
+			exit(LLM_EXIT_USAGE);
 		}
 	}
 	if (optind != argc)
 		bad_usage("unexpected arguments");
-	if (!model)
+	if (!o->model)
 		bad_usage("no model (-m model.llm)");
 	const char *ek = getenv("LLM_API_KEY");
 	if (!sv.nkeys && ek && *ek)
 		add_key(ek, strlen(ek));
-	if (cache.off && cache.dir)
+	if (o->cache.off && o->cache.dir)
 		bad_usage("give one of --no-cache and --cache-dir");
-	/* an IPv4 address, else an IPv6 one */
-	struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	struct sockaddr_in6 addr6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
-	int v6 = 0;
-	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
-		if (inet_pton(AF_INET6, host, &addr6.sin6_addr) != 1)
-			bad_usage("--host: not an IPv4 or IPv6 address");
-		v6 = 1;
-	}
-	web.names.listen = host;
-	web.names.loopback = v6 ? IN6_IS_ADDR_LOOPBACK(&addr6.sin6_addr) : (ntohl(addr.sin_addr.s_addr) >> 24) == 127;
-	if (template && !llm_chat_spec_known(template)) {
+	if (o->template && !llm_chat_spec_known(o->template)) {
 		char *m = llm_xasprintf("--chat-template: %s", llm_errmsg());
 		bad_usage(m);
 	}
-	sv.reasoning = reasoning;
+}
 
-	snprintf(bus_msg, sizeof(bus_msg),
-	    "%s: %s: the model's file changed under the server (cut short, or rewritten in place): replace a served "
-	    "bundle by rename\n",
-	    llm_prog, model);
-	struct sigaction sa = {.sa_handler = on_sigbus};
-	sigaction(SIGBUS, &sa, NULL);
-	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
-	 * first if need be (minutes: the server is not listening yet; a
-	 * signal now ends the compile and the server). */
-	run_cache_variant(&cache, ctx, NULL, NULL); /* -c past the default bound, --import-flags */
-	char *bundle = run_cache_model(model, &cache);
-
-	/* SIGINT and SIGTERM end the server: waited for below, blocked in
-	 * every thread (blocked before any starts); a client gone mid-write is an error, not SIGPIPE */
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	/* a terminal's hang-up and the user signals do not end a server (its log is stderr as it is) */
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGUSR1, SIG_IGN);
-	signal(SIGUSR2, SIG_IGN);
-	struct llm_options lo = {.threads = threads < 0 ? 0 : (int)threads, .context = ctx, .chat_template = template};
-	int rc = llm_open(bundle ? bundle : model, &lo, &sv.m);
-	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
-		return LLM_EXIT_FAIL; /* rank 0 says why */
-	if (rc != LLM_OK)
-		llm_fatal("%s", llm_errmsg());
-	if (llm_rank(sv.m) > 0) {
-		/* a tensor-parallel model's other ranks: rank 0 serves */
-		if (llm_follow(sv.m) != LLM_OK)
-			llm_fatal("%s", llm_errmsg());
-		llm_close(&sv.m);
-		return LLM_EXIT_OK;
+static void
+listen_address(const char *host, int64_t port, struct listen_at *la)
+{
+	la->a4 = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	la->a6 = (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+	la->v6 = 0;
+	if (inet_pton(AF_INET, host, &la->a4.sin_addr) != 1) {
+		if (inet_pton(AF_INET6, host, &la->a6.sin6_addr) != 1)
+			bad_usage("--host: not an IPv4 or IPv6 address");
+		la->v6 = 1;
 	}
-	sv.name = name ? llm_xstrdup(name) : default_name(model, bundle != NULL);
-	if (llm_model_warning(sv.m))
-		llm_warn("%s", llm_model_warning(sv.m));
-	if (!llm_chat_template_name(sv.m))
-		llm_warn("%s: no chat template: /v1/chat/completions answers 500 (give --chat-template); text "
-			 "completions are served",
-		    model);
-	sv.max_body = (size_t)max_body;
+	web.names.listen = host;
+	web.names.loopback = la->v6 ? IN6_IS_ADDR_LOOPBACK(&la->a6.sin6_addr) :
+				      (ntohl(la->a4.sin_addr.s_addr) >> 24) == 127;
+}
+
+/* The slots, each a sequence and a thread of its own. */
+static void
+start_slots(int64_t parallel)
+{
 	sv.nslots = (int)parallel;
 	sv.slots = llm_xcalloc((size_t)parallel, sizeof(*sv.slots));
 	for (int i = 0; i < sv.nslots; i++) {
@@ -2164,49 +2133,47 @@ main(int argc, char **argv)
 	}
 	pthread_mutex_init(&sv.lock, NULL);
 	pthread_cond_init(&sv.freed, NULL);
+}
 
+/* The API's daemon, and the health port's (a daemon of its own, GET
+ * /health alone) when one is asked for (*hd NULL else). */
+static struct MHD_Daemon *
+start_daemons(const struct serve_opts *o, struct listen_at *la, struct MHD_Daemon **hd)
+{
+	int v6 = la->v6;
 	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 		MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0),
 	    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR,
-	    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_address,
+	    v6 ? (struct sockaddr *)&la->a6 : (struct sockaddr *)&la->a4, MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->per_address,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
 	if (!d)
-		llm_fatal("%s:%" PRId64 ": cannot listen:", host, port);
-	/* the health port: a daemon of its own, GET /health alone */
-	struct MHD_Daemon *hd = NULL;
-	if (health_port >= 0) {
-		if (v6)
-			addr6.sin6_port = htons((uint16_t)health_port);
-		else
-			addr.sin_port = htons((uint16_t)health_port);
-		hd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-			MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0),
-		    0, NULL, NULL, on_health, NULL, MHD_OPTION_SOCK_ADDR,
-		    v6 ? (struct sockaddr *)&addr6 : (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
-		    (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		    MHD_OPTION_END);
-		if (!hd)
-			llm_fatal("%s:%" PRId64 ": cannot listen:", host, health_port);
-	}
-	if (pthread_create(&dl.th, NULL, watchdog, NULL) != 0)
-		llm_fatal("cannot start a thread:");
-	atomic_store(&listening, 1);
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	if (hd) {
-		const union MHD_DaemonInfo *hi = MHD_get_daemon_info(hd, MHD_DAEMON_INFO_BIND_PORT);
-		fprintf(stderr, "%s: health on http://%s%s%s:%u/health\n", llm_prog, v6 ? "[" : "", host, v6 ? "]" : "",
-		    hi ? hi->port : (unsigned)health_port);
-	}
-	fprintf(stderr, "%s: %s: listening on http://%s%s%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
-	    llm_prog, model, v6 ? "[" : "", host, v6 ? "]" : "", info ? info->port : (unsigned)port, sv.name, sv.nslots,
-	    sv.nslots > 1 ? "s" : "", llm_seq_context(sv.slots[0].seq));
-	int sig;
-	sigwait(&sigs, &sig);
-	/* the work in hand ends at its next token (a 503, or a stream's error
-	 * event), the queue empties, then the daemon's threads are joined */
+		llm_fatal("%s:%" PRId64 ": cannot listen:", o->host, o->port);
+	*hd = NULL;
+	if (o->health_port < 0)
+		return d;
+	if (v6)
+		la->a6.sin6_port = htons((uint16_t)o->health_port);
+	else
+		la->a4.sin_port = htons((uint16_t)o->health_port);
+	*hd = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+		(v6 ? MHD_USE_IPv6 : 0),
+	    0, NULL, NULL, on_health, NULL, MHD_OPTION_SOCK_ADDR,
+	    v6 ? (struct sockaddr *)&la->a6 : (struct sockaddr *)&la->a4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)5, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+	if (!*hd)
+		llm_fatal("%s:%" PRId64 ": cannot listen:", o->host, o->health_port);
+	return d;
+}
+
+/* After SIGINT or SIGTERM: the work in hand ends at its next token (a
+ * 503, or a stream's error event), the queue empties, then the daemon's
+ * threads are joined, and the slots'. */
+static void
+stop_serving(struct MHD_Daemon *d, struct MHD_Daemon *hd)
+{
 	MHD_quiesce_daemon(d); /* no more connections */
 	pthread_mutex_lock(&sv.lock);
 	atomic_store(&sv.stopping, 1);
@@ -2233,6 +2200,95 @@ main(int argc, char **argv)
 		pthread_join(s->thread, NULL);
 		llm_seq_free(&s->seq);
 	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct serve_opts o = {.host = "127.0.0.1",
+		.parallel = 1,
+		.port = 8080,
+		.max_body = 1 << 20,
+		.health_port = -1,
+		.per_address = 64,
+		.reasoning = 1};
+	struct listen_at la;
+	/* glibc gives each thread that allocates an arena of its own (up to 8 a core), and what a burst of
+	 * large requests frees in them stays with the process: two arenas, shared, give it back (measured:
+	 * 40 queued 1 MB bodies left RSS 75 MB above its start with the default, 12 MB with two) */
+	mallopt(M_ARENA_MAX, 2);
+	sv.n_predict = -1;
+	sv.queue_max = 64;
+
+	argv[0] = (char *)llm_setprog(argv[0]);
+	parse_options(argc, argv, &o);
+	listen_address(o.host, o.port, &la);
+	sv.reasoning = o.reasoning;
+	const char *model = o.model;
+	snprintf(bus_msg, sizeof(bus_msg),
+	    "%s: %s: the model's file changed under the server (cut short, or rewritten in place): replace a served "
+	    "bundle by rename\n",
+	    llm_prog, model);
+	struct sigaction sa = {.sa_handler = on_sigbus};
+	sigaction(SIGBUS, &sa, NULL);
+	/* A GGUF file or a checkpoint: its bundle in the cache, compiled
+	 * first if need be (minutes: the server is not listening yet; a
+	 * signal now ends the compile and the server). */
+	run_cache_variant(&o.cache, o.ctx, NULL, NULL); /* -c past the default bound, --import-flags */
+	char *bundle = run_cache_model(model, &o.cache);
+
+	/* SIGINT and SIGTERM end the server: waited for below, blocked in
+	 * every thread (blocked before any starts); a client gone mid-write is an error, not SIGPIPE */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* a terminal's hang-up and the user signals do not end a server (its log is stderr as it is) */
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
+	struct llm_options lo = {.threads = o.threads < 0 ? 0 : (int)o.threads,
+		.context = o.ctx,
+		.chat_template = o.template};
+	int rc = llm_open(bundle ? bundle : model, &lo, &sv.m);
+	if (rc == LLM_ERR_RANKS && !*llm_errmsg())
+		return LLM_EXIT_FAIL; /* rank 0 says why */
+	if (rc != LLM_OK)
+		llm_fatal("%s", llm_errmsg());
+	if (llm_rank(sv.m) > 0) {
+		/* a tensor-parallel model's other ranks: rank 0 serves */
+		if (llm_follow(sv.m) != LLM_OK)
+			llm_fatal("%s", llm_errmsg());
+		llm_close(&sv.m);
+		return LLM_EXIT_OK;
+	}
+	sv.name = o.name ? llm_xstrdup(o.name) : default_name(model, bundle != NULL);
+	if (llm_model_warning(sv.m))
+		llm_warn("%s", llm_model_warning(sv.m));
+	if (!llm_chat_template_name(sv.m))
+		llm_warn("%s: no chat template: /v1/chat/completions answers 500 (give --chat-template); text "
+			 "completions are served",
+		    model);
+	sv.max_body = (size_t)o.max_body;
+	start_slots(o.parallel);
+	struct MHD_Daemon *hd, *d = start_daemons(&o, &la, &hd);
+	if (pthread_create(&dl.th, NULL, watchdog, NULL) != 0)
+		llm_fatal("cannot start a thread:");
+	atomic_store(&listening, 1);
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (hd) {
+		const union MHD_DaemonInfo *hi = MHD_get_daemon_info(hd, MHD_DAEMON_INFO_BIND_PORT);
+		fprintf(stderr, "%s: health on http://%s%s%s:%u/health\n", llm_prog, la.v6 ? "[" : "", o.host,
+		    la.v6 ? "]" : "", hi ? hi->port : (unsigned)o.health_port);
+	}
+	fprintf(stderr, "%s: %s: listening on http://%s%s%s:%u (model '%s', %d slot%s of %" PRId64 " positions)\n",
+	    llm_prog, model, la.v6 ? "[" : "", o.host, la.v6 ? "]" : "", info ? info->port : (unsigned)o.port, sv.name,
+	    sv.nslots, sv.nslots > 1 ? "s" : "", llm_seq_context(sv.slots[0].seq));
+	int sig;
+	sigwait(&sigs, &sig);
+	stop_serving(d, hd);
 	llm_close(&sv.m);
 	free(bundle);
 	free(sv.slots);
