@@ -186,6 +186,80 @@ mix_of(const char *s)
 	return mix;
 }
 
+/* The tensors in llama.cpp's order (ts), and the type each is written in
+ * (types): the mix's for those llama-quantize quantizes, else their own. */
+static void
+choose_types(const struct llm_gguf *g, const struct llm_hfconfig *cfg, int mix, int verbose,
+    const struct llm_gguf_tensor **ts, uint32_t *types)
+{
+	const char *in = g->path;
+	int tied = !llm_gguf_find_tensor(g, "output.weight");
+	for (size_t i = 0; i < g->ntensors; i++)
+		ts[i] = &g->tensors[i];
+	qsort(ts, g->ntensors, sizeof(*ts), cmp_llama);
+	for (size_t i = 0; i < g->ntensors; i++) {
+		const struct llm_gguf_tensor *t = ts[i];
+		types[i] = t->ggml_type;
+		if (!llm_qmix_quantizes(t->name, t->n_dims))
+			continue;
+		if (t->ggml_type != LLM_GGML_F32 && t->ggml_type != LLM_GGML_F16 && t->ggml_type != LLM_GGML_BF16)
+			llm_fatal(
+			    "%s: tensor '%s' is %s already: llm-quantize takes a file of F32, F16 and BF16 tensors", in,
+			    t->name, llm_ggml_type_name(t->ggml_type));
+		int layer = layer_of(t->name);
+		struct llm_qmix_tensor qt = {llm_family_gguf_role(cfg->family, t->name, layer), layer,
+			(int64_t)t->ne[0], cfg->family, (int)cfg->n_layers, cfg->n_heads, cfg->n_kv_heads, tied, 0};
+		types[i] = llm_qmix_type(mix, &qt);
+		if (verbose)
+			fprintf(stderr, "%s: %s: %s -> %s\n", llm_prog, t->name, llm_ggml_type_name(t->ggml_type),
+			    llm_ggml_type_name(types[i]));
+	}
+}
+
+/* The metadata: the input's keys but those set last, which follow; then
+ * the tensor infos, each tensor's size into sizes. */
+static void
+put_meta(struct llm_buf *meta, const struct llm_gguf *g, int mix, const struct llm_gguf_tensor **ts,
+    const uint32_t *types, uint64_t *sizes)
+{
+	static const uint8_t zeros[ALIGN];
+	uint64_t kv_end = g->header_end, offset = 0;
+	size_t nkv = 0;
+	for (size_t i = 0; i < g->ntensors; i++)
+		kv_end -= info_bytes(&g->tensors[i]);
+	for (size_t i = 0; i < g->nkv; i++)
+		nkv += !dropped_key(g->kvs[i].key);
+	llm_buf_add(meta, "GGUF", 4);
+	put_u32(meta, GGUF_OUT_VERSION);
+	put_u64(meta, g->ntensors);
+	put_u64(meta, nkv + 2);
+	for (size_t i = 0; i < g->nkv; i++) {
+		uint64_t end = i + 1 < g->nkv ? g->kvs[i + 1].pos : kv_end;
+		if (!dropped_key(g->kvs[i].key))
+			llm_buf_add(meta, g->map.p + g->kvs[i].pos, (size_t)(end - g->kvs[i].pos));
+	}
+	put_str(meta, "general.quantization_version");
+	put_u32(meta, LLM_GGUF_U32);
+	put_u32(meta, GGML_QNT_VERSION);
+	put_str(meta, "general.file_type");
+	put_u32(meta, LLM_GGUF_U32);
+	put_u32(meta, llm_qmix_ftype(mix));
+	for (size_t i = 0; i < g->ntensors; i++) {
+		const struct llm_gguf_tensor *t = ts[i];
+		uint32_t blck, bsize;
+		llm_ggml_type_block(types[i], &blck, &bsize);
+		sizes[i] = t->nelem / blck * bsize;
+		put_str(meta, t->name);
+		put_u32(meta, (uint32_t)t->n_dims);
+		for (int d = 0; d < t->n_dims; d++)
+			put_u64(meta, t->ne[d]);
+		put_u32(meta, types[i]);
+		put_u64(meta, offset);
+		offset += LLM_ALIGN_UP(sizes[i], ALIGN);
+	}
+	llm_buf_add(meta, zeros, (size_t)(LLM_ALIGN_UP(meta->len, ALIGN) - meta->len));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -239,71 +313,14 @@ main(int argc, char **argv)
 	if (g.alignment != ALIGN)
 		llm_fatal("%s: general.alignment %u: llm-quantize writes files of the default, %u", in, g.alignment,
 		    ALIGN);
-	int tied = !llm_gguf_find_tensor(&g, "output.weight");
 
-	/* the tensors in llama.cpp's order, and the type of each */
 	const struct llm_gguf_tensor **ts = llm_xcalloc(g.ntensors, sizeof(*ts));
 	uint32_t *types = llm_xcalloc(g.ntensors, sizeof(*types));
-	for (size_t i = 0; i < g.ntensors; i++)
-		ts[i] = &g.tensors[i];
-	qsort(ts, g.ntensors, sizeof(*ts), cmp_llama);
-	for (size_t i = 0; i < g.ntensors; i++) {
-		const struct llm_gguf_tensor *t = ts[i];
-		types[i] = t->ggml_type;
-		if (!llm_qmix_quantizes(t->name, t->n_dims))
-			continue;
-		if (t->ggml_type != LLM_GGML_F32 && t->ggml_type != LLM_GGML_F16 && t->ggml_type != LLM_GGML_BF16)
-			llm_fatal(
-			    "%s: tensor '%s' is %s already: llm-quantize takes a file of F32, F16 and BF16 tensors", in,
-			    t->name, llm_ggml_type_name(t->ggml_type));
-		int layer = layer_of(t->name);
-		struct llm_qmix_tensor qt = {llm_family_gguf_role(cfg.family, t->name, layer), layer, (int64_t)t->ne[0],
-			cfg.family, (int)cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, tied, 0};
-		types[i] = llm_qmix_type(mix, &qt);
-		if (verbose)
-			fprintf(stderr, "%s: %s: %s -> %s\n", llm_prog, t->name, llm_ggml_type_name(t->ggml_type),
-			    llm_ggml_type_name(types[i]));
-	}
-
-	/* the metadata: the input's keys but those set last, which follow */
+	uint64_t *sizes = llm_xcalloc(g.ntensors, sizeof(*sizes));
 	struct llm_buf meta = {0};
-	uint64_t kv_end = g.header_end;
-	for (size_t i = 0; i < g.ntensors; i++)
-		kv_end -= info_bytes(&g.tensors[i]);
-	size_t nkv = 0;
-	for (size_t i = 0; i < g.nkv; i++)
-		nkv += !dropped_key(g.kvs[i].key);
-	llm_buf_add(&meta, "GGUF", 4);
-	put_u32(&meta, GGUF_OUT_VERSION);
-	put_u64(&meta, g.ntensors);
-	put_u64(&meta, nkv + 2);
-	for (size_t i = 0; i < g.nkv; i++) {
-		uint64_t end = i + 1 < g.nkv ? g.kvs[i + 1].pos : kv_end;
-		if (!dropped_key(g.kvs[i].key))
-			llm_buf_add(&meta, g.map.p + g.kvs[i].pos, (size_t)(end - g.kvs[i].pos));
-	}
-	put_str(&meta, "general.quantization_version");
-	put_u32(&meta, LLM_GGUF_U32);
-	put_u32(&meta, GGML_QNT_VERSION);
-	put_str(&meta, "general.file_type");
-	put_u32(&meta, LLM_GGUF_U32);
-	put_u32(&meta, llm_qmix_ftype(mix));
-	uint64_t *sizes = llm_xcalloc(g.ntensors, sizeof(*sizes)), offset = 0;
-	for (size_t i = 0; i < g.ntensors; i++) {
-		const struct llm_gguf_tensor *t = ts[i];
-		uint32_t blck, bsize;
-		llm_ggml_type_block(types[i], &blck, &bsize);
-		sizes[i] = t->nelem / blck * bsize;
-		put_str(&meta, t->name);
-		put_u32(&meta, (uint32_t)t->n_dims);
-		for (int d = 0; d < t->n_dims; d++)
-			put_u64(&meta, t->ne[d]);
-		put_u32(&meta, types[i]);
-		put_u64(&meta, offset);
-		offset += LLM_ALIGN_UP(sizes[i], ALIGN);
-	}
 	static const uint8_t zeros[ALIGN];
-	llm_buf_add(&meta, zeros, (size_t)(LLM_ALIGN_UP(meta.len, ALIGN) - meta.len));
+	choose_types(&g, &cfg, mix, verbose, ts, types);
+	put_meta(&meta, &g, mix, ts, types, sizes);
 
 	/* then the data, each tensor padded to the alignment */
 	struct llm_out o;
