@@ -257,9 +257,9 @@ llm_gguf_config(struct llm_hfconfig *c, const struct llm_gguf *g)
 		    g->path, arch, c->rotary_dim, c->head_dim);
 		goto out;
 	}
-	if (fs->window == 3 && gemma3(c, g, arch) < 0)
+	if (fs->window == LLM_WINDOW_LOCAL_LAYERS && gemma3(c, g, arch) < 0)
 		goto out;
-	if (fs->window == 2) {
+	if (fs->window == LLM_WINDOW_ALL_LAYERS) {
 		/* 0: none (llama.cpp's converter writes 0 for a null window) */
 		uint64_t w = 0;
 		snprintf(k, sizeof(k), "%s.attention.sliding_window", arch);

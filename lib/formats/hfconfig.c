@@ -400,7 +400,7 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 			r->factors[i] = r->factor;
 		r->linear = 0;
 	}
-	if (fs->window == 3) {
+	if (fs->window == LLM_WINDOW_LOCAL_LAYERS) {
 		if (gemma3(c, j, ctx) < 0)
 			return -1;
 	} else {
@@ -421,9 +421,9 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 		if (c->mlp_bias)
 			return llm_seterr("%s: mlp_bias true is not supported", ctx);
 	}
-	if (fs->window == 2 && size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0)
+	if (fs->window == LLM_WINDOW_ALL_LAYERS && size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0)
 		return -1;
-	if (fs->window == 1) {
+	if (fs->window == LLM_WINDOW_REFUSED) {
 		b = 0;
 		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
 			return -1;
