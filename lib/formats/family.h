@@ -27,6 +27,17 @@ enum llm_family {
 };
 /* clang-format on */
 
+/* A family's sliding window: what its config's window keys mean. */
+enum llm_window {
+	LLM_WINDOW_NONE,         /* none (Llama) */
+	LLM_WINDOW_REFUSED,      /* Qwen2's use_sliding_window: refused when true */
+	LLM_WINDOW_ALL_LAYERS,   /* Mistral's and Phi-3's sliding_window (null or
+	                          * absent: none), on every layer */
+	LLM_WINDOW_LOCAL_LAYERS, /* Gemma 3's, on the local layers
+	                          * (sliding_window_pattern or layer_types), which
+	                          * have their own RoPE base (rope_local_base_freq) */
+};
+
 /* Runtime tensor roles, in weights.bin order within a layer (the roles of
  * a layer: LLM_ROLE_ATTN_NORM .. LLM_ROLE_LAYER_LAST). */
 enum llm_role {
@@ -78,13 +89,8 @@ struct llm_family_spec {
 	int64_t max_position_embeddings; /* config.json's default (transformers') */
 	int qkv_bias;                    /* always has q/k/v biases; else config.json's
 	                                         * attention_bias says, and mlp_bias is refused */
-	int window;                      /* 1: config.json may turn on Qwen2's
-	                                         * use_sliding_window (refused); 2: Mistral's
-	                                         * sliding_window (null: none) holds on every
-	                                         * layer; 3: Gemma 3's on the local layers
-	                                         * (sliding_window_pattern or layer_types),
-	                                         * which have their own RoPE base
-	                                         * (rope_local_base_freq) */
+	enum llm_window window;          /* which sliding window config.json and the
+	                                         * GGUF metadata may give */
 	int qk_norm;                     /* RMSNorm of each head of q and k (weights
 	                                         * [head_dim]) before RoPE */
 	int64_t head_dim;                /* config.json's default head_dim; 0:

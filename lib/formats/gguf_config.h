@@ -15,6 +15,9 @@
  *                                           embedding_length / head_count
  *   A.vocab_size                            optional; the vocabulary is the
  *                                           rows of token_embd.weight
+ * These keys and Mistral's and Gemma 3's window keys are rows of
+ * hfconfig.h's llm_config_keys, which gives config.json's key of each too;
+ * llm_config_check checks the invariants for both readers.
  * Refused: rope.scaling.type other than "none", rope.dimension_count other
  * than head_dim, value_length other than key_length, experts.  An F32 value
  * (eps, rope base) is taken as the shortest decimal that reads back as the

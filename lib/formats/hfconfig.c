@@ -8,6 +8,7 @@
  * Anything that changes the model's arithmetic in a way llm-* does not
  * implement (RoPE scaling, sliding windows, MLP biases, other activations)
  * is rejected here rather than silently computed wrong later. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,117 @@ positive_num(const json_t *j, const char *key, const char *ctx, double *out)
 		return -1;
 	if (!(*out > 0) || !isfinite(*out))
 		return llm_seterr("%s: %s must be positive (got %g)", ctx, key, *out);
+	return 0;
+}
+
+#define FIELD(f) offsetof(struct llm_hfconfig, f)
+#define SIZE LLM_CONFIG_SIZE
+#define REAL LLM_CONFIG_REAL
+#define JREQ LLM_CONFIG_JSON_REQUIRED
+#define GREQ LLM_CONFIG_GGUF_REQUIRED
+
+/* one key a row (hfconfig.h); head_dim and max_position_embeddings
+ * default to the family spec's in config.json, rotary_dim to head_dim x
+ * partial_rotary_factor (llm_config_check) */
+/* clang-format off */
+const struct llm_config_key llm_config_keys[] = {
+	{FIELD(hidden_size), SIZE, -1, "hidden_size", "embedding_length", JREQ | GREQ, 0, 0},
+	{FIELD(n_layers), SIZE, -1, "num_hidden_layers", "block_count", JREQ | GREQ, 0, 0},
+	{FIELD(n_heads), SIZE, -1, "num_attention_heads", "attention.head_count", JREQ | GREQ, 0, 0},
+	{FIELD(intermediate_size), SIZE, -1, "intermediate_size", "feed_forward_length", JREQ | GREQ, 0, 0},
+	{FIELD(vocab_size), SIZE, -1, "vocab_size", NULL, JREQ, 0, 0},
+	{FIELD(n_kv_heads), SIZE, -1, "num_key_value_heads", "attention.head_count_kv", 0, 0, FIELD(n_heads)},
+	{FIELD(head_dim), SIZE, -1, "head_dim", "attention.key_length", 0, 0, 0},
+	{FIELD(max_position_embeddings), SIZE, -1, "max_position_embeddings", "context_length", GREQ, 0, 0},
+	{FIELD(rms_norm_eps), REAL, -1, "rms_norm_eps", "attention.layer_norm_rms_epsilon", GREQ, 1e-6, 0},
+	{FIELD(rope_theta), REAL, -1, "rope_theta", "rope.freq_base", 0, 10000, 0},
+	{FIELD(partial_rotary_factor), REAL, -1, "partial_rotary_factor", NULL, 0, 1, 0},
+	{FIELD(rotary_dim), SIZE, -1, NULL, "rope.dimension_count", 0, 0, 0},
+	{FIELD(sliding_window), SIZE, LLM_WINDOW_ALL_LAYERS, "sliding_window", "attention.sliding_window",
+	    LLM_CONFIG_GGUF_ZERO, 0, 0},
+	/* Gemma3TextConfig's and llama.cpp's gemma3 */
+	{FIELD(sliding_window), SIZE, LLM_WINDOW_LOCAL_LAYERS, "sliding_window", "attention.sliding_window",
+	    JREQ | LLM_CONFIG_GGUF_ZERO, 0, 0},
+	{FIELD(window_pattern), SIZE, LLM_WINDOW_LOCAL_LAYERS, "sliding_window_pattern",
+	    "attention.sliding_window_pattern", JREQ, 6, 0},
+	{FIELD(rope_local_theta), REAL, LLM_WINDOW_LOCAL_LAYERS, "rope_local_base_freq", "rope.freq_base_swa",
+	    LLM_CONFIG_GGUF_F32, 10000, 0},
+};
+/* clang-format on */
+const size_t llm_config_nkeys = LLM_NELEM(llm_config_keys);
+
+void *
+llm_config_key_field(const struct llm_config_key *k, const struct llm_family_spec *fs, struct llm_hfconfig *c)
+{
+	char *p = (char *)c + k->field;
+
+	if (k->window >= 0 && k->window != (int)fs->window)
+		return NULL;
+	if (k->from)
+		memcpy(p, (char *)c + k->from, sizeof(int64_t));
+	else if (k->def && k->type == LLM_CONFIG_SIZE)
+		*(int64_t *)(void *)p = (int64_t)k->def;
+	else if (k->def)
+		*(double *)(void *)p = k->def;
+	return p;
+}
+
+int
+llm_config_check(struct llm_hfconfig *c, const char *ctx, const char *arch)
+{
+	int64_t r, h;
+
+	if (c->n_heads % c->n_kv_heads != 0)
+		return arch ?
+		    llm_seterr("%s: key '%s.attention.head_count' %" PRId64 " is not a multiple of "
+			       "'%s.attention.head_count_kv' %" PRId64,
+			ctx, arch, c->n_heads, arch, c->n_kv_heads) :
+		    llm_seterr("%s: num_attention_heads %" PRId64 " is not a multiple of num_key_value_heads %" PRId64,
+			ctx, c->n_heads, c->n_kv_heads);
+	if (!c->head_dim) {
+		if (c->hidden_size % c->n_heads != 0)
+			return arch ?
+			    llm_seterr("%s: key '%s.embedding_length' %" PRId64 " is not a multiple of "
+				       "'%s.attention.head_count' %" PRId64
+				       " and there is no '%s.attention.key_length'",
+				ctx, arch, c->hidden_size, arch, c->n_heads, arch) :
+			    llm_seterr("%s: hidden_size %" PRId64 " is not divisible by num_attention_heads %" PRId64,
+				ctx, c->hidden_size, c->n_heads);
+		c->head_dim = c->hidden_size / c->n_heads;
+	}
+	if (c->head_dim % 2 != 0)
+		return arch ?
+		    llm_seterr("%s: head_dim %" PRId64 " is odd: rotary embedding needs an even head_dim", ctx,
+			c->head_dim) :
+		    llm_seterr("%s: head_dim %" PRId64 " is odd (rotary embeddings need pairs)", ctx, c->head_dim);
+	/* transformers: dim = int(head_dim * partial_rotary_factor) */
+	if (!c->rotary_dim)
+		c->rotary_dim = (int64_t)((double)c->head_dim * c->partial_rotary_factor);
+	r = c->rotary_dim;
+	h = c->head_dim;
+	if (c->partial_rotary_factor > 1 || r < 2 || r > h || r % 2 || (h - r) % 2)
+		return arch ? llm_seterr("%s: key '%s.rope.dimension_count' %" PRId64 " is not an even number up to "
+					 "head_dim %" PRId64 " that leaves an even rest",
+				  ctx, arch, r, h) :
+			      llm_seterr("%s: partial_rotary_factor %g of head_dim %" PRId64 " gives %" PRId64
+					 " rotated dims, not an even number of 2 to head_dim that leaves an even rest",
+				  ctx, c->partial_rotary_factor, h, r);
+	return 0;
+}
+
+/* config.json's keys of the table (a family's) into c. */
+static int
+read_keys(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struct llm_family_spec *fs)
+{
+	for (size_t i = 0; i < llm_config_nkeys; i++) {
+		const struct llm_config_key *k = &llm_config_keys[i];
+		void *p = llm_config_key_field(k, fs, c);
+		if (!p || !k->json)
+			continue;
+		if (k->type == LLM_CONFIG_SIZE ? size_key(j, k->json, ctx, k->flags & JREQ, p) < 0 :
+						 positive_num(j, k->json, ctx, p) < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -198,10 +310,9 @@ longrope(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 	return 0;
 }
 
-/* Gemma3TextConfig's keys (their defaults are the family spec's, merged
- * in): hidden_activation, query_pre_attn_scalar, sliding_window on the
- * layers sliding_window_pattern or layer_types make local,
- * rope_local_base_freq theirs; no soft-capping. */
+/* Gemma3TextConfig's keys but the table's (their defaults are the family
+ * spec's, merged in): hidden_activation, query_pre_attn_scalar,
+ * layer_types in place of sliding_window_pattern; no soft-capping. */
 static int
 gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 {
@@ -221,10 +332,7 @@ gemma3(struct llm_hfconfig *c, const json_t *j, const char *ctx)
 		if (v && !json_is_null(v))
 			return llm_seterr("%s: %s is not supported (Gemma 3 has none)", ctx, capped[i]);
 	}
-	if (positive_num(j, "query_pre_attn_scalar", ctx, &qpas) < 0 ||
-	    size_key(j, "sliding_window", ctx, 1, &c->sliding_window) < 0 ||
-	    size_key(j, "sliding_window_pattern", ctx, 1, &c->window_pattern) < 0 ||
-	    positive_num(j, "rope_local_base_freq", ctx, &c->rope_local_theta) < 0)
+	if (positive_num(j, "query_pre_attn_scalar", ctx, &qpas) < 0)
 		return -1;
 	if (lt && !json_is_null(lt)) {
 		/* a repeating pattern: local layers, then one global */
@@ -335,39 +443,10 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 {
 	const char *s;
 	int b;
-	if (size_key(j, "hidden_size", ctx, 1, &c->hidden_size) < 0 ||
-	    size_key(j, "num_hidden_layers", ctx, 1, &c->n_layers) < 0 ||
-	    size_key(j, "num_attention_heads", ctx, 1, &c->n_heads) < 0 ||
-	    size_key(j, "intermediate_size", ctx, 1, &c->intermediate_size) < 0 ||
-	    size_key(j, "vocab_size", ctx, 1, &c->vocab_size) < 0)
-		return -1;
-	c->n_kv_heads = c->n_heads;
-	if (size_key(j, "num_key_value_heads", ctx, 0, &c->n_kv_heads) < 0)
-		return -1;
-	if (c->n_heads % c->n_kv_heads != 0)
-		return llm_seterr("%s: num_attention_heads %lld is not a multiple of "
-				  "num_key_value_heads %lld",
-		    ctx, (long long)c->n_heads, (long long)c->n_kv_heads);
+
 	c->head_dim = fs->head_dim;
 	c->qk_norm = fs->qk_norm;
-	if (size_key(j, "head_dim", ctx, 0, &c->head_dim) < 0)
-		return -1;
-	if (!c->head_dim) {
-		if (c->hidden_size % c->n_heads != 0)
-			return llm_seterr("%s: hidden_size %lld is not divisible by "
-					  "num_attention_heads %lld",
-			    ctx, (long long)c->hidden_size, (long long)c->n_heads);
-		c->head_dim = c->hidden_size / c->n_heads;
-	}
-	if (c->head_dim % 2 != 0)
-		return llm_seterr("%s: head_dim %lld is odd (rotary embeddings need pairs)", ctx,
-		    (long long)c->head_dim);
-	if (size_key(j, "max_position_embeddings", ctx, 0, &c->max_position_embeddings) < 0)
-		return -1;
-	c->rms_norm_eps = 1e-6;
-	c->rope_theta = 10000;
-	if (positive_num(j, "rms_norm_eps", ctx, &c->rms_norm_eps) < 0 ||
-	    positive_num(j, "rope_theta", ctx, &c->rope_theta) < 0)
+	if (read_keys(c, j, ctx, fs) < 0 || llm_config_check(c, ctx, NULL) < 0)
 		return -1;
 	if (llm_json_bool_opt(j, "tie_word_embeddings", ctx, &c->tie_word_embeddings) < 0)
 		return -1;
@@ -377,15 +456,6 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 		return llm_seterr("%s: rope_scaling 'freq_factors' is not supported (only 'default', 'linear', "
 				  "'llama3' and 'longrope')",
 		    ctx);
-	/* transformers: dim = int(head_dim * partial_rotary_factor) */
-	double prf = 1;
-	if (positive_num(j, "partial_rotary_factor", ctx, &prf) < 0)
-		return -1;
-	c->rotary_dim = (int64_t)((double)c->head_dim * prf);
-	if (prf > 1 || c->rotary_dim < 2 || c->rotary_dim % 2 || (c->head_dim - c->rotary_dim) % 2)
-		return llm_seterr("%s: partial_rotary_factor %g of head_dim %lld gives %lld rotated dims, not an "
-				  "even number of 2 to head_dim that leaves an even rest",
-		    ctx, prf, (long long)c->head_dim, (long long)c->rotary_dim);
 	if (c->rope_scaling.longrope && longrope(c, j, ctx) < 0)
 		return -1;
 	if (c->rope_scaling.linear) {
@@ -400,7 +470,7 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 			r->factors[i] = r->factor;
 		r->linear = 0;
 	}
-	if (fs->window == 3) {
+	if (fs->window == LLM_WINDOW_LOCAL_LAYERS) {
 		if (gemma3(c, j, ctx) < 0)
 			return -1;
 	} else {
@@ -421,9 +491,7 @@ parse_body(struct llm_hfconfig *c, const json_t *j, const char *ctx, const struc
 		if (c->mlp_bias)
 			return llm_seterr("%s: mlp_bias true is not supported", ctx);
 	}
-	if (fs->window == 2 && size_key(j, "sliding_window", ctx, 0, &c->sliding_window) < 0)
-		return -1;
-	if (fs->window == 1) {
+	if (fs->window == LLM_WINDOW_REFUSED) {
 		b = 0;
 		if (llm_json_bool_opt(j, "use_sliding_window", ctx, &b) < 0)
 			return -1;

@@ -8,6 +8,7 @@
 #ifndef LLM_HFCONFIG_H
 #define LLM_HFCONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../base/dtype.h"
@@ -40,6 +41,7 @@ struct llm_hfconfig {
 	int qk_norm;             /* the family's q_norm and k_norm (qwen3) */
 	int64_t sliding_window;  /* mistral's sliding_window; 0: null or absent */
 	int64_t rotary_dim;      /* head_dim x partial_rotary_factor (default 1) */
+	double partial_rotary_factor;
 	/* gemma3's (model.h) */
 	int post_norms, act;
 	double embed_scale, attn_scale, rope_local_theta;
@@ -50,6 +52,43 @@ struct llm_hfconfig {
 	int n_eos;                  /* union of config and generation_config eos ids */
 	int64_t eos_ids[LLM_MAX_EOS];
 };
+
+/* The plain numeric keys of both readers, config.json's (hfconfig.c) and
+ * the GGUF metadata's (gguf_config.c), in the order they are read: a
+ * field of struct llm_hfconfig, its config.json key and its GGUF key after
+ * "<arch>." (NULL: the reader has none), and what an absent key means. */
+enum llm_config_type { LLM_CONFIG_SIZE, LLM_CONFIG_REAL }; /* int64_t, double */
+enum {
+	LLM_CONFIG_JSON_REQUIRED = 1, /* config.json must have it */
+	LLM_CONFIG_GGUF_REQUIRED = 2, /* the GGUF file must have it */
+	LLM_CONFIG_GGUF_ZERO = 4,     /* a GGUF size of 0 means none */
+	LLM_CONFIG_GGUF_F32 = 8,      /* a GGUF real read as its f32 (not its
+	                               * shortest decimal) */
+};
+struct llm_config_key {
+	size_t field; /* offsetof(struct llm_hfconfig, ...) */
+	enum llm_config_type type;
+	int window; /* -1: every family's key; else only of a
+	                            * family of that enum llm_window */
+	const char *json, *gguf;
+	unsigned flags; /* LLM_CONFIG_* */
+	double def;     /* absent: this (0: what the reader set
+	                            * before, or field from's) */
+	size_t from;    /* 0, or the field whose value is the default */
+};
+extern const struct llm_config_key llm_config_keys[];
+extern const size_t llm_config_nkeys;
+/* Where key k goes in c, holding the default its absence leaves; NULL
+ * when k is not one of family fs's keys. */
+void *llm_config_key_field(const struct llm_config_key *k, const struct llm_family_spec *fs, struct llm_hfconfig *c);
+/* The invariants of a config the table's keys were read into, checked
+ * once for both readers: heads a multiple of the KV heads, head_dim
+ * (hidden_size / n_heads where no key gave it) even, rotary_dim (head_dim
+ * x partial_rotary_factor where no key gave it) an even number of 2 to
+ * head_dim that leaves an even rest.  Messages start "ctx: " and name
+ * config.json's keys, or with arch the GGUF keys "<arch>....".  0, or -1
+ * with llm_errmsg. */
+int llm_config_check(struct llm_hfconfig *c, const char *ctx, const char *arch);
 
 /* Read DIR/config.json and, when present, DIR/generation_config.json.
  * PATH may also name config.json itself.  0, or -1 with llm_errmsg (and *c
