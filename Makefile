@@ -90,7 +90,7 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_model $(O)/tests/unit/test_plan \
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
-	$(O)/tests/unit/test_ggufmeta $(O)/tests/unit/test_tokload $(O)/tests/unit/test_quant \
+	$(O)/tests/unit/test_gguf_config $(O)/tests/unit/test_tokjson $(O)/tests/unit/test_quant \
 	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply $(O)/tests/unit/test_kernels
 
 all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
@@ -232,11 +232,11 @@ $(O)/tests/unit/test_safetensors: tests/unit/test_safetensors.c
 $(O)/tests/unit/test_hfconfig: tests/unit/test_hfconfig.c
 $(O)/tests/unit/test_weights: tests/unit/test_weights.c
 $(O)/tests/unit/test_tokenizer: tests/unit/test_tokenizer.c
-$(O)/tests/unit/test_tokload: tests/unit/test_tokload.c
+$(O)/tests/unit/test_tokjson: tests/unit/test_tokjson.c
 $(O)/tests/unit/test_gguf: tests/unit/test_gguf.c
 $(O)/tests/unit/test_sample: tests/unit/test_sample.c
 $(O)/tests/unit/test_chat: tests/unit/test_chat.c
-$(O)/tests/unit/test_ggufmeta: tests/unit/test_ggufmeta.c
+$(O)/tests/unit/test_gguf_config: tests/unit/test_gguf_config.c
 $(O)/tests/unit/test_grammar: tests/unit/test_grammar.c
 $(O)/tests/unit/test_reply: tests/unit/test_reply.c
 

@@ -1,11 +1,11 @@
 /* gguf_config.h: the hyperparameters llm-import takes from a GGUF file's
- * metadata, for a llama or qwen2 model, in the terms of a Hugging Face
+ * metadata, for a model of a family family.h lists, in the terms of a Hugging Face
  * config.json (struct llm_hfconfig), so that nothing after llm-import
  * knows that the model came from a GGUF file (gguf_tokenizer.h does the
  * same for the tokenizer).
  *
- * Hyperparameters, for architecture A (general.architecture, "llama" or
- * "qwen2"; anything else is refused by name):
+ * Hyperparameters, for architecture A (general.architecture, a family
+ * spec's name in family.h; anything else is refused by name):
  *   A.block_count, A.embedding_length, A.feed_forward_length,
  *   A.attention.head_count, A.context_length,
  *   A.attention.layer_norm_rms_epsilon      required

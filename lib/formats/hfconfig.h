@@ -2,9 +2,8 @@
  * generation_config.json beside it), for the families it supports.
  *
  * Family is decided by model_type / architectures, as the family specs
- * (family.h) name them: "qwen2" (Qwen2ForCausalLM, including
- * DeepSeek-R1-Distill-Qwen), "llama" (LlamaForCausalLM) or "qwen3"
- * (Qwen3ForCausalLM).  Anything else is rejected with a clear error. */
+ * (family.h, the one list of the families) name them.  Anything else is
+ * rejected with a clear error. */
 #ifndef LLM_HFCONFIG_H
 #define LLM_HFCONFIG_H
 
@@ -18,7 +17,7 @@
 
 struct llm_hfconfig {
 	enum llm_family family;
-	char family_name[16];   /* "qwen2", "llama", "qwen3" or "mistral" */
+	char family_name[16];   /* a family spec's name (family.h): "qwen2" ... */
 	char architecture[64];  /* architectures[0] */
 	char tensor_prefix[32]; /* of the text model's tensor names in a
 	                         * multimodal checkpoint ("language_model."),

@@ -1,7 +1,7 @@
 /* tokenizer_int.h: the inside of struct llm_tokenizer, shared by the
  * files that build one (tokenizer.c, the pipeline; tokjson.c, the
  * tokenizer.json reader; tokbuild.c, the builder from GGUF arrays) and by
- * tests/unit/test_tokload.c.  Nothing else includes it: the rest of the
+ * tests/unit/test_tokjson.c.  Nothing else includes it: the rest of the
  * toolchain sees tokenizer.h only. */
 #ifndef LLM_TOKENIZER_INT_H
 #define LLM_TOKENIZER_INT_H

@@ -488,7 +488,7 @@ T_TEST(byte_level_tokenizer_json)
 int
 main(void)
 {
-	llm_setprog("test_ggufmeta");
+	llm_setprog("test_gguf_config");
 	T_RUN(config_from_metadata_with_defaults);
 	T_RUN(config_refusals);
 	T_RUN(spm_merges_in_transformers_order);
