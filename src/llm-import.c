@@ -44,14 +44,16 @@ static const char *tokenizer_names[] = {
 	"special_tokens_map.json",
 };
 
+static const char usage_text[] =
+    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
+    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
+    "                  [--activations auto|f32|q8|bf16] [--cpu name] [--features list]\n"
+    "                  [--target triple] [--tp n | --pp n] model\n";
+
 static void
 usage(FILE *fp)
 {
-	fprintf(fp,
-	    "usage: llm-import [-v] [-o outdir] [--max-context n] [--prefill-chunk n]\n"
-	    "                  [--dtype auto|f32|f16|bf16|q8_0|q4_0|q4_k_m|...] [--kv-dtype f32|f16|bf16]\n"
-	    "                  [--activations auto|f32|q8|bf16] [--cpu name] [--features list]\n"
-	    "                  [--target triple] [--tp n | --pp n] model\n");
+	fputs(usage_text, fp);
 }
 
 static const char help_text[] =
@@ -561,12 +563,9 @@ main(int argc, char **argv)
 			break;
 		case 'K': o.kvdt = parse_dtype(optarg, 0, "--kv-dtype"); break;
 		case 'S': o.chunk = parse_count(optarg, "--prefill-chunk"); break;
-		case 'h': usage(stdout); return LLM_EXIT_OK;
-		case LLM_OPT_HELP: usage(stdout); llm_help(help_text);
-		case LLM_OPT_VERSION: llm_print_version();
 		case 'o': o.outdir = optarg; break;
 		case 'v': o.verbose = 1; break;
-		default: usage(stderr); return LLM_EXIT_USAGE;
+		default: llm_std_option(ch, usage_text, help_text); usage(stderr); return LLM_EXIT_USAGE;
 		}
 		/* clang-format on */
 	}

@@ -544,14 +544,6 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((ch = getopt_long(argc, argv, "ho:v", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case 'o':
 			k.bundle = optarg;
 			break;
@@ -562,6 +554,7 @@ main(int argc, char **argv)
 			k.sysroot = optarg;
 			break;
 		default:
+			llm_std_option(ch, usage_text, help_text);
 			usage();
 		}
 	}

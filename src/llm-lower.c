@@ -23,12 +23,14 @@
 
 #define DEFAULT_TIMEOUT 600.0
 
+static const char usage_text[] =
+    "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
+    "                 [--features list] [--target triple] [--tuning file] [--no-cache] input.mlir\n";
+
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-	    "usage: llm-lower [-sv] [-k kind] [-o output] [-t seconds] [--cpu name]\n"
-	    "                 [--features list] [--target triple] [--tuning file] [--no-cache] input.mlir\n");
+	fputs(usage_text, f);
 }
 
 static const char help_text[] =
@@ -81,14 +83,6 @@ main(int argc, char **argv)
 		l.timeout = parse_timeout(env, "LLM_LOWER_TIMEOUT");
 	while ((c = getopt_long(argc, argv, "hk:o:st:v", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			usage(stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case 'k':
 			kind = optarg;
 			break;
@@ -120,6 +114,7 @@ main(int argc, char **argv)
 			l.tuning = optarg;
 			break;
 		default:
+			llm_std_option(c, usage_text, help_text);
 			usage(stderr);
 			return LLM_EXIT_USAGE;
 		}

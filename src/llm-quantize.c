@@ -269,14 +269,6 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]); /* getopt's messages name the program */
 	while ((ch = getopt_long(argc, argv, "+hvt:", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case 'v':
 			verbose = 1;
 			break;
@@ -285,6 +277,7 @@ main(int argc, char **argv)
 				usage(llm_xasprintf("-t: %s", llm_errmsg()));
 			break;
 		default:
+			llm_std_option(ch, usage_text, help_text);
 			usage(NULL);
 		}
 	}

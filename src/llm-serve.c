@@ -1993,9 +1993,6 @@ parse_options(int argc, char **argv, struct serve_opts *o)
 		case 'c':
 			o->ctx = int_arg("-c", optarg, 0, INT32_MAX);
 			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			exit(LLM_EXIT_OK);
 		case 'm':
 			o->model = optarg;
 			break;
@@ -2019,11 +2016,6 @@ parse_options(int argc, char **argv, struct serve_opts *o)
 		case 't':
 			o->threads = int_arg("-t", optarg, -1, 4096);
 			break;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(options_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case OPT_API_KEY:
 			if (!*optarg)
 				bad_usage("--api-key: empty");
@@ -2081,6 +2073,7 @@ parse_options(int argc, char **argv, struct serve_opts *o)
 			o->port = int_arg("--port", optarg, 0, 65535);
 			break;
 		default:
+			llm_std_option(ch, usage_text, options_text);
 			fputs(usage_text, stderr);
 			exit(LLM_EXIT_USAGE);
 		}

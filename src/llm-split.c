@@ -46,14 +46,6 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((c = getopt_long(argc, argv, "ho:s:v", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_FAIL : LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case 'o':
 			opts.partsdir = optarg;
 			break;
@@ -67,6 +59,7 @@ main(int argc, char **argv)
 			opts.verbose = 1;
 			break;
 		default:
+			llm_std_option(c, usage_text, help_text);
 			usage();
 		}
 	}

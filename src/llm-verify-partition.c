@@ -52,14 +52,6 @@ main(int argc, char **argv)
 	argv[0] = (char *)llm_setprog(argv[0]);
 	while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			fputs(usage_text, stdout);
-			return fflush(stdout) || ferror(stdout) ? LLM_EXIT_USAGE : LLM_EXIT_OK;
-		case LLM_OPT_HELP:
-			fputs(usage_text, stdout);
-			llm_help(help_text);
-		case LLM_OPT_VERSION:
-			llm_print_version();
 		case 'q':
 			quiet = 1;
 			break;
@@ -67,6 +59,7 @@ main(int argc, char **argv)
 			report_path = optarg;
 			break;
 		default:
+			llm_std_option(c, usage_text, help_text);
 			usage();
 		}
 	}

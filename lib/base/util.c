@@ -170,6 +170,18 @@ llm_print_version(void)
 	exit_stdout();
 }
 
+void
+llm_std_option(int ch, const char *usage, const char *options)
+{
+	if (ch == 'h' || ch == LLM_OPT_HELP)
+		fputs(usage, stdout);
+	if (ch == 'h')
+		exit_stdout();
+	if (ch == LLM_OPT_HELP)
+		llm_help(options);
+	if (ch == LLM_OPT_VERSION)
+		llm_print_version();
+}
 /* A message is one line: the control characters in it (of a file name,
  * or of input a parser quotes) are written as C escapes. */
 static void

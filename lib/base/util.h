@@ -23,14 +23,17 @@
 
 extern const char *llm_prog;
 
-/* --help and --version, in every program's getopt_long table; their
- * cases print the usage (the program's own), then call llm_help with one
- * line per option, or llm_print_version: both exit 0 (1 on a write error). */
+/* --help and --version, in every program's getopt_long table, and -h in
+ * its short options: llm_std_option(ch, usage, options) answers the three
+ * (-h the usage, --help the usage then the options, one a line, --version
+ * llm_print_version) and exits 0 (1 on a write error); for any other ch
+ * it returns. */
 #define LLM_OPT_HELP 0x4801
 #define LLM_OPT_VERSION 0x4802
 #define LLM_STD_LONGOPTS {"help", 0, NULL, LLM_OPT_HELP}, {"version", 0, NULL, LLM_OPT_VERSION}
 _Noreturn void llm_help(const char *options);
 _Noreturn void llm_print_version(void);
+void llm_std_option(int ch, const char *usage, const char *options);
 
 const char *llm_setprog(const char *argv0);
 void llm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
