@@ -3579,6 +3579,7 @@ filter_owner(unsigned type, int called)
 	return NULL;
 }
 
+/* v | f: the row of filters[] for f's name and form and v's type, else an object's method of that name. */
 static struct val
 apply_filter(struct rt *r, struct val v, const struct node *f, struct env *env)
 {
