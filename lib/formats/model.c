@@ -744,11 +744,198 @@ llm_model_load(struct llm_model *m, const char *path)
 	return llm_model_parse(m, r, path);
 }
 
+/* The sections of model.json in the order llm_model_parse reads and checks
+ * them, a load_ function each: 0, or -1 with the error set (the caller
+ * frees m). */
+
+/* "format", "family", "architecture" and "source" */
+static int
+load_header(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o, *a;
+	const char *fmt;
+
+	if (llm_json_str(r, "format", path, &fmt) < 0)
+		return -1;
+	if (strncmp(fmt, "llm-model/", 10) != 0)
+		return llm_seterr("%s: not a model manifest (format '%s')", path, fmt);
+	if (strcmp(fmt, LLM_MODEL_FORMAT) != 0)
+		return llm_seterr("%s: unsupported format version '%s' (this program reads %s; build the model again)",
+		    path, fmt, LLM_MODEL_FORMAT);
+	if (llm_json_str(r, "family", path, &m->family) < 0 ||
+	    llm_json_str(r, "architecture", path, &m->architecture) < 0)
+		return -1;
+	if (get_obj(r, "source", path, &o) < 0 || llm_json_str(o, "kind", path, &m->source_kind) < 0 ||
+	    llm_json_str(o, "dir", path, &m->source_dir) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "source.files", &m->source_files, &m->nsource_files) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+load_dtypes(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o;
+
+	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
+	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0 ||
+	    llm_json_str_opt(o, "file_type", path, &m->file_type) < 0)
+		return -1;
+	return 0;
+}
+
+/* "limits", after the config: the ranks must split it. */
+static int
+load_limits(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o;
+
+	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
+	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
+		return -1;
+	m->tp = m->pp = 1;
+	if (llm_json_int_opt(o, "tp", path, &m->tp) < 0 || llm_json_int_opt(o, "pp", path, &m->pp) < 0)
+		return -1;
+	if (m->tp < 1 || m->pp < 1 || m->tp * m->pp > LLM_MAX_TP)
+		return llm_seterr("%s: limits.tp and limits.pp must be 1 to %d", path, LLM_MAX_TP);
+	return llm_model_split_check(&m->cfg, m->tp, m->pp, path);
+}
+
+/* "tokenizer", after the config: its token ids must be in the vocabulary. */
+static int
+load_tokenizer(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o, *a;
+
+	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
+	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
+	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 || llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
+	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 || get_arr(o, "eos_ids", path, &a) < 0)
+		return -1;
+	for (size_t i = 0; i < m->ntokenizer_files; i++)
+		if (!llm_path_inside(m->tokenizer_files[i]))
+			return llm_seterr("%s: tokenizer.files[%zu] '%s' is outside the build directory", path, i,
+			    m->tokenizer_files[i]);
+	if (json_array_size(a) > LLM_NELEM(m->eos_ids))
+		return llm_seterr("%s: too many eos_ids", path);
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *e = json_array_get(a, i);
+		if (!json_is_integer(e))
+			return llm_seterr("%s: eos_ids[%zu]: expected an integer", path, i);
+		if (json_integer_value(e) < 0 || json_integer_value(e) >= m->cfg.vocab_size)
+			return llm_seterr("%s: eos_ids[%zu]: %" PRId64 " is outside the vocabulary [0, %" PRId64 ")",
+			    path, i, (int64_t)json_integer_value(e), m->cfg.vocab_size);
+		m->eos_ids[m->n_eos++] = json_integer_value(e);
+	}
+	if (m->bos_id >= m->cfg.vocab_size || m->bos_id < -1)
+		return llm_seterr("%s: bos_id %" PRId64 " is outside the vocabulary [0, %" PRId64 ")", path, m->bos_id,
+		    m->cfg.vocab_size);
+	return 0;
+}
+
+/* "kv_cache": the runtime allocates and the kernels index the cache by the
+ * config (not covered by the fingerprint: derived, so checked). */
+static int
+load_kv_cache(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o;
+	struct llm_model_config c;
+
+	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
+		return -1;
+	llm_model_rank_config(m, &c);
+	double want = kv_cache_bytes(&c, m->max_context, m->kv_dtype);
+	json_t *pos = json_object_get(o, "positions"); /* borrowed */
+	if ((double)m->kv_bytes != want)
+		return llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,
+		    m->kv_bytes, want);
+	if (pos && (!json_is_integer(pos) || json_integer_value(pos) != llm_kv_positions(m->max_context)))
+		return llm_seterr("%s: kv_cache.positions must be %" PRId64 " for max_context %" PRId64, path,
+		    llm_kv_positions(m->max_context), m->max_context);
+	/* the rest of it is derived too: what the code was compiled for */
+	json_t *dt = json_object_get(o, "dtype"), *lay = json_object_get(o, "layout");
+	if (dt && (!json_is_string(dt) || strcmp(json_string_value(dt), llm_dtype_name(m->kv_dtype)) != 0))
+		return llm_seterr("%s: kv_cache.dtype must be dtypes.kv, %s (edited by hand?)", path,
+		    llm_dtype_name(m->kv_dtype));
+	if (lay && (!json_is_string(lay) || strcmp(json_string_value(lay), KV_LAYOUT) != 0))
+		return llm_seterr("%s: kv_cache.layout must be \"%s\" (edited by hand?)", path, KV_LAYOUT);
+	return 0;
+}
+
+/* "weights": the file's header facts, then the plan's tensors, which with
+ * dtypes, config and limits make the fingerprint. */
+static int
+load_weights(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *o, *a;
+	const char *fp;
+
+	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
+	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
+	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
+	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 || llm_json_str(o, "fingerprint", path, &fp) < 0 ||
+	    get_arr(o, "tensors", path, &a) < 0)
+		return -1;
+	if (!llm_path_inside(m->weights_file))
+		return llm_seterr("%s: weights.file '%s' is outside the build directory", path, m->weights_file);
+	if (m->alignment == 0 || (m->alignment & (m->alignment - 1)))
+		return llm_seterr("%s: weights.alignment must be a power of two", path);
+	if (llm_parse_hex64(fp, &m->fingerprint) < 0)
+		return llm_seterr("%s: weights.fingerprint: expected 16 hex digits", path);
+	m->ntensors = json_array_size(a);
+	m->tensors = llm_xcalloc(m->ntensors, sizeof(*m->tensors));
+	for (size_t i = 0; i < m->ntensors; i++) {
+		json_t *t = json_array_get(a, i);
+		if (!json_is_object(t))
+			return llm_seterr("%s: weights.tensors[%zu]: expected an object", path, i);
+		if (load_tensor(m, t, i, path) < 0)
+			return -1;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(m->tensors[j].name, m->tensors[i].name) == 0)
+				return llm_seterr("%s: tensor '%s' appears twice in the plan", path,
+				    m->tensors[i].name);
+	}
+	if (llm_model_ranks(m) > 1 && rank_images(m, path) < 0)
+		return -1;
+	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
+	    json_object_get(r, "limits"), a);
+	if (want != m->fingerprint)
+		return llm_seterr("%s: weights.fingerprint does not match the plan (edited by hand?)", path);
+	return 0;
+}
+
+/* "phases", after limits: prefill_chunk sets their tokens. */
+static int
+load_phases(struct llm_model *m, json_t *r, const char *path)
+{
+	json_t *a;
+
+	if (get_arr(r, "phases", path, &a) < 0)
+		return -1;
+	if (json_array_size(a) > LLM_MAX_PHASES)
+		return llm_seterr("%s: too many phases", path);
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		struct llm_phase *ph = &m->phases[m->nphases++];
+		json_t *p = json_array_get(a, i);
+		char c[256];
+		snprintf(c, sizeof(c), "%s: phases[%zu]", path, i);
+		if (!json_is_object(p))
+			return llm_seterr("%s: expected an object", c);
+		if (llm_json_str(p, "name", c, &ph->name) < 0 || llm_json_str(p, "entry", c, &ph->entry) < 0 ||
+		    llm_json_str(p, "file", c, &ph->file) < 0 || get_pos(p, "tokens", c, &ph->tokens) < 0)
+			return -1;
+		if (!llm_path_inside(ph->file))
+			return llm_seterr("%s: file '%s' is outside the build directory", c, ph->file);
+		if (check_phase(p, m->prefill_chunk, c) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 {
-	json_t *o, *a;
-	const char *fmt, *fp;
+	json_t *o;
 	char *tmp;
 
 	memset(m, 0, sizeof(*m));
@@ -759,185 +946,16 @@ llm_model_parse(struct llm_model *m, json_t *r, const char *path)
 	m->dir = llm_xstrdup(dirname(tmp));
 	free(tmp);
 
-	if (!json_is_object(r))
-		goto bad_top;
-	if (llm_json_str(r, "format", path, &fmt) < 0)
-		goto fail;
-	if (strncmp(fmt, "llm-model/", 10) != 0) {
-		llm_seterr("%s: not a model manifest (format '%s')", path, fmt);
+	if (!json_is_object(r)) {
+		llm_seterr("%s: expected a JSON object", path);
 		goto fail;
 	}
-	if (strcmp(fmt, LLM_MODEL_FORMAT) != 0) {
-		llm_seterr("%s: unsupported format version '%s' (this program reads %s; build the model again)", path,
-		    fmt, LLM_MODEL_FORMAT);
+	if (load_header(m, r, path) < 0 || get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0 ||
+	    load_dtypes(m, r, path) < 0 || load_limits(m, r, path) < 0 || load_tokenizer(m, r, path) < 0 ||
+	    load_kv_cache(m, r, path) < 0 || load_weights(m, r, path) < 0 || load_phases(m, r, path) < 0)
 		goto fail;
-	}
-	if (llm_json_str(r, "family", path, &m->family) < 0 ||
-	    llm_json_str(r, "architecture", path, &m->architecture) < 0)
-		goto fail;
-
-	if (get_obj(r, "source", path, &o) < 0 || llm_json_str(o, "kind", path, &m->source_kind) < 0 ||
-	    llm_json_str(o, "dir", path, &m->source_dir) < 0 || get_arr(o, "files", path, &a) < 0 ||
-	    str_array(a, path, "source.files", &m->source_files, &m->nsource_files) < 0)
-		goto fail;
-
-	if (get_obj(r, "config", path, &o) < 0 || load_config(m, o, path) < 0)
-		goto fail;
-	if (get_obj(r, "dtypes", path, &o) < 0 || get_dtype(o, "weights", path, &m->weight_dtype) < 0 ||
-	    get_activations(o, path, m) < 0 || get_dtype(o, "kv", path, &m->kv_dtype) < 0 ||
-	    llm_json_str_opt(o, "file_type", path, &m->file_type) < 0)
-		goto fail;
-	if (get_obj(r, "limits", path, &o) < 0 || get_pos(o, "max_context", path, &m->max_context) < 0 ||
-	    get_pos(o, "prefill_chunk", path, &m->prefill_chunk) < 0)
-		goto fail;
-	m->tp = m->pp = 1;
-	if (llm_json_int_opt(o, "tp", path, &m->tp) < 0 || llm_json_int_opt(o, "pp", path, &m->pp) < 0)
-		goto fail;
-	if (m->tp < 1 || m->pp < 1 || m->tp * m->pp > LLM_MAX_TP) {
-		llm_seterr("%s: limits.tp and limits.pp must be 1 to %d", path, LLM_MAX_TP);
-		goto fail;
-	}
-	if (llm_model_split_check(&m->cfg, m->tp, m->pp, path) < 0)
-		goto fail;
-
-	if (get_obj(r, "tokenizer", path, &o) < 0 || get_arr(o, "files", path, &a) < 0 ||
-	    str_array(a, path, "tokenizer.files", &m->tokenizer_files, &m->ntokenizer_files) < 0 ||
-	    llm_json_int_opt(o, "bos_id", path, &m->bos_id) < 0 || llm_json_bool(o, "add_bos", path, &m->add_bos) < 0 ||
-	    llm_json_str_opt(o, "chat_template", path, &m->chat_template) < 0 || get_arr(o, "eos_ids", path, &a) < 0)
-		goto fail;
-	for (size_t i = 0; i < m->ntokenizer_files; i++)
-		if (!llm_path_inside(m->tokenizer_files[i])) {
-			llm_seterr("%s: tokenizer.files[%zu] '%s' is outside the build directory", path, i,
-			    m->tokenizer_files[i]);
-			goto fail;
-		}
-	if (json_array_size(a) > LLM_NELEM(m->eos_ids)) {
-		llm_seterr("%s: too many eos_ids", path);
-		goto fail;
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *e = json_array_get(a, i);
-		if (!json_is_integer(e)) {
-			llm_seterr("%s: eos_ids[%zu]: expected an integer", path, i);
-			goto fail;
-		}
-		if (json_integer_value(e) < 0 || json_integer_value(e) >= m->cfg.vocab_size) {
-			llm_seterr("%s: eos_ids[%zu]: %" PRId64 " is outside the vocabulary [0, %" PRId64 ")", path, i,
-			    (int64_t)json_integer_value(e), m->cfg.vocab_size);
-			goto fail;
-		}
-		m->eos_ids[m->n_eos++] = json_integer_value(e);
-	}
-	if (m->bos_id >= m->cfg.vocab_size || m->bos_id < -1) {
-		llm_seterr("%s: bos_id %" PRId64 " is outside the vocabulary [0, %" PRId64 ")", path, m->bos_id,
-		    m->cfg.vocab_size);
-		goto fail;
-	}
-
-	if (get_obj(r, "kv_cache", path, &o) < 0 || llm_json_u64(o, "bytes", path, &m->kv_bytes) < 0)
-		goto fail;
-	{
-		/* The runtime allocates and the kernels index the cache by the
-		 * config (not covered by the fingerprint: derived, so checked) */
-		struct llm_model_config c;
-		llm_model_rank_config(m, &c);
-		double want = kv_cache_bytes(&c, m->max_context, m->kv_dtype);
-		json_t *pos = json_object_get(o, "positions"); /* borrowed */
-		if ((double)m->kv_bytes != want) {
-			llm_seterr("%s: kv_cache.bytes %" PRIu64 ", the config implies %.0f (edited by hand?)", path,
-			    m->kv_bytes, want);
-			goto fail;
-		}
-		if (pos && (!json_is_integer(pos) || json_integer_value(pos) != llm_kv_positions(m->max_context))) {
-			llm_seterr("%s: kv_cache.positions must be %" PRId64 " for max_context %" PRId64, path,
-			    llm_kv_positions(m->max_context), m->max_context);
-			goto fail;
-		}
-		/* the rest of it is derived too: what the code was compiled for */
-		json_t *dt = json_object_get(o, "dtype"), *lay = json_object_get(o, "layout");
-		if (dt && (!json_is_string(dt) || strcmp(json_string_value(dt), llm_dtype_name(m->kv_dtype)) != 0)) {
-			llm_seterr("%s: kv_cache.dtype must be dtypes.kv, %s (edited by hand?)", path,
-			    llm_dtype_name(m->kv_dtype));
-			goto fail;
-		}
-		if (lay && (!json_is_string(lay) || strcmp(json_string_value(lay), KV_LAYOUT) != 0)) {
-			llm_seterr("%s: kv_cache.layout must be \"%s\" (edited by hand?)", path, KV_LAYOUT);
-			goto fail;
-		}
-	}
-
-	if (get_obj(r, "weights", path, &o) < 0 || llm_json_str(o, "file", path, &m->weights_file) < 0 ||
-	    llm_json_u64(o, "header_bytes", path, &m->header_bytes) < 0 ||
-	    llm_json_u64(o, "alignment", path, &m->alignment) < 0 ||
-	    llm_json_u64(o, "data_bytes", path, &m->data_bytes) < 0 || llm_json_str(o, "fingerprint", path, &fp) < 0 ||
-	    get_arr(o, "tensors", path, &a) < 0)
-		goto fail;
-	if (!llm_path_inside(m->weights_file)) {
-		llm_seterr("%s: weights.file '%s' is outside the build directory", path, m->weights_file);
-		goto fail;
-	}
-	if (m->alignment == 0 || (m->alignment & (m->alignment - 1))) {
-		llm_seterr("%s: weights.alignment must be a power of two", path);
-		goto fail;
-	}
-	if (llm_parse_hex64(fp, &m->fingerprint) < 0) {
-		llm_seterr("%s: weights.fingerprint: expected 16 hex digits", path);
-		goto fail;
-	}
-	m->ntensors = json_array_size(a);
-	m->tensors = llm_xcalloc(m->ntensors, sizeof(*m->tensors));
-	for (size_t i = 0; i < m->ntensors; i++) {
-		json_t *t = json_array_get(a, i);
-		if (!json_is_object(t)) {
-			llm_seterr("%s: weights.tensors[%zu]: expected an object", path, i);
-			goto fail;
-		}
-		if (load_tensor(m, t, i, path) < 0)
-			goto fail;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(m->tensors[j].name, m->tensors[i].name) == 0) {
-				llm_seterr("%s: tensor '%s' appears twice in the plan", path, m->tensors[i].name);
-				goto fail;
-			}
-	}
-	if (llm_model_ranks(m) > 1 && rank_images(m, path) < 0)
-		goto fail;
-	uint64_t want = llm_plan_fingerprint(json_object_get(r, "dtypes"), json_object_get(r, "config"),
-	    json_object_get(r, "limits"), a);
-	if (want != m->fingerprint) {
-		llm_seterr("%s: weights.fingerprint does not match the plan (edited by hand?)", path);
-		goto fail;
-	}
-
-	if (get_arr(r, "phases", path, &a) < 0)
-		goto fail;
-	if (json_array_size(a) > LLM_MAX_PHASES) {
-		llm_seterr("%s: too many phases", path);
-		goto fail;
-	}
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		struct llm_phase *ph = &m->phases[m->nphases++];
-		json_t *p = json_array_get(a, i);
-		char c[256];
-		snprintf(c, sizeof(c), "%s: phases[%zu]", path, i);
-		if (!json_is_object(p)) {
-			llm_seterr("%s: expected an object", c);
-			goto fail;
-		}
-		if (llm_json_str(p, "name", c, &ph->name) < 0 || llm_json_str(p, "entry", c, &ph->entry) < 0 ||
-		    llm_json_str(p, "file", c, &ph->file) < 0 || get_pos(p, "tokens", c, &ph->tokens) < 0)
-			goto fail;
-		if (!llm_path_inside(ph->file)) {
-			llm_seterr("%s: file '%s' is outside the build directory", c, ph->file);
-			goto fail;
-		}
-		if (check_phase(p, m->prefill_chunk, c) < 0)
-			goto fail;
-	}
 	return 0;
 
-bad_top:
-	llm_seterr("%s: expected a JSON object", path);
 fail:
 	llm_model_free(m);
 	return -1;

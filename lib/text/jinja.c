@@ -3194,268 +3194,414 @@ tojson_filter(struct rt *r, struct val v, struct obj *kw, const struct node *at)
 
 static int run_test(struct rt *r, const char *name, struct val v, struct val arg2, int nargs, const struct node *at);
 
+/* The arguments of a called filter, f->l evaluated, with the keyword ones in *kw. */
+static struct val *
+filter_args(struct rt *r, const struct node *f, struct env *env, size_t *n, struct obj **kw)
+{
+	struct val *a = eval_args(r, &f->l, env, n, 0);
+	*kw = kwargs_of(a, n);
+	return a;
+}
+
+/* v | name: f is the filter's N_ID. Each takes only the value types its row in filters[] names. */
+
+static struct val
+f_same(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return v;
+}
+
+static struct val
+f_tojson(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return tojson_filter(r, v, NULL, f);
+}
+
+static struct val
+f_first(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return v.a->n ? v.a->v[0] : undef;
+}
+
+static struct val
+f_last(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return v.a->n ? v.a->v[v.a->n - 1] : undef;
+}
+
+static struct val
+f_length(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	if (v.t == V_ARRAY)
+		return num(V_INT, (double)v.a->n);
+	if (v.t == V_STR)
+		return num(V_INT, (double)utf16_length(v.s));
+	return num(V_INT, (double)v.o->n);
+}
+
+static struct val
+f_reverse(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	struct arr *a = v.a, *x = mkarr(r, a->n);
+	for (size_t i = 0; i < a->n; i++)
+		x->v[i] = a->v[a->n - 1 - i];
+	return aval(x);
+}
+
+static struct val
+f_sort(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	struct sort_ctx c = {r, f, 0, 0, -1, NULL};
+	return sorted(&c, v.a->v, v.a->n);
+}
+
+static struct val
+f_join(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return v.t == V_STR ? v : filter_join(r, v, mkstr(r, "", 0, 0), f);
+}
+
+static struct val
+f_string(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	static const struct json_opts plain = {0};
+	struct sb b = {0};
+	if (v.t == V_STR)
+		return v;
+	if (v.t == V_BOOL)
+		return cstr(r, v.b ? "true" : "false");
+	if (v.t == V_ARRAY)
+		to_json(r, &b, v, &plain, 0, 0, f);
+	else
+		display(r, &b, v, f);
+	return sval(sb_done(r, &b));
+}
+
+static struct val
+f_unique(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	struct arr *a = v.a, *x = mkarr(r, a->n);
+	x->n = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		int seen = 0;
+		for (size_t j = 0; j < x->n && !seen; j++)
+			seen = strict_eq(x->v[j], a->v[i]) ||
+			    (is_num(x->v[j]) && is_num(a->v[i]) && isnan(x->v[j].d) && isnan(a->v[i].d));
+		if (!seen)
+			x->v[x->n++] = a->v[i];
+	}
+	return aval(x);
+}
+
+/* how: 0 lower, 1 upper, 2 title, 3 capitalize */
+static struct val
+f_recase(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return sval(recase(r, v.s, how));
+}
+
+static struct val
+f_trim(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return sval(trim(r, v.s, 1, 1));
+}
+
+static struct val
+f_indent(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return filter_indent(r, v.s, 4, 0, 0);
+}
+
+/* how: 1 int, 0 float. A string that holds no number makes 0. */
+static struct val
+f_number(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	enum vt t = how ? V_INT : V_FLOAT;
+	if (v.t == V_STR) {
+		double d = parse_number(v.s, how);
+		return num(t, isnan(d) ? 0 : d);
+	}
+	if (v.t == V_BOOL)
+		return num(t, v.b);
+	return num(t, how ? floor(v.d) : v.d);
+}
+
+static struct val
+f_abs(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return num(v.t, fabs(v.d));
+}
+
+static struct val
+f_items(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	return m_items(r, v, NULL, 0, env, f);
+}
+
+/* v | name(args): f is the N_CALL, f->a its N_ID and f->l its arguments, evaluated here and not before. */
+
+static struct val
+fc_tojson(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct obj *kw;
+	filter_args(r, f, env, &n, &kw);
+	return tojson_filter(r, v, kw, f);
+}
+
+/* The value's type is checked before the arguments are evaluated. */
+static struct val
+fc_join(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	if (v.t != V_STR && v.t != V_ARRAY)
+		rt_fail(r, f, "Cannot apply filter \"%s\" to type: %s", f->a->s, type_name(v));
+	size_t n;
+	struct obj *kw;
+	struct val *a = filter_args(r, f, env, &n, &kw);
+	struct val sep = arg(a, n, 0, kw, "separator", cstr(r, ""));
+	if (sep.t != V_STR)
+		rt_fail(r, f, "separator must be a string");
+	return filter_join(r, v, sep.s, f);
+}
+
+/* int(default) and float(default), how 1 and 0: the default for a string that holds no number. */
+static struct val
+fc_number(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	enum vt t = how ? V_INT : V_FLOAT;
+	size_t n;
+	struct obj *kw;
+	struct val *a = filter_args(r, f, env, &n, &kw);
+	struct val dflt = arg(a, n, 0, kw, "default", num(t, 0));
+	if (v.t == V_STR) {
+		double d = parse_number(v.s, how);
+		return isnan(d) ? dflt : num(t, d);
+	}
+	if (is_num(v))
+		return v;
+	if (v.t == V_BOOL)
+		return num(t, v.b);
+	rt_fail(r, f, "Cannot apply filter \"%s\" to type: %s", f->a->s, type_name(v));
+}
+
+static struct val
+fc_default(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct obj *kw;
+	struct val *a = filter_args(r, f, env, &n, &kw);
+	struct val dflt = n > 0 ? a[0] : cstr(r, "");
+	struct val b = arg(a, n, 1, kw, "boolean", boolean(0));
+	if (b.t != V_BOOL)
+		rt_fail(r, f, "`default` filter flag must be a boolean");
+	return v.t == V_UNDEF || (b.b && !truthy(v)) ? dflt : v;
+}
+
+static struct val
+fc_sort(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct obj *kw;
+	struct val *a = filter_args(r, f, env, &n, &kw);
+	struct val rev = arg(a, n, 0, kw, "reverse", boolean(0));
+	if (rev.t != V_BOOL)
+		rt_fail(r, f, "reverse must be a boolean");
+	struct val cs = arg(a, n, 1, kw, "case_sensitive", boolean(0));
+	if (cs.t != V_BOOL)
+		rt_fail(r, f, "case_sensitive must be a boolean");
+	struct val attr = arg(a, n, 2, kw, "attribute", null_val);
+	if (attr.t != V_STR && attr.t != V_INT && attr.t != V_NULL)
+		rt_fail(r, f, "attribute must be a string, integer, or null");
+	struct sort_ctx c = {r, f, cs.b, rev.b, -1, NULL};
+	if (attr.t == V_STR)
+		c.attr = attr.s;
+	else if (attr.t == V_INT) {
+		struct sb b = {0};
+		sb_number(r, &b, attr.d);
+		c.attr = sb_done(r, &b);
+	}
+	return sorted(&c, v.a->v, v.a->n);
+}
+
+/* selectattr("attr", "test", value), how 1, and rejectattr, how 0: the attribute and the test are string
+ * literals. */
+static struct val
+fc_select(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	const char *name = f->a->s;
+	for (size_t i = 0; i < v.a->n; i++)
+		if (v.a->v[i].t != V_OBJECT)
+			rt_fail(r, f, "`%s` can only be applied to array of objects", name);
+	for (size_t i = 0; i < f->l.n; i++)
+		if (f->l.v[i]->k != N_TEXT)
+			rt_fail(r, f, "arguments of `%s` must be strings", name);
+	if (!f->l.n)
+		rt_fail(r, f, "`%s` needs an attribute", name);
+	const struct node *attr = f->l.v[0], *test = f->l.n > 1 ? f->l.v[1] : NULL;
+	struct val val2 = f->l.n > 2 ? eval(r, f->l.v[2], env) : undef;
+	struct arr *x = mkarr(r, v.a->n);
+	x->n = 0;
+	for (size_t i = 0; i < v.a->n; i++) {
+		struct val *m = obj_find(v.a->v[i].o, attr->s, attr->n);
+		int res = m ? (test ? run_test(r, test->s, *m, val2, 2, test) : truthy(*m)) : 0;
+		if (res == how)
+			x->v[x->n++] = v.a->v[i];
+	}
+	return aval(x);
+}
+
+static struct val
+fc_map(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct obj *kw;
+	filter_args(r, f, env, &n, &kw);
+	struct val *attr = kw ? obj_find(kw, "attribute", 9) : NULL;
+	if (!attr)
+		rt_fail(r, f, "`map` expressions without `attribute` set are not currently supported.");
+	if (attr->t != V_STR)
+		rt_fail(r, f, "attribute must be a string");
+	struct val *dflt = obj_find(kw, "default", 7);
+	struct arr *x = mkarr(r, v.a->n);
+	for (size_t i = 0; i < v.a->n; i++) {
+		if (v.a->v[i].t != V_OBJECT)
+			rt_fail(r, f, "items in map must be an object");
+		struct val m = attribute(v.a->v[i], attr->s);
+		x->v[i] = m.t == V_UNDEF && dflt ? *dflt : m;
+	}
+	return aval(x);
+}
+
+static struct val
+fc_indent(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct obj *kw;
+	struct val *a = filter_args(r, f, env, &n, &kw);
+	struct val w = arg(a, n, 0, kw, "width", num(V_INT, 4));
+	if (w.t != V_INT)
+		rt_fail(r, f, "width must be a number");
+	struct val first = arg(a, n, 1, kw, "first", boolean(0));
+	struct val blank = arg(a, n, 2, kw, "blank", boolean(0));
+	return filter_indent(r, v.s, w.d > 0 ? (size_t)w.d : 0, truthy(first), truthy(blank));
+}
+
+/* The keyword arguments stay an object at the end, as the method wants them. */
+static struct val
+fc_replace(struct rt *r, struct val v, const struct node *f, struct env *env, int how)
+{
+	size_t n;
+	struct val *a = eval_args(r, &f->l, env, &n, 1);
+	return m_replace(r, v, a, n, env, f);
+}
+
+/* The value types a filter takes, one bit each; an object here is any but a namespace. */
+enum {
+	FT_ARRAY = 1,
+	FT_STR = 2,
+	FT_NUM = 4,
+	FT_OBJ = 8,
+	FT_BOOL = 16,
+	FT_OTHER = 32,
+	FT_ANY = 63,
+};
+
+/* Every filter, as @huggingface/jinja has them: a name, whether it is called with arguments, the value types it
+ * takes (it is unknown to the others) and the function that applies it. */
+static const struct {
+	const char *name;
+	int called;     /* 0: v | name, 1: v | name(args) */
+	unsigned types; /* FT_ bits */
+	struct val (*apply)(struct rt *r, struct val v, const struct node *f, struct env *env, int how);
+	int how; /* which of the filters apply serves */
+} filters[] = {
+	{"safe", 0, FT_ANY, f_same, 0},
+	{"tojson", 0, FT_ANY, f_tojson, 0},
+	{"list", 0, FT_ARRAY, f_same, 0},
+	{"first", 0, FT_ARRAY, f_first, 0},
+	{"last", 0, FT_ARRAY, f_last, 0},
+	{"length", 0, FT_ARRAY | FT_STR | FT_OBJ, f_length, 0},
+	{"reverse", 0, FT_ARRAY, f_reverse, 0},
+	{"sort", 0, FT_ARRAY, f_sort, 0},
+	{"join", 0, FT_ARRAY | FT_STR, f_join, 0},
+	{"string", 0, FT_ARRAY | FT_STR | FT_NUM | FT_BOOL, f_string, 0},
+	{"unique", 0, FT_ARRAY, f_unique, 0},
+	{"upper", 0, FT_STR, f_recase, 1},
+	{"lower", 0, FT_STR, f_recase, 0},
+	{"title", 0, FT_STR, f_recase, 2},
+	{"capitalize", 0, FT_STR, f_recase, 3},
+	{"trim", 0, FT_STR, f_trim, 0},
+	{"indent", 0, FT_STR, f_indent, 0},
+	{"int", 0, FT_STR | FT_NUM | FT_BOOL, f_number, 1},
+	{"float", 0, FT_STR | FT_NUM | FT_BOOL, f_number, 0},
+	{"abs", 0, FT_NUM, f_abs, 0},
+	{"items", 0, FT_OBJ, f_items, 0},
+	{"bool", 0, FT_BOOL, f_same, 0},
+	{"tojson", 1, FT_ANY, fc_tojson, 0},
+	{"join", 1, FT_ANY, fc_join, 0},
+	{"int", 1, FT_ANY, fc_number, 1},
+	{"float", 1, FT_ANY, fc_number, 0},
+	{"default", 1, FT_ANY, fc_default, 0},
+	{"sort", 1, FT_ARRAY, fc_sort, 0},
+	{"selectattr", 1, FT_ARRAY, fc_select, 1},
+	{"rejectattr", 1, FT_ARRAY, fc_select, 0},
+	{"map", 1, FT_ARRAY, fc_map, 0},
+	{"indent", 1, FT_STR, fc_indent, 0},
+	{"replace", 1, FT_STR, fc_replace, 0},
+};
+
+static unsigned
+filter_type(struct val v)
+{
+	if (v.t == V_ARRAY)
+		return FT_ARRAY;
+	if (v.t == V_STR)
+		return FT_STR;
+	if (is_num(v))
+		return FT_NUM;
+	if (v.t == V_OBJECT && v.o->kind != O_NS)
+		return FT_OBJ;
+	return v.t == V_BOOL ? FT_BOOL : FT_OTHER;
+}
+
+/* The name an unknown filter's message gives a type with filters of its own, or NULL for a type with none
+ * of this form, to which no filter but the FT_ANY ones applies. An object's methods are filters too. */
+static const char *
+filter_owner(unsigned type, int called)
+{
+	static const char *const names[] = {"ArrayValue", "StringValue", "NumericValue", "ObjectValue", "BooleanValue"};
+	int own = type == FT_OBJ;
+	for (size_t i = 0; i < LLM_NELEM(filters); i++)
+		own |= filters[i].called == called && filters[i].types != FT_ANY && (filters[i].types & type);
+	for (size_t i = 0; own && i < LLM_NELEM(names); i++)
+		if (type == 1u << i)
+			return names[i];
+	return NULL;
+}
+
+/* v | f: the row of filters[] for f's name and form and v's type, else an object's method of that name. */
 static struct val
 apply_filter(struct rt *r, struct val v, const struct node *f, struct env *env)
 {
-	const struct node *at = f;
-	if (f->k == N_ID) {
-		const char *name = f->s;
-#define IS(x) (strcmp(name, x) == 0)
-		if (IS("safe"))
-			return v;
-		if (IS("tojson"))
-			return tojson_filter(r, v, NULL, at);
-		if (v.t == V_ARRAY) {
-			struct arr *a = v.a;
-			if (IS("list"))
-				return v;
-			if (IS("first"))
-				return a->n ? a->v[0] : undef;
-			if (IS("last"))
-				return a->n ? a->v[a->n - 1] : undef;
-			if (IS("length"))
-				return num(V_INT, (double)a->n);
-			if (IS("reverse")) {
-				struct arr *x = mkarr(r, a->n);
-				for (size_t i = 0; i < a->n; i++)
-					x->v[i] = a->v[a->n - 1 - i];
-				return aval(x);
-			}
-			if (IS("sort")) {
-				struct sort_ctx c = {r, at, 0, 0, -1, NULL};
-				return sorted(&c, a->v, a->n);
-			}
-			if (IS("join"))
-				return filter_join(r, v, mkstr(r, "", 0, 0), at);
-			if (IS("string")) {
-				static const struct json_opts plain = {0};
-				struct sb b = {0};
-				to_json(r, &b, v, &plain, 0, 0, at);
-				return sval(sb_done(r, &b));
-			}
-			if (IS("unique")) {
-				struct arr *x = mkarr(r, a->n);
-				x->n = 0;
-				for (size_t i = 0; i < a->n; i++) {
-					int seen = 0;
-					for (size_t j = 0; j < x->n && !seen; j++)
-						seen = strict_eq(x->v[j], a->v[i]) ||
-						    (is_num(x->v[j]) && is_num(a->v[i]) && isnan(x->v[j].d) &&
-							isnan(a->v[i].d));
-					if (!seen)
-						x->v[x->n++] = a->v[i];
-				}
-				return aval(x);
-			}
-			rt_fail(r, at, "Unknown ArrayValue filter: %s", name);
-		}
-		if (v.t == V_STR) {
-			if (IS("length"))
-				return num(V_INT, (double)utf16_length(v.s));
-			if (IS("upper"))
-				return sval(recase(r, v.s, 1));
-			if (IS("lower"))
-				return sval(recase(r, v.s, 0));
-			if (IS("title"))
-				return sval(recase(r, v.s, 2));
-			if (IS("capitalize"))
-				return sval(recase(r, v.s, 3));
-			if (IS("trim"))
-				return sval(trim(r, v.s, 1, 1));
-			if (IS("indent"))
-				return filter_indent(r, v.s, 4, 0, 0);
-			if (IS("join") || IS("string"))
-				return v;
-			if (IS("int")) {
-				double d = parse_number(v.s, 1);
-				return num(V_INT, isnan(d) ? 0 : d);
-			}
-			if (IS("float")) {
-				double d = parse_number(v.s, 0);
-				return num(V_FLOAT, isnan(d) ? 0 : d);
-			}
-			rt_fail(r, at, "Unknown StringValue filter: %s", name);
-		}
-		if (is_num(v)) {
-			if (IS("abs"))
-				return num(v.t, fabs(v.d));
-			if (IS("int"))
-				return num(V_INT, floor(v.d));
-			if (IS("float"))
-				return num(V_FLOAT, v.d);
-			if (IS("string")) {
-				struct sb b = {0};
-				display(r, &b, v, at);
-				return sval(sb_done(r, &b));
-			}
-			rt_fail(r, at, "Unknown NumericValue filter: %s", name);
-		}
-		if (v.t == V_OBJECT && v.o->kind != O_NS) {
-			if (IS("items"))
-				return m_items(r, v, NULL, 0, env, at);
-			if (IS("length"))
-				return num(V_INT, (double)v.o->n);
-			struct str *k = mkstr(r, name, strlen(name), 0);
-			struct val *own = obj_find(v.o, name, strlen(name));
-			(void)own;
-			struct val b = builtin_of(r, v, k);
-			if (b.t == V_FUNC)
-				return call_fn(r, b, NULL, 0, env, at);
-			rt_fail(r, at, "Unknown ObjectValue filter: %s", name);
-		}
-		if (v.t == V_BOOL) {
-			if (IS("bool"))
-				return v;
-			if (IS("int"))
-				return num(V_INT, v.b);
-			if (IS("float"))
-				return num(V_FLOAT, v.b);
-			if (IS("string"))
-				return cstr(r, v.b ? "true" : "false");
-			rt_fail(r, at, "Unknown BooleanValue filter: %s", name);
-		}
-		rt_fail(r, at, "Cannot apply filter \"%s\" to type: %s", name, type_name(v));
-	}
-
-	/* name(args) */
-	const char *name = f->a->s;
-	size_t n;
-	struct val *a;
-	struct obj *kw;
-	if (f->a->k != N_ID)
-		rt_fail(r, at, "Unknown filter");
-	if (IS("tojson")) {
-		a = eval_args(r, &f->l, env, &n, 0);
-		kw = kwargs_of(a, &n);
-		return tojson_filter(r, v, kw, at);
-	}
-	if (IS("join")) {
-		if (v.t != V_STR && v.t != V_ARRAY)
-			rt_fail(r, at, "Cannot apply filter \"%s\" to type: %s", name, type_name(v));
-		a = eval_args(r, &f->l, env, &n, 0);
-		kw = kwargs_of(a, &n);
-		struct val sep = arg(a, n, 0, kw, "separator", cstr(r, ""));
-		if (sep.t != V_STR)
-			rt_fail(r, at, "separator must be a string");
-		return filter_join(r, v, sep.s, at);
-	}
-	if (IS("int") || IS("float")) {
-		int integer = IS("int");
-		a = eval_args(r, &f->l, env, &n, 0);
-		kw = kwargs_of(a, &n);
-		struct val dflt = arg(a, n, 0, kw, "default", num(integer ? V_INT : V_FLOAT, 0));
-		if (v.t == V_STR) {
-			double d = parse_number(v.s, integer);
-			return isnan(d) ? dflt : num(integer ? V_INT : V_FLOAT, d);
-		}
-		if (is_num(v))
-			return v;
-		if (v.t == V_BOOL)
-			return num(integer ? V_INT : V_FLOAT, v.b);
-		rt_fail(r, at, "Cannot apply filter \"%s\" to type: %s", name, type_name(v));
-	}
-	if (IS("default")) {
-		a = eval_args(r, &f->l, env, &n, 0);
-		kw = kwargs_of(a, &n);
-		struct val dflt = n > 0 ? a[0] : cstr(r, "");
-		struct val b = arg(a, n, 1, kw, "boolean", boolean(0));
-		if (b.t != V_BOOL)
-			rt_fail(r, at, "`default` filter flag must be a boolean");
-		return v.t == V_UNDEF || (b.b && !truthy(v)) ? dflt : v;
-	}
-	if (v.t == V_ARRAY) {
-		if (IS("sort")) {
-			a = eval_args(r, &f->l, env, &n, 0);
-			kw = kwargs_of(a, &n);
-			struct val rev = arg(a, n, 0, kw, "reverse", boolean(0));
-			if (rev.t != V_BOOL)
-				rt_fail(r, at, "reverse must be a boolean");
-			struct val cs = arg(a, n, 1, kw, "case_sensitive", boolean(0));
-			if (cs.t != V_BOOL)
-				rt_fail(r, at, "case_sensitive must be a boolean");
-			struct val attr = arg(a, n, 2, kw, "attribute", null_val);
-			if (attr.t != V_STR && attr.t != V_INT && attr.t != V_NULL)
-				rt_fail(r, at, "attribute must be a string, integer, or null");
-			struct sort_ctx c = {r, at, cs.b, rev.b, -1, NULL};
-			if (attr.t == V_STR)
-				c.attr = attr.s;
-			else if (attr.t == V_INT) {
-				struct sb b = {0};
-				sb_number(r, &b, attr.d);
-				c.attr = sb_done(r, &b);
-			}
-			return sorted(&c, v.a->v, v.a->n);
-		}
-		if (IS("selectattr") || IS("rejectattr")) {
-			int select = IS("selectattr");
-			for (size_t i = 0; i < v.a->n; i++)
-				if (v.a->v[i].t != V_OBJECT)
-					rt_fail(r, at, "`%s` can only be applied to array of objects", name);
-			for (size_t i = 0; i < f->l.n; i++)
-				if (f->l.v[i]->k != N_TEXT)
-					rt_fail(r, at, "arguments of `%s` must be strings", name);
-			if (!f->l.n)
-				rt_fail(r, at, "`%s` needs an attribute", name);
-			const struct node *attr = f->l.v[0], *test = f->l.n > 1 ? f->l.v[1] : NULL;
-			struct val val2 = f->l.n > 2 ? eval(r, f->l.v[2], env) : undef;
-			struct arr *x = mkarr(r, v.a->n);
-			x->n = 0;
-			for (size_t i = 0; i < v.a->n; i++) {
-				struct val *m = obj_find(v.a->v[i].o, attr->s, attr->n);
-				int res = m ? (test ? run_test(r, test->s, *m, val2, 2, test) : truthy(*m)) : 0;
-				if (res == select)
-					x->v[x->n++] = v.a->v[i];
-			}
-			return aval(x);
-		}
-		if (IS("map")) {
-			a = eval_args(r, &f->l, env, &n, 0);
-			kw = kwargs_of(a, &n);
-			struct val *attr = kw ? obj_find(kw, "attribute", 9) : NULL;
-			if (!attr)
-				rt_fail(r, at,
-				    "`map` expressions without `attribute` set are not currently supported.");
-			if (attr->t != V_STR)
-				rt_fail(r, at, "attribute must be a string");
-			struct val *dflt = obj_find(kw, "default", 7);
-			struct arr *x = mkarr(r, v.a->n);
-			for (size_t i = 0; i < v.a->n; i++) {
-				if (v.a->v[i].t != V_OBJECT)
-					rt_fail(r, at, "items in map must be an object");
-				struct val m = attribute(v.a->v[i], attr->s);
-				x->v[i] = m.t == V_UNDEF && dflt ? *dflt : m;
-			}
-			return aval(x);
-		}
-		rt_fail(r, at, "Unknown ArrayValue filter: %s", name);
-	}
-	if (v.t == V_STR) {
-		if (IS("indent")) {
-			a = eval_args(r, &f->l, env, &n, 0);
-			kw = kwargs_of(a, &n);
-			struct val w = arg(a, n, 0, kw, "width", num(V_INT, 4));
-			if (w.t != V_INT)
-				rt_fail(r, at, "width must be a number");
-			struct val first = arg(a, n, 1, kw, "first", boolean(0));
-			struct val blank = arg(a, n, 2, kw, "blank", boolean(0));
-			return filter_indent(r, v.s, w.d > 0 ? (size_t)w.d : 0, truthy(first), truthy(blank));
-		}
-		if (IS("replace")) {
-			a = eval_args(r, &f->l, env, &n, 1);
-			return m_replace(r, v, a, n, env, at);
-		}
-		rt_fail(r, at, "Unknown StringValue filter: %s", name);
-	}
-	if (v.t == V_OBJECT && v.o->kind != O_NS) {
+	int called = f->k != N_ID;
+	if (called && f->a->k != N_ID)
+		rt_fail(r, f, "Unknown filter");
+	const char *name = called ? f->a->s : f->s, *owner;
+	unsigned type = filter_type(v);
+	for (size_t i = 0; i < LLM_NELEM(filters); i++)
+		if (filters[i].called == called && (filters[i].types & type) && strcmp(filters[i].name, name) == 0)
+			return filters[i].apply(r, v, f, env, filters[i].how);
+	if (type == FT_OBJ) {
 		struct val b = builtin_of(r, v, mkstr(r, name, strlen(name), 0));
 		if (b.t == V_FUNC) {
-			a = eval_args(r, &f->l, env, &n, 0);
-			return call_fn(r, b, a, n, env, at);
+			size_t n = 0;
+			struct val *a = called ? eval_args(r, &f->l, env, &n, 0) : NULL;
+			return call_fn(r, b, a, n, env, f);
 		}
-		rt_fail(r, at, "Unknown ObjectValue filter: %s", name);
 	}
-	rt_fail(r, at, "Cannot apply filter \"%s\" to type: %s", name, type_name(v));
-#undef IS
+	if ((owner = filter_owner(type, called)))
+		rt_fail(r, f, "Unknown %s filter: %s", owner, name);
+	rt_fail(r, f, "Cannot apply filter \"%s\" to type: %s", name, type_name(v));
 }
 
 /* ---- tests ---- */
