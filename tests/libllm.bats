@@ -9,16 +9,13 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	load test_helper/common-setup
-	_common_setup
 	# f32 activations on every host: refmodel's products, without --bf16-activations
-	tiny_build "$BATS_FILE_TMPDIR" out "--max-context 256 --prefill-chunk 16 --activations f32"
+	tiny_setup_file "--max-context 256 --prefill-chunk 16 --activations f32"
 }
 
 setup() {
 	load test_helper/common-setup
-	_common_setup
-	M=$BATS_FILE_TMPDIR/out/model.llm
-	T=$BATS_TEST_TMPDIR
+	tiny_setup
 }
 
 @test "the API on a model: every misuse gets its status and a message; state files; threads; llm-run's logits bit for bit (issue 43)" {

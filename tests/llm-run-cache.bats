@@ -28,7 +28,7 @@ setup() {
 
 # A server started by a test is stopped by its PID.
 teardown() {
-	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+	stop_own_server
 }
 
 # serve options: llm-serve (common-setup.bash's start_server), waiting up

@@ -9,15 +9,12 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	load test_helper/common-setup
-	_common_setup
-	tiny_build "$BATS_FILE_TMPDIR" out
+	tiny_setup_file
 }
 
 setup() {
 	load test_helper/common-setup
-	_common_setup
-	M=$BATS_FILE_TMPDIR/out/model.llm
-	T=$BATS_TEST_TMPDIR
+	tiny_setup
 	F=$PROJECT_ROOT/tests/fixtures/chat
 }
 

@@ -8,21 +8,17 @@ bats_require_minimum_version 1.5.0
 
 setup_file() {
 	load test_helper/common-setup
-	_common_setup
-	tiny_build "$BATS_FILE_TMPDIR" out
+	tiny_setup_file
 }
 
 setup() {
 	load test_helper/common-setup
-	_common_setup
-	M=$BATS_FILE_TMPDIR/out/model.llm
-	T=$BATS_TEST_TMPDIR
-	PID=
+	tiny_setup
 	long='{"prompt": "Once", "max_tokens": 250, "ignore_eos": true, "temperature": 0}'
 }
 
 teardown() {
-	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+	stop_own_server
 }
 
 # serve [options]: llm-serve on the model (common-setup.bash's start_server).

@@ -27,6 +27,25 @@ tiny_build() {
 		OUT="$1/$2" IMPORT_FLAGS="${3:---max-context 256 --prefill-chunk 16}" >&2
 }
 
+# The suites on the tiny model, built once a file: their setup_file
+# (tiny_setup_file [IMPORT_FLAGS]: tiny_build into $BATS_FILE_TMPDIR/out)
+# and setup (tiny_setup: M the bundle, T the test's directory, PID none),
+# and the teardown of those whose tests start a server (stop_own_server:
+# the one this test started, by its PID).
+tiny_setup_file() {
+	_common_setup
+	tiny_build "$BATS_FILE_TMPDIR" out "$@"
+}
+tiny_setup() {
+	_common_setup
+	M=$BATS_FILE_TMPDIR/out/model.llm
+	T=$BATS_TEST_TMPDIR
+	PID=
+}
+stop_own_server() {
+	[ -z "$PID" ] || { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null || true; }
+}
+
 # tuning_with OUT PARAM VALUE: share/llm/tuning.json with PARAM set to
 # VALUE for every CPU (generic's, no entry of its own), written to OUT.
 # weights_of DIR: the weights of build DIR: its weights.bin, or, after
