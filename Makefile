@@ -91,7 +91,8 @@ UNITS = $(O)/tests/unit/test_util $(O)/tests/unit/test_dtype $(O)/tests/unit/tes
 	$(O)/tests/unit/test_bundle $(O)/tests/unit/test_weights $(O)/tests/unit/test_tokenizer \
 	$(O)/tests/unit/test_gguf $(O)/tests/unit/test_sample $(O)/tests/unit/test_chat \
 	$(O)/tests/unit/test_gguf_config $(O)/tests/unit/test_tokjson $(O)/tests/unit/test_quant \
-	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply $(O)/tests/unit/test_kernels
+	$(O)/tests/unit/test_ppl $(O)/tests/unit/test_grammar $(O)/tests/unit/test_reply $(O)/tests/unit/test_kernels \
+	$(O)/tests/unit/test_target
 
 all: config.mk $(PROGS) $(TOOLS) $(API) $(CROSS:%=cross-%)
 
@@ -222,6 +223,7 @@ $(O)/tests/unit/test_util: tests/unit/test_util.c
 $(O)/tests/unit/test_quant: tests/unit/test_quant.c
 $(O)/tests/unit/test_ppl: tests/unit/test_ppl.c
 $(O)/tests/unit/test_kernels: tests/unit/test_kernels.c
+$(O)/tests/unit/test_target: tests/unit/test_target.c
 $(O)/tests/unit/test_model: tests/unit/test_model.c
 $(O)/tests/unit/test_plan: tests/unit/test_plan.c
 $(O)/tests/unit/test_bundle: tests/unit/test_bundle.c
@@ -423,7 +425,8 @@ check-bats: all
 # The transform scripts of llm-lower, generated (the transform dialect has
 # no parameters); generic.mlir is written by hand.  The top-level ones
 # are AVX2's (and every target's without a form of its own); each ISA form
-# of mkscript.py's table has its own folder.
+# of mkscript.py's table has its own folder.  lib/formats/target.c's table
+# of forms names the same ISAs (tests/unit/test_target.c checks the three).
 TRANSFORMS = decode prefill
 TRANSFORM_ISAS = avx512 rvv
 transforms:

@@ -402,8 +402,10 @@ cache_path(const struct llm_lower *l, const struct llm_argv *passes)
 		if (eq && eq[1] == '/')
 			key_file(h, eq + 1);
 	}
-	for (const char *const *f = llm_target_kernel_forms; *f; f++) {
-		char *k = llm_xasprintf("%s/kernels/%s.mlir", l->share, *f);
+	for (size_t i = 0; i < llm_target_nforms; i++) {
+		if (llm_target_forms[i].kind >= LLM_FORM_NKERNEL)
+			continue;
+		char *k = llm_xasprintf("%s/kernels/%s.mlir", l->share, llm_target_forms[i].name);
 		key_file(h, k);
 		free(k);
 	}

@@ -70,64 +70,102 @@ is_riscv(const char *triple)
 	return strncmp(triple, "riscv", 5) == 0;
 }
 
-const char *const llm_target_kernel_forms[] = {"vnni512", "vnni", "avx2", "rvv", "generic", "bf16-avx512",
-	"bf16-generic", "amx", "tile-generic", NULL};
+/* The table of target.h: each row a form, with what a target needs for
+ * it.  The ISA of a row is its own: AVX-512 VNNI with BW for 512-bit
+ * vpdpbusd, with VL (or AVX-VNNI) for 256-bit; vdpbf16ps wants AVX-512 F
+ * beside AVX512-BF16; the AMX kernels use all three tile extensions. */
+/* clang-format off */
+const struct llm_target_form llm_target_forms[] = {
+	{LLM_FORM_INT8, "vnni512", NULL, {{"avx512_vnni", "avx512bw"}}, 0},
+	{LLM_FORM_INT8, "vnni", NULL, {{"avx512_vnni", "avx512vl"}, {"avx_vnni"}}, 0},
+	{LLM_FORM_INT8, "rvv", "riscv", {{"v"}}, 0},
+	{LLM_FORM_INT8, "avx2", NULL, {{"avx2"}}, 0},
+	{LLM_FORM_INT8, "generic", NULL, {{NULL}}, 0},
+	{LLM_FORM_BF16, "bf16-avx512", NULL, {{"avx512_bf16", "avx512f"}}, 1},
+	{LLM_FORM_BF16, "bf16-generic", NULL, {{NULL}}, 0},
+	{LLM_FORM_TILE, "amx", NULL, {{"amx_tile", "amx_int8", "amx_bf16"}}, 0},
+	{LLM_FORM_TILE, "tile-generic", NULL, {{NULL}}, 0},
+	{LLM_FORM_TRANSFORMS, "avx512", NULL, {{"avx512f", "avx512bw", "avx512vl"}}, 1},
+	{LLM_FORM_TRANSFORMS, "rvv", "riscv", {{"v"}}, 1},
+	{LLM_FORM_TRANSFORMS, "avx2", NULL, {{NULL}}, 0},
+	{LLM_FORM_VREGS, "avx512", NULL, {{"avx512f"}}, 32},
+	{LLM_FORM_VREGS, "avx2", "x86_64", {{NULL}}, 16},
+	{LLM_FORM_VREGS, "generic", NULL, {{NULL}}, 0},
+	{LLM_FORM_BF16_CONVERT, "zvfbfmin", "riscv", {{"v", "zvfbfmin"}}, 1},
+	{LLM_FORM_BF16_CONVERT, "expand", NULL, {{NULL}}, 0},
+};
+/* clang-format on */
+const size_t llm_target_nforms = LLM_NELEM(llm_target_forms);
+
+/* 1 if t has form f (target.h). */
+static int
+form_fits(const struct llm_target_form *f, const struct llm_target *t)
+{
+	if (f->arch && strncmp(t->triple, f->arch, strlen(f->arch)) != 0)
+		return 0;
+	if (!f->needs[0][0])
+		return 1;
+	for (size_t s = 0; s < LLM_NELEM(f->needs) && f->needs[s][0]; s++) {
+		size_t i = 0;
+		while (i < LLM_NELEM(f->needs[s]) && f->needs[s][i] && has_feature(t, f->needs[s][i]))
+			i++;
+		if (i == LLM_NELEM(f->needs[s]) || !f->needs[s][i])
+			return 1;
+	}
+	return 0;
+}
+
+/* t's row of kind: the first that fits (each kind's last fits all). */
+static const struct llm_target_form *
+form_of(const struct llm_target *t, enum llm_form_kind kind)
+{
+	size_t i = 0;
+	while (llm_target_forms[i].kind != kind || !form_fits(&llm_target_forms[i], t))
+		i++;
+	return &llm_target_forms[i];
+}
 
 const char *
 llm_target_kernels(const struct llm_target *t)
 {
-	if (has_feature(t, "avx512_vnni") && has_feature(t, "avx512bw"))
-		return "vnni512";
-	if ((has_feature(t, "avx512_vnni") && has_feature(t, "avx512vl")) || has_feature(t, "avx_vnni"))
-		return "vnni";
-	if (is_riscv(t->triple) && has_feature(t, "v"))
-		return "rvv";
-	return has_feature(t, "avx2") ? "avx2" : "generic";
+	return form_of(t, LLM_FORM_INT8)->name;
 }
 
 const char *
 llm_target_bf16_kernels(const struct llm_target *t)
 {
-	if (has_feature(t, "avx512_bf16") && has_feature(t, "avx512f"))
-		return "bf16-avx512";
-	return "bf16-generic";
+	return form_of(t, LLM_FORM_BF16)->name;
 }
 
 int
 llm_target_bf16_activations(const struct llm_target *t)
 {
-	return strcmp(llm_target_bf16_kernels(t), "bf16-avx512") == 0;
+	return form_of(t, LLM_FORM_BF16)->value;
 }
 
 const char *
 llm_target_tile_kernels(const struct llm_target *t)
 {
-	int amx = has_feature(t, "amx_tile") && has_feature(t, "amx_int8") && has_feature(t, "amx_bf16");
-	return amx ? "amx" : "tile-generic";
+	return form_of(t, LLM_FORM_TILE)->name;
 }
 
 int
 llm_target_bf16_convert(const struct llm_target *t)
 {
-	return is_riscv(t->triple) && has_feature(t, "v") && has_feature(t, "zvfbfmin");
+	return form_of(t, LLM_FORM_BF16_CONVERT)->value;
 }
 
 int
 llm_target_vector_registers(const struct llm_target *t)
 {
-	if (has_feature(t, "avx512f"))
-		return 32;
-	return strncmp(t->triple, "x86_64", 6) == 0 ? 16 : 0;
+	return form_of(t, LLM_FORM_VREGS)->value;
 }
 
 const char *
 llm_target_transforms(const struct llm_target *t)
 {
-	if (has_feature(t, "avx512f") && has_feature(t, "avx512bw") && has_feature(t, "avx512vl"))
-		return "avx512";
-	if (is_riscv(t->triple) && has_feature(t, "v"))
-		return "rvv";
-	return NULL;
+	const struct llm_target_form *f = form_of(t, LLM_FORM_TRANSFORMS);
+	return f->value ? f->name : NULL;
 }
 
 static int

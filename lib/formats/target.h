@@ -57,14 +57,42 @@ const char *llm_target_sysroot(const char *triple);
  * NULL: this machine's), "libclang_rt.builtins-x86_64.a", or NULL. */
 const char *llm_target_builtins(const char *arch);
 
+/* The kernel forms and the ISA facts of targets, one table (target.c's):
+ * a row per form of each kind, in the order the choosers try them.  A
+ * target t has a row's form when its triple starts with arch (NULL: any)
+ * and it has every feature of one of the sets in needs (none: every
+ * target); each kind's choice is its first row that t has, and each kind
+ * ends in a row that every target has.  The first three kinds are kernel
+ * forms, share/llm/kernels/<name>.mlir (ir.txt "Kernels"); tests/unit/
+ * test_target.c checks the transform rows against share/llm/transforms/,
+ * mkscript.py's ISA table and the Makefile's TRANSFORM_ISAS. */
+enum llm_form_kind {
+	LLM_FORM_INT8,         /* llm_target_kernels */
+	LLM_FORM_BF16,         /* llm_target_bf16_kernels; value: bf16 activations */
+	LLM_FORM_TILE,         /* llm_target_tile_kernels */
+	LLM_FORM_TRANSFORMS,   /* mkscript.py's ISA; value: 1 with a folder of its own */
+	LLM_FORM_VREGS,        /* value: llm_target_vector_registers */
+	LLM_FORM_BF16_CONVERT, /* value: llm_target_bf16_convert */
+};
+#define LLM_FORM_NKERNEL 3 /* the kinds below it are kernel forms */
+struct llm_target_form {
+	enum llm_form_kind kind;
+	const char *name;
+	const char *arch;        /* the triple's start, or NULL */
+	const char *needs[2][4]; /* sets of features, NULL-terminated */
+	int value;
+};
+extern const struct llm_target_form llm_target_forms[];
+extern const size_t llm_target_nforms;
+
 /* The form of the int8 dot-product kernels for t: the file
  * share/llm/kernels/<form>.mlir whose definitions llm-lower puts in place
  * of the declarations of the quantized single-row products (ir.txt
  * "Kernels").  "vnni512" (vpdpbusd on 512 bits: AVX512-VNNI with
  * AVX512-BW), "vnni" (vpdpbusd on 256: AVX512-VNNI with AVX512-VL, or
- * AVX-VNNI), "avx2" (vpmaddubsw + vpmaddwd), "rvv" (RISC-V with V:
- * 16-bit products, vwmul, widened pair sums), "generic" (any other
- * target).  Every form computes the same integers. */
+ * AVX-VNNI), "rvv" (RISC-V with V: 16-bit products, vwmul, widened pair
+ * sums), "avx2" (vpmaddubsw + vpmaddwd), "generic" (any other target).
+ * Every form computes the same integers. */
 const char *llm_target_kernels(const struct llm_target *t);
 /* The form of the bf16 dot-product kernel for t (@llm_bdot, the products
  * with bf16 activations: ir.txt "Kernels"): "bf16-avx512" (vdpbf16ps:
@@ -91,13 +119,11 @@ int llm_target_bf16_convert(const struct llm_target *t);
  * on any other x86 target (AVX2's), 0 where unknown (the generic forms'
  * targets: RVV's registers group by LMUL). */
 int llm_target_vector_registers(const struct llm_target *t);
-/* Every form of the three, NULL-terminated. */
-extern const char *const llm_target_kernel_forms[];
 /* The form of the transform scripts for t, share/llm/transforms/<form>/
  * (the parameters of each, mkscript.py's ISA table): "avx512" (AVX-512
  * F, BW and VL: k in 16 lanes), "rvv" (RISC-V with V: smaller GEMM and
- * elementwise tiles); NULL for the top-level scripts (AVX2's, and every
- * other target's). */
+ * elementwise tiles); NULL for the top-level scripts (mkscript.py's
+ * "avx2": AVX2's, and every other target's). */
 const char *llm_target_transforms(const struct llm_target *t);
 
 /* One line of JSON: {"triple": ..., "cpu": ..., "features": [...]}. */

@@ -27,8 +27,9 @@ comments of each sequence):
 
 ISA=NAME (first of the parameters) starts from the parameters of that ISA's form
 in the table ISA below; llm-lower reads share/llm/transforms/<form>/KIND.mlir
-for a target of that form (lib/formats/target.c's llm_target_transforms) and the
-top-level scripts (AVX2's) for every other target."""
+for a target of that form (lib/formats/target.c's table of forms, whose transform
+rows name these ISAs, as the Makefile's TRANSFORM_ISAS does: tests/unit/test_target.c
+checks them) and the top-level scripts (AVX2's) for every other target."""
 import sys
 kind = sys.argv[1]
 # What each ISA's form changes: AVX-512's 32 registers of 16 lanes take
