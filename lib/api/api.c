@@ -30,7 +30,7 @@ struct llm {
 	struct llm_runtime *rt;
 	struct llm_chatsrc src;
 	pthread_mutex_t lock;             /* the tokenizer: encode keeps a cache */
-	int64_t context;                  /* a sequence's default */
+	int64_t context;                  /* a sequence's default (0: llm_ctx_new's) */
 	int64_t eot;                      /* the template's end of turn, or -1 */
 	atomic_int nseq;                  /* sequences alive */
 	char desc[96];                    /* llm_model_desc */
@@ -225,9 +225,7 @@ open_model(const char *path, const struct llm_options *o, struct llm **out)
 		    "%s: a context of %" PRId64 " positions exceeds the one this model was built for, %" PRId64, path,
 		    o->context, limit);
 	}
-	m->context = o->context ? o->context : llm_runtime_context(m->rt);
-	/* the runtime's own context is not used: give its cache back */
-	llm_runtime_set_context(m->rt, 1);
+	m->context = o->context;
 	pthread_mutex_init(&m->lock, NULL);
 	if ((o->tokenizer ? llm_chatsrc_path(&m->src, o->tokenizer) :
 			    llm_chatsrc_bundle(&m->src, llm_runtime_bundle(m->rt))) < 0) {

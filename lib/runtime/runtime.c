@@ -33,10 +33,9 @@ struct llm_runtime {
 	pthread_t prefault; /* joined by llm_runtime_close */
 	int prefaulting;
 	atomic_int stop_prefault;
-	struct llm_ctx *ctx; /* the runtime's own context (llm_runtime_prefill ...) */
-	char *target_cpu;    /* target.json's cpu; NULL: none */
-	uint64_t wbytes;     /* the weights the phases get: data_bytes, or
-	                      * one rank's image of them */
+	char *target_cpu; /* target.json's cpu; NULL: none */
+	uint64_t wbytes;  /* the weights the phases get: data_bytes, or
+	                   * one rank's image of them */
 	/* Split over MPI ranks (limits.tp or limits.pp > 1): this process
 	 * is rank rank of llm_model_ranks, through the library's entry points
 	 * (emit.c). */
@@ -46,7 +45,15 @@ struct llm_runtime {
 		void (*reduce[3])(struct llm_memref1 *); /* sum, min, max */
 		int started, failed;
 		int64_t rank;
-		atomic_int nctx; /* contexts but the runtime's own */
+		atomic_int nctx; /* live contexts: at most one */
+		/* The command header (HDR_TOKENS + tokens_cap): rank 0 fills it
+		 * before each phase call and at close, the others receive it in
+		 * llm_runtime_follow.  Runtime state, not a context's: it is the
+		 * ranks' message buffer, which the quit at close and a follower
+		 * before its first call need when no context exists; the one
+		 * context a split runtime allows (nctx) is the only writer on
+		 * rank 0. */
+		int64_t *hdr;
 	} mpi;
 };
 
@@ -66,7 +73,6 @@ struct llm_ctx {
 	float *hidden;       /* phase_out of embed, made at its first call: its rows */
 	int64_t max_context; /* positions the cache holds */
 	int64_t pos;         /* positions filled in the cache */
-	int64_t *hdr;        /* tensor parallel: HDR_TOKENS + tokens_cap */
 };
 
 /* model.json of a build directory, or the member of a bundle: the
@@ -286,6 +292,7 @@ mpi_start(struct llm_runtime *rt, const struct llm_runtime_opts *o)
 	}
 	rt->mpi.rank = rt->mpi.init();
 	rt->mpi.started = 1;
+	rt->mpi.hdr = llm_xcalloc((size_t)(HDR_TOKENS + rt->tokens_cap), sizeof(int64_t));
 	if (o->mpi_rank)
 		*o->mpi_rank = (int)rt->mpi.rank;
 	int64_t size = 1, lo[4] = {(int64_t)m->fingerprint, llm_model_ranks(m), rt->tokens_cap, rt->vocab}, hi[4];
@@ -354,12 +361,21 @@ alloc_kv(struct llm_ctx *c, int64_t n)
 	return 0;
 }
 
+/* Split over ranks, one context at a time (the ranks follow rank 0's
+ * calls on one cache each): a context counts from llm_ctx_new to
+ * llm_ctx_free. */
+static void
+count_ctx(const struct llm_runtime *rt, int d)
+{
+	if (llm_model_ranks(&rt->model) > 1)
+		atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, d);
+}
+
 struct llm_ctx *
 llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 {
-	if (llm_model_ranks(&rt->model) > 1 && rt->ctx &&
-	    atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, 1) > 0) {
-		atomic_fetch_sub(&((struct llm_runtime *)rt)->mpi.nctx, 1);
+	if (llm_model_ranks(&rt->model) > 1 && atomic_fetch_add(&((struct llm_runtime *)rt)->mpi.nctx, 1) > 0) {
+		count_ctx(rt, -1);
 		llm_seterr("%s: a tensor-parallel model evaluates one sequence at a time", rt->model.path);
 		return NULL;
 	}
@@ -368,13 +384,12 @@ llm_ctx_new(const struct llm_runtime *rt, int64_t n)
 	if (n == 0)
 		n = rt->model.max_context < LLM_DEFAULT_CONTEXT ? rt->model.max_context : LLM_DEFAULT_CONTEXT;
 	if (alloc_kv(c, n) < 0) {
+		count_ctx(rt, -1);
 		free(c);
 		return NULL;
 	}
 	c->tokens = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->tokens_cap * sizeof(int64_t), 64));
 	c->logits = aligned_alloc(64, LLM_ALIGN_UP((size_t)rt->vocab * sizeof(float), 64));
-	c->hdr = llm_model_ranks(&rt->model) > 1 ? llm_xcalloc((size_t)(HDR_TOKENS + rt->tokens_cap), sizeof(int64_t)) :
-						   NULL;
 	if (!c->tokens || !c->logits)
 		llm_fatal("out of memory");
 	return c;
@@ -387,12 +402,10 @@ llm_ctx_free(struct llm_ctx *c)
 		return;
 	if (c->kv)
 		munmap(c->kv, c->kv_map);
-	if (llm_model_ranks(&c->rt->model) > 1 && c != c->rt->ctx && c->rt->ctx)
-		atomic_fetch_sub(&((struct llm_runtime *)c->rt)->mpi.nctx, 1);
+	count_ctx(c->rt, -1);
 	free(c->tokens);
 	free(c->logits);
 	free(c->hidden);
-	free(c->hdr);
 	free(c);
 }
 
@@ -451,8 +464,6 @@ llm_runtime_open(const char *path, const struct llm_runtime_opts *o)
 			goto fail;
 		}
 	}
-	if (!(rt->ctx = llm_ctx_new(rt, 0)))
-		goto fail;
 	/* Best effort: without the thread the first phase faults them in. */
 	if (o->prefault && pthread_create(&rt->prefault, NULL, prefault_main, rt) == 0)
 		rt->prefaulting = 1;
@@ -474,14 +485,14 @@ llm_runtime_close(struct llm_runtime *rt)
 	if (rt->mpi.started) {
 		/* rank 0 lets the others' llm_runtime_follow return; then all
 		 * of them end MPI together */
-		if (rt->mpi.rank == 0 && !rt->mpi.failed && rt->ctx) {
-			memset(rt->ctx->hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
-			rt->ctx->hdr[HDR_CMD] = CMD_QUIT;
-			mpi_reduce(rt, MPI_SUM_, rt->ctx->hdr, HDR_TOKENS + rt->tokens_cap);
+		if (rt->mpi.rank == 0 && !rt->mpi.failed) {
+			memset(rt->mpi.hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
+			rt->mpi.hdr[HDR_CMD] = CMD_QUIT;
+			mpi_reduce(rt, MPI_SUM_, rt->mpi.hdr, HDR_TOKENS + rt->tokens_cap);
 		}
 		rt->mpi.finalize();
 	}
-	llm_ctx_free(rt->ctx);
+	free(rt->mpi.hdr);
 	/* Stop libomp's worker threads (OpenMP 5 omp_pause_hard = 2), so
 	 * that nothing runs past this point; the library stays loaded. */
 	if (rt->lib) {
@@ -537,8 +548,6 @@ llm_runtime_vocab(const struct llm_runtime *rt)
 	return rt->vocab;
 }
 
-/* A context's operations; the runtime's own context takes the same
- * through the llm_runtime_ wrappers below. */
 int64_t
 llm_ctx_context(const struct llm_ctx *c)
 {
@@ -615,14 +624,15 @@ call(struct llm_ctx *c, int ph, const int64_t *tokens, int64_t n)
 {
 	const struct llm_runtime *rt = c->rt;
 	if (llm_model_ranks(&rt->model) > 1) {
-		memset(c->hdr, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
-		c->hdr[HDR_CMD] = CMD_CALL;
-		c->hdr[HDR_PHASE] = ph;
-		c->hdr[HDR_POS] = c->pos;
-		c->hdr[HDR_N] = n;
-		c->hdr[HDR_CONTEXT] = c->max_context;
-		memcpy(c->hdr + HDR_TOKENS, tokens, (size_t)n * sizeof(*tokens));
-		mpi_reduce(rt, MPI_SUM_, c->hdr, HDR_TOKENS + rt->tokens_cap);
+		int64_t *h = rt->mpi.hdr;
+		memset(h, 0, (size_t)(HDR_TOKENS + rt->tokens_cap) * sizeof(int64_t));
+		h[HDR_CMD] = CMD_CALL;
+		h[HDR_PHASE] = ph;
+		h[HDR_POS] = c->pos;
+		h[HDR_N] = n;
+		h[HDR_CONTEXT] = c->max_context;
+		memcpy(h + HDR_TOKENS, tokens, (size_t)n * sizeof(*tokens));
+		mpi_reduce(rt, MPI_SUM_, h, HDR_TOKENS + rt->tokens_cap);
 	}
 	run_phase(c, ph, tokens, n);
 }
@@ -633,32 +643,44 @@ llm_runtime_rank(const struct llm_runtime *rt)
 	return rt->mpi.started ? (int)rt->mpi.rank : 0;
 }
 
+/* The follower's context is made at the first call, for the positions
+ * rank 0's context has (HDR_CONTEXT), and made anew when they change. */
 int
 llm_runtime_follow(struct llm_runtime *rt)
 {
-	struct llm_ctx *c = rt->ctx;
+	struct llm_ctx *c = NULL;
 	int64_t nh = HDR_TOKENS + rt->tokens_cap;
+	int rc = -1;
 	if (!rt->mpi.started || rt->mpi.rank == 0)
 		return llm_seterr("%s: only ranks other than 0 of a tensor-parallel model follow", rt->model.path);
 	for (;;) {
-		memset(c->hdr, 0, (size_t)nh * sizeof(int64_t));
-		mpi_reduce(rt, MPI_SUM_, c->hdr, nh);
-		const int64_t *h = c->hdr;
-		if (h[HDR_CMD] == CMD_QUIT)
-			return 0;
+		const int64_t *h = rt->mpi.hdr;
+		memset(rt->mpi.hdr, 0, (size_t)nh * sizeof(int64_t));
+		mpi_reduce(rt, MPI_SUM_, rt->mpi.hdr, nh);
+		if (h[HDR_CMD] == CMD_QUIT) {
+			rc = 0;
+			break;
+		}
 		if (h[HDR_CMD] != CMD_CALL || h[HDR_PHASE] < 0 || h[HDR_PHASE] >= LLM_PH_COUNT ||
 		    !rt->phase[h[HDR_PHASE]] || h[HDR_N] < 1 || h[HDR_N] > rt->phase_tokens[h[HDR_PHASE]] ||
-		    h[HDR_POS] < 0)
-			return llm_seterr("%s: rank %" PRId64 ": rank 0 sent a call this rank cannot make",
-			    rt->model.path, rt->mpi.rank);
-		if (h[HDR_CONTEXT] != c->max_context && alloc_kv(c, h[HDR_CONTEXT]) < 0)
-			return -1;
-		if (h[HDR_POS] + h[HDR_N] > c->max_context)
-			return llm_seterr("%s: rank %" PRId64 ": a call past the context", rt->model.path,
+		    h[HDR_POS] < 0) {
+			llm_seterr("%s: rank %" PRId64 ": rank 0 sent a call this rank cannot make", rt->model.path,
 			    rt->mpi.rank);
+			break;
+		}
+		if (!c && !(c = llm_ctx_new(rt, h[HDR_CONTEXT])))
+			break;
+		if (h[HDR_CONTEXT] != c->max_context && alloc_kv(c, h[HDR_CONTEXT]) < 0)
+			break;
+		if (h[HDR_POS] + h[HDR_N] > c->max_context) {
+			llm_seterr("%s: rank %" PRId64 ": a call past the context", rt->model.path, rt->mpi.rank);
+			break;
+		}
 		c->pos = h[HDR_POS];
 		run_phase(c, (int)h[HDR_PHASE], h + HDR_TOKENS, h[HDR_N]);
 	}
+	llm_ctx_free(c);
+	return rc;
 }
 
 int
@@ -799,42 +821,6 @@ llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f)
 	memcpy(c->logits, logits, (size_t)c->rt->vocab * sizeof(float));
 	c->pos = pos;
 	return 0;
-}
-
-int64_t
-llm_runtime_context(const struct llm_runtime *rt)
-{
-	return llm_ctx_context(rt->ctx);
-}
-
-int
-llm_runtime_set_context(struct llm_runtime *rt, int64_t n)
-{
-	return llm_ctx_set_context(rt->ctx, n);
-}
-
-const float *
-llm_runtime_logits(const struct llm_runtime *rt)
-{
-	return llm_ctx_logits(rt->ctx);
-}
-
-int
-llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n)
-{
-	return llm_ctx_prefill(rt->ctx, tokens, n);
-}
-
-int
-llm_runtime_decode(struct llm_runtime *rt, int64_t token)
-{
-	return llm_ctx_decode(rt->ctx, token);
-}
-
-void
-llm_runtime_reset(struct llm_runtime *rt)
-{
-	llm_ctx_reset(rt->ctx);
 }
 
 int64_t

@@ -2,10 +2,12 @@
  *
  * Opens a bundle (model.llm) or a build directory: model.json, weights.bin
  * mapped in place (header checked against the plan), the model library
- * (dlopen; its plan fingerprint must equal the weights'), the KV cache
- * (zeros, for the context asked for: llm_kv_bytes), and calls the phases through the ABI of
- * share/doc/llm/formats.txt.  Nothing here knows a model's shapes beyond
- * model.json: vocab_size, max_context and the phases' token counts. */
+ * (dlopen; its plan fingerprint must equal the weights'), and calls the
+ * phases through the ABI of share/doc/llm/formats.txt on a sequence's
+ * state, an llm_ctx, which holds the KV cache (zeros, for the context
+ * asked for: llm_kv_bytes); open allocates none.  Nothing here knows a
+ * model's shapes beyond model.json: vocab_size, max_context and the
+ * phases' token counts. */
 #ifndef LLM_RUNTIME_H
 #define LLM_RUNTIME_H
 
@@ -52,51 +54,45 @@ const struct llm_bundle *llm_runtime_bundle(const struct llm_runtime *rt);
 uint64_t llm_runtime_fingerprint(const struct llm_runtime *rt);
 int64_t llm_runtime_vocab(const struct llm_runtime *rt);
 /* target.json's CPU name, or NULL for a bundle without one. */
+const char *llm_runtime_target_cpu(const struct llm_runtime *rt);
 /* OpenMP threads for the phases the calling thread runs from now on. */
 void llm_runtime_set_threads(struct llm_runtime *rt, int threads);
-const char *llm_runtime_target_cpu(const struct llm_runtime *rt);
-/* Positions the context may hold: what the KV cache was allocated for,
- * LLM_DEFAULT_CONTEXT (or the build's max_context if smaller) at open. */
-int64_t llm_runtime_context(const struct llm_runtime *rt);
+
+/* A sequence's state on a runtime: its KV cache, its position and its
+ * last logits; the runtime has none of its own.  The phases read the
+ * runtime and write only their context, so several contexts of one
+ * runtime run in different threads at once (each context in one thread at
+ * a time; the runtime outlives them).  Errors (llm_errmsg) are per
+ * thread. */
+struct llm_ctx;
+/* A context of n positions (0: LLM_DEFAULT_CONTEXT, or the build's
+ * max_context if smaller), or NULL with llm_errmsg; for a model split over
+ * ranks, NULL while another context of rt lives. */
+struct llm_ctx *llm_ctx_new(const struct llm_runtime *rt, int64_t n);
+void llm_ctx_free(struct llm_ctx *c);
+/* Positions c may hold: what its KV cache was allocated for. */
+int64_t llm_ctx_context(const struct llm_ctx *c);
 /* A new KV cache for n positions (1 <= n <= the build's max_context), in
  * place of the old; the context is forgotten (position 0).  -1 with
  * llm_errmsg otherwise, the old cache kept. */
-int llm_runtime_set_context(struct llm_runtime *rt, int64_t n);
+int llm_ctx_set_context(struct llm_ctx *c, int64_t n);
+/* Positions filled. */
+int64_t llm_ctx_pos(const struct llm_ctx *c);
 /* The logits of the last token of the last prefill or decode
  * (llm_runtime_vocab of them). */
-const float *llm_runtime_logits(const struct llm_runtime *rt);
-
+const float *llm_ctx_logits(const struct llm_ctx *c);
 /* Append n prompt tokens after those of the context: prefill for a
  * chunk at position 0, prefill_kv for chunks after it, each of at most its
- * phase's tokens; llm_runtime_logits are then the last token's.  -1 with llm_errmsg
- * for an id outside the vocabulary or a context overflow. */
-int llm_runtime_prefill(struct llm_runtime *rt, const int64_t *tokens, int64_t n);
-/* Append one token (after at least one) through decode. */
-int llm_runtime_decode(struct llm_runtime *rt, int64_t token);
+ * phase's tokens; llm_ctx_logits are then the last token's.  -1 with
+ * llm_errmsg for an id outside the vocabulary or a context overflow. */
+int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
+/* Append one token through decode (prefill at position 0). */
+int llm_ctx_decode(struct llm_ctx *c, int64_t token);
 /* Forget the context: the next prefill starts at position 0.  The cache
  * is not cleared: attention reads [0, pos + n_tokens) only. */
-void llm_runtime_reset(struct llm_runtime *rt);
-
-/* A sequence's state on a runtime: its KV cache, its position and its
- * last logits.  The runtime has one of its own, which the llm_runtime_
- * calls above use; llm_ctx_new makes more.  The phases read the runtime
- * and write only their context, so several contexts of one runtime run in
- * different threads at once (each context in one thread at a time; the
- * runtime outlives them).  Errors (llm_errmsg) are per thread. */
-struct llm_ctx;
-/* A context of n positions (0: as at open, LLM_DEFAULT_CONTEXT or the
- * build's max_context if smaller), or NULL with llm_errmsg. */
-struct llm_ctx *llm_ctx_new(const struct llm_runtime *rt, int64_t n);
-void llm_ctx_free(struct llm_ctx *c);
-/* As llm_runtime_context, _set_context, _pos, _logits, _prefill, _decode,
- * _reset and _rewind, on c. */
-int64_t llm_ctx_context(const struct llm_ctx *c);
-int llm_ctx_set_context(struct llm_ctx *c, int64_t n);
-int64_t llm_ctx_pos(const struct llm_ctx *c);
-const float *llm_ctx_logits(const struct llm_ctx *c);
-int llm_ctx_prefill(struct llm_ctx *c, const int64_t *tokens, int64_t n);
-int llm_ctx_decode(struct llm_ctx *c, int64_t token);
 void llm_ctx_reset(struct llm_ctx *c);
+/* Back to position pos (0 <= pos <= llm_ctx_pos), or -1 with
+ * llm_errmsg. */
 int llm_ctx_rewind(struct llm_ctx *c, int64_t pos);
 /* Append n tokens through embed (phase.h), a chunk of at most its
  * tokens a call, as llm_ctx_prefill does: after each chunk of k
@@ -121,13 +117,13 @@ int llm_runtime_has_phase(const struct llm_runtime *rt, int ph);
 int llm_ctx_write_kv(const struct llm_ctx *c, FILE *f);
 int llm_ctx_read_kv(struct llm_ctx *c, int64_t pos, const float *logits, FILE *f);
 
-/* Tensor parallel (limits.tp > 1, run under mpirun -np tp): open starts
- * MPI.  Rank 0 is the one the program drives: each phase call it makes
- * is told to the others first.  The others call llm_runtime_follow, which
- * makes the same calls on their part of the weights and returns 0 when
- * rank 0 closes its runtime (-1 with llm_errmsg on a call it cannot
- * make).  One sequence at a time: the API's, or the runtime's own.  A
- * model of one process is rank 0. */
+/* Split over ranks (limits.tp or limits.pp > 1, run under mpirun -np
+ * ranks): open starts MPI.  Rank 0 is the one the program drives: each
+ * phase call it makes on its context is told to the others first.  The
+ * others call llm_runtime_follow, which makes the same calls on a context
+ * of their own, on their part of the weights, and returns 0 when rank 0
+ * closes its runtime (-1 with llm_errmsg on a call it cannot make).  One
+ * context at a time (llm_ctx_new).  A model of one process is rank 0. */
 int llm_runtime_rank(const struct llm_runtime *rt);
 int llm_runtime_follow(struct llm_runtime *rt);
 

@@ -1,12 +1,11 @@
 /* ctxcheck: several contexts on one opened runtime (runtime.h llm_ctx),
- * each in a thread of its own at once, against the runtime's own context
- * run alone.
+ * each in a thread of its own at once, against one context run alone.
  *
  * ctxcheck [-j threads] [-n steps] model prompt...
  *
  * Each prompt (comma-separated token ids) is prefilled, then -n greedy
  * decode steps follow; the logits of every step are kept.  First each
- * prompt alone, one after the other, on the runtime's context; then one
+ * prompt alone, one after the other, on one context; then one
  * context per prompt, all run at once in -j rounds of threads.  Every
  * logit must be bit for bit the same.  Prints one line; exits 0 when they
  * are, 1 when not, 2 on a usage or load error. */
@@ -102,6 +101,9 @@ main(int argc, char **argv)
 	int np = argc - optind - 1;
 	int64_t v = llm_runtime_vocab(rt);
 	size_t per = (size_t)(steps + 1) * (size_t)v;
+	struct llm_ctx *alone = llm_ctx_new(rt, 0);
+	if (!alone)
+		llm_fatal("%s", llm_errmsg());
 	struct job *jobs = llm_xcalloc((size_t)np, sizeof(*jobs));
 	for (int i = 0; i < np; i++) {
 		struct job *j = &jobs[i];
@@ -110,18 +112,12 @@ main(int argc, char **argv)
 		j->n = parse_ids(argv[optind + 1 + i], &j->ids);
 		j->want = llm_xcalloc(per, sizeof(float));
 		j->got = llm_xcalloc(per, sizeof(float));
-		/* alone, on the runtime's own context */
-		llm_runtime_reset(rt);
-		if (llm_runtime_prefill(rt, j->ids, j->n) < 0)
+		/* alone, on one context used again */
+		llm_ctx_reset(alone);
+		if (run(alone, v, j->ids, j->n, steps, j->want) < 0)
 			llm_fatal("%s", llm_errmsg());
-		for (int s = 0;; s++) {
-			memcpy(j->want + (size_t)s * (size_t)v, llm_runtime_logits(rt), (size_t)v * sizeof(float));
-			if (s == steps)
-				break;
-			if (llm_runtime_decode(rt, llm_argmax(llm_runtime_logits(rt), v)) < 0)
-				llm_fatal("%s", llm_errmsg());
-		}
 	}
+	llm_ctx_free(alone);
 	int bad = 0;
 	for (int r = 0; r < rounds; r++) {
 		pthread_t *th = llm_xcalloc((size_t)np, sizeof(*th));
