@@ -178,6 +178,17 @@ check_foreign(const char *path, const char *label, const char *triple, const str
 	llm_unmap(&lm);
 }
 
+/* The link's arguments for a shared object out of the objects. */
+static void
+shared_of_objects(struct llm_argv *l, const char *out)
+{
+	llm_argv_add(l, "-shared");
+	llm_argv_add(l, "-o");
+	llm_argv_add(l, out);
+	for (size_t i = 0; i < nobjs; i++)
+		llm_argv_add(l, objs[i]);
+}
+
 /* The first file of the sysroot matching one of the patterns (NULL-ended,
  * relative to root), or NULL. */
 static char *
@@ -224,11 +235,7 @@ cross_link(struct llm_argv *l, const char *triple, const char *sysroot, const ch
 		llm_argv_addf(l, "--target=%.*s-linux-gnu", al, triple);
 	llm_argv_addf(l, "--sysroot=%s", sysroot);
 	llm_argv_add(l, "-fuse-ld=lld");
-	llm_argv_add(l, "-shared");
-	llm_argv_add(l, "-o");
-	llm_argv_add(l, out);
-	for (size_t i = 0; i < nobjs; i++)
-		llm_argv_add(l, objs[i]);
+	shared_of_objects(l, out);
 	*strrchr(omp, '/') = 0;
 	llm_argv_addf(l, "-L%s", omp);
 	llm_argv_add(l, "-Wl,-z,defs");
@@ -443,11 +450,7 @@ native_link(struct llm_argv *l, const struct llm_model *m, const char *out)
 	char *builtins = rt ? llm_llvm_builtins(libdir, rt) : NULL;
 
 	llm_argv_words(l, cc && *cc ? cc : "cc");
-	llm_argv_add(l, "-shared");
-	llm_argv_add(l, "-o");
-	llm_argv_add(l, out);
-	for (size_t i = 0; i < nobjs; i++)
-		llm_argv_add(l, objs[i]);
+	shared_of_objects(l, out);
 	llm_argv_addf(l, "-L%s", libdir);
 	llm_argv_addf(l, "-Wl,-rpath,%s", libdir);
 	llm_argv_add(l, "-Wl,-z,defs");
