@@ -168,12 +168,12 @@ logits() {
 @test "an identical kernel is taken from the lowering cache, across builds" {
 	export LLM_CACHE_DIR="$T/cache"
 	build "$BATS_FILE_TMPDIR/tiny" "$T/a" layer
-	n=$(ls "$T/cache" | wc -l)
+	n=$(ls "$T/cache/objects" | wc -l)
 	[ "$n" -gt 0 ]
 	run -0 env -u MAKEFLAGS -u MFLAGS make -f "$PROJECT_ROOT/pipelines/model.mk" LLM="${LLM_BIN:-$PROJECT_ROOT/bin}/" \
 		MODEL="$BATS_FILE_TMPDIR/tiny" OUT="$T/b" LOWER_FLAGS=-v IMPORT_FLAGS="$IF"
 	[ "$(grep -c 'cache hit' <<<"$output")" -eq "$n" ]
-	[ "$(ls "$T/cache" | wc -l)" -eq "$n" ]
+	[ "$(ls "$T/cache/objects" | wc -l)" -eq "$n" ]
 	cmp "$T/a/libmodel.so" "$T/b/libmodel.so"
 }
 
